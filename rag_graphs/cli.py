@@ -1,0 +1,156 @@
+"""The ``rag-graphs`` command: ingest documents, ask a method, run the demo."""
+
+from __future__ import annotations
+
+import json
+import sys
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from rag_graphs.context import RagContext
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
+console = Console()
+err = Console(stderr=True)
+
+DEMO_QUESTIONS = (
+    "In which town was the founder of the Velmora Institute born?",
+    "What is the capital of the province where the founder of the Velmora Institute was born?",
+)
+
+StoreOpt = Annotated[Optional[str], typer.Option("--store", help="Milvus Lite path or server URI [env RAG_GRAPHS_STORE_URI]")]
+CollOpt = Annotated[Optional[str], typer.Option("--collection", help="collection [env RAG_GRAPHS_COLLECTION]")]
+
+
+def _context(store: str | None, collection: str | None, **overrides) -> RagContext:
+    values = {k: v for k, v in overrides.items() if v is not None}
+    if store:
+        values["store_uri"] = store
+    if collection:
+        values["collection"] = collection
+    return RagContext(**values)
+
+
+def _fail(message: str) -> None:
+    err.print(f"[bold red]error:[/] {message}")
+    raise typer.Exit(1)
+
+
+@app.command()
+def ingest(
+    paths: Annotated[list[Path], typer.Argument(help="files or folders (folders recurse)")],
+    store: StoreOpt = None,
+    collection: CollOpt = None,
+    exclude: Annotated[list[str], typer.Option(help="glob of files to skip (repeatable)")] = [],
+    dense_only: Annotated[bool, typer.Option(help="create the collection without BM25")] = False,
+) -> None:
+    """Convert files with Docling, chunk, embed and store them in Milvus."""
+    from ingestion import StoreLockedError
+    from ingestion import ingest as run_ingest
+
+    ctx = _context(store, collection)
+    if not isinstance(ctx.embeddings, str):  # pragma: no cover - env gives strings
+        _fail("embeddings must be a spec string on the command line")
+    try:
+        report = run_ingest(
+            paths,
+            uri=ctx.store_uri,
+            collection=ctx.collection,
+            embeddings=ctx.embeddings,
+            hybrid=not dense_only,
+            exclude=exclude,
+        )
+    except (FileNotFoundError, StoreLockedError) as exc:
+        _fail(str(exc))
+    console.print(report.summary())
+    if report.failed and not report.ok:
+        raise typer.Exit(1)
+
+
+def _print_result(result: dict) -> None:
+    console.rule("[bold]answer")
+    console.print(result.get("answer", ""))
+    table = Table("n", "source", "kind", "page", "cref", "quote", title="citations", show_lines=False)
+    for c in result.get("citations", []):
+        table.add_row(
+            f"[{c['marker']}]" + ("" if c["explicit"] else "*"),
+            Path(c["source"]).name,
+            c["kind"],
+            str(c["page"]) if c["page"] >= 0 else "-",
+            c["cref"],
+            c["quote"].replace("\n", " ")[:80],
+        )
+    console.print(table)
+    if any(not c["explicit"] for c in result.get("citations", [])):
+        console.print("[dim]* the model wrote no citation marker; the passages it was given are listed[/]")
+    console.rule("[bold]steps")
+    for i, step in enumerate(result.get("steps", []), start=1):
+        detail = step.get("query") or step.get("text", "")
+        console.print(f"{i}. [cyan]{step['node']}[/] {step['kind']}: {detail[:160]!s}")
+    console.print(f"[dim]usage: {json.dumps(result.get('usage', {}))}[/]")
+
+
+def _run(method: str, question: str, ctx: RagContext, as_json: bool) -> dict:
+    from rag_graphs.methods import get_graph
+
+    graph = get_graph(method)
+    result: dict = {}
+    with console.status(f"[bold]{method}[/] thinking...") as status:
+        for mode, chunk in graph.stream({"question": question}, context=ctx, stream_mode=["custom", "values"]):
+            if mode == "custom":
+                status.update(f"[bold]{method}[/] {chunk['node']}: {chunk['event']}")
+            else:
+                result = chunk
+    if as_json:
+        payload = {k: v for k, v in result.items() if k != "documents"}
+        typer.echo(json.dumps(payload, indent=2, default=str))
+    else:
+        _print_result(result)
+    return result
+
+
+@app.command()
+def ask(
+    question: Annotated[str, typer.Argument(help="the question")],
+    method: Annotated[str, typer.Option("--method", "-m", help="method to run")] = "naive",
+    store: StoreOpt = None,
+    collection: CollOpt = None,
+    k: Annotated[Optional[int], typer.Option(help="chunks per retrieval [env RAG_GRAPHS_K]")] = None,
+    model: Annotated[Optional[str], typer.Option(help="chat model spec [env RAG_GRAPHS_CHAT_MODEL]")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
+) -> None:
+    """Answer a question with one method; print the answer, citations and steps."""
+    from ingestion import StoreLockedError
+
+    try:
+        ctx = _context(store, collection, k=k, chat_model=model)
+        _run(method, question, ctx, as_json)
+    except (ValueError, StoreLockedError, RuntimeError, FileNotFoundError) as exc:
+        _fail(str(exc))
+
+
+@app.command()
+def demo(
+    store: StoreOpt = None,
+    collection: CollOpt = None,
+) -> None:
+    """Ingest the bundled multi-document corpus and ask multi-hop questions about it."""
+    corpus = Path(str(resources.files("rag_graphs").joinpath("demo_corpus")))
+    console.print(f"[bold]Demo corpus[/]: {corpus}")
+    ingest([corpus], store=store, collection=collection, exclude=[], dense_only=False)
+    for question in DEMO_QUESTIONS:
+        console.rule(f"[bold magenta]{question}")
+        ask(question, method="naive", store=store, collection=collection, k=None, model=None, as_json=False)
+
+
+def main() -> None:  # pragma: no cover
+    app(sys.argv[1:])
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,98 @@
+"""``RagContext``: the one typed run-time settings object of every graph.
+
+Pass it as LangGraph's run-time context::
+
+    graph.invoke({"question": q}, context=RagContext(k=6, chat_model="ollama:qwen3:8b"))
+
+Fields left out take their defaults from environment variables (read when the
+object is created, never cached globally), so a notebook, the CLI and
+``langgraph dev`` can all be pointed at other models or stores without code.
+Model and embedding fields also accept ready objects, which is how tests pass
+scripted fake models.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, fields
+from typing import Any, Literal
+
+from langchain_core.embeddings import Embeddings
+from langchain_core.language_models import BaseChatModel
+
+DEFAULT_STORE_URI = ".rag-graphs/milvus.db"
+DEFAULT_COLLECTION = "rag_graphs"
+
+
+def _env(name: str, default: Any, cast: type = str) -> Any:
+    def factory() -> Any:
+        raw = os.environ.get(name)
+        if raw is None or raw == "":
+            return default
+        try:
+            return cast(raw)
+        except ValueError as exc:
+            raise ValueError(f"environment variable {name}={raw!r}: expected {cast.__name__}") from exc
+
+    return field(default_factory=factory, metadata={"env": name})
+
+
+@dataclass(kw_only=True)
+class RagContext:
+    """Run-time settings shared by all methods.
+
+    Every field can also be set by the environment variable named in its
+    ``metadata["env"]`` (see ``RagContext.env_vars()``).
+    """
+
+    chat_model: str | BaseChatModel = _env("RAG_GRAPHS_CHAT_MODEL", "embedded")
+    """Chat model spec: ``embedded`` (SmolLM2-135M in process), ``ollama:qwen3:8b``,
+    ``openai:gpt-4.1-mini`` (``OPENAI_BASE_URL`` for vLLM/compatible servers),
+    ``hf:<local dir>``; or a ``BaseChatModel`` instance."""
+
+    embeddings: str | Embeddings = _env("RAG_GRAPHS_EMBEDDINGS", "embedded")
+    """Embedding spec (``embedded`` = all-MiniLM-L6-v2) or an ``Embeddings`` instance.
+    Must be the model the collection was built with."""
+
+    store_uri: str = _env("RAG_GRAPHS_STORE_URI", DEFAULT_STORE_URI)
+    """Milvus Lite path, or a Milvus/Zilliz server URI (``http://localhost:19530``)."""
+
+    collection: str = _env("RAG_GRAPHS_COLLECTION", DEFAULT_COLLECTION)
+    """Milvus collection name."""
+
+    k: int = _env("RAG_GRAPHS_K", 4, int)
+    """Chunks returned per retrieval."""
+
+    search_mode: Literal["dense", "hybrid"] = _env("RAG_GRAPHS_SEARCH_MODE", "hybrid")
+    """``hybrid`` = BM25 + dense fused by RRF in Milvus; ``dense`` = embeddings only."""
+
+    max_hops: int = _env("RAG_GRAPHS_MAX_HOPS", 3, int)
+    """Budget of retrieval hops for multi-hop methods."""
+
+    max_steps: int = _env("RAG_GRAPHS_MAX_STEPS", 8, int)
+    """Budget of loop iterations (agent steps, rewrites) for looping methods."""
+
+    max_answer_tokens: int = _env("RAG_GRAPHS_MAX_ANSWER_TOKENS", 256, int)
+    """Upper bound on tokens the chat model may generate per call."""
+
+    def __post_init__(self) -> None:
+        if self.search_mode not in ("dense", "hybrid"):
+            raise ValueError(f"RagContext.search_mode={self.search_mode!r}: use 'dense' or 'hybrid'")
+        for name in ("k", "max_hops", "max_steps", "max_answer_tokens"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"RagContext.{name}={getattr(self, name)!r}: must be >= 1")
+
+    @classmethod
+    def env_vars(cls) -> dict[str, str]:
+        """Field name -> environment variable that sets its default."""
+        return {f.name: f.metadata["env"] for f in fields(cls) if "env" in f.metadata}
+
+
+def get_context(runtime: Any) -> RagContext:
+    """The run's ``RagContext``, or one built from the environment when none was passed."""
+    ctx = getattr(runtime, "context", None)
+    if isinstance(ctx, RagContext):
+        return ctx
+    if isinstance(ctx, dict):  # LangGraph Studio / the server pass context as JSON
+        return RagContext(**ctx)
+    return RagContext()

@@ -1,0 +1,28 @@
+"""Naive RAG: one retrieval with the question, then an answer with citations.
+
+    START -> retrieve -> generate -> END
+
+The baseline every multi-hop method is compared against.
+"""
+
+from __future__ import annotations
+
+from langgraph.graph import END, START, StateGraph
+
+from rag_graphs.context import RagContext
+from rag_graphs.nodes import generate, retrieve
+from rag_graphs.state import InputState, OutputState, RagState
+
+
+def build() -> StateGraph:
+    """The uncompiled graph (compile it with your own checkpointer if you need one)."""
+    builder = StateGraph(RagState, context_schema=RagContext, input_schema=InputState, output_schema=OutputState)
+    builder.add_node("retrieve", retrieve)
+    builder.add_node("generate", generate)
+    builder.add_edge(START, "retrieve")
+    builder.add_edge("retrieve", "generate")
+    builder.add_edge("generate", END)
+    return builder
+
+
+graph = build().compile(name="naive")

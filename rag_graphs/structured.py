@@ -1,0 +1,156 @@
+"""Structured decisions that survive weak models.
+
+``invoke_structured`` asks a chat model for an object of a Pydantic schema in
+the strongest way the model supports, and never raises on a bad reply:
+
+1. ``grammar``: llama.cpp models (the embedded default) decode under a JSON
+   grammar compiled from the schema, so the reply is always valid JSON;
+2. ``native``: models with ``with_structured_output`` (tool calling / JSON mode);
+3. ``parsed``: everything else gets the schema as text instructions
+   (``prompts/templates/json_format_instructions.txt``) and a lenient parser
+   that digs the JSON object out of prose or code fences and, for a single
+   yes/no or choice field, accepts the bare word;
+4. ``default``: when all of that fails, the caller's safe default.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import typing
+from dataclasses import dataclass
+from typing import Any, Generic, Literal, TypeVar
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from pydantic import BaseModel, ValidationError
+
+from prompts import load_prompt
+
+T = TypeVar("T", bound=BaseModel)
+Method = Literal["grammar", "native", "parsed", "default"]
+
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
+
+
+@dataclass
+class Structured(Generic[T]):
+    """Result of ``invoke_structured``: the value, how it was obtained, the raw reply."""
+
+    value: T
+    method: Method
+    raw: AIMessage | None = None
+    error: str | None = None
+
+
+def _json_candidates(text: str) -> list[str]:
+    """Substrings of ``text`` that may be a JSON object, most likely first."""
+    out = [m.strip() for m in _FENCE.findall(text)]
+    start = text.find("{")
+    while start != -1:
+        depth = 0
+        for i in range(start, len(text)):
+            if text[i] == "{":
+                depth += 1
+            elif text[i] == "}":
+                depth -= 1
+                if depth == 0:
+                    out.append(text[start : i + 1])
+                    break
+        start = text.find("{", start + 1)
+    return out
+
+
+def _single_choice_field(schema: type[BaseModel]) -> tuple[str, list[str]] | None:
+    """For a one-required-field schema of bool or Literal type: (name, allowed words)."""
+    required = [n for n, f in schema.model_fields.items() if f.is_required()]
+    if len(required) != 1:
+        return None
+    name = required[0]
+    annotation = schema.model_fields[name].annotation
+    if annotation is bool:
+        return name, ["yes", "no", "true", "false"]
+    if typing.get_origin(annotation) is Literal:
+        return name, [str(a) for a in typing.get_args(annotation)]
+    return None
+
+
+def parse_lenient(text: str, schema: type[T]) -> T | None:
+    """Best-effort parse of ``text`` into ``schema``; ``None`` when nothing fits."""
+    for candidate in _json_candidates(text):
+        try:
+            data = json.loads(candidate)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(data, dict):
+            lowered = {str(k).lower(): v for k, v in data.items()}
+            data = {n: lowered.get(n.lower(), data.get(n)) for n in schema.model_fields}
+            data = {k: v for k, v in data.items() if v is not None}
+            try:
+                return schema.model_validate(data)
+            except ValidationError:
+                continue
+    choice = _single_choice_field(schema)
+    if choice:
+        name, words = choice
+        found = re.findall(r"[a-z_\-]+", text.lower())
+        for word in found:
+            if word in words:
+                value: Any = word in ("yes", "true") if words[0] == "yes" else word
+                try:
+                    return schema.model_validate({name: value})
+                except ValidationError:
+                    return None
+    return None
+
+
+def _with_instructions(messages: list[BaseMessage], schema: type[BaseModel]) -> list[BaseMessage]:
+    """Append the JSON instructions to the last human message (small models ignore late system text)."""
+    note = load_prompt("json_format_instructions").format_messages(
+        schema=json.dumps(schema.model_json_schema())
+    )[-1].content
+    out = list(messages)
+    for i in range(len(out) - 1, -1, -1):
+        if isinstance(out[i], HumanMessage):
+            out[i] = HumanMessage(content=f"{out[i].content}\n\n{note}")
+            return out
+    return out + [HumanMessage(content=str(note))]
+
+
+def _is_llama_cpp(model: BaseChatModel) -> bool:
+    return any(cls.__name__ == "ChatLlamaCpp" for cls in type(model).__mro__)
+
+
+def invoke_structured(
+    model: BaseChatModel, messages: list[BaseMessage], schema: type[T], default: T
+) -> Structured[T]:
+    """Ask ``model`` for a ``schema`` object; fall back to ``default`` instead of raising.
+
+    Transport errors (network, rate limits) still raise: they are not a
+    malformed reply and are retried or reported by the caller.
+    """
+    if _is_llama_cpp(model):
+        grammar = {"type": "json_object", "schema": schema.model_json_schema()}
+        raw = model.bind(response_format=grammar).invoke(_with_instructions(messages, schema))
+        return _from_text(raw, schema, default, "grammar")
+    try:
+        runnable = model.with_structured_output(schema, include_raw=True)
+    except (NotImplementedError, ValueError, TypeError):
+        runnable = None
+    if runnable is not None:
+        out = runnable.invoke(messages)
+        if isinstance(out.get("parsed"), schema):
+            return Structured(out["parsed"], "native", out.get("raw"))
+        raw = out.get("raw")
+        if isinstance(raw, AIMessage) and isinstance(raw.content, str) and raw.content:
+            return _from_text(raw, schema, default, "parsed")
+    raw = model.invoke(_with_instructions(messages, schema))
+    return _from_text(raw, schema, default, "parsed")
+
+
+def _from_text(raw: Any, schema: type[T], default: T, method: Method) -> Structured[T]:
+    text = raw.content if isinstance(raw.content, str) else json.dumps(raw.content)
+    value = parse_lenient(text, schema)
+    if value is None:
+        return Structured(default, "default", raw, f"unparseable reply: {text[:200]!r}")
+    return Structured(value, method, raw)

@@ -1,0 +1,68 @@
+"""Shared fixtures: offline flags, a temporary Milvus Lite store, fake models."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# Tests never read the user's settings.
+for _var in [v for v in os.environ if v.startswith("RAG_GRAPHS_")]:
+    del os.environ[_var]
+
+from importlib import resources  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+from langchain_core.embeddings import DeterministicFakeEmbedding  # noqa: E402
+from langchain_core.language_models import GenericFakeChatModel  # noqa: E402
+from langchain_core.messages import AIMessage  # noqa: E402
+
+from ingestion import ChunkIndex  # noqa: E402
+from rag_graphs.context import RagContext  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def demo_corpus() -> Path:
+    return Path(str(resources.files("rag_graphs").joinpath("demo_corpus")))
+
+
+@pytest.fixture(scope="session")
+def fake_embeddings() -> DeterministicFakeEmbedding:
+    """Same text -> same vector; different texts -> unrelated vectors."""
+    return DeterministicFakeEmbedding(size=32)
+
+
+@pytest.fixture
+def store_uri(tmp_path: Path) -> str:
+    return str(tmp_path / "milvus.db")
+
+
+@pytest.fixture
+def index(store_uri: str, fake_embeddings) -> ChunkIndex:
+    return ChunkIndex(uri=store_uri, collection="test", embeddings=fake_embeddings)
+
+
+def fake_chat(*replies: str | AIMessage) -> GenericFakeChatModel:
+    """A chat model that returns ``replies`` in order (and fails when they run out)."""
+    return GenericFakeChatModel(
+        messages=iter(r if isinstance(r, AIMessage) else AIMessage(content=r) for r in replies)
+    )
+
+
+@pytest.fixture
+def make_context(store_uri: str, fake_embeddings):
+    """Build a RagContext on the temporary store with fake embeddings and scripted replies."""
+
+    def factory(*replies: str | AIMessage, **overrides) -> RagContext:
+        values = dict(
+            chat_model=fake_chat(*replies),
+            embeddings=fake_embeddings,
+            store_uri=store_uri,
+            collection="test",
+        )
+        values.update(overrides)
+        return RagContext(**values)
+
+    return factory

@@ -1,0 +1,44 @@
+from __future__ import annotations
+
+import pytest
+
+from rag_graphs.context import RagContext, get_context
+
+
+def test_defaults_come_from_the_environment(monkeypatch):
+    monkeypatch.setenv("RAG_GRAPHS_K", "7")
+    monkeypatch.setenv("RAG_GRAPHS_CHAT_MODEL", "ollama:qwen3:8b")
+    monkeypatch.setenv("RAG_GRAPHS_STORE_URI", "http://localhost:19530")
+    ctx = RagContext()
+    assert (ctx.k, ctx.chat_model, ctx.store_uri) == (7, "ollama:qwen3:8b", "http://localhost:19530")
+
+
+def test_explicit_values_beat_the_environment(monkeypatch):
+    monkeypatch.setenv("RAG_GRAPHS_K", "7")
+    assert RagContext(k=2).k == 2
+
+
+def test_bad_environment_value_names_the_variable(monkeypatch):
+    monkeypatch.setenv("RAG_GRAPHS_MAX_HOPS", "many")
+    with pytest.raises(ValueError, match="RAG_GRAPHS_MAX_HOPS"):
+        RagContext()
+
+
+@pytest.mark.parametrize("field,value", [("k", 0), ("max_hops", -1), ("search_mode", "sparse")])
+def test_invalid_settings_are_rejected_with_the_field_name(field, value):
+    with pytest.raises(ValueError, match=field):
+        RagContext(**{field: value})
+
+
+def test_every_field_documents_its_environment_variable():
+    env = RagContext.env_vars()
+    assert env["collection"] == "RAG_GRAPHS_COLLECTION"
+    assert all(v.startswith("RAG_GRAPHS_") for v in env.values())
+
+
+def test_get_context_accepts_dicts_and_missing_context():
+    class Runtime:
+        context = {"k": 3}
+
+    assert get_context(Runtime()).k == 3
+    assert get_context(object()).k == RagContext().k

@@ -1,0 +1,106 @@
+"""Docling ingestion of the text formats: chunks, provenance, idempotence, bad files."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from ingestion import ingest
+from ingestion.chunking import chunk_document
+from ingestion.convert import UnsupportedFormatError, convert, discover
+from ingestion.embeddings import chunk_tokenizer
+
+
+def _ingest(paths, index, **kw):
+    return ingest(paths, uri=index.uri, collection=index.collection, index=index, progress=False, **kw)
+
+
+def test_demo_corpus_ingests_every_file_with_provenance(demo_corpus, index):
+    report = _ingest([demo_corpus], index)
+    assert not report.failed, report.summary()
+    assert {Path(f.path).suffix for f in report.ok} == {".md", ".html", ".txt", ".csv"}
+    assert report.added == report.chunks == report.total_chunks_in_store > 5
+    stored = index.search("Ilsa Brandt was born in Korvik", k=20, mode="hybrid")
+    sources = {Path(d.metadata["source"]).name for d, _ in stored}
+    assert "ilsa_brandt.html" in sources
+    doc = next(d for d, _ in stored if d.metadata["source"].endswith("ilsa_brandt.html") and "Korvik" in d.page_content)
+    meta = doc.metadata
+    assert meta["kind"] == "text" and meta["crefs"][0].startswith("#/texts/")
+    assert meta["headings"] and "Ilsa Brandt" in meta["headings"][0]
+    assert len(meta["doc_hash"]) > 8 and len(meta["content_hash"]) == 16 and meta["ingested_at"]
+    table = next(d for d, _ in index.search("Asterra Lunmar capital", k=20) if d.metadata["source"].endswith(".csv"))
+    assert table.metadata["kind"] == "table" and "Lunmar" in table.page_content
+
+
+def test_reingesting_adds_nothing(demo_corpus, index):
+    first = _ingest([demo_corpus], index)
+    second = _ingest([demo_corpus], index)
+    assert second.added == 0 and second.chunks == first.chunks
+    assert second.total_chunks_in_store == first.total_chunks_in_store
+
+
+def test_changed_file_replaces_its_old_chunks_only(tmp_path, index):
+    tmp_path = tmp_path / "docs"
+    tmp_path.mkdir()
+    a, b = tmp_path / "a.md", tmp_path / "b.md"
+    a.write_text("# A\n\nThe first version says the sky is green.\n")
+    b.write_text("# B\n\nAnother file about rivers.\n")
+    _ingest([tmp_path], index)
+    a.write_text("# A\n\nThe second version says the sky is blue.\n")
+    report = _ingest([tmp_path], index)
+    assert report.files[0].removed_stale >= 1
+    texts = [d.page_content for d, _ in index.search("sky", k=10)]
+    assert any("blue" in t for t in texts) and not any("green" in t for t in texts)
+    assert any("rivers" in t for t in texts)
+
+
+def test_bad_files_are_reported_by_name_and_good_ones_still_ingested(tmp_path, demo_corpus, index):
+    tmp_path = tmp_path / "docs"
+    tmp_path.mkdir()
+    shutil.copy(demo_corpus / "korvik.txt", tmp_path / "good.txt")
+    (tmp_path / "empty.md").write_bytes(b"")
+    (tmp_path / "binary.bin").write_bytes(b"\x00\x01\x02")
+    report = _ingest([tmp_path], index)
+    errors = {Path(f.path).name: f.error for f in report.failed}
+    assert set(errors) == {"empty.md", "binary.bin"}
+    assert "empty.md" in errors["empty.md"] and "empty" in errors["empty.md"]
+    assert "binary.bin" in errors["binary.bin"] and "unsupported" in errors["binary.bin"]
+    assert [Path(f.path).name for f in report.ok] == ["good.txt"]
+    assert report.total_chunks_in_store == report.added > 0
+    assert "FAILED" in report.summary()
+
+
+def test_missing_path_fails_before_anything_is_written(tmp_path, index):
+    with pytest.raises(FileNotFoundError, match="nope"):
+        _ingest([tmp_path / "nope"], index)
+    assert index.count() == 0
+
+
+def test_discover_skips_hidden_and_excluded_files(tmp_path):
+    (tmp_path / ".hidden.md").write_text("x")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "keep.md").write_text("x")
+    (tmp_path / "sub" / "drop.html").write_text("x")
+    found = [p.name for p in discover([tmp_path], exclude=["*.html"])]
+    assert found == ["keep.md"]
+
+
+def test_unsupported_suffix_error_names_the_file(tmp_path):
+    f = tmp_path / "deck.pptx"
+    f.write_bytes(b"PK")
+    with pytest.raises(UnsupportedFormatError, match="deck.pptx"):
+        convert(f)
+
+
+def test_chunks_fit_the_embedding_window_and_ids_are_stable(tmp_path):
+    f = tmp_path / "long.md"
+    f.write_text("# Long\n\n" + " ".join(f"Sentence number {i} talks about topic {i}." for i in range(400)))
+    tokenizer = chunk_tokenizer("embedded")
+    chunks = chunk_document(convert(f), source=str(f), tokenizer=tokenizer)
+    again = chunk_document(convert(f), source=str(f), tokenizer=tokenizer)
+    assert len(chunks) > 3
+    assert all(tokenizer.count_tokens(c.page_content) <= tokenizer.get_max_tokens() for c in chunks)
+    assert [c.id for c in chunks] == [c.id for c in again]
+    assert len({c.id for c in chunks}) == len(chunks)
