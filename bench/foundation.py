@@ -1,0 +1,93 @@
+"""Foundation benchmarks on the embedded models: embedding throughput, ingest time,
+search p50 (dense and hybrid), embedded LLM load time and tokens/s, naive RAG latency.
+
+Run: ``make bench`` (or ``.venv/bin/python bench/foundation.py``). Prints a Markdown
+table and writes ``bench_runs/foundation.json``. Timings vary with machine load; read
+them as orders of magnitude and compare ratios measured in the same run.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import statistics
+import tempfile
+import time
+from importlib import resources
+from pathlib import Path
+
+
+def _p50(samples: list[float]) -> float:
+    return statistics.median(samples) * 1000
+
+
+def main() -> None:
+    from ingestion import ingest, load_embeddings, open_index
+    from rag_graphs.context import RagContext
+    from rag_graphs.methods.naive import graph
+    from rag_graphs.models import load_chat_model
+
+    corpus = Path(str(resources.files("rag_graphs").joinpath("demo_corpus")))
+    rows: dict[str, float | str] = {}
+
+    t = time.perf_counter()
+    emb = load_embeddings("embedded")
+    emb.embed_query("warm up")
+    rows["embeddings load (s)"] = time.perf_counter() - t
+    sentences = [f"Sentence {i}: the town number {i} lies on the coast of province {i % 7}." for i in range(512)]
+    t = time.perf_counter()
+    emb.embed_documents(sentences)
+    rows["embedding throughput (sentences/s)"] = len(sentences) / (time.perf_counter() - t)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        uri = str(Path(tmp) / "bench.db")
+        report = ingest([corpus], uri=uri, collection="bench", progress=False)
+        rows["demo ingest, cold store (s)"] = report.seconds
+        rows["demo chunks"] = report.chunks
+        again = ingest([corpus], uri=uri, collection="bench", progress=False)
+        rows["demo re-ingest, nothing new (s)"] = again.seconds
+
+        index = open_index(uri, "bench", emb)
+        queries = [f"Where was the founder of institute {i} born?" for i in range(50)]
+        for mode in ("dense", "hybrid"):
+            samples = []
+            for q in queries:
+                t = time.perf_counter()
+                index.search(q, k=4, mode=mode)
+                samples.append(time.perf_counter() - t)
+            rows[f"search p50, {mode}, k=4 (ms)"] = _p50(samples)
+
+        t = time.perf_counter()
+        model = load_chat_model("embedded")
+        rows["SmolLM2 llama.cpp load (s)"] = time.perf_counter() - t
+        ctx = RagContext(store_uri=uri, collection="bench")
+        questions = [
+            "Where was Ilsa Brandt born?",
+            "Who founded the Velmora Institute?",
+            "What is the capital of Asterra?",
+        ]
+        latencies, completion, gen_seconds = [], 0, 0.0
+        for q in questions:
+            t = time.perf_counter()
+            out = graph.invoke({"question": q}, context=ctx)
+            latencies.append(time.perf_counter() - t)
+            completion += out["usage"]["completion_tokens"]
+        t = time.perf_counter()
+        reply = model.invoke("Write three sentences about lighthouses.")
+        gen_seconds = time.perf_counter() - t
+        rows["SmolLM2 tokens/s (free generation)"] = reply.usage_metadata["output_tokens"] / gen_seconds
+        rows["naive RAG p50 latency (s)"] = statistics.median(latencies)
+        rows["naive RAG completion tokens / question"] = completion / len(questions)
+
+    machine = f"{platform.machine()}, {__import__('os').cpu_count()} cores, Python {platform.python_version()}"
+    print(f"machine: {machine}\n")
+    print("| measure | value |\n|---|---|")
+    for key, value in rows.items():
+        print(f"| {key} | {value:.3g} |" if isinstance(value, float) else f"| {key} | {value} |")
+    out_dir = Path("bench_runs")
+    out_dir.mkdir(exist_ok=True)
+    (out_dir / "foundation.json").write_text(json.dumps({"machine": machine, **rows}, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,124 @@
+"""End to end on the embedded offline models: MiniLM embeddings, SmolLM2 via llama.cpp, Milvus Lite."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel
+from typer.testing import CliRunner
+
+from ingestion import ingest, load_embeddings, open_index
+from prompts import load_prompt
+from rag_graphs.cli import app
+from rag_graphs.context import RagContext
+from rag_graphs.methods.naive import graph
+from rag_graphs.models import load_chat_model
+from rag_graphs.structured import invoke_structured
+
+pytestmark = pytest.mark.embedded
+
+QUESTION = "Where was Ilsa Brandt born?"
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory, demo_corpus):
+    uri = str(tmp_path_factory.mktemp("e2e") / "milvus.db")
+    report = ingest([demo_corpus], uri=uri, collection="demo", progress=False)
+    assert not report.failed, report.summary()
+    return uri, report
+
+
+@pytest.fixture(scope="module")
+def ctx(store) -> RagContext:
+    return RagContext(store_uri=store[0], collection="demo", k=3)
+
+
+def test_ingest_then_reingest_is_idempotent(store, demo_corpus):
+    uri, first = store
+    assert first.added == first.chunks == first.total_chunks_in_store > 5
+    again = ingest([demo_corpus], uri=uri, collection="demo", progress=False)
+    assert again.added == 0 and again.total_chunks_in_store == first.total_chunks_in_store
+
+
+def test_real_embeddings_retrieve_the_passage_that_answers(ctx):
+    index = open_index(ctx.store_uri, ctx.collection, load_embeddings("embedded"))
+    for mode in ("dense", "hybrid"):
+        top = index.search(QUESTION, k=2, mode=mode)
+        assert any("born in Korvik" in d.page_content for d, _ in top), mode
+
+
+def test_naive_answers_with_citations_that_resolve_to_stored_chunks(ctx):
+    out = graph.invoke({"question": QUESTION}, context=ctx)
+    assert out["answer"].strip()
+    assert out["citations"], out
+    index = open_index(ctx.store_uri, ctx.collection, load_embeddings("embedded"))
+    stored = {d.id: d for d in index.get([c["chunk_id"] for c in out["citations"]])}
+    for cite in out["citations"]:
+        assert cite["chunk_id"] in stored
+        assert stored[cite["chunk_id"]].page_content.startswith(cite["quote"])
+        assert Path(cite["source"]).is_file() and cite["cref"].startswith("#/")
+    usage = out["usage"]
+    assert usage["llm_calls"] == 1 and usage["retrievals"] == 1
+    assert usage["prompt_tokens"] > 50 and usage["completion_tokens"] > 0
+
+
+def test_embedded_model_is_deterministic_and_loaded_once(ctx):
+    first = graph.invoke({"question": QUESTION}, context=ctx)["answer"]
+    second = graph.invoke({"question": QUESTION}, context=ctx)["answer"]
+    assert first == second
+    assert load_chat_model("embedded", max_tokens=ctx.max_answer_tokens) is load_chat_model(
+        "embedded", max_tokens=ctx.max_answer_tokens
+    )
+
+
+class Verdict(BaseModel):
+    relevant: bool
+    reason: str
+
+
+def test_grammar_constrained_output_always_matches_the_schema():
+    model = load_chat_model("embedded")
+    messages = load_prompt("answer_with_citations").format_messages(
+        context="[1] Korvik is a fishing town.", question="Is passage 1 about a town?"
+    )
+    out = invoke_structured(model, messages, Verdict, default=Verdict(relevant=False, reason="default"))
+    assert out.method == "grammar", out.error
+    assert isinstance(out.value.relevant, bool) and out.value.reason != "default"
+
+
+def test_cli_ask_prints_json_with_the_contract(ctx):
+    result = CliRunner().invoke(
+        app, ["ask", QUESTION, "--store", ctx.store_uri, "--collection", ctx.collection, "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout[result.stdout.index("{"):])
+    assert payload["answer"] and payload["citations"] and payload["steps"][0]["node"] == "retrieve"
+
+
+def test_cli_ingest_reports_a_missing_path_clearly(tmp_path):
+    result = CliRunner().invoke(app, ["ingest", str(tmp_path / "missing"), "--store", str(tmp_path / "s.db")])
+    assert result.exit_code == 1
+    assert "missing" in result.output
+
+
+def test_graph_runs_in_a_plain_python_process_with_settings_from_the_environment(tmp_path, demo_corpus):
+    code = f"""
+import json
+from ingestion import ingest
+from rag_graphs.context import RagContext
+from rag_graphs.methods.naive import graph
+ctx = RagContext()
+ingest([{str(demo_corpus)!r}], uri=ctx.store_uri, collection=ctx.collection, progress=False)
+out = graph.invoke({{"question": {QUESTION!r}}})
+print(json.dumps({{"store": ctx.store_uri, "n": len(out["citations"]), "answer": out["answer"]}}))
+"""
+    env = {**os.environ, "RAG_GRAPHS_STORE_URI": str(tmp_path / "env.db"), "RAG_GRAPHS_K": "2"}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["store"] == str(tmp_path / "env.db") and 1 <= result["n"] <= 2 and result["answer"]
