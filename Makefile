@@ -20,7 +20,7 @@ export HF_DATASETS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 export DO_NOT_TRACK := 1
 
-.PHONY: install demo test test-fast lint clean
+.PHONY: install demo test test-fast bench lint clean
 
 install: $(STAMP)
 
@@ -41,6 +41,9 @@ test: install
 
 test-fast: install
 	$(BIN)/python -m pytest -m "not embedded"
+
+bench: install
+	$(BIN)/python bench/foundation.py
 
 lint: install
 	$(BIN)/ruff check rag_graphs ingestion prompts tests
