@@ -19,6 +19,7 @@ console = Console()
 err = Console(stderr=True)
 
 DEMO_QUESTIONS = (
+    "Where was Ilsa Brandt born?",
     "In which town was the founder of the Velmora Institute born?",
     "What is the capital of the province where the founder of the Velmora Institute was born?",
 )
@@ -75,7 +76,8 @@ def ingest(
 def _print_result(result: dict) -> None:
     console.rule("[bold]answer")
     console.print(result.get("answer", ""))
-    table = Table("n", "source", "kind", "page", "cref", "quote", title="citations", show_lines=False)
+    table = Table("n", "source", "kind", "page", "cref", title="citations")
+    table.add_column("quote", no_wrap=True, overflow="ellipsis", max_width=60)
     for c in result.get("citations", []):
         table.add_row(
             f"[{c['marker']}]" + ("" if c["explicit"] else "*"),
@@ -83,7 +85,7 @@ def _print_result(result: dict) -> None:
             c["kind"],
             str(c["page"]) if c["page"] >= 0 else "-",
             c["cref"],
-            c["quote"].replace("\n", " ")[:80],
+            c["quote"].replace("\n", " "),
         )
     console.print(table)
     if any(not c["explicit"] for c in result.get("citations", [])):
@@ -146,6 +148,11 @@ def demo(
     for question in DEMO_QUESTIONS:
         console.rule(f"[bold magenta]{question}")
         ask(question, method="naive", store=store, collection=collection, k=None, model=None, as_json=False)
+    console.print(
+        "\n[bold]Why the last two are hard:[/] the answer needs facts from several files "
+        "(velmora_institute.md -> ilsa_brandt.html -> korvik.txt -> provinces.csv). Naive RAG "
+        "retrieves once, with the question's words; multi-hop methods chain retrievals."
+    )
 
 
 def main() -> None:  # pragma: no cover
