@@ -34,7 +34,9 @@ def main() -> None:
     emb = load_embeddings("embedded")
     emb.embed_query("warm up")
     rows["embeddings load (s)"] = time.perf_counter() - t
-    sentences = [f"Sentence {i}: the town number {i} lies on the coast of province {i % 7}." for i in range(512)]
+    sentences = [
+        f"Sentence {i}: the town number {i} lies on the coast of province {i % 7}." for i in range(512)
+    ]
     t = time.perf_counter()
     emb.embed_documents(sentences)
     rows["embedding throughput (sentences/s)"] = len(sentences) / (time.perf_counter() - t)
@@ -79,7 +81,9 @@ def main() -> None:
         rows["naive RAG p50 latency (s)"] = statistics.median(latencies)
         rows["naive RAG completion tokens / question"] = completion / len(questions)
 
-    machine = f"{platform.machine()}, {__import__('os').cpu_count()} cores, Python {platform.python_version()}"
+    machine = (
+        f"{platform.machine()}, {__import__('os').cpu_count()} cores, Python {platform.python_version()}"
+    )
     print(f"machine: {machine}\n")
     print("| measure | value |\n|---|---|")
     for key, value in rows.items():

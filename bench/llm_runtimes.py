@@ -17,10 +17,12 @@ import time
 
 PROMPTS = [
     "Context: Adrian Holovaty co-created Django in 2003. Question: Who created Django? Answer:",
-    "Context: Korvik is a fishing town in the province of Asterra. Question: Which province is Korvik in? Answer:",
+    "Context: Korvik is a fishing town in the province of Asterra. "
+    "Question: Which province is Korvik in? Answer:",
     "Context: The Eiffel Tower is 330 metres tall. Question: How tall is the Eiffel Tower? Answer:",
     "Context: Springfield is the capital of Illinois. Question: What is the capital of Illinois? Answer:",
-    "Context: Photosynthesis produces glucose and oxygen. Question: What does photosynthesis produce? Answer:",
+    "Context: Photosynthesis produces glucose and oxygen. "
+    "Question: What does photosynthesis produce? Answer:",
 ]
 
 
@@ -43,8 +45,14 @@ def _load(runtime: str):
     state = load_gguf_checkpoint(str(path), return_tensors=True, model_to_load=model)["tensors"]
     model.load_state_dict(state, strict=False)
     model.tie_weights()
-    pipe = pipeline("text-generation", model=model, tokenizer=tok, max_new_tokens=128,
-                    do_sample=False, return_full_text=False)
+    pipe = pipeline(
+        "text-generation",
+        model=model,
+        tokenizer=tok,
+        max_new_tokens=128,
+        do_sample=False,
+        return_full_text=False,
+    )
     return ChatHuggingFace(llm=HuggingFacePipeline(pipeline=pipe), tokenizer=tok), tok
 
 
@@ -60,12 +68,23 @@ def worker(runtime: str) -> None:
         reply = model.invoke(prompt)
         answers.append(reply.content)
         meta = reply.usage_metadata
-        tokens += meta["output_tokens"] if meta else len(tok(reply.content, add_special_tokens=False)["input_ids"])
+        tokens += (
+            meta["output_tokens"] if meta else len(tok(reply.content, add_special_tokens=False)["input_ids"])
+        )
     gen_s = time.perf_counter() - t
-    deterministic = all(model.invoke(p).content == a for p, a in zip(PROMPTS[:2], answers[:2]))
+    deterministic = all(model.invoke(p).content == a for p, a in zip(PROMPTS[:2], answers[:2], strict=True))
     rss = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) / 1024
-    print(json.dumps({"runtime": runtime, "load_s": load_s, "tokens_per_s": tokens / gen_s,
-                      "peak_rss_increase_mb": rss, "deterministic": deterministic}))
+    print(
+        json.dumps(
+            {
+                "runtime": runtime,
+                "load_s": load_s,
+                "tokens_per_s": tokens / gen_s,
+                "peak_rss_increase_mb": rss,
+                "deterministic": deterministic,
+            }
+        )
+    )
 
 
 def main() -> None:
@@ -76,8 +95,10 @@ def main() -> None:
             print(f"| {runtime} | failed: {proc.stderr.strip().splitlines()[-1][:120]} | | | |")
             continue
         r = json.loads(proc.stdout.strip().splitlines()[-1])
-        print(f"| {runtime} | {r['load_s']:.2f} | {r['tokens_per_s']:.1f} | {r['peak_rss_increase_mb']:.0f} "
-              f"| {'yes' if r['deterministic'] else 'no'} |")
+        print(
+            f"| {runtime} | {r['load_s']:.2f} | {r['tokens_per_s']:.1f} | {r['peak_rss_increase_mb']:.0f} "
+            f"| {'yes' if r['deterministic'] else 'no'} |"
+        )
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ path + passage): a passage alone often lacks the entity it talks about.
 from __future__ import annotations
 
 import hashlib
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from langchain_core.documents import Document
 
@@ -42,10 +42,12 @@ def chunk_document(doc, *, source: str, tokenizer) -> list[Document]:
     from docling_core.transforms.chunker.hybrid_chunker import HybridChunker
 
     chunker = HybridChunker(tokenizer=tokenizer, merge_peers=True)
-    doc_hash = str(doc.origin.binary_hash) if doc.origin else hashlib.sha256(
-        doc.export_to_markdown().encode()
-    ).hexdigest()
-    now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    doc_hash = (
+        str(doc.origin.binary_hash)
+        if doc.origin
+        else hashlib.sha256(doc.export_to_markdown().encode()).hexdigest()
+    )
+    now = datetime.now(UTC).isoformat(timespec="seconds")
     chunks: list[Document] = []
     for index, chunk in enumerate(chunker.chunk(dl_doc=doc)):
         text = chunker.contextualize(chunk=chunk).strip()

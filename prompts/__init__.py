@@ -16,7 +16,7 @@ module depends on nothing else in the project (see DESIGN.md).
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 
 from langchain_core.prompts import ChatPromptTemplate
@@ -43,13 +43,13 @@ def _parse(name: str, text: str) -> list[tuple[str, str]]:
             f"prompts/templates/{name}.txt: text before the first role line; "
             "start the file with [system] or [human]"
         )
-    messages = [(role, body.strip("\n")) for role, body in zip(parts[1::2], parts[2::2])]
+    messages = [(role, body.strip("\n")) for role, body in zip(parts[1::2], parts[2::2], strict=True)]
     if not messages:
         raise ValueError(f"prompts/templates/{name}.txt: no [system]/[human] section")
     return messages
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_prompt(name: str) -> ChatPromptTemplate:
     """Load template ``name`` as a ``ChatPromptTemplate`` (f-string format).
 
@@ -59,8 +59,6 @@ def load_prompt(name: str) -> ChatPromptTemplate:
     """
     path = _TEMPLATES.joinpath(f"{name}.txt")
     if not path.is_file():
-        raise PromptNotFoundError(
-            f"no prompt template {name!r}; available: {', '.join(list_prompts())}"
-        )
+        raise PromptNotFoundError(f"no prompt template {name!r}; available: {', '.join(list_prompts())}")
     messages = _parse(name, path.read_text(encoding="utf-8"))
     return ChatPromptTemplate.from_messages(messages, template_format="f-string")

@@ -6,11 +6,10 @@ import json
 import sys
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from rag_graphs.context import RagContext
 
@@ -24,8 +23,10 @@ DEMO_QUESTIONS = (
     "What is the capital of the province where the founder of the Velmora Institute was born?",
 )
 
-StoreOpt = Annotated[Optional[str], typer.Option("--store", help="Milvus Lite path or server URI [env RAG_GRAPHS_STORE_URI]")]
-CollOpt = Annotated[Optional[str], typer.Option("--collection", help="collection [env RAG_GRAPHS_COLLECTION]")]
+StoreOpt = Annotated[
+    str | None, typer.Option("--store", help="Milvus Lite path or server URI [env RAG_GRAPHS_STORE_URI]")
+]
+CollOpt = Annotated[str | None, typer.Option("--collection", help="collection [env RAG_GRAPHS_COLLECTION]")]
 
 
 def _context(store: str | None, collection: str | None, **overrides) -> RagContext:
@@ -47,7 +48,7 @@ def ingest(
     paths: Annotated[list[Path], typer.Argument(help="files or folders (folders recurse)")],
     store: StoreOpt = None,
     collection: CollOpt = None,
-    exclude: Annotated[list[str], typer.Option(help="glob of files to skip (repeatable)")] = [],
+    exclude: Annotated[list[str] | None, typer.Option(help="glob of files to skip (repeatable)")] = None,
     dense_only: Annotated[bool, typer.Option(help="create the collection without BM25")] = False,
 ) -> None:
     """Convert files with Docling, chunk, embed and store them in Milvus."""
@@ -64,7 +65,7 @@ def ingest(
             collection=ctx.collection,
             embeddings=ctx.embeddings,
             hybrid=not dense_only,
-            exclude=exclude,
+            exclude=exclude or (),
         )
     except (FileNotFoundError, StoreLockedError) as exc:
         _fail(str(exc))
@@ -76,18 +77,17 @@ def ingest(
 def _print_result(result: dict) -> None:
     console.rule("[bold]answer")
     console.print(result.get("answer", ""))
-    table = Table("n", "source", "kind", "page", "cref", title="citations")
-    table.add_column("quote", no_wrap=True, overflow="ellipsis", max_width=60)
+    console.print("[bold]citations[/]")
     for c in result.get("citations", []):
-        table.add_row(
-            f"[{c['marker']}]" + ("" if c["explicit"] else "*"),
-            Path(c["source"]).name,
-            c["kind"],
-            str(c["page"]) if c["page"] >= 0 else "-",
-            c["cref"],
-            c["quote"].replace("\n", " "),
+        where = " · ".join(
+            [Path(c["source"]).name, c["kind"], *([f"p. {c['page']}"] if c["page"] >= 0 else []), c["cref"]]
         )
-    console.print(table)
+        quote = c["quote"].replace("\n", " ")
+        mark = "" if c["explicit"] else "*"
+        console.print(
+            f"  [{c['marker']}]{mark} {where}\n      [dim]{quote[:70]}{'…' if len(quote) > 70 else ''}[/]",
+            highlight=False,
+        )
     if any(not c["explicit"] for c in result.get("citations", [])):
         console.print("[dim]* the model wrote no citation marker; the passages it was given are listed[/]")
     console.rule("[bold]steps")
@@ -103,7 +103,9 @@ def _run(method: str, question: str, ctx: RagContext, as_json: bool) -> dict:
     graph = get_graph(method)
     result: dict = {}
     with console.status(f"[bold]{method}[/] thinking...") as status:
-        for mode, chunk in graph.stream({"question": question}, context=ctx, stream_mode=["custom", "values"]):
+        for mode, chunk in graph.stream(
+            {"question": question}, context=ctx, stream_mode=["custom", "values"]
+        ):
             if mode == "custom":
                 status.update(f"[bold]{method}[/] {chunk['node']}: {chunk['event']}")
             else:
@@ -122,8 +124,8 @@ def ask(
     method: Annotated[str, typer.Option("--method", "-m", help="method to run")] = "naive",
     store: StoreOpt = None,
     collection: CollOpt = None,
-    k: Annotated[Optional[int], typer.Option(help="chunks per retrieval [env RAG_GRAPHS_K]")] = None,
-    model: Annotated[Optional[str], typer.Option(help="chat model spec [env RAG_GRAPHS_CHAT_MODEL]")] = None,
+    k: Annotated[int | None, typer.Option(help="chunks per retrieval [env RAG_GRAPHS_K]")] = None,
+    model: Annotated[str | None, typer.Option(help="chat model spec [env RAG_GRAPHS_CHAT_MODEL]")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
 ) -> None:
     """Answer a question with one method; print the answer, citations and steps."""

@@ -106,9 +106,11 @@ def parse_lenient(text: str, schema: type[T]) -> T | None:
 
 def _with_instructions(messages: list[BaseMessage], schema: type[BaseModel]) -> list[BaseMessage]:
     """Append the JSON instructions to the last human message (small models ignore late system text)."""
-    note = load_prompt("json_format_instructions").format_messages(
-        schema=json.dumps(schema.model_json_schema())
-    )[-1].content
+    note = (
+        load_prompt("json_format_instructions")
+        .format_messages(schema=json.dumps(schema.model_json_schema()))[-1]
+        .content
+    )
     out = list(messages)
     for i in range(len(out) - 1, -1, -1):
         if isinstance(out[i], HumanMessage):

@@ -16,7 +16,9 @@ from rag_graphs.state import InputState, OutputState, RagState
 
 def build() -> StateGraph:
     """The uncompiled graph (compile it with your own checkpointer if you need one)."""
-    builder = StateGraph(RagState, context_schema=RagContext, input_schema=InputState, output_schema=OutputState)
+    builder = StateGraph(
+        RagState, context_schema=RagContext, input_schema=InputState, output_schema=OutputState
+    )
     builder.add_node("retrieve", retrieve)
     builder.add_node("generate", generate)
     builder.add_edge(START, "retrieve")

@@ -96,7 +96,7 @@ def test_cli_ask_prints_json_with_the_contract(ctx):
         app, ["ask", QUESTION, "--store", ctx.store_uri, "--collection", ctx.collection, "--json"]
     )
     assert result.exit_code == 0, result.output
-    payload = json.loads(result.stdout[result.stdout.index("{"):])
+    payload = json.loads(result.stdout[result.stdout.index("{") :])
     assert payload["answer"] and payload["citations"] and payload["steps"][0]["node"] == "retrieve"
 
 

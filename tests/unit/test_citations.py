@@ -18,8 +18,14 @@ def test_markers_map_to_the_cited_documents_in_order_of_first_use():
     assert [c["chunk_id"] for c in cites] == ["id2", "id1", "id3"]
     assert all(c["explicit"] for c in cites)
     assert cites[0] == {
-        "marker": 2, "chunk_id": "id2", "source": "/data/doc2.md", "cref": "#/texts/2",
-        "kind": "table", "page": 4, "quote": "passage 2", "explicit": True,
+        "marker": 2,
+        "chunk_id": "id2",
+        "source": "/data/doc2.md",
+        "cref": "#/texts/2",
+        "kind": "table",
+        "page": 4,
+        "quote": "passage 2",
+        "explicit": True,
     }
 
 

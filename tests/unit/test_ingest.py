@@ -25,12 +25,18 @@ def test_demo_corpus_ingests_every_file_with_provenance(demo_corpus, index):
     stored = index.search("Ilsa Brandt was born in Korvik", k=20, mode="hybrid")
     sources = {Path(d.metadata["source"]).name for d, _ in stored}
     assert "ilsa_brandt.html" in sources
-    doc = next(d for d, _ in stored if d.metadata["source"].endswith("ilsa_brandt.html") and "Korvik" in d.page_content)
+    doc = next(
+        d
+        for d, _ in stored
+        if d.metadata["source"].endswith("ilsa_brandt.html") and "Korvik" in d.page_content
+    )
     meta = doc.metadata
     assert meta["kind"] == "text" and meta["crefs"][0].startswith("#/texts/")
     assert meta["headings"] and "Ilsa Brandt" in meta["headings"][0]
     assert len(meta["doc_hash"]) > 8 and len(meta["content_hash"]) == 16 and meta["ingested_at"]
-    table = next(d for d, _ in index.search("Asterra Lunmar capital", k=20) if d.metadata["source"].endswith(".csv"))
+    table = next(
+        d for d, _ in index.search("Asterra Lunmar capital", k=20) if d.metadata["source"].endswith(".csv")
+    )
     assert table.metadata["kind"] == "table" and "Lunmar" in table.page_content
 
 

@@ -28,4 +28,3 @@ def test_missing_local_model_directory_is_named(tmp_path):
 def test_malformed_embedding_spec_explains_the_format():
     with pytest.raises(ValueError, match="embedded"):
         load_embeddings("minilm")
-

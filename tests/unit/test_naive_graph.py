@@ -41,7 +41,13 @@ def test_answer_cites_stored_chunks_and_reports_steps_and_usage(loaded, make_con
     assert [s["node"] for s in out["steps"]] == ["retrieve", "generate"]
     assert out["steps"][0]["query"] == QUESTION
     assert out["steps"][0]["doc_ids"] == [d.id for d in out["documents"]]
-    assert out["usage"] == {"retrievals": 1, "hops": 1, "llm_calls": 1, "prompt_tokens": 120, "completion_tokens": 9}
+    assert out["usage"] == {
+        "retrievals": 1,
+        "hops": 1,
+        "llm_calls": 1,
+        "prompt_tokens": 120,
+        "completion_tokens": 9,
+    }
 
 
 def test_prompt_contains_the_question_and_the_numbered_passages(loaded, make_context):
@@ -72,9 +78,16 @@ def test_empty_store_still_answers_and_cites_nothing(make_context):
 
 def test_progress_events_are_streamed(loaded, make_context):
     ctx = make_context("Korvik [1]")
-    events = [c for mode, c in graph.stream({"question": QUESTION}, context=ctx, stream_mode=["custom", "values"]) if mode == "custom"]
+    events = [
+        c
+        for mode, c in graph.stream({"question": QUESTION}, context=ctx, stream_mode=["custom", "values"])
+        if mode == "custom"
+    ]
     assert [(e["node"], e["event"]) for e in events] == [
-        ("retrieve", "start"), ("retrieve", "end"), ("generate", "start"), ("generate", "end"),
+        ("retrieve", "start"),
+        ("retrieve", "end"),
+        ("generate", "start"),
+        ("generate", "end"),
     ]
 
 

@@ -16,8 +16,15 @@ from ingestion.store import open_index
 def _chunk(cid: str, text: str, source: str = "/a.md", doc_hash: str = "h1") -> Document:
     return Document(
         page_content=text,
-        metadata={"chunk_id": cid, "source": source, "doc_hash": doc_hash, "kind": "text",
-                  "crefs": ["#/texts/0"], "page": -1, "headings": ["H"]},
+        metadata={
+            "chunk_id": cid,
+            "source": source,
+            "doc_hash": doc_hash,
+            "kind": "text",
+            "crefs": ["#/texts/0"],
+            "page": -1,
+            "headings": ["H"],
+        },
     )
 
 
@@ -71,7 +78,9 @@ def test_dense_only_collection_is_remembered_when_reopened(store_uri, fake_embed
 
 
 def test_delete_stale_removes_only_other_versions_of_the_same_source(index: ChunkIndex):
-    index.add(CHUNKS + [_chunk("old", "old text", doc_hash="h0"), _chunk("b", "x", source="/b.md", doc_hash="h0")])
+    index.add(
+        CHUNKS + [_chunk("old", "old text", doc_hash="h0"), _chunk("b", "x", source="/b.md", doc_hash="h0")]
+    )
     assert index.delete_stale("/a.md", "h1") == 1
     index.flush()
     assert sorted(d.id for d in index.get(["c1", "c2", "c3", "old", "b"])) == ["b", "c1", "c2", "c3"]
@@ -96,14 +105,20 @@ def test_open_index_shares_one_client_per_store(store_uri, fake_embeddings):
 def test_second_process_gets_a_clear_lock_error(tmp_path, fake_embeddings):
     uri = str(tmp_path / "locked.db")
     holder = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(f"""
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(f"""
             import sys, time
             from pymilvus import MilvusClient
             MilvusClient(uri={uri!r})
             print("ready", flush=True)
             sys.stdin.read()
-        """)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        """),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         assert holder.stdout.readline().strip() == "ready"

@@ -87,8 +87,12 @@ def test_native_structured_output_is_preferred():
         def with_structured_output(self, schema, include_raw=False, **kwargs):
             from langchain_core.runnables import RunnableLambda
 
-            raw = AIMessage(content="", usage_metadata={"input_tokens": 3, "output_tokens": 2, "total_tokens": 5})
-            return RunnableLambda(lambda _: {"raw": raw, "parsed": schema(relevant=True), "parsing_error": None})
+            raw = AIMessage(
+                content="", usage_metadata={"input_tokens": 3, "output_tokens": 2, "total_tokens": 5}
+            )
+            return RunnableLambda(
+                lambda _: {"raw": raw, "parsed": schema(relevant=True), "parsing_error": None}
+            )
 
     out = invoke_structured(Native(responses=["unused"]), MESSAGES, Grade, Grade(relevant=False))
     assert (out.method, out.value.relevant, out.raw.usage_metadata["total_tokens"]) == ("native", True, 5)
