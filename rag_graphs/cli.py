@@ -121,7 +121,9 @@ def _run(method: str, question: str, ctx: RagContext, as_json: bool) -> dict:
 @app.command()
 def ask(
     question: Annotated[str, typer.Argument(help="the question")],
-    method: Annotated[str, typer.Option("--method", "-m", help="method to run")] = "naive",
+    method: Annotated[
+        str, typer.Option("--method", "-m", help="method (see `rag-graphs methods`)")
+    ] = "naive",
     store: StoreOpt = None,
     collection: CollOpt = None,
     k: Annotated[int | None, typer.Option(help="chunks per retrieval [env RAG_GRAPHS_K]")] = None,
@@ -136,6 +138,15 @@ def ask(
         _run(method, question, ctx, as_json)
     except (ValueError, StoreLockedError, RuntimeError, FileNotFoundError) as exc:
         _fail(str(exc))
+
+
+@app.command()
+def methods() -> None:
+    """List the methods with a one-line description each."""
+    from rag_graphs.methods import METHODS
+
+    for name, description in METHODS.items():
+        console.print(f"[bold cyan]{name:<12}[/] {description}")
 
 
 @app.command()

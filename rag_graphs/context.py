@@ -69,6 +69,9 @@ class RagContext:
     max_hops: int = _env("RAG_GRAPHS_MAX_HOPS", 3, int)
     """Budget of retrieval hops for multi-hop methods."""
 
+    fixed_hops: int = _env("RAG_GRAPHS_FIXED_HOPS", 2, int)
+    """Number of hops of the fixed-step method."""
+
     max_steps: int = _env("RAG_GRAPHS_MAX_STEPS", 8, int)
     """Budget of loop iterations (agent steps, rewrites) for looping methods."""
 
@@ -78,7 +81,7 @@ class RagContext:
     def __post_init__(self) -> None:
         if self.search_mode not in ("dense", "hybrid"):
             raise ValueError(f"RagContext.search_mode={self.search_mode!r}: use 'dense' or 'hybrid'")
-        for name in ("k", "max_hops", "max_steps", "max_answer_tokens"):
+        for name in ("k", "max_hops", "fixed_hops", "max_steps", "max_answer_tokens"):
             if getattr(self, name) < 1:
                 raise ValueError(f"RagContext.{name}={getattr(self, name)!r}: must be >= 1")
 

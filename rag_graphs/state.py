@@ -84,9 +84,13 @@ class OutputState(TypedDict, total=False):
 
 
 class RagState(InputState, OutputState, total=False):
-    """Working state of the single-retrieval methods."""
+    """Working state shared by the methods (each uses the fields it needs)."""
 
     query: str  # the query the next retrieval runs
+    queries: Annotated[list[str], operator.add]  # every query searched, in order
+    notes: Annotated[list[str], operator.add]  # intermediate answers gathered hop by hop
+    enough: bool  # the last decide node judged the gathered information sufficient
+    stop_reason: str  # why a loop ended: "enough", "budget", "repeated query"
 
 
 def usage(**counts: Any) -> Usage:

@@ -6,7 +6,12 @@ import importlib
 
 from langgraph.graph.state import CompiledStateGraph
 
-METHODS: tuple[str, ...] = ("naive",)
+METHODS: dict[str, str] = {
+    "naive": "one retrieval with the question, then an answer with citations",
+    "fixed_step": "a fixed number of hops: query, retrieve, intermediate answer, next query",
+    "iterative": "retrieve until the model judges the information enough (bounded, no repeats)",
+}
+"""Method name -> one-line description, in the order they are usually compared."""
 
 
 def get_graph(method: str) -> CompiledStateGraph:

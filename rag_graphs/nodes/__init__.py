@@ -1,6 +1,17 @@
 """Shared nodes (decide, rewrite, retrieve, grade, generate): written once, wired by methods."""
 
-from rag_graphs.nodes.generate import generate, make_generate
+from rag_graphs.nodes.decide import Decision, decide, make_decide
+from rag_graphs.nodes.generate import generate, make_generate, make_intermediate
 from rag_graphs.nodes.retrieve import retrieve
+from rag_graphs.nodes.rewrite import make_rewrite
 
-__all__ = ["generate", "make_generate", "retrieve"]
+__all__ = [
+    "Decision",
+    "decide",
+    "generate",
+    "make_decide",
+    "make_generate",
+    "make_intermediate",
+    "make_rewrite",
+    "retrieve",
+]

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.prompts import ChatPromptTemplate
 from langgraph.config import get_stream_writer
 
+from rag_graphs.citations import format_context
 from rag_graphs.context import RagContext
 from rag_graphs.models import load_chat_model
-from rag_graphs.state import Usage
+from rag_graphs.state import RagState, Usage
 
 
 def chat_model(ctx: RagContext) -> BaseChatModel:
@@ -41,3 +44,42 @@ def emit(node: str, event: str, **data: Any) -> None:
     except RuntimeError:  # called outside a graph run
         return
     writer({"node": node, "event": event, **data})
+
+
+def latest_documents(state: RagState) -> list[Document]:
+    """The documents returned by the most recent retrieval of this run."""
+    for step in reversed(state.get("steps", [])):
+        if step.get("kind") == "retrieve":
+            wanted = set(step.get("doc_ids", []))
+            return [d for d in state.get("documents", []) if d.id in wanted]
+        if step.get("node") == "retrieve":  # the latest retrieval was a skipped repeat
+            return []
+    return []
+
+
+def format_notes(notes: list[str]) -> str:
+    """Intermediate answers as a bullet list (or a placeholder when there are none)."""
+    return "\n".join(f"- {n}" for n in notes) if notes else "(none yet)"
+
+
+def template_inputs(template: ChatPromptTemplate, state: RagState, **extra: Any) -> dict[str, str]:
+    """The values a template asks for, drawn from the state.
+
+    Shared nodes are parameterised by prompt; each prompt names the state it
+    needs (``question``, ``query``, ``notes``, ``context``) and gets only that.
+    """
+    available = {
+        "question": lambda: state["question"],
+        "query": lambda: state.get("query") or state["question"],
+        "notes": lambda: format_notes(state.get("notes", [])),
+        "context": lambda: format_context(state.get("documents", [])),
+    }
+    values = {}
+    for name in template.input_variables:
+        if name in extra:
+            values[name] = extra[name]
+        elif name in available:
+            values[name] = available[name]()
+        else:
+            raise KeyError(f"prompt variable {name!r} has no source in the state")
+    return values

@@ -14,6 +14,11 @@ ROOT = Path(__file__).resolve().parents[2]
 EXPECTED_VARIABLES = {
     "answer_with_citations": {"context", "question"},
     "json_format_instructions": {"schema"},
+    "answer_with_notes": {"context", "notes", "question"},
+    "decide_enough": {"context", "notes", "question"},
+    "first_subquestion": {"question"},
+    "intermediate_answer": {"context", "query"},
+    "next_query": {"notes", "question"},
 }
 
 

@@ -1,0 +1,48 @@
+"""Fixed-step multi-hop RAG: a fixed number of retrieve -> intermediate-answer hops.
+
+    START -> first_query -> retrieve -> intermediate --(hops left)--> next_query -> retrieve ...
+                                                 \\--(RagContext.fixed_hops done)--> generate -> END
+
+Hop 1 searches for the first fact the question depends on; each later hop
+writes its query from the intermediate answers so far (the bridge entity);
+the answer uses every passage and every intermediate answer.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
+
+from rag_graphs.context import RagContext, get_context
+from rag_graphs.nodes import make_generate, make_intermediate, make_rewrite, retrieve
+from rag_graphs.state import InputState, OutputState, RagState
+
+
+def route_after_hop(state: RagState, runtime: Runtime[RagContext]) -> Literal["next_query", "generate"]:
+    """Another hop until ``fixed_hops`` hops were made (skipped repeats count too)."""
+    hops = sum(1 for s in state.get("steps", []) if s["node"] == "intermediate")
+    return "next_query" if hops < get_context(runtime).fixed_hops else "generate"
+
+
+def build() -> StateGraph:
+    """The uncompiled graph."""
+    builder = StateGraph(
+        RagState, context_schema=RagContext, input_schema=InputState, output_schema=OutputState
+    )
+    builder.add_node("first_query", make_rewrite("first_subquestion", name="first_query"))
+    builder.add_node("retrieve", retrieve)
+    builder.add_node("intermediate", make_intermediate())
+    builder.add_node("next_query", make_rewrite("next_query", name="next_query"))
+    builder.add_node("generate", make_generate("answer_with_notes"))
+    builder.add_edge(START, "first_query")
+    builder.add_edge("first_query", "retrieve")
+    builder.add_edge("retrieve", "intermediate")
+    builder.add_conditional_edges("intermediate", route_after_hop)
+    builder.add_edge("next_query", "retrieve")
+    builder.add_edge("generate", END)
+    return builder
+
+
+graph = build().compile(name="fixed_step")

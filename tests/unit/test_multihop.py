@@ -1,0 +1,139 @@
+"""Fixed-step and iterative multi-hop graphs with scripted models over the demo corpus."""
+
+from __future__ import annotations
+
+import pytest
+
+from ingestion import ingest
+from rag_graphs.methods import METHODS, get_graph
+from rag_graphs.nodes.rewrite import clean_query
+
+QUESTION = "In which town was the founder of the Velmora Institute born?"
+
+
+@pytest.fixture
+def loaded(demo_corpus, index):
+    ingest([demo_corpus], uri=index.uri, collection=index.collection, index=index, progress=False)
+    return index
+
+
+def _nodes(out) -> list[str]:
+    return [s["node"] for s in out["steps"]]
+
+
+@pytest.mark.parametrize(
+    "reply,expected",
+    [
+        ("Search query: founder of the Velmora Institute", "founder of the Velmora Institute"),
+        ('"Ilsa Brandt birthplace"\nBecause we need ...', "Ilsa Brandt birthplace"),
+        ("   \n\n", "QUESTION"),
+        ("x" * 400, "QUESTION"),
+    ],
+)
+def test_clean_query_strips_labels_and_falls_back(reply, expected):
+    assert clean_query(reply, fallback="QUESTION") == expected
+
+
+def test_fixed_step_chains_two_hops_through_the_intermediate_answer(loaded, make_context):
+    ctx = make_context(
+        "Search query: who founded the Velmora Institute",
+        "Ilsa Brandt founded it [1].",
+        "Ilsa Brandt birthplace",
+        "Korvik.",
+        "The founder, Ilsa Brandt, was born in Korvik [2].",
+        k=2,
+    )
+    out = get_graph("fixed_step").invoke({"question": QUESTION}, context=ctx)
+    assert _nodes(out) == [
+        "first_query",
+        "retrieve",
+        "intermediate",
+        "next_query",
+        "retrieve",
+        "intermediate",
+        "generate",
+    ]
+    queries = [s["query"] for s in out["steps"] if s["node"] == "retrieve"]
+    assert queries == ["who founded the Velmora Institute", "Ilsa Brandt birthplace"]
+    assert out["answer"].endswith("Korvik [2].")
+    assert out["citations"][0]["chunk_id"] == out["documents"][1].id
+    assert out["usage"]["llm_calls"] == 5 and out["usage"]["retrievals"] == 2 and out["usage"]["hops"] == 2
+    # The second hop's documents are remembered next to the first hop's, without duplicates.
+    assert len({d.id for d in out["documents"]}) == len(out["documents"]) >= 2
+
+
+def test_fixed_step_hop_count_comes_from_the_context(loaded, make_context):
+    ctx = make_context("q1", "a1", "q2", "a2", "q3", "a3", "answer", fixed_hops=3)
+    out = get_graph("fixed_step").invoke({"question": QUESTION}, context=ctx)
+    assert _nodes(out).count("intermediate") == 3 and out["answer"] == "answer"
+
+
+def test_fixed_step_repeated_query_is_not_searched_twice(loaded, make_context):
+    ctx = make_context("Velmora founder", "Ilsa Brandt.", "velmora founder?", "unknown", "I do not know.")
+    out = get_graph("fixed_step").invoke({"question": QUESTION}, context=ctx)
+    assert out["usage"]["retrievals"] == 1
+    skipped = [s for s in out["steps"] if s["node"] == "retrieve" and s["kind"] == "note"]
+    assert len(skipped) == 1 and "already searched" in skipped[0]["text"]
+
+
+def test_iterative_stops_when_the_model_says_enough(loaded, make_context):
+    ctx = make_context(
+        "The Velmora Institute was founded by Ilsa Brandt.",
+        '{"enough": false, "next_query": "Where was Ilsa Brandt born?"}',
+        "Korvik.",
+        '{"enough": true}',
+        "Korvik [1].",
+    )
+    out = get_graph("iterative").invoke({"question": QUESTION}, context=ctx)
+    assert _nodes(out) == [
+        "retrieve",
+        "intermediate",
+        "decide",
+        "retrieve",
+        "intermediate",
+        "decide",
+        "generate",
+    ]
+    assert [s["query"] for s in out["steps"] if s["node"] == "retrieve"] == [
+        QUESTION,
+        "Where was Ilsa Brandt born?",
+    ]
+    assert "stop: enough" in out["steps"][5]["text"]
+    assert not any(s["kind"] == "note" for s in out["steps"])  # not forced by the budget
+
+
+def test_iterative_budget_stops_a_model_that_never_says_enough(loaded, make_context):
+    replies = []
+    for i in range(10):
+        replies += [f"fact {i}", f'{{"enough": false, "next_query": "new query number {i}"}}']
+    ctx = make_context(*replies[: 2 * 3], "final answer", max_hops=3)
+    out = get_graph("iterative").invoke({"question": QUESTION}, context=ctx)
+    assert out["usage"]["retrievals"] == 3
+    assert out["answer"] == "final answer"
+    note = [s for s in out["steps"] if s["kind"] == "note"]
+    assert note and "hop budget reached (3 retrievals)" in note[0]["text"]
+
+
+def test_iterative_stops_on_a_repeated_query(loaded, make_context):
+    ctx = make_context("x", f'{{"enough": false, "next_query": "{QUESTION.upper()}"}}', "answer")
+    out = get_graph("iterative").invoke({"question": QUESTION}, context=ctx)
+    assert out["usage"]["retrievals"] == 1
+    assert "repeated query" in out["steps"][-2]["text"]
+
+
+def test_iterative_survives_malformed_decisions(loaded, make_context):
+    ctx = make_context("x", "I am not sure what you mean.", "I do not know.")
+    out = get_graph("iterative").invoke({"question": QUESTION}, context=ctx)
+    decide = next(s for s in out["steps"] if s["node"] == "decide")
+    assert "via default" in decide["text"] and "no next query" in decide["text"]
+    assert out["answer"] == "I do not know."
+
+
+@pytest.mark.parametrize("method", list(METHODS))
+def test_every_method_keeps_the_output_contract(loaded, make_context, method):
+    ctx = make_context(*(["Velmora founder"] * 2 + ['{"enough": true}'] + ["Korvik [1]."] * 6))
+    out = get_graph(method).invoke({"question": QUESTION}, context=ctx)
+    assert set(out) >= {"answer", "citations", "documents", "steps", "usage"}
+    stored = {d.id for d in loaded.get([c["chunk_id"] for c in out["citations"]])}
+    assert stored == {c["chunk_id"] for c in out["citations"]} and stored
+    assert out["usage"]["llm_calls"] >= 1 and out["usage"]["retrievals"] >= 1
