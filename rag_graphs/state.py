@@ -89,6 +89,7 @@ class RagState(InputState, OutputState, total=False):
     query: str  # the query the next retrieval runs
     queries: Annotated[list[str], operator.add]  # every query searched, in order
     notes: Annotated[list[str], operator.add]  # intermediate answers gathered hop by hop
+    context: list[Document]  # passages the answer uses when a method filters (default: documents)
     enough: bool  # the last decide node judged the gathered information sufficient
     stop_reason: str  # why a loop ended: "enough", "budget", "repeated query"
 

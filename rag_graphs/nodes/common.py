@@ -57,6 +57,12 @@ def latest_documents(state: RagState) -> list[Document]:
     return []
 
 
+def answer_documents(state: RagState) -> list[Document]:
+    """The passages an answer is generated from: the filtered ``context`` if a
+    method set one (graded, refined), else every gathered document."""
+    return state.get("context") or state.get("documents") or []
+
+
 def format_notes(notes: list[str]) -> str:
     """Intermediate answers as a bullet list (or a placeholder when there are none)."""
     return "\n".join(f"- {n}" for n in notes) if notes else "(none yet)"
@@ -72,7 +78,7 @@ def template_inputs(template: ChatPromptTemplate, state: RagState, **extra: Any)
         "question": lambda: state["question"],
         "query": lambda: state.get("query") or state["question"],
         "notes": lambda: format_notes(state.get("notes", [])),
-        "context": lambda: format_context(state.get("documents", [])),
+        "context": lambda: format_context(answer_documents(state)),
     }
     values = {}
     for name in template.input_variables:

@@ -9,7 +9,13 @@ from langgraph.runtime import Runtime
 from prompts import load_prompt
 from rag_graphs.citations import extract_citations, format_context
 from rag_graphs.context import RagContext, get_context
-from rag_graphs.nodes.common import call_chat, emit, latest_documents, template_inputs
+from rag_graphs.nodes.common import (
+    answer_documents,
+    call_chat,
+    emit,
+    latest_documents,
+    template_inputs,
+)
 from rag_graphs.state import RagState
 
 
@@ -32,7 +38,7 @@ def make_generate(prompt: str = "answer_with_citations") -> Callable[..., dict]:
 
     def generate(state: RagState, runtime: Runtime[RagContext]) -> dict:
         ctx = get_context(runtime)
-        docs = state.get("documents") or []
+        docs = answer_documents(state)
         messages = template.format_messages(**template_inputs(template, state))
         emit("generate", "start", passages=len(docs))
         reply, used = call_chat(ctx, messages)

@@ -21,6 +21,14 @@ def is_repeat(state: RagState) -> bool:
     return pending in {normalize_query(q) for q in state.get("queries", [])}
 
 
+def last_retrieval_skipped(state: RagState) -> bool:
+    """True when the most recent retrieve step was a skipped repeat."""
+    for step in reversed(state.get("steps", [])):
+        if step.get("node") == "retrieve":
+            return step.get("kind") == "note"
+    return False
+
+
 def retrieve(state: RagState, runtime: Runtime[RagContext]) -> dict:
     """Search with ``state["query"]`` (or the question) and add the hits to ``documents``.
 

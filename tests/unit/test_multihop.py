@@ -131,9 +131,59 @@ def test_iterative_survives_malformed_decisions(loaded, make_context):
 
 @pytest.mark.parametrize("method", list(METHODS))
 def test_every_method_keeps_the_output_contract(loaded, make_context, method):
-    ctx = make_context(*(["Velmora founder"] * 2 + ['{"enough": true}'] + ["Korvik [1]."] * 6))
+    # One reply that every role can use: a query, a grade, a decision and an answer citing [1].
+    ctx = make_context(*['{"relevance": "correct", "enough": true} Korvik [1].'] * 12)
     out = get_graph(method).invoke({"question": QUESTION}, context=ctx)
     assert set(out) >= {"answer", "citations", "documents", "steps", "usage"}
     stored = {d.id for d in loaded.get([c["chunk_id"] for c in out["citations"]])}
     assert stored == {c["chunk_id"] for c in out["citations"]} and stored
+    assert out["citations"][0]["explicit"]
     assert out["usage"]["llm_calls"] >= 1 and out["usage"]["retrievals"] >= 1
+
+
+def test_crag_incorrect_passages_trigger_a_rewrite_and_a_second_search(loaded, make_context):
+    ctx = make_context(
+        '{"relevance": "incorrect"}',
+        '{"relevance": "incorrect"}',
+        "Search query: Ilsa Brandt early life birthplace",
+        '{"relevance": "correct"}',
+        '{"relevance": "incorrect"}',
+        "Korvik [1].",
+        k=2,
+    )
+    out = get_graph("crag").invoke({"question": QUESTION}, context=ctx)
+    assert _nodes(out) == ["retrieve", "grade", "rewrite", "retrieve", "grade", "refine", "generate"]
+    assert out["steps"][3]["query"] == "Ilsa Brandt early life birthplace"
+    second_hop = out["steps"][3]["doc_ids"]
+    assert [c["chunk_id"] for c in out["citations"]] == [second_hop[0]]
+    assert out["usage"]["llm_calls"] == 6 and out["usage"]["retrievals"] == 2
+
+
+def test_crag_refine_keeps_only_sentences_about_the_question():
+    from langchain_core.documents import Document
+
+    from rag_graphs.methods.crag import knowledge_strips
+
+    doc = Document(id="d", page_content="Brandt was born in Korvik. The weather was mild. Korvik has a port.")
+    strip = knowledge_strips(doc, "Where was Brandt born?")
+    assert strip.page_content == "Brandt was born in Korvik." and strip.id == "d"
+    assert knowledge_strips(doc, "unrelated zebra").page_content == doc.page_content
+
+
+def test_crag_budget_and_malformed_grades_end_with_an_answer(loaded, make_context):
+    # Unparseable grades default to "ambiguous": kept, never "correct", so CRAG keeps searching
+    # until the hop budget, then answers from the ambiguous passages.
+    ctx = make_context(
+        *(["no idea"] * 2 + ["other query"]) + ["no idea"] * 2, "I do not know.", k=2, max_hops=2
+    )
+    out = get_graph("crag").invoke({"question": QUESTION}, context=ctx)
+    assert out["usage"]["retrievals"] == 2 and out["answer"] == "I do not know."
+    assert "hop budget reached" in next(s["text"] for s in out["steps"] if s["kind"] == "note")
+    assert len(out["citations"]) == 4  # the four ambiguous passages were kept as context
+
+
+def test_crag_repeated_rewrite_stops_instead_of_looping(loaded, make_context):
+    ctx = make_context('{"relevance": "incorrect"}', QUESTION, "I do not know.", k=1, max_hops=5)
+    out = get_graph("crag").invoke({"question": QUESTION}, context=ctx)
+    assert out["usage"]["retrievals"] == 1
+    assert any("repeated query" in s.get("text", "") for s in out["steps"])

@@ -19,6 +19,8 @@ EXPECTED_VARIABLES = {
     "first_subquestion": {"question"},
     "intermediate_answer": {"context", "query"},
     "next_query": {"notes", "question"},
+    "grade_correctness": {"passage", "question"},
+    "rewrite_for_search": {"query", "question"},
 }
 
 
