@@ -92,7 +92,7 @@ def _print_result(result: dict) -> None:
         console.print("[dim]* the model wrote no citation marker; the passages it was given are listed[/]")
     console.rule("[bold]steps")
     for i, step in enumerate(result.get("steps", []), start=1):
-        detail = step.get("query") or step.get("text", "")
+        detail = step.get("query", "") if step["kind"] in ("retrieve", "rewrite") else step.get("text", "")
         console.print(f"{i}. [cyan]{step['node']}[/] {step['kind']}: {detail[:160]!s}")
     console.print(f"[dim]usage: {json.dumps(result.get('usage', {}))}[/]")
 

@@ -16,6 +16,7 @@ from ingestion import ingest, load_embeddings, open_index
 from prompts import load_prompt
 from rag_graphs.cli import app
 from rag_graphs.context import RagContext
+from rag_graphs.methods import METHODS, get_graph
 from rag_graphs.methods.naive import graph
 from rag_graphs.models import load_chat_model
 from rag_graphs.structured import invoke_structured
@@ -111,6 +112,7 @@ def test_graph_runs_in_a_plain_python_process_with_settings_from_the_environment
 import json
 from ingestion import ingest
 from rag_graphs.context import RagContext
+from rag_graphs.methods import METHODS, get_graph
 from rag_graphs.methods.naive import graph
 ctx = RagContext()
 ingest([{str(demo_corpus)!r}], uri=ctx.store_uri, collection=ctx.collection, progress=False)
@@ -122,3 +124,15 @@ print(json.dumps({{"store": ctx.store_uri, "n": len(out["citations"]), "answer":
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result["store"] == str(tmp_path / "env.db") and 1 <= result["n"] <= 2 and result["answer"]
+
+
+@pytest.mark.parametrize("method", [m for m in METHODS if m != "naive"])
+def test_every_method_answers_with_citations_within_budget_on_the_embedded_model(ctx, method):
+    multi_hop = "In which town was the founder of the Velmora Institute born?"
+    out = get_graph(method).invoke({"question": multi_hop}, context=ctx)
+    assert out["answer"].strip()
+    assert out["citations"]
+    index = open_index(ctx.store_uri, ctx.collection, load_embeddings("embedded"))
+    assert len(index.get([c["chunk_id"] for c in out["citations"]])) == len(out["citations"])
+    assert 1 <= out["usage"]["retrievals"] <= ctx.max_hops
+    assert out["steps"][-1]["node"] == "generate"
