@@ -11,18 +11,33 @@ from __future__ import annotations
 import hashlib
 from datetime import UTC, datetime
 
+from docling_core.transforms.chunker.hierarchical_chunker import (
+    ChunkingDocSerializer,
+    ChunkingSerializerProvider,
+)
+from docling_core.transforms.chunker.hybrid_chunker import HybridChunker
+from docling_core.transforms.serializer.markdown import MarkdownTableSerializer
 from langchain_core.documents import Document
 
 _KINDS = {"table": "table", "picture": "picture", "chart": "picture"}
 
 
-def chunk_id(doc_hash: str, crefs: list[str], text: str) -> str:
-    """Stable id from the file's content hash, the items' crefs and the chunk text.
 
-    The same file ingested again yields the same ids (so nothing is added);
-    a changed file yields new ids for the changed chunks only.
+class MarkdownTables(ChunkingSerializerProvider):
+    """Serialise tables as Markdown (header row kept), not Docling's "row, col = value" triplets."""
+
+    def get_serializer(self, doc):
+        return ChunkingDocSerializer(doc=doc, table_serializer=MarkdownTableSerializer())
+
+
+def chunk_id(source: str, doc_hash: str, crefs: list[str], text: str) -> str:
+    """Stable id from the source, the file's content hash, the items' crefs and the chunk text.
+
+    The same file ingested again yields the same ids (so nothing is added); a
+    changed file yields new ids; two files with equal content keep separate
+    chunks, so editing or deleting one never removes the other's.
     """
-    key = "\x1f".join([doc_hash, ",".join(crefs), text])
+    key = "\x1f".join([source, doc_hash, ",".join(crefs), text])
     return hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
 
 
@@ -39,9 +54,7 @@ def chunk_document(doc, *, source: str, tokenizer) -> list[Document]:
     ``page`` (first page or -1), ``pages``, ``headings``, ``content_hash``,
     ``chunk_index``, ``captioner`` (None for text), ``ingested_at``.
     """
-    from docling_core.transforms.chunker.hybrid_chunker import HybridChunker
-
-    chunker = HybridChunker(tokenizer=tokenizer, merge_peers=True)
+    chunker = HybridChunker(tokenizer=tokenizer, merge_peers=True, serializer_provider=MarkdownTables())
     doc_hash = (
         str(doc.origin.binary_hash)
         if doc.origin
@@ -56,7 +69,7 @@ def chunk_document(doc, *, source: str, tokenizer) -> list[Document]:
         items = chunk.meta.doc_items
         crefs = [item.self_ref for item in items]
         pages = sorted({p.page_no for item in items for p in (item.prov or [])})
-        cid = chunk_id(doc_hash, crefs, text)
+        cid = chunk_id(source, doc_hash, crefs, text)
         chunks.append(
             Document(
                 id=cid,

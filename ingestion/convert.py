@@ -18,7 +18,7 @@ from docling.datamodel.base_models import InputFormat
 SUPPORTED: dict[str, InputFormat] = {
     ".md": InputFormat.MD,
     ".markdown": InputFormat.MD,
-    ".txt": InputFormat.MD,
+    ".txt": InputFormat.MD,  # read by _text_document, not by the Markdown parser
     ".html": InputFormat.HTML,
     ".htm": InputFormat.HTML,
     ".xhtml": InputFormat.HTML,
@@ -88,10 +88,37 @@ def convert(path: Path):
     data = path.read_bytes()
     if not data.strip():
         raise ValueError(f"{path}: file is empty")
-    # Plain text goes in as Markdown: Docling detects by suffix, so rename the stream.
-    name = path.name if fmt is not InputFormat.MD else f"{path.stem}.md"
-    result = converter().convert(DocumentStream(name=name, stream=BytesIO(data)), raises_on_error=False)
+    if path.suffix.lower() == ".txt":
+        return _text_document(path, data)
+    result = converter().convert(DocumentStream(name=path.name, stream=BytesIO(data)), raises_on_error=False)
     if result.status not in (ConversionStatus.SUCCESS, ConversionStatus.PARTIAL_SUCCESS):
         errors = "; ".join(e.error_message for e in result.errors) or str(result.status)
         raise ValueError(f"{path}: Docling could not convert it ({errors})")
     return result.document
+
+
+def _text_document(path: Path, data: bytes):
+    """A plain-text file as a DoclingDocument, one text item per paragraph.
+
+    Docling has no plain-text reader, and its Markdown parser would rewrite
+    text that merely looks like Markdown (``#`` lines, ``*stars*``, tags).
+    """
+    import hashlib
+    import re
+
+    from docling_core.types.doc import DocItemLabel, DoclingDocument
+    from docling_core.types.doc.document import DocumentOrigin
+
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+    digest = int.from_bytes(hashlib.sha256(data).digest()[:8], "big")
+    doc = DoclingDocument(
+        name=path.stem,
+        origin=DocumentOrigin(mimetype="text/plain", binary_hash=digest, filename=path.name),
+    )
+    for paragraph in re.split(r"\n\s*\n", text):
+        if paragraph.strip():
+            doc.add_text(label=DocItemLabel.TEXT, text=" ".join(paragraph.split()))
+    return doc

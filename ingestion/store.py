@@ -43,7 +43,14 @@ class StoreLockedError(RuntimeError):
 
 def quote(value: str) -> str:
     """Quote ``value`` as a Milvus expression string literal (no expression injection)."""
-    escaped = str(value).replace("\\", "\\\\").replace('"', '\\"')
+    escaped = (
+        str(value)
+        .replace("\\", "\\\\")
+        .replace('"', '\\"')
+        .replace("\n", "\\n")
+        .replace("\r", "\\r")
+        .replace("\t", "\\t")
+    )
     return f'"{escaped}"'
 
 

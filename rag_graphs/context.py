@@ -19,6 +19,8 @@ from typing import Any, Literal
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
+from pydantic import InstanceOf
+from pydantic.json_schema import SkipJsonSchema
 
 DEFAULT_STORE_URI = ".rag-graphs/milvus.db"
 DEFAULT_COLLECTION = "rag_graphs"
@@ -45,12 +47,12 @@ class RagContext:
     ``metadata["env"]`` (see ``RagContext.env_vars()``).
     """
 
-    chat_model: str | BaseChatModel = _env("RAG_GRAPHS_CHAT_MODEL", "embedded")
+    chat_model: str | SkipJsonSchema[InstanceOf[BaseChatModel]] = _env("RAG_GRAPHS_CHAT_MODEL", "embedded")
     """Chat model spec: ``embedded`` (SmolLM2-135M in process), ``ollama:qwen3:8b``,
     ``openai:gpt-4.1-mini`` (``OPENAI_BASE_URL`` for vLLM/compatible servers),
     ``hf:<local dir>``; or a ``BaseChatModel`` instance."""
 
-    embeddings: str | Embeddings = _env("RAG_GRAPHS_EMBEDDINGS", "embedded")
+    embeddings: str | SkipJsonSchema[InstanceOf[Embeddings]] = _env("RAG_GRAPHS_EMBEDDINGS", "embedded")
     """Embedding spec (``embedded`` = all-MiniLM-L6-v2) or an ``Embeddings`` instance.
     Must be the model the collection was built with."""
 

@@ -16,6 +16,7 @@ offers grammar-constrained JSON (see BENCHMARKS.md).
 from __future__ import annotations
 
 import os
+import threading
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,8 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 
 EMBEDDED = "embedded"
-_EMBEDDED_CTX = 4096
+_LLAMA_LOCK = threading.Lock()
+_EMBEDDED_CTX = 8192  # SmolLM2's trained context
 
 
 def embedded_model_path() -> Path:
@@ -46,7 +48,13 @@ def _embedded(max_tokens: int) -> BaseChatModel:
     from langchain_core.outputs import ChatResult
 
     class EmbeddedChat(ChatLlamaCpp):
-        """ChatLlamaCpp that reports token usage on the message, like other chat models."""
+        """ChatLlamaCpp that reports token usage on the message, like other chat models,
+        and serialises calls: one llama.cpp context is not safe to use from two threads
+        (``graph.batch``, concurrent server runs share this cached instance)."""
+
+        def _generate(self, *args: Any, **kwargs: Any) -> ChatResult:
+            with _LLAMA_LOCK:
+                return super()._generate(*args, **kwargs)
 
         def _create_chat_result(self, response: dict) -> ChatResult:
             result = super()._create_chat_result(response)

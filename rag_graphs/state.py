@@ -10,9 +10,10 @@ working fields.
 from __future__ import annotations
 
 import operator
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Annotated, Any, Literal
 
 from langchain_core.documents import Document
+from typing_extensions import TypedDict
 
 
 class Citation(TypedDict):

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import re
 import typing
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar
 
 from langchain_core.language_models import BaseChatModel
@@ -35,12 +35,14 @@ _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 
 @dataclass
 class Structured(Generic[T]):
-    """Result of ``invoke_structured``: the value, how it was obtained, the raw reply."""
+    """Result of ``invoke_structured``: the value, how it was obtained, the raw replies."""
 
     value: T
     method: Method
     raw: AIMessage | None = None
     error: str | None = None
+    calls: list[AIMessage] = field(default_factory=list)
+    """Every model reply this result cost (a native attempt plus a fallback is two)."""
 
 
 def _json_candidates(text: str) -> list[str]:
@@ -128,31 +130,37 @@ def invoke_structured(
 ) -> Structured[T]:
     """Ask ``model`` for a ``schema`` object; fall back to ``default`` instead of raising.
 
-    Transport errors (network, rate limits) still raise: they are not a
-    malformed reply and are retried or reported by the caller.
+    A native structured call that fails for any reason falls back to the text
+    path; transport errors (network, rate limits) then raise from that plain
+    call, since they are not a malformed reply: the caller retries or reports.
     """
     if _is_llama_cpp(model):
         grammar = {"type": "json_object", "schema": schema.model_json_schema()}
         raw = model.bind(response_format=grammar).invoke(_with_instructions(messages, schema))
-        return _from_text(raw, schema, default, "grammar")
+        return _from_text(raw, schema, default, "grammar", [])
+    earlier: list[AIMessage] = []
     try:
-        runnable = model.with_structured_output(schema, include_raw=True)
-    except (NotImplementedError, ValueError, TypeError):
-        runnable = None
-    if runnable is not None:
-        out = runnable.invoke(messages)
-        if isinstance(out.get("parsed"), schema):
-            return Structured(out["parsed"], "native", out.get("raw"))
+        out = model.with_structured_output(schema, include_raw=True).invoke(messages)
+    except Exception:  # no native support, or the server rejected tools/JSON mode
+        out = None
+    if out is not None:
         raw = out.get("raw")
-        if isinstance(raw, AIMessage) and isinstance(raw.content, str) and raw.content:
-            return _from_text(raw, schema, default, "parsed")
+        if isinstance(out.get("parsed"), schema):
+            return Structured(out["parsed"], "native", raw, calls=[raw] if raw is not None else [])
+        if isinstance(raw, AIMessage):
+            if isinstance(raw.content, str) and raw.content:
+                return _from_text(raw, schema, default, "parsed", [])
+            earlier.append(raw)
     raw = model.invoke(_with_instructions(messages, schema))
-    return _from_text(raw, schema, default, "parsed")
+    return _from_text(raw, schema, default, "parsed", earlier)
 
 
-def _from_text(raw: Any, schema: type[T], default: T, method: Method) -> Structured[T]:
+def _from_text(
+    raw: Any, schema: type[T], default: T, method: Method, earlier: list[AIMessage]
+) -> Structured[T]:
     text = raw.content if isinstance(raw.content, str) else json.dumps(raw.content)
     value = parse_lenient(text, schema)
+    calls = [*earlier, raw]
     if value is None:
-        return Structured(default, "default", raw, f"unparseable reply: {text[:200]!r}")
-    return Structured(value, method, raw)
+        return Structured(default, "default", raw, f"unparseable reply: {text[:200]!r}", calls)
+    return Structured(value, method, raw, calls=calls)

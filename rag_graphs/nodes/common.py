@@ -13,7 +13,7 @@ from langgraph.config import get_stream_writer
 from rag_graphs.citations import format_context
 from rag_graphs.context import RagContext
 from rag_graphs.models import load_chat_model
-from rag_graphs.state import RagState, Usage
+from rag_graphs.state import RagState, Usage, add_usage
 
 
 def chat_model(ctx: RagContext) -> BaseChatModel:
@@ -29,6 +29,14 @@ def llm_usage(message: AIMessage | None) -> Usage:
         prompt_tokens=int(meta.get("input_tokens", 0)),
         completion_tokens=int(meta.get("output_tokens", 0)),
     )
+
+
+def calls_usage(messages: list[AIMessage]) -> Usage:
+    """Summed usage of several LLM calls (e.g. a structured attempt and its fallback)."""
+    total: Usage = {}
+    for message in messages:
+        total = add_usage(total, llm_usage(message))
+    return total
 
 
 def call_chat(ctx: RagContext, messages: list[BaseMessage]) -> tuple[AIMessage, Usage]:
@@ -60,7 +68,8 @@ def latest_documents(state: RagState) -> list[Document]:
 def answer_documents(state: RagState) -> list[Document]:
     """The passages an answer is generated from: the filtered ``context`` if a
     method set one (graded, refined), else every gathered document."""
-    return state.get("context") or state.get("documents") or []
+    context = state.get("context")
+    return context if context is not None else state.get("documents") or []
 
 
 def format_notes(notes: list[str]) -> str:

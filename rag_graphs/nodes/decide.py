@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 
 from prompts import load_prompt
 from rag_graphs.context import RagContext, get_context
-from rag_graphs.nodes.common import chat_model, emit, llm_usage, template_inputs
+from rag_graphs.nodes.common import calls_usage, chat_model, emit, template_inputs
 from rag_graphs.nodes.retrieve import normalize_query
 from rag_graphs.state import RagState
 from rag_graphs.structured import invoke_structured
@@ -61,7 +61,7 @@ def make_decide(prompt: str = "decide_enough") -> Callable[..., dict]:
             "enough": decision.enough,
             "stop_reason": reason,
             "steps": [{"node": "decide", "kind": "decide", "query": decision.next_query, "text": text}],
-            "usage": llm_usage(out.raw),
+            "usage": calls_usage(out.calls),
         }
         if not reason:
             update["query"] = decision.next_query.strip()

@@ -14,7 +14,7 @@ from pydantic import BaseModel
 
 from prompts import load_prompt
 from rag_graphs.context import RagContext, get_context
-from rag_graphs.nodes.common import chat_model, emit, latest_documents, llm_usage
+from rag_graphs.nodes.common import calls_usage, chat_model, emit, latest_documents
 from rag_graphs.nodes.retrieve import last_retrieval_skipped
 from rag_graphs.state import RagState, add_usage
 from rag_graphs.structured import invoke_structured
@@ -43,7 +43,7 @@ def make_grade(prompt: str = "grade_correctness") -> Callable[..., dict]:
         for doc in latest_documents(state):
             messages = template.format_messages(question=state["question"], passage=doc.page_content)
             out = invoke_structured(model, messages, Grade, Grade(relevance="ambiguous"))
-            used = add_usage(used, llm_usage(out.raw))
+            used = add_usage(used, calls_usage(out.calls))
             grades.append((doc, out.value.relevance))
             if out.value.relevance != "incorrect" and doc.id not in {d.id for d in kept}:
                 kept.append(doc)

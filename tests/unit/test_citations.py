@@ -29,7 +29,7 @@ def test_markers_map_to_the_cited_documents_in_order_of_first_use():
     }
 
 
-def test_markers_out_of_range_never_produce_a_citation():
+def test_out_of_range_markers_are_ignored_and_the_shown_passages_are_cited_as_inferred():
     cites = extract_citations("See [7] and [0].", DOCS)
     assert {c["chunk_id"] for c in cites} == {"id1", "id2", "id3"}
     assert not any(c["explicit"] for c in cites)

@@ -30,15 +30,32 @@ def test_invalid_settings_are_rejected_with_the_field_name(field, value):
         RagContext(**{field: value})
 
 
-def test_every_field_documents_its_environment_variable():
-    env = RagContext.env_vars()
-    assert env["collection"] == "RAG_GRAPHS_COLLECTION"
-    assert all(v.startswith("RAG_GRAPHS_") for v in env.values())
-
-
 def test_get_context_accepts_dicts_and_missing_context():
     class Runtime:
         context = {"k": 3}
 
     assert get_context(Runtime()).k == 3
     assert get_context(object()).k == RagContext().k
+
+
+def test_every_graph_publishes_json_schemas_for_langgraph_studio():
+    """LangGraph Studio / the server build forms from these; a model instance field must not break them."""
+    import json
+    from pathlib import Path
+
+    from rag_graphs.methods import METHODS, get_graph
+
+    listed = json.loads((Path(__file__).resolve().parents[2] / "langgraph.json").read_text())["graphs"]
+    assert set(listed) == set(METHODS)
+    for name in METHODS:
+        graph = get_graph(name)
+        assert graph.get_input_jsonschema()["required"] == ["question"]
+        assert set(graph.get_output_jsonschema()["properties"]) == {
+            "answer",
+            "citations",
+            "documents",
+            "steps",
+            "usage",
+        }
+        context = graph.get_context_jsonschema()["properties"]
+        assert context["chat_model"]["type"] == "string" and context["k"]["type"] == "integer"

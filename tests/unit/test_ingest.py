@@ -110,3 +110,40 @@ def test_chunks_fit_the_embedding_window_and_ids_are_stable(tmp_path):
     assert all(tokenizer.count_tokens(c.page_content) <= tokenizer.get_max_tokens() for c in chunks)
     assert [c.id for c in chunks] == [c.id for c in again]
     assert len({c.id for c in chunks}) == len(chunks)
+
+
+def test_files_with_equal_content_keep_separate_chunks(tmp_path, index):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# Same\n\nIdentical content in two files.\n")
+    (docs / "b.md").write_text("# Same\n\nIdentical content in two files.\n")
+    first = _ingest([docs], index)
+    assert [f.added for f in first.files] == [1, 1]
+    (docs / "a.md").write_text("# Same\n\nNow a.md says something else.\n")
+    _ingest([docs], index)
+    hits = index.search("Identical content in two files.", k=10)
+    assert {Path(d.metadata["source"]).name for d, _ in hits if "Identical" in d.page_content} == {"b.md"}
+
+
+def test_plain_text_is_kept_verbatim_not_parsed_as_markdown(tmp_path):
+    f = tmp_path / "notes.txt"
+    f.write_text("# not a heading\n\nSome *stars* and <b>tags</b>.\nSame paragraph.\n")
+    chunks = chunk_document(convert(f), source=str(f), tokenizer=chunk_tokenizer("embedded"))
+    text = "\n".join(c.page_content for c in chunks)
+    assert "# not a heading" in text and "*stars* and <b>tags</b>. Same paragraph." in text
+
+
+def test_invalid_utf8_text_is_reported_by_name(tmp_path):
+    f = tmp_path / "latin1.txt"
+    f.write_bytes("caf\xe9".encode("latin-1"))
+    with pytest.raises(ValueError, match="latin1.txt: not UTF-8"):
+        convert(f)
+
+
+def test_tables_are_stored_as_markdown_with_their_header(demo_corpus, tmp_path):
+    f = demo_corpus / "provinces.csv"
+    (chunk,) = chunk_document(convert(f), source=str(f), tokenizer=chunk_tokenizer("embedded"))
+    assert chunk.metadata["kind"] == "table"
+    lines = chunk.page_content.splitlines()
+    assert lines[0].split("|")[1].strip() == "Province" and set(lines[1]) <= set("|- ")
+    assert any("Asterra" in line and "Lunmar" in line for line in lines[2:])

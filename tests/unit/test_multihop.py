@@ -187,3 +187,9 @@ def test_crag_repeated_rewrite_stops_instead_of_looping(loaded, make_context):
     out = get_graph("crag").invoke({"question": QUESTION}, context=ctx)
     assert out["usage"]["retrievals"] == 1
     assert any("repeated query" in s.get("text", "") for s in out["steps"])
+
+
+def test_crag_never_answers_from_passages_it_graded_incorrect(loaded, make_context):
+    ctx = make_context(*['{"relevance": "incorrect"}'] * 2, QUESTION, "I do not know.", k=2, max_hops=5)
+    out = get_graph("crag").invoke({"question": QUESTION}, context=ctx)
+    assert out["documents"] and out["citations"] == []

@@ -88,6 +88,7 @@ def test_delete_stale_removes_only_other_versions_of_the_same_source(index: Chun
 
 def test_filter_values_are_quoted_so_they_cannot_inject_expressions(index: ChunkIndex):
     assert quote('a" or pk != "') == '"a\\" or pk != \\""'
+    assert quote("line\nbreak\ttab") == '"line\\nbreak\\ttab"'
     index.add(CHUNKS)
     assert index.delete_stale('/a.md" or source != "', "zzz") == 0
     assert index.count() == 3
@@ -129,3 +130,9 @@ def test_second_process_gets_a_clear_lock_error(tmp_path, fake_embeddings):
     finally:
         holder.stdin.close()
         holder.wait(timeout=60)
+
+
+def test_sources_with_control_characters_are_stored_and_cleaned_up(index: ChunkIndex):
+    source = "/odd\nname\t.md"
+    index.add([_chunk("n1", "text one", source=source, doc_hash="old")])
+    assert index.delete_stale(source, "new") == 1

@@ -108,3 +108,31 @@ def test_native_parse_failure_falls_back_to_raw_text():
 
     out = invoke_structured(BrokenNative(responses=["unused"]), MESSAGES, Grade, Grade(relevant=False))
     assert (out.method, out.value.relevant) == ("parsed", True)
+
+
+def test_server_rejecting_native_structured_output_falls_back_and_counts_both_calls():
+    class Rejecting(FakeListChatModel):
+        def with_structured_output(self, schema, include_raw=False, **kwargs):
+            from langchain_core.runnables import RunnableLambda
+
+            def fail(_):
+                raise ValueError("400: response_format is not supported by this server")
+
+            return RunnableLambda(fail)
+
+    out = invoke_structured(
+        Rejecting(responses=['{"relevant": true}']), MESSAGES, Grade, Grade(relevant=False)
+    )
+    assert (out.method, out.value.relevant, len(out.calls)) == ("parsed", True, 1)
+
+
+def test_native_reply_without_text_is_followed_by_a_text_attempt_and_both_are_counted():
+    class EmptyNative(FakeListChatModel):
+        def with_structured_output(self, schema, include_raw=False, **kwargs):
+            from langchain_core.runnables import RunnableLambda
+
+            raw = AIMessage(content="")
+            return RunnableLambda(lambda _: {"raw": raw, "parsed": None, "parsing_error": None})
+
+    out = invoke_structured(EmptyNative(responses=["yes"]), MESSAGES, Grade, Grade(relevant=False))
+    assert (out.method, out.value.relevant, len(out.calls)) == ("parsed", True, 2)
