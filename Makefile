@@ -46,7 +46,7 @@ bench: install
 	$(BIN)/python bench/foundation.py
 
 lint: install
-	$(BIN)/ruff check rag_graphs ingestion prompts tests
+	$(BIN)/ruff check rag_graphs ingestion prompts tests bench
 
 clean:
 	rm -rf $(VENV) .rag-graphs .pytest_cache
