@@ -10,6 +10,7 @@ METHODS: dict[str, str] = {
     "naive": "one retrieval with the question, then an answer with citations",
     "fixed_step": "a fixed number of hops: query, retrieve, intermediate answer, next query",
     "iterative": "retrieve until the model judges the information enough (bounded, no repeats)",
+    "ircot": "IRCoT: each chain-of-thought sentence becomes the next retrieval query",
     "crag": "Corrective RAG: grade passages, rewrite and search again when none is correct",
 }
 """Method name -> one-line description, in the order they are usually compared."""

@@ -193,3 +193,33 @@ def test_crag_never_answers_from_passages_it_graded_incorrect(loaded, make_conte
     ctx = make_context(*['{"relevance": "incorrect"}'] * 2, QUESTION, "I do not know.", k=2, max_hops=5)
     out = get_graph("crag").invoke({"question": QUESTION}, context=ctx)
     assert out["documents"] and out["citations"] == []
+
+
+def test_ircot_follows_each_thought_with_a_retrieval_until_the_answer(loaded, make_context):
+    ctx = make_context(
+        "The Velmora Institute was founded by Ilsa Brandt.",
+        "Ilsa Brandt was born in Korvik.",
+        "So the answer is: Korvik.",
+        "Korvik [1].",
+        k=2,
+    )
+    out = get_graph("ircot").invoke({"question": QUESTION}, context=ctx)
+    assert _nodes(out) == ["retrieve", "reason", "retrieve", "reason", "retrieve", "reason", "generate"]
+    queries = [s["query"] for s in out["steps"] if s["node"] == "retrieve"]
+    assert queries == [
+        QUESTION,
+        "The Velmora Institute was founded by Ilsa Brandt.",
+        "Ilsa Brandt was born in Korvik.",
+    ]
+    assert "[stop: enough]" in out["steps"][5]["text"]
+    assert out["usage"]["retrievals"] == 3 and out["usage"]["llm_calls"] == 4
+
+
+def test_ircot_budget_and_repeats_end_the_chain(loaded, make_context):
+    ctx = make_context("thought one", "thought two", "final", max_hops=2)
+    out = get_graph("ircot").invoke({"question": QUESTION}, context=ctx)
+    assert out["usage"]["retrievals"] == 2 and out["answer"] == "final"
+    assert any("hop budget reached" in s.get("text", "") for s in out["steps"])
+    ctx = make_context("thought one", "Thought one.", "final")
+    out = get_graph("ircot").invoke({"question": QUESTION}, context=ctx)
+    assert out["usage"]["retrievals"] == 2 and "repeated query" in out["steps"][-2]["text"]

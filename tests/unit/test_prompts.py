@@ -21,6 +21,7 @@ EXPECTED_VARIABLES = {
     "next_query": {"notes", "question"},
     "grade_correctness": {"passage", "question"},
     "rewrite_for_search": {"query", "question"},
+    "ircot_reason": {"context", "notes", "question"},
 }
 
 
