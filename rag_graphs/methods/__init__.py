@@ -11,6 +11,7 @@ METHODS: dict[str, str] = {
     "fixed_step": "a fixed number of hops: query, retrieve, intermediate answer, next query",
     "iterative": "retrieve until the model judges the information enough (bounded, no repeats)",
     "ircot": "IRCoT: each chain-of-thought sentence becomes the next retrieval query",
+    "self_rag": "Self-RAG: decide to retrieve, grade passages, check the answer, retry when unsupported",
     "crag": "Corrective RAG: grade passages, rewrite and search again when none is correct",
 }
 """Method name -> one-line description, in the order they are usually compared."""

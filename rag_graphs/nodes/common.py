@@ -81,13 +81,14 @@ def template_inputs(template: ChatPromptTemplate, state: RagState, **extra: Any)
     """The values a template asks for, drawn from the state.
 
     Shared nodes are parameterised by prompt; each prompt names the state it
-    needs (``question``, ``query``, ``notes``, ``context``) and gets only that.
+    needs (``question``, ``query``, ``notes``, ``context``, ``answer``) and gets only that.
     """
     available = {
         "question": lambda: state["question"],
         "query": lambda: state.get("query") or state["question"],
         "notes": lambda: format_notes(state.get("notes", [])),
         "context": lambda: format_context(answer_documents(state)),
+        "answer": lambda: state.get("answer", ""),
     }
     values = {}
     for name in template.input_variables:

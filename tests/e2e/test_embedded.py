@@ -131,6 +131,10 @@ def test_every_method_answers_with_citations_within_budget_on_the_embedded_model
     multi_hop = "In which town was the founder of the Velmora Institute born?"
     out = get_graph(method).invoke({"question": multi_hop}, context=ctx)
     assert out["answer"].strip()
+    if not out["documents"]:
+        # Self-RAG may judge that no retrieval is needed (SmolLM2 does, on this question).
+        assert method == "self_rag" and "retrieve=False" in out["steps"][0]["text"]
+        return
     assert out["citations"]
     index = open_index(ctx.store_uri, ctx.collection, load_embeddings("embedded"))
     assert len(index.get([c["chunk_id"] for c in out["citations"]])) == len(out["citations"])

@@ -223,3 +223,77 @@ def test_ircot_budget_and_repeats_end_the_chain(loaded, make_context):
     ctx = make_context("thought one", "Thought one.", "final")
     out = get_graph("ircot").invoke({"question": QUESTION}, context=ctx)
     assert out["usage"]["retrievals"] == 2 and "repeated query" in out["steps"][-2]["text"]
+
+
+GOOD = '{"supported": true, "useful": true}'
+BAD = '{"supported": false, "useful": true}'
+
+
+def test_self_rag_accepts_a_supported_answer(loaded, make_context):
+    ctx = make_context(
+        '{"retrieve": true}',
+        '{"relevance": "correct"}',
+        '{"relevance": "incorrect"}',
+        "Korvik [1].",
+        GOOD,
+        k=2,
+    )
+    out = get_graph("self_rag").invoke({"question": QUESTION}, context=ctx)
+    assert _nodes(out) == ["need_retrieval", "retrieve", "grade", "generate", "check"]
+    assert out["answer"] == "Korvik [1]." and len(out["citations"]) == 1
+    assert (
+        out["citations"][0]["chunk_id"] == out["steps"][1]["doc_ids"][0]
+    )  # only the correct passage was shown
+
+
+def test_self_rag_unsupported_answer_is_retried_with_a_follow_up_retrieval(loaded, make_context):
+    ctx = make_context(
+        '{"retrieve": true}',
+        '{"relevance": "ambiguous"}',
+        "Dunmere.",
+        BAD,
+        "Ilsa Brandt birthplace",
+        '{"relevance": "correct"}',
+        "Korvik [2].",
+        GOOD,
+        k=1,
+    )
+    out = get_graph("self_rag").invoke({"question": QUESTION}, context=ctx)
+    assert _nodes(out) == [
+        "need_retrieval",
+        "retrieve",
+        "grade",
+        "generate",
+        "check",
+        "rewrite",
+        "retrieve",
+        "grade",
+        "generate",
+        "check",
+    ]
+    assert out["answer"] == "Korvik [2]." and out["usage"]["retrievals"] == 2
+
+
+def test_self_rag_can_answer_without_retrieval(loaded, make_context):
+    ctx = make_context('{"retrieve": false}', "Four.")
+    out = get_graph("self_rag").invoke({"question": "What is two plus two?"}, context=ctx)
+    assert _nodes(out) == ["need_retrieval", "generate"]
+    assert out["answer"] == "Four." and out["documents"] == [] and out["citations"] == []
+    assert "retrieve=False" in out["steps"][0]["text"]
+
+
+def test_self_rag_budget_keeps_the_last_answer(loaded, make_context):
+    replies = ["yes"]
+    for i in range(2):
+        replies += ["no idea", "answer", BAD, f"follow-up query {i}"]
+    replies += ["no idea", "last answer", BAD]
+    ctx = make_context(*replies, k=1, max_hops=3)
+    out = get_graph("self_rag").invoke({"question": QUESTION}, context=ctx)
+    assert out["usage"]["retrievals"] == 3 and out["answer"] == "last answer"
+    assert "hop budget reached" in out["steps"][-1]["text"]
+
+
+def test_self_rag_repeated_rewrite_stops(loaded, make_context):
+    ctx = make_context("yes", "no idea", "answer", BAD, QUESTION, "answer again", BAD, k=1)
+    out = get_graph("self_rag").invoke({"question": QUESTION}, context=ctx)
+    assert out["usage"]["retrievals"] == 1 and "repeated query" in out["steps"][-1]["text"]

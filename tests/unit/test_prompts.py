@@ -22,6 +22,9 @@ EXPECTED_VARIABLES = {
     "grade_correctness": {"passage", "question"},
     "rewrite_for_search": {"query", "question"},
     "ircot_reason": {"context", "notes", "question"},
+    "decide_retrieval": {"question"},
+    "check_answer": {"answer", "context", "question"},
+    "answer_directly": {"question"},
 }
 
 
