@@ -79,7 +79,7 @@ def convert(path: Path):
         UnsupportedFormatError: the suffix is not supported.
         ValueError: Docling could not read the file (message names the file).
     """
-    fmt = check_supported(path)
+    check_supported(path)
     from io import BytesIO
 
     from docling.datamodel.base_models import ConversionStatus
