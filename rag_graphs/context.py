@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
+from langchain_core.tools import BaseTool
 from pydantic import InstanceOf
 from pydantic.json_schema import SkipJsonSchema
 
@@ -76,6 +77,9 @@ class RagContext:
 
     max_steps: int = _env("RAG_GRAPHS_MAX_STEPS", 8, int)
     """Budget of loop iterations (agent steps, rewrites) for looping methods."""
+
+    web_search: SkipJsonSchema[InstanceOf[BaseTool]] | None = None
+    """A LangChain tool the ReAct agent may call as ``web_search``; off when None."""
 
     max_answer_tokens: int = _env("RAG_GRAPHS_MAX_ANSWER_TOKENS", 256, int)
     """Upper bound on tokens the chat model may generate per call."""

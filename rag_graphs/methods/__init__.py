@@ -10,6 +10,7 @@ METHODS: dict[str, str] = {
     "naive": "one retrieval with the question, then an answer with citations",
     "fixed_step": "a fixed number of hops: query, retrieve, intermediate answer, next query",
     "iterative": "retrieve until the model judges the information enough (bounded, no repeats)",
+    "react": "ReAct: Thought / Action / Observation over search and calculator tools (text protocol)",
     "ircot": "IRCoT: each chain-of-thought sentence becomes the next retrieval query",
     "self_rag": "Self-RAG: decide to retrieve, grade passages, check the answer, retry when unsupported",
     "crag": "Corrective RAG: grade passages, rewrite and search again when none is correct",

@@ -132,7 +132,8 @@ def test_iterative_survives_malformed_decisions(loaded, make_context):
 @pytest.mark.parametrize("method", list(METHODS))
 def test_every_method_keeps_the_output_contract(loaded, make_context, method):
     # One reply that every role can use: a query, a grade, a decision and an answer citing [1].
-    ctx = make_context(*['{"relevance": "correct", "enough": true} Korvik [1].'] * 12)
+    reply = 'Action: search[Velmora founder] {"relevance": "correct", "enough": true} Korvik [1].'
+    ctx = make_context(*[reply] * 12)
     out = get_graph(method).invoke({"question": QUESTION}, context=ctx)
     assert set(out) >= {"answer", "citations", "documents", "steps", "usage"}
     stored = {d.id for d in loaded.get([c["chunk_id"] for c in out["citations"]])}
@@ -297,3 +298,67 @@ def test_self_rag_repeated_rewrite_stops(loaded, make_context):
     ctx = make_context("yes", "no idea", "answer", BAD, QUESTION, "answer again", BAD, k=1)
     out = get_graph("self_rag").invoke({"question": QUESTION}, context=ctx)
     assert out["usage"]["retrievals"] == 1 and "repeated query" in out["steps"][-1]["text"]
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        (
+            "Thought: need founder\nAction: search[Velmora Institute founder]",
+            ("action", "search", "Velmora Institute founder"),
+        ),
+        ("Thought: x\nAction: Calculator\nAction Input: 2 * 21", ("action", "calculator", "2 * 21")),
+        ("Thought: done\nFinal Answer: Korvik [1]", ("final", "Korvik [1]", "")),
+        ("Finish[Korvik]", ("final", "Korvik", "")),
+        ("Action: search[a]\nObservation: made up\nFinal Answer: b", ("action", "search", "a")),
+        ("I think the answer might be Korvik.", ("invalid", "", "")),
+    ],
+)
+def test_react_parser_reads_the_text_protocol(text, expected):
+    from rag_graphs.methods.react import parse_step
+
+    assert parse_step(text) == expected
+
+
+def test_react_searches_calculates_and_finishes_with_citations(loaded, make_context):
+    ctx = make_context(
+        "Thought: who founded it?\nAction: search[Velmora Institute founder]",
+        "Thought: arithmetic\nAction: calculator[2 * (3 + 4)]",
+        "Thought: try a tool that does not exist\nAction: browse[x]",
+        "Thought: enough\nFinal Answer: Ilsa Brandt founded it [1].",
+        k=2,
+    )
+    out = get_graph("react").invoke({"question": QUESTION}, context=ctx)
+    assert _nodes(out) == ["agent", "act", "agent", "act", "agent", "act", "agent"]
+    assert out["steps"][3]["text"] == "14"
+    assert "unknown tool 'browse'; available: search, calculator" in out["steps"][5]["text"]
+    assert out["answer"] == "Ilsa Brandt founded it [1]."
+    assert out["citations"][0]["chunk_id"] == out["documents"][0].id and out["citations"][0]["explicit"]
+    assert out["usage"]["retrievals"] == 1 and out["usage"]["llm_calls"] == 4
+
+
+def test_react_step_budget_answers_from_what_was_gathered(loaded, make_context):
+    replies = [f"Action: search[query number {i}]" for i in range(3)]
+    ctx = make_context(*replies, "Korvik [1].", max_steps=3)
+    out = get_graph("react").invoke({"question": QUESTION}, context=ctx)
+    assert _nodes(out) == ["agent", "act", "agent", "act", "agent", "generate", "generate"]
+    assert "step budget reached (3 agent steps)" in out["steps"][-2]["text"]
+    assert out["answer"] == "Korvik [1]." and out["usage"]["retrievals"] == 2
+
+
+def test_react_replies_in_no_form_fall_back_to_search_then_answer(loaded, make_context):
+    ctx = make_context("I am thinking.", "It was probably Korvik.", "Korvik [1].")
+    out = get_graph("react").invoke({"question": QUESTION}, context=ctx)
+    assert _nodes(out) == ["agent", "act", "agent", "generate", "generate"]
+    assert out["steps"][1]["query"] == QUESTION and out["usage"]["retrievals"] == 1
+    assert "followed no protocol form" in out["steps"][-2]["text"]
+    assert out["answer"] == "Korvik [1]." and out["citations"][0]["explicit"]
+
+
+def test_calculator_is_safe_arithmetic():
+    from rag_graphs.tools import calculate
+
+    assert calculate("1,200,000 / 850,000 * 100") == str(1200000 / 850000 * 100)
+    assert calculate("2 ** 10") == "1024"
+    assert calculate("__import__('os').system('ls')").startswith("error")
+    assert calculate("9 ** 999999").startswith("error") and calculate("1/0").startswith("error")

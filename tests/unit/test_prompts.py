@@ -25,6 +25,7 @@ EXPECTED_VARIABLES = {
     "decide_retrieval": {"question"},
     "check_answer": {"answer", "context", "question"},
     "answer_directly": {"question"},
+    "react_text": {"question", "scratchpad", "tools"},
 }
 
 
