@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import importlib
 
+from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
+
+from rag_graphs.context import RagContext
+from rag_graphs.state import InputState, OutputState, RagState
 
 METHODS: dict[str, str] = {
     "naive": "one retrieval with the question, then an answer with citations",
@@ -23,3 +27,8 @@ def get_graph(method: str) -> CompiledStateGraph:
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; available: {', '.join(METHODS)}")
     return importlib.import_module(f"rag_graphs.methods.{method}").graph
+
+
+def new_builder() -> StateGraph:
+    """An empty graph with the shared state, the one input/output contract and ``RagContext``."""
+    return StateGraph(RagState, context_schema=RagContext, input_schema=InputState, output_schema=OutputState)

@@ -20,11 +20,11 @@ from typing import Literal
 from langchain_core.documents import Document
 from langgraph.graph import END, START, StateGraph
 
-from rag_graphs.context import RagContext
+from rag_graphs.methods import new_builder
 from rag_graphs.nodes import make_generate, make_rewrite, retrieve
 from rag_graphs.nodes.common import answer_documents
 from rag_graphs.nodes.grade import grade
-from rag_graphs.state import InputState, OutputState, RagState
+from rag_graphs.state import RagState
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _WORD = re.compile(r"[a-z0-9]{3,}")
@@ -64,9 +64,7 @@ def route_after_grade(state: RagState) -> Literal["refine", "rewrite", "generate
 
 def build() -> StateGraph:
     """The uncompiled graph."""
-    builder = StateGraph(
-        RagState, context_schema=RagContext, input_schema=InputState, output_schema=OutputState
-    )
+    builder = new_builder()
     builder.add_node("retrieve", retrieve)
     builder.add_node("grade", grade)
     builder.add_node("refine", refine)

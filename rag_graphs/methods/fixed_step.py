@@ -16,8 +16,9 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
 from rag_graphs.context import RagContext, get_context
+from rag_graphs.methods import new_builder
 from rag_graphs.nodes import make_generate, make_intermediate, make_rewrite, retrieve
-from rag_graphs.state import InputState, OutputState, RagState
+from rag_graphs.state import RagState
 
 
 def route_after_hop(state: RagState, runtime: Runtime[RagContext]) -> Literal["next_query", "generate"]:
@@ -28,9 +29,7 @@ def route_after_hop(state: RagState, runtime: Runtime[RagContext]) -> Literal["n
 
 def build() -> StateGraph:
     """The uncompiled graph."""
-    builder = StateGraph(
-        RagState, context_schema=RagContext, input_schema=InputState, output_schema=OutputState
-    )
+    builder = new_builder()
     builder.add_node("first_query", make_rewrite("first_subquestion", name="first_query"))
     builder.add_node("retrieve", retrieve)
     builder.add_node("intermediate", make_intermediate())

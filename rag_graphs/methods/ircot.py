@@ -12,18 +12,19 @@ passage and the whole chain of thought.
 from __future__ import annotations
 
 import re
-from typing import Literal
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
 from prompts import load_prompt
 from rag_graphs.context import RagContext, get_context
+from rag_graphs.methods import new_builder
 from rag_graphs.nodes import make_generate, retrieve
 from rag_graphs.nodes.common import call_chat, emit, template_inputs
+from rag_graphs.nodes.decide import retrieve_until_stopped
 from rag_graphs.nodes.retrieve import normalize_query
 from rag_graphs.nodes.rewrite import clean_query
-from rag_graphs.state import InputState, OutputState, RagState
+from rag_graphs.state import RagState
 
 _ANSWER = re.compile(r"\bso\s+the\s+answer\s+is\b", re.IGNORECASE)
 _REASON = load_prompt("ircot_reason")
@@ -59,22 +60,15 @@ def reason(state: RagState, runtime: Runtime[RagContext]) -> dict:
     return update
 
 
-def route_after_reason(state: RagState) -> Literal["retrieve", "generate"]:
-    """Follow the thought with a retrieval until the reason node says stop."""
-    return "generate" if state.get("stop_reason") else "retrieve"
-
-
 def build() -> StateGraph:
     """The uncompiled graph."""
-    builder = StateGraph(
-        RagState, context_schema=RagContext, input_schema=InputState, output_schema=OutputState
-    )
+    builder = new_builder()
     builder.add_node("retrieve", retrieve)
     builder.add_node("reason", reason)
     builder.add_node("generate", make_generate("answer_with_notes"))
     builder.add_edge(START, "retrieve")
     builder.add_edge("retrieve", "reason")
-    builder.add_conditional_edges("reason", route_after_reason)
+    builder.add_conditional_edges("reason", retrieve_until_stopped)
     builder.add_edge("generate", END)
     return builder
 

@@ -10,25 +10,16 @@ in ``steps`` when it was forced by the budget.
 
 from __future__ import annotations
 
-from typing import Literal
-
 from langgraph.graph import END, START, StateGraph
 
-from rag_graphs.context import RagContext
+from rag_graphs.methods import new_builder
 from rag_graphs.nodes import decide, make_generate, make_intermediate, retrieve
-from rag_graphs.state import InputState, OutputState, RagState
-
-
-def route_after_decide(state: RagState) -> Literal["retrieve", "generate"]:
-    """Search again only while the decide node found no reason to stop."""
-    return "generate" if state.get("stop_reason") else "retrieve"
+from rag_graphs.nodes.decide import retrieve_until_stopped
 
 
 def build() -> StateGraph:
     """The uncompiled graph."""
-    builder = StateGraph(
-        RagState, context_schema=RagContext, input_schema=InputState, output_schema=OutputState
-    )
+    builder = new_builder()
     builder.add_node("retrieve", retrieve)
     builder.add_node("intermediate", make_intermediate())
     builder.add_node("decide", decide)
@@ -36,7 +27,7 @@ def build() -> StateGraph:
     builder.add_edge(START, "retrieve")
     builder.add_edge("retrieve", "intermediate")
     builder.add_edge("intermediate", "decide")
-    builder.add_conditional_edges("decide", route_after_decide)
+    builder.add_conditional_edges("decide", retrieve_until_stopped)
     builder.add_edge("generate", END)
     return builder
 

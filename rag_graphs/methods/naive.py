@@ -9,16 +9,13 @@ from __future__ import annotations
 
 from langgraph.graph import END, START, StateGraph
 
-from rag_graphs.context import RagContext
+from rag_graphs.methods import new_builder
 from rag_graphs.nodes import generate, retrieve
-from rag_graphs.state import InputState, OutputState, RagState
 
 
 def build() -> StateGraph:
     """The uncompiled graph (compile it with your own checkpointer if you need one)."""
-    builder = StateGraph(
-        RagState, context_schema=RagContext, input_schema=InputState, output_schema=OutputState
-    )
+    builder = new_builder()
     builder.add_node("retrieve", retrieve)
     builder.add_node("generate", generate)
     builder.add_edge(START, "retrieve")

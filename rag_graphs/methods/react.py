@@ -25,11 +25,12 @@ from langgraph.runtime import Runtime
 from prompts import load_prompt
 from rag_graphs.citations import extract_citations
 from rag_graphs.context import RagContext, get_context
+from rag_graphs.methods import new_builder
 from rag_graphs.nodes import make_generate
 from rag_graphs.nodes.common import call_chat, emit
 from rag_graphs.nodes.retrieve import normalize_query
 from rag_graphs.retrieval import search
-from rag_graphs.state import InputState, OutputState, RagState, usage
+from rag_graphs.state import RagState, usage
 from rag_graphs.tools import calculate
 
 _PROMPT = load_prompt("react_text")
@@ -151,9 +152,7 @@ def route_after_agent(state: RagState) -> Literal["act", "agent", "generate", "_
 
 def build() -> StateGraph:
     """The uncompiled graph."""
-    builder = StateGraph(
-        RagState, context_schema=RagContext, input_schema=InputState, output_schema=OutputState
-    )
+    builder = new_builder()
     builder.add_node("agent", agent)
     builder.add_node("act", act)
     builder.add_node("generate", make_generate("answer_with_notes"))

@@ -22,11 +22,12 @@ from pydantic import BaseModel, Field
 
 from prompts import load_prompt
 from rag_graphs.context import RagContext, get_context
+from rag_graphs.methods import new_builder
 from rag_graphs.nodes import make_generate, make_rewrite, retrieve
 from rag_graphs.nodes.common import calls_usage, chat_model, emit, template_inputs
 from rag_graphs.nodes.grade import grade
 from rag_graphs.nodes.retrieve import last_retrieval_skipped
-from rag_graphs.state import InputState, OutputState, RagState
+from rag_graphs.state import RagState
 from rag_graphs.structured import invoke_structured
 
 
@@ -97,9 +98,7 @@ def route_after_check(state: RagState) -> Literal["rewrite", "__end__"]:
 
 def build() -> StateGraph:
     """The uncompiled graph."""
-    builder = StateGraph(
-        RagState, context_schema=RagContext, input_schema=InputState, output_schema=OutputState
-    )
+    builder = new_builder()
     builder.add_node("need_retrieval", need_retrieval)
     builder.add_node("answer_directly", make_generate("answer_directly"))
     builder.add_node("retrieve", retrieve)

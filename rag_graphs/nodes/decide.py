@@ -9,6 +9,7 @@ Budgets are enforced here, not by LangGraph's recursion limit: the node sets
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Literal
 
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
@@ -71,3 +72,8 @@ def make_decide(prompt: str = "decide_enough") -> Callable[..., dict]:
 
 
 decide = make_decide()
+
+
+def retrieve_until_stopped(state: RagState) -> Literal["retrieve", "generate"]:
+    """Router of retrieve loops: search again until a node set ``stop_reason``."""
+    return "generate" if state.get("stop_reason") else "retrieve"
