@@ -21,7 +21,8 @@ QUOTE_CHARS = 240
 def label(doc: Document) -> str:
     """Human-readable provenance, e.g. ``report.pdf, p. 4, table``."""
     meta = doc.metadata
-    parts = [Path(str(meta.get("source", "?"))).name]
+    source = str(meta.get("source", "?"))
+    parts = [source if "://" in source else Path(source).name]  # web pages keep their URL
     if (page := meta.get("page", -1)) not in (-1, None):
         parts.append(f"p. {page}")
     if meta.get("kind") not in (None, "text"):

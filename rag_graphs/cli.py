@@ -75,6 +75,14 @@ def ingest(
         raise typer.Exit(1)
 
 
+def _step_line(number: int, step: dict) -> str:
+    detail = step.get("query", "") if step["kind"] in ("retrieve", "rewrite") else step.get("text", "")
+    found = f" -> {len(step['doc_ids'])} passages" if step["kind"] == "retrieve" and "doc_ids" in step else ""
+    return (
+        f"{number}. [cyan]{step['node']}[/] {step['kind']}: {str(detail)[:160].replace(chr(10), ' ')}{found}"
+    )
+
+
 def _print_result(result: dict) -> None:
     console.rule("[bold]answer")
     console.print(result.get("answer", ""))
@@ -93,24 +101,40 @@ def _print_result(result: dict) -> None:
         console.print("[dim]* the model wrote no citation marker; the passages it was given are listed[/]")
     console.rule("[bold]steps")
     for i, step in enumerate(result.get("steps", []), start=1):
-        detail = step.get("query", "") if step["kind"] in ("retrieve", "rewrite") else step.get("text", "")
-        console.print(f"{i}. [cyan]{step['node']}[/] {step['kind']}: {detail[:160]!s}")
+        console.print(_step_line(i, step), highlight=False)
     console.print(f"[dim]usage: {json.dumps(result.get('usage', {}))}[/]")
 
 
-def _run(method: str, question: str, ctx: RagContext, as_json: bool | None) -> dict:
-    """Stream one method's graph with a live status line; print the result unless ``as_json`` is None."""
+def _event_line(event: dict) -> str:
+    details = " ".join(f"{k}={str(v)[:80]!r}" for k, v in event.items() if k not in ("node", "event"))
+    return f"   [dim]· {event['node']} {event['event']} {details}[/]"
+
+
+def _run(method: str, question: str, ctx: RagContext, as_json: bool | None, *, live: bool = False) -> dict:
+    """Stream one method's graph with a live status line; print the result unless ``as_json`` is None.
+
+    With ``live``, every node event and every reasoning step is printed the
+    moment it happens (the ``custom`` and ``updates`` streams), not only at the end.
+    """
     from rag_graphs.methods import get_graph
 
     graph = get_graph(method)
     result: dict = {}
+    steps = 0
     with console.status(f"[bold]{method}[/] thinking...") as status:
         for mode, chunk in graph.stream(
-            {"question": question}, context=ctx, stream_mode=["custom", "values"]
+            {"question": question}, context=ctx, stream_mode=["custom", "updates", "values"]
         ):
             if mode == "custom":
                 status.update(f"[bold]{method}[/] {chunk['node']}: {chunk['event']}")
-            else:
+                if live:
+                    console.print(_event_line(chunk), highlight=False)
+            elif mode == "updates" and live:
+                for update in chunk.values():
+                    for step in (update or {}).get("steps", []):
+                        steps += 1
+                        console.print(_step_line(steps, step), highlight=False)
+            elif mode == "values":
                 result = chunk
     if as_json:
         payload = {k: v for k, v in result.items() if k != "documents"}
@@ -131,13 +155,14 @@ def ask(
     k: Annotated[int | None, typer.Option(help="chunks per retrieval [env RAG_GRAPHS_K]")] = None,
     model: Annotated[str | None, typer.Option(help="chat model spec [env RAG_GRAPHS_CHAT_MODEL]")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
+    stream: Annotated[bool, typer.Option("--stream", help="print each step live as the graph runs")] = False,
 ) -> None:
     """Answer a question with one method; print the answer, citations and steps."""
     from ingestion import StoreLockedError
 
     try:
         ctx = _context(store, collection, k=k, chat_model=model)
-        _run(method, question, ctx, as_json)
+        _run(method, question, ctx, as_json, live=stream and not as_json)
     except (ValueError, StoreLockedError, RuntimeError, FileNotFoundError) as exc:
         _fail(str(exc))
 
@@ -145,10 +170,16 @@ def ask(
 @app.command()
 def methods() -> None:
     """List the methods with a one-line description each."""
+    from rich.table import Table
+
     from rag_graphs.methods import METHODS
 
+    table = Table(box=None, show_header=False, pad_edge=False)
+    table.add_column(style="bold cyan", no_wrap=True)
+    table.add_column()  # descriptions wrap inside their column on narrow terminals
     for name, description in METHODS.items():
-        console.print(f"[bold cyan]{name:<12}[/] {description}")
+        table.add_row(name, description)
+    console.print(table)
 
 
 @app.command()

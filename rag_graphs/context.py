@@ -81,12 +81,19 @@ class RagContext:
     web_search: SkipJsonSchema[InstanceOf[BaseTool]] | None = None
     """A LangChain tool the ReAct agent may call as ``web_search``; off when None."""
 
+    tool_calling: Literal["auto", "native", "text"] = _env("RAG_GRAPHS_TOOL_CALLING", "auto")
+    """How the ReAct agent calls tools: ``native`` (the model's tool-calling API),
+    ``text`` (Thought/Action lines, for any model) or ``auto`` (native when the
+    model can choose among tools itself, else text)."""
+
     max_answer_tokens: int = _env("RAG_GRAPHS_MAX_ANSWER_TOKENS", 256, int)
     """Upper bound on tokens the chat model may generate per call."""
 
     def __post_init__(self) -> None:
         if self.search_mode not in ("dense", "hybrid"):
             raise ValueError(f"RagContext.search_mode={self.search_mode!r}: use 'dense' or 'hybrid'")
+        if self.tool_calling not in ("auto", "native", "text"):
+            raise ValueError(f"RagContext.tool_calling={self.tool_calling!r}: use 'auto', 'native' or 'text'")
         for name in ("k", "max_hops", "fixed_hops", "max_steps", "max_answer_tokens"):
             if getattr(self, name) < 1:
                 raise ValueError(f"RagContext.{name}={getattr(self, name)!r}: must be >= 1")

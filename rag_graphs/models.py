@@ -134,6 +134,21 @@ def load_chat_model(spec: str | BaseChatModel = EMBEDDED, *, max_tokens: int = 2
     return _load(spec.strip(), max_tokens)
 
 
+def chooses_tools(model: BaseChatModel) -> bool:
+    """True when ``model`` can pick among bound tools itself (native tool calling).
+
+    llama.cpp's LangChain binding (the embedded model) only calls a tool it is
+    forced to, so it counts as no; so do models without ``bind_tools``.
+    """
+    try:
+        from langchain_community.chat_models import ChatLlamaCpp
+    except ImportError:  # pragma: no cover
+        ChatLlamaCpp = ()  # type: ignore[assignment]  # noqa: N806
+    if isinstance(model, ChatLlamaCpp):
+        return False
+    return type(model).bind_tools is not BaseChatModel.bind_tools
+
+
 def model_name(model: Any) -> str:
     """A short display name for a model, for steps and traces."""
     for attr in ("model_name", "model", "model_path"):

@@ -93,7 +93,6 @@ class RagState(InputState, OutputState, total=False):
     context: list[Document]  # passages the answer uses when a method filters (default: documents)
     enough: bool  # the last decide node judged the gathered information sufficient
     stop_reason: str  # why a loop ended: "enough", "budget", "repeated query"
-    tool_call: dict[str, str] | None  # an agent's pending {"tool", "input"} request
 
 
 def usage(**counts: Any) -> Usage:

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import ast
+import hashlib
 import operator
+from typing import Any
+
+from langchain_core.documents import Document
 
 _OPS = {
     ast.Add: operator.add,
@@ -45,3 +49,37 @@ def calculate(expression: str) -> str:
     except (SyntaxError, ValueError, ZeroDivisionError, OverflowError, TypeError) as exc:
         return f"error: {exc}"
     return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+
+
+def web_documents(results: Any, *, limit: int = 5) -> list[Document]:
+    """Documents from a web-search tool's output, whatever its shape.
+
+    Tools differ: Tavily returns ``[{"url", "content"}]``, DuckDuckGo a string
+    or ``[{"link", "snippet"}]``, retrievers ``Document``s. Each result becomes
+    one ``kind="web"`` document whose id is derived from its URL and text, so
+    citations name the page it came from (web passages are not stored chunks).
+    """
+    if isinstance(results, dict):
+        results = results.get("results", [results])
+    if isinstance(results, str | Document):
+        results = [results]
+    docs = []
+    for item in list(results or [])[:limit]:
+        if isinstance(item, Document):
+            text, url = (
+                item.page_content,
+                str(item.metadata.get("source") or item.metadata.get("url") or "web"),
+            )
+        elif isinstance(item, dict):
+            text = str(next((item[k] for k in ("content", "snippet", "body", "text") if item.get(k)), ""))
+            url = str(next((item[k] for k in ("url", "link", "href", "source") if item.get(k)), "web"))
+        else:
+            text, url = str(item), "web"
+        if text.strip():
+            digest = hashlib.sha256(f"{url}\n{text}".encode()).hexdigest()[:24]
+            docs.append(
+                Document(
+                    id=f"web-{digest}", page_content=text.strip(), metadata={"source": url, "kind": "web"}
+                )
+            )
+    return docs

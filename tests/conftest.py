@@ -44,9 +44,35 @@ def index(store_uri: str, fake_embeddings) -> ChunkIndex:
     return ChunkIndex(uri=store_uri, collection="test", embeddings=fake_embeddings)
 
 
+@pytest.fixture
+def loaded(demo_corpus: Path, index: ChunkIndex) -> ChunkIndex:
+    """The temporary index holding the demo corpus."""
+    from ingestion import ingest
+
+    ingest([demo_corpus], uri=index.uri, collection=index.collection, index=index, progress=False)
+    return index
+
+
 def fake_chat(*replies: str | AIMessage) -> GenericFakeChatModel:
     """A chat model that returns ``replies`` in order (and fails when they run out)."""
     return GenericFakeChatModel(
+        messages=iter(r if isinstance(r, AIMessage) else AIMessage(content=r) for r in replies)
+    )
+
+
+class FakeToolChat(GenericFakeChatModel):
+    """A scripted chat model that accepts ``bind_tools`` (its replies carry the tool calls)."""
+
+    bound: list = []
+
+    def bind_tools(self, tools, **kwargs):
+        self.bound = list(tools)
+        return self
+
+
+def fake_tool_chat(*replies: str | AIMessage) -> FakeToolChat:
+    """Like ``fake_chat``, for the native tool-calling path."""
+    return FakeToolChat(
         messages=iter(r if isinstance(r, AIMessage) else AIMessage(content=r) for r in replies)
     )
 

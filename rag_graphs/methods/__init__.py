@@ -14,7 +14,7 @@ METHODS: dict[str, str] = {
     "naive": "one retrieval with the question, then an answer with citations",
     "fixed_step": "a fixed number of hops: query, retrieve, intermediate answer, next query",
     "iterative": "retrieve until the model judges the information enough (bounded, no repeats)",
-    "react": "ReAct: Thought / Action / Observation over search and calculator tools (text protocol)",
+    "react": "ReAct: an agent that calls search and calculator tools (native tool calls or a text protocol)",
     "ircot": "IRCoT: each chain-of-thought sentence becomes the next retrieval query",
     "self_rag": "Self-RAG: decide to retrieve, grade passages, check the answer, retry when unsupported",
     "crag": "Corrective RAG: grade passages, rewrite and search again when none is correct",
@@ -29,6 +29,7 @@ def get_graph(method: str) -> CompiledStateGraph:
     return importlib.import_module(f"rag_graphs.methods.{method}").graph
 
 
-def new_builder() -> StateGraph:
-    """An empty graph with the shared state, the one input/output contract and ``RagContext``."""
-    return StateGraph(RagState, context_schema=RagContext, input_schema=InputState, output_schema=OutputState)
+def new_builder(state: type = RagState) -> StateGraph:
+    """An empty graph with the shared state (or a method's extension of it), the one
+    input/output contract and ``RagContext``."""
+    return StateGraph(state, context_schema=RagContext, input_schema=InputState, output_schema=OutputState)

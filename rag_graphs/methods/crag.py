@@ -1,15 +1,18 @@
 """Corrective RAG (Yan et al. 2024): grade what was retrieved and correct course.
 
     START -> retrieve -> grade --(a correct passage)--> refine -> generate -> END
-                           \\--(none correct, budget left)--> rewrite -> retrieve ...
+                           \\--(none correct, budget left)--> rewrite -> retrieve | web_search
                            \\--(budget spent | repeated query)--> generate
+    web_search -> refine -> generate
 
 Correct and ambiguous passages are kept; "refine" cuts the kept passages
 into knowledge strips (sentences) and keeps the strips that share content
 words with the question, so the answer sees only what matters. Refining is
 lexical (no model call), which keeps CRAG's cost at one call per graded
-passage. The web-search branch of the paper is not wired yet: the rewrite
-searches the corpus again.
+passage. When no passage is correct the query is rewritten and, as in the
+paper, sent to the web when ``RagContext.web_search`` holds a tool (its
+results join the ambiguous passages, as ``kind="web"`` documents citing
+their URL); without one the corpus is searched again with the new query.
 """
 
 from __future__ import annotations
@@ -19,12 +22,15 @@ from typing import Literal
 
 from langchain_core.documents import Document
 from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
 
+from rag_graphs.context import RagContext, get_context
 from rag_graphs.methods import new_builder
 from rag_graphs.nodes import make_generate, make_rewrite, retrieve
-from rag_graphs.nodes.common import answer_documents
+from rag_graphs.nodes.common import answer_documents, emit
 from rag_graphs.nodes.grade import grade
-from rag_graphs.state import RagState
+from rag_graphs.state import RagState, usage
+from rag_graphs.tools import web_documents
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _WORD = re.compile(r"[a-z0-9]{3,}")
@@ -55,6 +61,27 @@ def refine(state: RagState) -> dict:
     return {"context": docs, "steps": [{"node": "refine", "kind": "note", "text": text}]}
 
 
+def web_search(state: RagState, runtime: Runtime[RagContext]) -> dict:
+    """Search the web with the rewritten query; results join the kept passages."""
+    ctx = get_context(runtime)
+    query = state.get("query") or state["question"]
+    emit("web_search", "start", query=query)
+    docs = web_documents(ctx.web_search.invoke(query), limit=ctx.k)  # type: ignore[union-attr]
+    ids = [str(d.id) for d in docs]
+    return {
+        "documents": docs,
+        "context": [*(state.get("context") or []), *docs],
+        "queries": [query],
+        "steps": [{"node": "web_search", "kind": "retrieve", "query": query, "doc_ids": ids}],
+        "usage": usage(retrievals=1, hops=1),
+    }
+
+
+def route_after_rewrite(state: RagState, runtime: Runtime[RagContext]) -> Literal["retrieve", "web_search"]:
+    """The web when the user supplied a search tool, else the corpus again."""
+    return "web_search" if get_context(runtime).web_search is not None else "retrieve"
+
+
 def route_after_grade(state: RagState) -> Literal["refine", "rewrite", "generate"]:
     """Refine when a passage is correct; answer when the grade node says stop; else search again."""
     if state.get("enough"):
@@ -67,13 +94,15 @@ def build() -> StateGraph:
     builder = new_builder()
     builder.add_node("retrieve", retrieve)
     builder.add_node("grade", grade)
+    builder.add_node("web_search", web_search)
     builder.add_node("refine", refine)
     builder.add_node("rewrite", make_rewrite("rewrite_for_search"))
     builder.add_node("generate", make_generate())
     builder.add_edge(START, "retrieve")
     builder.add_edge("retrieve", "grade")
     builder.add_conditional_edges("grade", route_after_grade)
-    builder.add_edge("rewrite", "retrieve")
+    builder.add_conditional_edges("rewrite", route_after_rewrite)
+    builder.add_edge("web_search", "refine")
     builder.add_edge("refine", "generate")
     builder.add_edge("generate", END)
     return builder

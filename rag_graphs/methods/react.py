@@ -1,39 +1,51 @@
-"""ReAct (Yao et al. 2023): Thought / Action / Observation over tools, in a text protocol.
+"""ReAct (Yao et al. 2023): an agent that reasons, calls tools and reads their results.
 
-    START -> agent --(Action)--> act -> agent ...
-                  \\--(Final Answer)--> END
-                  \\--(step budget spent)--> generate -> END
+    START -> agent --(tool calls)--> act -> agent ...
+                  \\--(answer)--> END
+                  \\--(step budget spent | reply in no form)--> generate -> END
 
 Tools: ``search`` (the knowledge base, required), ``calculator`` (safe
 arithmetic), and ``web_search`` when ``RagContext.web_search`` holds a
-LangChain tool (off by default). The text protocol works with every chat
-model, including the embedded one, whose llama.cpp runtime cannot choose
-among tools; a native tool-calling mode is not built yet. A reply in no
-form falls back safely: before any search it searches the question, after
-one it ends the loop. When the loop ends without a Final Answer (no form,
-or ``max_steps`` spent) the answer is generated from the passages gathered.
+LangChain tool (off by default). Two protocols, chosen by
+``RagContext.tool_calling``:
+
+* native: the model's own tool-calling API (``bind_tools``); results come
+  back as ``ToolMessage``s in ``messages``. For models that choose tools.
+* text: ``Thought: / Action: tool[input] / Final Answer:`` lines parsed by a
+  lenient parser, for every chat model, including the embedded one (whose
+  llama.cpp runtime cannot choose among tools).
+
+A reply in no form falls back safely: before any search it searches the
+question, after one it ends the loop. When the loop ends without an answer
+(no form, or ``max_steps`` spent) the answer is generated from the passages.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Annotated, Literal
 
+from langchain_core.messages import AnyMessage, HumanMessage, ToolMessage
+from langchain_core.tools import StructuredTool
 from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
 from langgraph.runtime import Runtime
+from typing_extensions import TypedDict
 
 from prompts import load_prompt
 from rag_graphs.citations import extract_citations
 from rag_graphs.context import RagContext, get_context
 from rag_graphs.methods import new_builder
+from rag_graphs.models import chooses_tools
 from rag_graphs.nodes import make_generate
-from rag_graphs.nodes.common import call_chat, emit
+from rag_graphs.nodes.common import chat_model, emit, llm_usage
 from rag_graphs.nodes.retrieve import normalize_query
 from rag_graphs.retrieval import search
 from rag_graphs.state import RagState, usage
 from rag_graphs.tools import calculate
 
-_PROMPT = load_prompt("react_text")
+_TEXT_PROMPT = load_prompt("react_text")
+_TOOLS_PROMPT = load_prompt("react_tools")
 _FINAL = re.compile(r"final\s+answer\s*:\s*(.+?)\s*$|finish\s*\[(.+?)\]", re.IGNORECASE | re.DOTALL)
 _ACTION_BRACKET = re.compile(r"action\s*:\s*([a-z_]+)\s*\[(.*?)\]", re.IGNORECASE | re.DOTALL)
 _ACTION_LINES = re.compile(r"action\s*:\s*([a-z_]+)\s*\n\s*action\s+input\s*:\s*(.+)", re.IGNORECASE)
@@ -42,6 +54,17 @@ TOOLS = {
     "calculator": "calculator[expression]: arithmetic such as 1200000 / 850000",
     "web_search": "web_search[query]: search the web",
 }
+
+
+class ToolRequest(TypedDict):
+    tool: str
+    input: str
+    id: str | None  # the model's tool-call id (native protocol), None in the text protocol
+
+
+class ReactState(RagState, total=False):
+    messages: Annotated[list[AnyMessage], add_messages]  # the native protocol's conversation
+    tool_calls: list[ToolRequest]  # requests the next ``act`` runs
 
 
 def parse_step(text: str) -> tuple[str, str, str]:
@@ -60,104 +83,162 @@ def parse_step(text: str) -> tuple[str, str, str]:
     return "invalid", "", ""
 
 
-def _tool_lines(ctx: RagContext) -> str:
+def _search_tool(query: str) -> str:
+    """Search the document collection; returns numbered passages to cite as [n]."""
+    raise NotImplementedError  # pragma: no cover - a schema only; ``act`` runs searches
+
+
+def native_tools(ctx: RagContext) -> list:
+    """The tool schemas bound to a tool-calling model."""
+    tools = [
+        StructuredTool.from_function(_search_tool, name="search"),
+        StructuredTool.from_function(calculate, name="calculator"),
+    ]
+    return tools + ([ctx.web_search] if ctx.web_search is not None else [])
+
+
+def _text_tool_lines(ctx: RagContext) -> str:
     names = ["search", "calculator"] + (["web_search"] if ctx.web_search is not None else [])
     return "\n".join(f"- {TOOLS[n]}" for n in names)
 
 
-def agent(state: RagState, runtime: Runtime[RagContext]) -> dict:
-    """One Thought/Action step; a Final Answer ends the run with citations."""
-    ctx = get_context(runtime)
-    scratchpad = "\n".join(state.get("notes", []))
-    messages = _PROMPT.format_messages(
-        tools=_tool_lines(ctx), question=state["question"], scratchpad=scratchpad
+def _native(ctx: RagContext) -> bool:
+    return ctx.tool_calling == "native" or (ctx.tool_calling == "auto" and chooses_tools(chat_model(ctx)))
+
+
+def _ask_native(state: ReactState, ctx: RagContext) -> tuple[dict, str, str, list[ToolRequest]]:
+    """One tool-calling turn: (state update, kind, answer, requests)."""
+    start = [] if state.get("messages") else _TOOLS_PROMPT.format_messages(question=state["question"])
+    reply = chat_model(ctx).bind_tools(native_tools(ctx)).invoke([*state.get("messages", []), *start])
+    requests = [
+        ToolRequest(tool=c["name"], input=str(next(iter(c["args"].values()), "")), id=c["id"])
+        for c in getattr(reply, "tool_calls", [])
+    ]
+    text = str(reply.content).strip()
+    kind = "action" if requests else "final" if text else "invalid"
+    update = {"messages": [*start, reply], "usage": llm_usage(reply)}
+    shown = text or "; ".join(f"{r['tool']}({r['input']})" for r in requests)
+    return update | {"steps": [{"node": "agent", "kind": "decide", "text": shown}]}, kind, text, requests
+
+
+def _ask_text(state: ReactState, ctx: RagContext) -> tuple[dict, str, str, list[ToolRequest]]:
+    """One Thought/Action turn in the text protocol: (state update, kind, answer, requests)."""
+    messages = _TEXT_PROMPT.format_messages(
+        tools=_text_tool_lines(ctx), question=state["question"], scratchpad="\n".join(state.get("notes", []))
     )
-    reply, used = call_chat(ctx, messages)
+    reply = chat_model(ctx).invoke(messages)
     text = str(reply.content).strip()
     kind, first, second = parse_step(text)
+    update: dict = {"usage": llm_usage(reply), "steps": [{"node": "agent", "kind": "decide", "text": text}]}
+    if kind == "action":
+        update["notes"] = [text.split("Observation")[0].strip()]
+        return update, kind, "", [ToolRequest(tool=first, input=second, id=None)]
+    return update, kind, first, []
+
+
+def agent(state: ReactState, runtime: Runtime[RagContext]) -> dict:
+    """One reasoning step: tool requests for ``act``, or the answer with citations."""
+    ctx = get_context(runtime)
+    update, kind, answer, requests = (_ask_native if _native(ctx) else _ask_text)(state, ctx)
     turns = sum(1 for s in state.get("steps", []) if s["node"] == "agent") + 1
-    step = {"node": "agent", "kind": "decide", "text": text}
-    update: dict = {"usage": used, "steps": [step]}
     emit("agent", "end", step=kind)
     if kind == "final":
         docs = state.get("documents", [])
-        update |= {"answer": first, "citations": extract_citations(first, docs), "stop_reason": "enough"}
-    elif kind == "action":
-        update |= {
-            "notes": [text.split("Observation")[0].strip()],
-            "tool_call": {"tool": first, "input": second},
+        return update | {
+            "answer": answer,
+            "citations": extract_citations(answer, docs),
+            "stop_reason": "enough",
         }
-    elif not state.get("queries"):
+    if kind == "invalid" and not state.get("queries"):
         # Safe default for a reply in no form before any search: search the question.
-        note = f"(step {turns} followed no form; searching the question)"
-        update |= {"notes": [note], "tool_call": {"tool": "search", "input": state["question"]}}
-    else:
+        update["notes"] = [f"(step {turns} followed no form; searching the question)"]
+        requests = [ToolRequest(tool="search", input=state["question"], id=None)]
+    elif kind == "invalid":
         # After a search, a reply in no form ends the loop: answer from the passages.
-        update |= {"tool_call": None, "stop_reason": "the agent's reply followed no protocol form"}
-    if kind != "final" and not update.get("stop_reason") and turns >= ctx.max_steps:
+        update["stop_reason"] = "the agent's reply followed no protocol form"
+    if not update.get("stop_reason") and turns >= ctx.max_steps:
         update["stop_reason"] = f"step budget reached ({ctx.max_steps} agent steps)"
+    return update | {"tool_calls": requests}
+
+
+def _run_tool(ctx: RagContext, state: ReactState, request: ToolRequest) -> tuple[str, dict]:
+    """The observation of one tool request, and the state update a search makes."""
+    tool, tool_input = request["tool"], request["input"]
+    web_name = getattr(ctx.web_search, "name", None)
+    if tool == "search":
+        if normalize_query(tool_input) in {normalize_query(q) for q in state.get("queries", [])}:
+            return "already searched; use the passages above or try other words", {}
+        found = search(ctx, tool_input)
+        docs = state.get("documents", [])
+        docs = docs + [d for d in found if d.id not in {d.id for d in docs}]
+        found_ids = {f.id for f in found}
+        # Number passages by their place in ``documents`` so [n] in the answer resolves.
+        observation = "\n".join(
+            f"[{i}] {d.page_content}" for i, d in enumerate(docs, start=1) if d.id in found_ids
+        )
+        return observation or "no passages found", {"documents": found, "queries": [tool_input]}
+    if tool == "calculator":
+        return calculate(tool_input), {}
+    if ctx.web_search is not None and tool in ("web_search", web_name):
+        return str(ctx.web_search.invoke(tool_input))[:2000], {}
+    available = ["search", "calculator"] + (["web_search"] if ctx.web_search is not None else [])
+    return f"unknown tool {tool!r}; available: {', '.join(available)}", {}
+
+
+def act(state: ReactState, runtime: Runtime[RagContext]) -> dict:
+    """Run every pending tool request; observations go back as tool messages or notes."""
+    ctx = get_context(runtime)
+    steps, notes, messages, documents, queries = [], [], [], [], []
+    for request in state.get("tool_calls", []):
+        seen = {
+            **state,
+            "documents": state.get("documents", []) + documents,
+            "queries": state.get("queries", []) + queries,
+        }
+        observation, found = _run_tool(ctx, seen, request)  # type: ignore[arg-type]
+        documents += found.get("documents", [])
+        queries += found.get("queries", [])
+        if request["id"]:
+            messages.append(ToolMessage(observation, tool_call_id=request["id"]))
+        elif _native(ctx):  # the fallback search answers a reply that made no tool call
+            messages.append(HumanMessage(f"Observation: {observation}"))
+        notes.append(f"Observation: {observation}")
+        steps.append(
+            {
+                "node": "act",
+                "kind": "retrieve" if "queries" in found else "note",
+                "query": request["input"],
+                "text": observation[:500],
+                "doc_ids": [str(d.id) for d in found.get("documents", [])],
+            }
+        )
+    update = {"steps": steps, "notes": notes, "messages": messages, "tool_calls": []}
+    if queries:
+        update |= {
+            "documents": documents,
+            "queries": queries,
+            "usage": usage(retrievals=len(queries), hops=len(queries)),
+        }
     return update
 
 
-def act(state: RagState, runtime: Runtime[RagContext]) -> dict:
-    """Run the requested tool and append its observation (unknown tools are an observation too)."""
-    ctx = get_context(runtime)
-    tool, tool_input = state["tool_call"]["tool"], state["tool_call"]["input"]
-    docs = state.get("documents", [])
-    update: dict = {}
-    if tool == "search":
-        searched = {normalize_query(q) for q in state.get("queries", [])}
-        if normalize_query(tool_input) in searched:
-            observation = "already searched; use the passages above or try other words"
-        else:
-            found = search(ctx, tool_input)
-            known = {d.id for d in docs}
-            docs = docs + [d for d in found if d.id not in known]
-            found_ids = {f.id for f in found}
-            # Number passages by their place in ``documents`` so [n] in the answer resolves.
-            observation = (
-                "\n".join(f"[{i}] {d.page_content}" for i, d in enumerate(docs, start=1) if d.id in found_ids)
-                or "no passages found"
-            )
-            update |= {
-                "documents": found,
-                "queries": [tool_input],
-                "usage": usage(retrievals=1, hops=1),
-            }
-    elif tool == "calculator":
-        observation = calculate(tool_input)
-    elif tool == "web_search" and ctx.web_search is not None:
-        observation = str(ctx.web_search.invoke(tool_input))[:2000]
-    else:
-        available = ", ".join(line.split("[")[0].lstrip("- ") for line in _tool_lines(ctx).splitlines())
-        observation = f"unknown tool {tool!r}; available: {available}"
-    step = {
-        "node": "act",
-        "kind": "retrieve" if tool == "search" else "note",
-        "query": tool_input,
-        "text": observation[:500],
-        "doc_ids": [str(d.id) for d in update.get("documents", [])],
-    }
-    return update | {"notes": [f"Observation: {observation}"], "steps": [step], "tool_call": None}
-
-
-def route_after_agent(state: RagState) -> Literal["act", "agent", "generate", "__end__"]:
-    """Finish on a final answer; answer from the gathered passages when the budget is spent."""
+def route_after_agent(state: ReactState) -> Literal["act", "generate", "__end__"]:
+    """Finish on an answer; answer from the gathered passages when the loop was stopped."""
     if state.get("stop_reason") == "enough":
         return END
     if state.get("stop_reason"):
         return "generate"
-    return "act" if state.get("tool_call") else "agent"  # type: ignore[return-value]
+    return "act" if state.get("tool_calls") else "generate"
 
 
 def build() -> StateGraph:
     """The uncompiled graph."""
-    builder = new_builder()
+    builder = new_builder(ReactState)
     builder.add_node("agent", agent)
     builder.add_node("act", act)
     builder.add_node("generate", make_generate("answer_with_notes"))
     builder.add_edge(START, "agent")
-    builder.add_conditional_edges("agent", route_after_agent, ["act", "agent", "generate", END])
+    builder.add_conditional_edges("agent", route_after_agent, ["act", "generate", END])
     builder.add_edge("act", "agent")
     builder.add_edge("generate", END)
     return builder

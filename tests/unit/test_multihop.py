@@ -3,18 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from langchain_core.messages import AIMessage
 
-from ingestion import ingest
 from rag_graphs.methods import METHODS, get_graph
 from rag_graphs.nodes.rewrite import clean_query
+from tests.conftest import fake_tool_chat
 
 QUESTION = "In which town was the founder of the Velmora Institute born?"
-
-
-@pytest.fixture
-def loaded(demo_corpus, index):
-    ingest([demo_corpus], uri=index.uri, collection=index.collection, index=index, progress=False)
-    return index
 
 
 def _nodes(out) -> list[str]:
@@ -158,6 +153,45 @@ def test_crag_incorrect_passages_trigger_a_rewrite_and_a_second_search(loaded, m
     second_hop = out["steps"][3]["doc_ids"]
     assert [c["chunk_id"] for c in out["citations"]] == [second_hop[0]]
     assert out["usage"]["llm_calls"] == 6 and out["usage"]["retrievals"] == 2
+
+
+def test_crag_sends_the_rewritten_query_to_the_web_tool_when_one_is_given(loaded, make_context):
+    from langchain_core.tools import tool
+
+    searched = []
+
+    @tool
+    def fake_web(query: str) -> list[dict]:
+        """Stand-in for a web-search tool (Tavily's result shape)."""
+        searched.append(query)
+        return [{"url": "https://example.org/brandt", "content": "Ilsa Brandt was born in Korvik."}]
+
+    ctx = make_context(
+        '{"relevance": "incorrect"}', "Ilsa Brandt birthplace", "Korvik [1].", k=1, web_search=fake_web
+    )
+    out = get_graph("crag").invoke({"question": QUESTION}, context=ctx)
+    assert _nodes(out) == ["retrieve", "grade", "rewrite", "web_search", "refine", "generate"]
+    assert searched == ["Ilsa Brandt birthplace"]
+    citation = out["citations"][0]
+    assert citation["source"] == "https://example.org/brandt" and citation["kind"] == "web"
+    assert citation["quote"] == "Ilsa Brandt was born in Korvik." and out["usage"]["retrievals"] == 2
+
+
+@pytest.mark.parametrize(
+    "results,expected",
+    [
+        ([{"url": "https://a", "content": "alpha"}], [("https://a", "alpha")]),
+        ({"results": [{"link": "https://b", "snippet": "beta"}]}, [("https://b", "beta")]),
+        ("plain text answer", [("web", "plain text answer")]),
+        ([{"url": "https://c", "content": ""}], []),
+    ],
+)
+def test_web_documents_reads_the_shapes_search_tools_return(results, expected):
+    from rag_graphs.tools import web_documents
+
+    docs = web_documents(results)
+    assert [(d.metadata["source"], d.page_content) for d in docs] == expected
+    assert all(d.id.startswith("web-") and d.metadata["kind"] == "web" for d in docs)
 
 
 def test_crag_refine_keeps_only_sentences_about_the_question():
@@ -353,6 +387,62 @@ def test_react_replies_in_no_form_fall_back_to_search_then_answer(loaded, make_c
     assert out["steps"][1]["query"] == QUESTION and out["usage"]["retrievals"] == 1
     assert "followed no protocol form" in out["steps"][-2]["text"]
     assert out["answer"] == "Korvik [1]." and out["citations"][0]["explicit"]
+
+
+def _calls(*calls: tuple[str, dict]) -> AIMessage:
+    return AIMessage(
+        content="", tool_calls=[{"name": n, "args": a, "id": f"call-{i}"} for i, (n, a) in enumerate(calls)]
+    )
+
+
+def test_react_native_tool_calls_answer_with_tool_messages(loaded, make_context):
+    model = fake_tool_chat(
+        _calls(("search", {"query": "Velmora Institute founder"}), ("calculator", {"expression": "6 * 7"})),
+        "Ilsa Brandt founded it [1].",
+    )
+    ctx = make_context(chat_model=model, k=2)
+    out = get_graph("react").invoke({"question": QUESTION}, context=ctx)
+    assert _nodes(out) == ["agent", "act", "act", "agent"]
+    assert [t.name for t in model.bound] == ["search", "calculator"]
+    assert out["steps"][2]["text"] == "42" and out["usage"]["retrievals"] == 1
+    assert out["answer"] == "Ilsa Brandt founded it [1]." and out["citations"][0]["explicit"]
+    assert out["citations"][0]["chunk_id"] == out["documents"][0].id
+
+
+def test_react_native_tool_messages_answer_every_call_id(loaded, make_context):
+    from rag_graphs.methods import react
+
+    ctx = make_context(
+        chat_model=fake_tool_chat(
+            _calls(("search", {"query": "Korvik"}), ("web_search", {"query": "x"})), "Done."
+        ),
+        k=1,
+    )
+    state = {"question": QUESTION, "messages": [], "tool_calls": []}
+    first = react.agent(state, type("R", (), {"context": ctx})())
+    assert [r["id"] for r in first["tool_calls"]] == ["call-0", "call-1"]
+    acted = react.act({**state, **first}, type("R", (), {"context": ctx})())
+    assert [m.tool_call_id for m in acted["messages"]] == ["call-0", "call-1"]
+    assert "unknown tool 'web_search'" in acted["messages"][1].content  # no web tool configured
+
+
+def test_react_auto_mode_picks_the_protocol_the_model_supports(make_context):
+    from rag_graphs.methods.react import _native
+
+    assert _native(make_context(chat_model=fake_tool_chat()))
+    assert not _native(make_context())  # GenericFakeChatModel has no bind_tools
+    assert not _native(make_context(chat_model=fake_tool_chat(), tool_calling="text"))
+
+
+def test_react_native_step_budget_and_empty_reply_fall_back(loaded, make_context):
+    calls = [_calls(("search", {"query": f"query number {i}"})) for i in range(2)]
+    ctx = make_context(chat_model=fake_tool_chat(*calls, "Korvik [1]."), max_steps=2)
+    out = get_graph("react").invoke({"question": QUESTION}, context=ctx)
+    assert _nodes(out) == ["agent", "act", "agent", "generate", "generate"]
+    assert "step budget reached (2 agent steps)" in out["steps"][-2]["text"]
+    ctx = make_context(chat_model=fake_tool_chat("", "Korvik [1]."))
+    out = get_graph("react").invoke({"question": QUESTION}, context=ctx)
+    assert out["steps"][1]["query"] == QUESTION and out["answer"] == "Korvik [1]."
 
 
 def test_calculator_is_safe_arithmetic():

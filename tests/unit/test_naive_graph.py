@@ -5,17 +5,10 @@ from __future__ import annotations
 import pytest
 from langchain_core.messages import AIMessage
 
-from ingestion import ingest
 from rag_graphs.methods import get_graph
 from rag_graphs.methods.naive import build, graph
 
 QUESTION = "Where was Ilsa Brandt born?"
-
-
-@pytest.fixture
-def loaded(demo_corpus, index):
-    ingest([demo_corpus], uri=index.uri, collection=index.collection, index=index, progress=False)
-    return index
 
 
 def test_graph_shape_is_retrieve_then_generate():

@@ -26,6 +26,7 @@ EXPECTED_VARIABLES = {
     "check_answer": {"answer", "context", "question"},
     "answer_directly": {"question"},
     "react_text": {"question", "scratchpad", "tools"},
+    "react_tools": {"question"},
 }
 
 
