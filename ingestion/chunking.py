@@ -22,7 +22,6 @@ from langchain_core.documents import Document
 _KINDS = {"table": "table", "picture": "picture", "chart": "picture"}
 
 
-
 class MarkdownTables(ChunkingSerializerProvider):
     """Serialise tables as Markdown (header row kept), not Docling's "row, col = value" triplets."""
 

@@ -54,6 +54,11 @@ def quote(value: str) -> str:
     return f'"{escaped}"'
 
 
+def ids_filter(ids: list[str] | tuple[str, ...]) -> str:
+    """A Milvus filter expression matching exactly the chunks with these ids."""
+    return f"{PRIMARY_FIELD} in [{', '.join(quote(x) for x in ids)}]"
+
+
 def is_local(uri: str) -> bool:
     """True when ``uri`` is a Milvus Lite path rather than a server URI."""
     return "://" not in uri
@@ -157,8 +162,7 @@ class ChunkIndex:
         found: set[str] = set()
         for i in range(0, len(ids), _BATCH):
             batch = ids[i : i + _BATCH]
-            expr = f"{PRIMARY_FIELD} in [{', '.join(quote(x) for x in batch)}]"
-            rows = self.client.query(self.collection, filter=expr, output_fields=[PRIMARY_FIELD])
+            rows = self.client.query(self.collection, filter=ids_filter(batch), output_fields=[PRIMARY_FIELD])
             found.update(r[PRIMARY_FIELD] for r in rows)
         return found
 
@@ -233,8 +237,7 @@ class ChunkIndex:
         """Stored chunks by id, in the order asked (missing ids are left out)."""
         if not ids or not self._exists():
             return []
-        expr = f"{PRIMARY_FIELD} in [{', '.join(quote(x) for x in ids)}]"
-        rows = self.client.query(self.collection, filter=expr, output_fields=["*"])
+        rows = self.client.query(self.collection, filter=ids_filter(ids), output_fields=["*"])
         by_id = {r[PRIMARY_FIELD]: self._to_document(r) for r in rows}
         return [by_id[i] for i in ids if i in by_id]
 

@@ -167,6 +167,68 @@ def ask(
         _fail(str(exc))
 
 
+@app.command("eval")
+def eval_command(
+    dataset: Annotated[
+        Path | None,
+        typer.Option(help="a folder in the ../shared/eval layout, or a JSONL of question/answer rows"),
+    ] = None,
+    methods: Annotated[
+        str, typer.Option("--methods", "-m", help="comma-separated methods, or 'all'")
+    ] = "naive",
+    setting: Annotated[
+        str, typer.Option(help="open (search the whole corpus) | distractor | oracle (gold passages only)")
+    ] = "open",
+    limit: Annotated[int | None, typer.Option(help="the first N questions")] = None,
+    sample: Annotated[int | None, typer.Option(help="a seeded random sample of N questions")] = None,
+    seed: Annotated[int, typer.Option(help="seed of --sample")] = 0,
+    model: Annotated[str | None, typer.Option(help="chat model spec [env RAG_GRAPHS_CHAT_MODEL]")] = None,
+    embeddings: Annotated[str | None, typer.Option(help="embedding spec [env RAG_GRAPHS_EMBEDDINGS]")] = None,
+    k: Annotated[int | None, typer.Option(help="chunks per retrieval [env RAG_GRAPHS_K]")] = None,
+    concurrency: Annotated[int, typer.Option(help="questions run in parallel")] = 1,
+    out: Annotated[Path, typer.Option(help="folder for new run directories")] = Path("runs"),
+    resume: Annotated[Path | None, typer.Option(help="a run directory to continue")] = None,
+    report: Annotated[
+        Path | None, typer.Option(help="re-render the report of a run directory and exit")
+    ] = None,
+    store: StoreOpt = None,
+    collection: CollOpt = None,
+) -> None:
+    """Compare methods on a QA set: EM/F1, passage recall, LLM calls, tokens, seconds; table and plots."""
+    from rag_graphs.eval import evaluate, markdown_table, read_rows, summarize, write_report
+    from rag_graphs.methods import METHODS
+
+    try:
+        if report is None:
+            if resume is not None and dataset is None:
+                dataset = Path(json.loads((resume / "config.json").read_text())["dataset"])
+            if dataset is None:
+                _fail("--dataset is required (or --resume RUN_DIR, or --report RUN_DIR)")
+            chosen = (
+                list(METHODS)
+                if methods.strip() == "all"
+                else [m.strip() for m in methods.split(",") if m.strip()]
+            )
+            ctx = _context(store, collection, k=k, chat_model=model, embeddings=embeddings)
+            report = evaluate(
+                dataset,
+                chosen,
+                context=ctx,
+                setting=setting,  # type: ignore[arg-type]
+                limit=limit,
+                sample=sample,
+                seed=seed,
+                concurrency=concurrency,
+                run_dir=resume,
+                runs_root=out,
+            )
+        path = write_report(report)
+    except (ValueError, FileNotFoundError, RuntimeError) as exc:
+        _fail(str(exc))
+    console.print(markdown_table(summarize(read_rows(report))), highlight=False, soft_wrap=True)
+    console.print(f"[bold]report[/]: {path}  (plots beside it)")
+
+
 @app.command()
 def methods() -> None:
     """List the methods with a one-line description each."""

@@ -69,6 +69,10 @@ class RagContext:
     search_mode: Literal["dense", "hybrid"] = _env("RAG_GRAPHS_SEARCH_MODE", "hybrid")
     """``hybrid`` = BM25 + dense fused by RRF in Milvus; ``dense`` = embeddings only."""
 
+    search_filter: str | None = _env("RAG_GRAPHS_SEARCH_FILTER", None)
+    """A Milvus boolean expression every search must satisfy, e.g.
+    ``source like "%annual_report%"`` or ``chunk_id in ["a", "b"]``; None searches all."""
+
     max_hops: int = _env("RAG_GRAPHS_MAX_HOPS", 3, int)
     """Budget of retrieval hops for multi-hop methods."""
 

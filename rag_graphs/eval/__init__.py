@@ -1,0 +1,38 @@
+"""The evaluator: run methods over multi-hop QA sets, score quality and cost, report.
+
+    from rag_graphs.eval import evaluate, write_report
+    run = evaluate("../shared/eval/hotpotqa", ["naive", "ircot"], limit=30)
+    write_report(run)
+
+The same from the shell: ``rag-graphs eval --dataset ../shared/eval/hotpotqa -m naive,ircot --limit 30``.
+"""
+
+from rag_graphs.eval.datasets import Dataset, Example, load_dataset
+from rag_graphs.eval.metrics import (
+    answer_contained,
+    bootstrap_ci,
+    exact_match,
+    f1_score,
+    normalize_answer,
+    supporting_recall,
+)
+from rag_graphs.eval.report import markdown_table, summarize, write_report
+from rag_graphs.eval.runner import evaluate, read_rows, run_one
+
+__all__ = [
+    "Dataset",
+    "Example",
+    "answer_contained",
+    "bootstrap_ci",
+    "evaluate",
+    "exact_match",
+    "f1_score",
+    "load_dataset",
+    "markdown_table",
+    "normalize_answer",
+    "read_rows",
+    "run_one",
+    "summarize",
+    "supporting_recall",
+    "write_report",
+]

@@ -1,0 +1,158 @@
+"""Multi-hop QA sets: the ``../shared/eval`` layout, or a user's own JSONL of questions.
+
+A dataset folder holds ``dev.jsonl`` (questions) and, where there is evidence
+text, ``corpus.jsonl`` (``{"id", "title", "text"}`` passages). A user's file
+needs only ``question`` and ``answer`` per line; ``id``, ``answer_aliases``,
+``supporting_ids``, ``hops``, ``type`` and inline ``passages`` are optional.
+Bad rows fail loading with the file, line and field named, before anything runs.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+QUESTIONS_FILE = "dev.jsonl"
+CORPUS_FILE = "corpus.jsonl"
+
+
+@dataclass(frozen=True)
+class Example:
+    """One question with its gold answer(s) and gold passages."""
+
+    id: str
+    question: str
+    answer: str
+    aliases: tuple[str, ...] = ()
+    supporting_ids: tuple[str, ...] = ()
+    passage_ids: tuple[str, ...] = ()  # the question's own passages (distractor setting)
+    hops: int | None = None
+    type: str | None = None
+
+    @property
+    def golds(self) -> list[str]:
+        """The answer and its aliases, every string a prediction may match."""
+        return [self.answer, *self.aliases]
+
+
+@dataclass
+class Dataset:
+    """Questions, plus where their passages come from."""
+
+    name: str
+    questions_path: Path
+    examples: list[Example]
+    corpus_path: Path | None = None
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def has_passages(self) -> bool:
+        return self.corpus_path is not None or any(e.passage_ids for e in self.examples)
+
+    def passages(self) -> Iterator[dict]:
+        """Every passage ``{"id", "title", "text"}``: the corpus file, else the questions' own."""
+        if self.corpus_path is not None:
+            for where, row in _read_jsonl(self.corpus_path):
+                yield _check_passage(row, where)
+            return
+        seen: set[str] = set()
+        for where, row in _read_jsonl(self.questions_path):
+            for passage in row.get("passages") or []:
+                if passage["id"] not in seen:
+                    seen.add(passage["id"])
+                    yield _check_passage(passage, where)
+
+    def select(self, *, limit: int | None = None, sample: int | None = None, seed: int = 0) -> list[Example]:
+        """The first ``limit`` examples, or a seeded random ``sample`` of them (file order kept)."""
+        examples = self.examples
+        if sample is not None and sample < len(examples):
+            chosen = set(random.Random(seed).sample(range(len(examples)), sample))
+            examples = [e for i, e in enumerate(examples) if i in chosen]
+        return examples[:limit] if limit is not None else examples
+
+
+def _read_jsonl(path: Path) -> Iterator[tuple[str, dict]]:
+    """``(file:line, object)`` for every non-empty line."""
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            where = f"{path}:{number}"
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{where}: not valid JSON ({exc.msg})") from exc
+            if not isinstance(row, dict):
+                raise ValueError(f"{where}: expected a JSON object per line")
+            yield where, row
+
+
+def _check_passage(row: dict, where: str) -> dict:
+    for name in ("id", "text"):
+        if not isinstance(row.get(name), str) or not row[name]:
+            raise ValueError(f"{where}: passage field {name!r} must be a non-empty string")
+    return row
+
+
+def _strings(row: dict, name: str, where: str) -> tuple[str, ...]:
+    value = row.get(name) or []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"{where}: field {name!r} must be a list of strings")
+    return tuple(value)
+
+
+def _example(number: int, where: str, row: dict) -> Example:
+    for name in ("question", "answer"):
+        if not isinstance(row.get(name), str) or not row[name].strip():
+            raise ValueError(f"{where}: field {name!r} must be a non-empty string")
+    passages = row.get("passages") or []
+    if not isinstance(passages, list) or not all(isinstance(p, dict) and "id" in p for p in passages):
+        raise ValueError(f"{where}: field 'passages' must be a list of objects with an 'id'")
+    hops = row.get("hops")
+    if hops is not None and not isinstance(hops, int):
+        raise ValueError(f"{where}: field 'hops' must be an integer or null")
+    return Example(
+        id=str(row.get("id") or f"line-{number}"),
+        question=row["question"].strip(),
+        answer=row["answer"].strip(),
+        aliases=_strings(row, "answer_aliases", where),
+        supporting_ids=_strings(row, "supporting_ids", where),
+        passage_ids=tuple(str(p["id"]) for p in passages),
+        hops=hops,
+        type=row.get("type"),
+    )
+
+
+def load_dataset(path: str | Path) -> Dataset:
+    """Load a dataset folder (``dev.jsonl`` [+ ``corpus.jsonl``]) or a questions JSONL file.
+
+    Raises:
+        FileNotFoundError: nothing at ``path``, or a folder without ``dev.jsonl``.
+        ValueError: a malformed row, naming the file, line and field; or duplicate ids.
+    """
+    path = Path(path).expanduser()
+    if path.is_dir():
+        questions, corpus = path / QUESTIONS_FILE, path / CORPUS_FILE
+        if not questions.is_file():
+            raise FileNotFoundError(f"dataset folder {path} has no {QUESTIONS_FILE}")
+        corpus_path = corpus if corpus.is_file() else None
+        meta_file = path / "meta.json"
+        meta = json.loads(meta_file.read_text()) if meta_file.is_file() else {}
+        name = path.name
+    elif path.is_file():
+        questions, corpus_path, meta, name = path, None, {}, path.stem
+    else:
+        raise FileNotFoundError(
+            f"no dataset at {path}: expected a folder with {QUESTIONS_FILE} or a .jsonl file"
+        )
+    examples = [_example(n, where, row) for n, (where, row) in enumerate(_read_jsonl(questions), start=1)]
+    if not examples:
+        raise ValueError(f"{questions}: no questions")
+    ids = [e.id for e in examples]
+    if len(set(ids)) != len(ids):
+        duplicate = next(i for i in ids if ids.count(i) > 1)
+        raise ValueError(f"{questions}: duplicate question id {duplicate!r}")
+    return Dataset(name=name, questions_path=questions, examples=examples, corpus_path=corpus_path, meta=meta)

@@ -1,0 +1,237 @@
+"""Run methods over a dataset, one result row per (method, question), resumable.
+
+Rows are appended to ``rows.jsonl`` and flushed as each run completes, so an
+interrupted evaluation loses at most the runs in flight; ``resume`` reads the
+rows back and runs only what is missing. ``config.json`` records what was run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import threading
+import time
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from tqdm.auto import tqdm
+
+from ingestion import ids_filter
+from rag_graphs.context import RagContext
+from rag_graphs.eval.corpus import open_corpus
+from rag_graphs.eval.datasets import Dataset, Example, load_dataset
+from rag_graphs.eval.metrics import answer_contained, exact_match, f1_score, supporting_recall
+from rag_graphs.eval.timing import Timer
+from rag_graphs.methods import METHODS, get_graph
+from rag_graphs.retrieval import embeddings_for
+
+Setting = Literal["open", "distractor", "oracle"]
+ROWS, CONFIG = "rows.jsonl", "config.json"
+
+
+def _spec(value: Any) -> str:
+    return value if isinstance(value, str) else type(value).__name__
+
+
+def read_rows(run_dir: str | Path) -> list[dict]:
+    """The complete rows of a run (a line cut off by an interruption is ignored)."""
+    path = Path(run_dir) / ROWS
+    if not path.is_file():
+        return []
+    rows = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return rows
+
+
+def _repair_tail(path: Path) -> None:
+    """Drop a partial last line (the process died mid-write) so appends start on a fresh line."""
+    if not path.is_file() or path.stat().st_size == 0:
+        return
+    data = path.read_bytes()
+    if not data.endswith(b"\n"):
+        path.write_bytes(data[: data.rfind(b"\n") + 1])
+
+
+def score_row(method: str, example: Example, out: dict, seconds: float, timer: Timer) -> dict:
+    """The result row of one run: prediction, metrics, cost and the time split."""
+    docs = out.get("documents", [])
+    retrieved = [str(d.id) for d in docs]
+    names = {Path(str(d.metadata.get("source", ""))).name for d in docs}
+    usage = out.get("usage", {})
+    prediction = str(out.get("answer", ""))
+    return {
+        "method": method,
+        "id": example.id,
+        "question": example.question,
+        "golds": example.golds,
+        "prediction": prediction,
+        "em": exact_match(prediction, example.golds),
+        "f1": f1_score(prediction, example.golds),
+        "contains": answer_contained(prediction, example.golds),
+        "recall": supporting_recall({*retrieved, *names}, example.supporting_ids),
+        "retrieved_ids": retrieved,
+        "supporting_ids": list(example.supporting_ids),
+        "hops": example.hops,
+        "type": example.type,
+        "llm_calls": usage.get("llm_calls", 0),
+        "prompt_tokens": usage.get("prompt_tokens", 0),
+        "completion_tokens": usage.get("completion_tokens", 0),
+        "retrievals": usage.get("retrievals", 0),
+        "graph_hops": usage.get("hops", 0),
+        "seconds": seconds,
+        "model_seconds": timer.model_seconds,
+        "search_seconds": timer.search_seconds,
+        "error": None,
+    }
+
+
+def run_one(method: str, example: Example, ctx: RagContext) -> dict:
+    """Ask one question with one method; a failing run becomes a row with ``error`` set."""
+    timer = Timer()
+    config = {
+        "callbacks": [timer],
+        "run_name": f"eval:{method}",
+        "metadata": {"method": method, "question_id": example.id},
+        "tags": ["rag-graphs-eval", method],
+    }
+    start = time.perf_counter()
+    try:
+        out = get_graph(method).invoke({"question": example.question}, context=ctx, config=config)
+    except Exception as exc:  # recorded, so one bad run never sinks an evaluation
+        row = score_row(method, example, {}, time.perf_counter() - start, timer)
+        return row | {"error": f"{type(exc).__name__}: {exc}"[:500]}
+    return score_row(method, example, out, time.perf_counter() - start, timer)
+
+
+def warm_up(ctx: RagContext, methods: list[str]) -> None:
+    """Load graphs and models before the clock starts, so one-time loads don't count as overhead."""
+    from rag_graphs.nodes.common import chat_model
+
+    for method in methods:
+        get_graph(method)
+    chat_model(ctx)
+    embeddings_for(ctx).embed_query("warm up")
+
+
+def _question_context(ctx: RagContext, example: Example, setting: Setting) -> RagContext:
+    if setting == "open":
+        return ctx
+    ids = example.passage_ids if setting == "distractor" else example.supporting_ids
+    if not ids:
+        raise ValueError(
+            f"question {example.id!r} has no {'passages' if setting == 'distractor' else 'supporting_ids'}"
+        )
+    return dataclasses.replace(ctx, search_filter=ids_filter(ids))
+
+
+def evaluate(
+    dataset: str | Path | Dataset,
+    methods: Iterable[str] = ("naive",),
+    *,
+    context: RagContext | None = None,
+    setting: Setting = "open",
+    limit: int | None = None,
+    sample: int | None = None,
+    seed: int = 0,
+    concurrency: int = 1,
+    run_dir: str | Path | None = None,
+    runs_root: str | Path = "runs",
+    eval_store: str = ".rag-graphs/eval.db",
+    progress: bool = True,
+) -> Path:
+    """Run ``methods`` over the dataset's questions; return the run directory.
+
+    ``open`` indexes the dataset's passages once (in ``eval_store``, reused by
+    later runs) and asks with no context; ``distractor`` and ``oracle`` search
+    only each question's own or gold passages. Without passages (a user's
+    questions about their own ingested documents), the context's store and
+    collection are searched. An existing ``run_dir`` is resumed: its
+    ``config.json`` must match, and only missing rows are run.
+    """
+    ds = dataset if isinstance(dataset, Dataset) else load_dataset(dataset)
+    methods = list(methods)
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown:
+        raise ValueError(f"unknown method(s) {', '.join(unknown)}; available: {', '.join(METHODS)}")
+    if setting not in ("open", "distractor", "oracle"):
+        raise ValueError(f"setting {setting!r}: use 'open', 'distractor' or 'oracle'")
+    ctx = context or RagContext()
+    examples = ds.select(limit=limit, sample=sample, seed=seed)
+    config = {
+        "dataset": str(ds.questions_path.parent if ds.corpus_path else ds.questions_path),
+        "dataset_name": ds.name,
+        "setting": setting,
+        "methods": methods,
+        "limit": limit,
+        "sample": sample,
+        "seed": seed,
+        "question_ids": [e.id for e in examples],
+        "chat_model": _spec(ctx.chat_model),
+        "embeddings": _spec(ctx.embeddings),
+        "k": ctx.k,
+        "search_mode": ctx.search_mode,
+        "max_hops": ctx.max_hops,
+        "max_steps": ctx.max_steps,
+        "concurrency": concurrency,
+    }
+    run_dir = Path(run_dir) if run_dir else Path(runs_root) / f"{ds.name}-{datetime.now():%Y%m%d-%H%M%S}"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    config_path = run_dir / CONFIG
+    if config_path.is_file():
+        stored = json.loads(config_path.read_text())
+        different = [
+            k
+            for k in ("dataset", "setting", "question_ids", "chat_model", "embeddings", "k")
+            if stored.get(k) != config[k]
+        ]
+        if different:
+            raise ValueError(
+                f"{run_dir} holds a run with other {', '.join(different)}; use a new run directory"
+            )
+        config["methods"] = list(dict.fromkeys([*stored.get("methods", []), *methods]))
+        config["started"] = stored.get("started")
+    config["started"] = config.get("started") or datetime.now().isoformat(timespec="seconds")
+    config_path.write_text(json.dumps(config, indent=2))
+
+    if ds.has_passages:
+        index = open_corpus(ds, eval_store, embeddings_for(ctx), ctx.embeddings)
+        ctx = dataclasses.replace(ctx, store_uri=index.uri, collection=index.collection)
+    elif setting != "open":
+        raise ValueError(f"setting {setting!r} needs passages; dataset {ds.name!r} has none")
+
+    contexts = {e.id: _question_context(ctx, e, setting) for e in examples}  # fails before any run
+    warm_up(ctx, methods)
+    done = {(r["method"], r["id"]) for r in read_rows(run_dir)}
+    todo = [(m, e) for e in examples for m in methods if (m, e.id) not in done]  # question-major
+    rows_path = run_dir / ROWS
+    _repair_tail(rows_path)
+    lock = threading.Lock()
+    bar = tqdm(total=len(todo), desc=f"eval {ds.name}", unit="run", disable=not progress)
+    with rows_path.open("a", encoding="utf-8") as sink:
+
+        def work(item: tuple[str, Example]) -> None:
+            method, example = item
+            row = run_one(method, example, contexts[example.id])
+            with lock:
+                sink.write(json.dumps(row, default=str) + "\n")
+                sink.flush()
+                os.fsync(sink.fileno())
+                bar.update(1)
+                bar.set_postfix_str(f"{method} f1={row['f1']:.2f}")
+
+        if concurrency <= 1:
+            for item in todo:
+                work(item)
+        else:
+            with ThreadPoolExecutor(max_workers=concurrency) as pool:
+                list(pool.map(work, todo))
+    bar.close()
+    return run_dir

@@ -1,0 +1,61 @@
+"""Where a run's wall time goes: inside models, inside search, or in the graph itself."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+from uuid import UUID
+
+from langchain_core.callbacks import BaseCallbackHandler
+
+
+class Timer(BaseCallbackHandler):
+    """Callback handler that sums the seconds spent in chat-model calls and in retriever runs.
+
+    Pass one per graph run (``config={"callbacks": [timer]}``); the graph's
+    wall time minus both sums is the orchestration overhead (LangGraph,
+    prompt formatting, parsing, state merging).
+    """
+
+    def __init__(self) -> None:
+        self.model_seconds = 0.0
+        self.search_seconds = 0.0
+        self._started: dict[UUID, float] = {}
+        self._lock = threading.Lock()
+
+    def _start(self, run_id: UUID) -> None:
+        with self._lock:
+            self._started[run_id] = time.perf_counter()
+
+    def _stop(self, run_id: UUID, kind: str) -> None:
+        with self._lock:
+            start = self._started.pop(run_id, None)
+            if start is None:
+                return
+            elapsed = time.perf_counter() - start
+            if kind == "model":
+                self.model_seconds += elapsed
+            else:
+                self.search_seconds += elapsed
+
+    def on_chat_model_start(self, serialized: Any, messages: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        self._start(run_id)
+
+    def on_llm_start(self, serialized: Any, prompts: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        self._start(run_id)
+
+    def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        self._stop(run_id, "model")
+
+    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        self._stop(run_id, "model")
+
+    def on_retriever_start(self, serialized: Any, query: str, *, run_id: UUID, **kwargs: Any) -> None:
+        self._start(run_id)
+
+    def on_retriever_end(self, documents: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        self._stop(run_id, "search")
+
+    def on_retriever_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        self._stop(run_id, "search")
