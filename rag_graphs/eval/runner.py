@@ -33,7 +33,8 @@ Setting = Literal["open", "distractor", "oracle"]
 ROWS, CONFIG = "rows.jsonl", "config.json"
 
 
-def _spec(value: Any) -> str:
+def spec_name(value: Any) -> str:
+    """A model spec string as given, or the class name of a model instance."""
     return value if isinstance(value, str) else type(value).__name__
 
 
@@ -174,8 +175,8 @@ def evaluate(
         "sample": sample,
         "seed": seed,
         "question_ids": [e.id for e in examples],
-        "chat_model": _spec(ctx.chat_model),
-        "embeddings": _spec(ctx.embeddings),
+        "chat_model": spec_name(ctx.chat_model),
+        "embeddings": spec_name(ctx.embeddings),
         "k": ctx.k,
         "search_mode": ctx.search_mode,
         "max_hops": ctx.max_hops,
