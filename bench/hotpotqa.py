@@ -14,15 +14,15 @@ from __future__ import annotations
 
 import os
 import platform
-import re
 import shutil
 import sys
 from pathlib import Path
 
+from sections import replace_section
+
 ROOT = Path(__file__).resolve().parent.parent
 DATASET = ROOT.parent / "shared" / "eval" / "hotpotqa"
 METHODS = ["naive", "fixed_step", "iterative", "react", "ircot", "self_rag", "crag"]
-BEGIN, END = "<!-- hotpotqa:begin -->", "<!-- hotpotqa:end -->"
 
 
 def main(methods: list[str]) -> None:
@@ -38,9 +38,8 @@ def main(methods: list[str]) -> None:
         shutil.copy(run_dir / plot, results / f"hotpotqa_{plot}")
     rows = read_rows(run_dir)
     machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
-    section = "\n".join(
+    body = "\n".join(
         [
-            BEGIN,
             f"First {limit} questions of `../shared/eval/hotpotqa/dev.jsonl` (all 2-hop; "
             f"{sum(1 for r in rows if r['type'] == 'bridge') // max(1, len({r['method'] for r in rows}))} "
             "bridge, the rest comparison), open retrieval over the 9,809-passage corpus, hybrid search, "
@@ -52,16 +51,9 @@ def main(methods: list[str]) -> None:
             "",
             "![quality vs cost](bench/results/hotpotqa_quality_vs_cost.png) "
             "![recall by type](bench/results/hotpotqa_recall_by_group.png)",
-            END,
         ]
     )
-    path = ROOT / "BENCHMARKS.md"
-    text = path.read_text(encoding="utf-8")
-    if BEGIN in text:
-        text = re.sub(re.escape(BEGIN) + ".*?" + re.escape(END), lambda _: section, text, flags=re.S)
-    else:
-        text += "\n## Methods on HotpotQA (open retrieval)\n\n" + section + "\n"
-    path.write_text(text, encoding="utf-8")
+    replace_section("hotpotqa", body, heading="Methods on HotpotQA (open retrieval)")
     print(markdown_table(summarize(rows)))
 
 
