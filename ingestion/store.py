@@ -233,6 +233,43 @@ class ChunkIndex:
         )[0]
         return [(self._to_document(h["entity"]), float(h["distance"])) for h in hits]
 
+    def search_many(
+        self, queries: list[str], k: int = 4, mode: SearchMode = "hybrid", expr: str | None = None
+    ) -> list[list[tuple[Document, float]]]:
+        """``search`` for several queries in one batch: one embedding call, one Milvus request.
+
+        Fan-out methods (multi-query, RAG-Fusion, decomposition) search N
+        queries; batching keeps that close to the cost of one search.
+        """
+        if not queries or not self._exists():
+            return [[] for _ in queries]
+        from pymilvus import AnnSearchRequest, RRFRanker
+
+        vectors = self.embeddings.embed_documents(queries)
+        if mode == "hybrid" and self.hybrid:
+            requests = [
+                AnnSearchRequest(
+                    data=vectors, anns_field=DENSE_FIELD, param=_DENSE_SEARCH, limit=k, expr=expr
+                ),
+                AnnSearchRequest(
+                    data=queries, anns_field=SPARSE_FIELD, param=_SPARSE_SEARCH, limit=k, expr=expr
+                ),
+            ]
+            results = self.client.hybrid_search(
+                self.collection, requests, RRFRanker(60), limit=k, output_fields=["*"]
+            )
+        else:
+            results = self.client.search(
+                self.collection,
+                data=vectors,
+                anns_field=DENSE_FIELD,
+                search_params=_DENSE_SEARCH,
+                limit=k,
+                filter=expr or "",
+                output_fields=["*"],
+            )
+        return [[(self._to_document(h["entity"]), float(h["distance"])) for h in hits] for hits in results]
+
     def get(self, ids: list[str]) -> list[Document]:
         """Stored chunks by id, in the order asked (missing ids are left out)."""
         if not ids or not self._exists():

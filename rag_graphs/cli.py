@@ -221,6 +221,7 @@ def eval_command(
                 concurrency=concurrency,
                 run_dir=resume,
                 runs_root=out,
+                **({"eval_store": store} if store else {}),
             )
         path = write_report(report)
     except (ValueError, FileNotFoundError, RuntimeError) as exc:

@@ -73,6 +73,17 @@ class RagContext:
     """A Milvus boolean expression every search must satisfy, e.g.
     ``source like "%annual_report%"`` or ``chunk_id in ["a", "b"]``; None searches all."""
 
+    num_queries: int = _env("RAG_GRAPHS_NUM_QUERIES", 3, int)
+    """Queries the model writes for multi-query and RAG-Fusion (the question is searched too),
+    and the most sub-questions decomposition keeps."""
+
+    rrf_k: int = _env("RAG_GRAPHS_RRF_K", 60, int)
+    """Reciprocal rank fusion constant: score = sum of 1 / (rrf_k + rank)."""
+
+    decomposition_mode: Literal["parallel", "recursive"] = _env("RAG_GRAPHS_DECOMPOSITION_MODE", "parallel")
+    """``parallel``: answer sub-questions independently, then synthesise; ``recursive``: in order,
+    each with the earlier question/answer pairs as background."""
+
     max_hops: int = _env("RAG_GRAPHS_MAX_HOPS", 3, int)
     """Budget of retrieval hops for multi-hop methods."""
 
@@ -98,7 +109,11 @@ class RagContext:
             raise ValueError(f"RagContext.search_mode={self.search_mode!r}: use 'dense' or 'hybrid'")
         if self.tool_calling not in ("auto", "native", "text"):
             raise ValueError(f"RagContext.tool_calling={self.tool_calling!r}: use 'auto', 'native' or 'text'")
-        for name in ("k", "max_hops", "fixed_hops", "max_steps", "max_answer_tokens"):
+        if self.decomposition_mode not in ("parallel", "recursive"):
+            raise ValueError(
+                f"RagContext.decomposition_mode={self.decomposition_mode!r}: use 'parallel' or 'recursive'"
+            )
+        for name in ("k", "num_queries", "rrf_k", "max_hops", "fixed_hops", "max_steps", "max_answer_tokens"):
             if getattr(self, name) < 1:
                 raise ValueError(f"RagContext.{name}={getattr(self, name)!r}: must be >= 1")
 

@@ -13,6 +13,7 @@ from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables import RunnableLambda
 from pydantic import ConfigDict
 
 from ingestion import ChunkIndex, load_embeddings, open_index
@@ -46,10 +47,7 @@ class ChunkRetriever(BaseRetriever):
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun
     ) -> list[Document]:
         hits = self.index.search(query, k=self.k, mode=self.mode, expr=self.expr)
-        return [
-            Document(id=doc.id, page_content=doc.page_content, metadata={**doc.metadata, "score": score})
-            for doc, score in hits
-        ]
+        return [_scored(doc, score) for doc, score in hits]
 
 
 def retriever_for(ctx: RagContext, *, k: int | None = None) -> ChunkRetriever:
@@ -62,3 +60,56 @@ def retriever_for(ctx: RagContext, *, k: int | None = None) -> ChunkRetriever:
 def search(ctx: RagContext, query: str, *, k: int | None = None) -> list[Document]:
     """Top chunks for ``query``; each carries ``metadata["score"]`` and ``id``."""
     return retriever_for(ctx, k=k).invoke(query)
+
+
+SEARCH_TAG = "rag-graphs:search"
+"""Tag of every search run (the evaluator's timer counts tagged runs as search time)."""
+
+
+def search_many(ctx: RagContext, queries: list[str], *, k: int | None = None) -> list[list[Document]]:
+    """Top chunks for each query, searched as one batch (one embedding call, one store request)."""
+
+    def run(batch: list[str]) -> list[list[Document]]:
+        hits = index_for(ctx).search_many(batch, k=k or ctx.k, mode=ctx.search_mode, expr=ctx.search_filter)
+        return [[_scored(doc, score) for doc, score in ranking] for ranking in hits]
+
+    return RunnableLambda(run, name="search_many").invoke(list(queries), config={"tags": [SEARCH_TAG]})
+
+
+def _scored(doc: Document, score: float) -> Document:
+    return Document(id=doc.id, page_content=doc.page_content, metadata={**doc.metadata, "score": score})
+
+
+def unique_union(rankings: list[list[Document]]) -> list[Document]:
+    """Every document once (by id), in the order first seen across the rankings."""
+    seen: set[str | None] = set()
+    out = []
+    for ranking in rankings:
+        for doc in ranking:
+            if doc.id not in seen:
+                seen.add(doc.id)
+                out.append(doc)
+    return out
+
+
+def reciprocal_rank_fusion(
+    rankings: list[list[Document]], *, k: int = 60, top_k: int | None = None
+) -> list[Document]:
+    """Fuse rankings by RRF (Cormack et al. 2009): score(d) = sum over rankings of 1 / (k + rank).
+
+    Ties keep the order in which documents were first seen; each document
+    carries its fused score in ``metadata["rrf_score"]``.
+    """
+    scores: dict[str | None, float] = {}
+    first: dict[str | None, Document] = {}
+    for ranking in rankings:
+        for rank, doc in enumerate(ranking, start=1):
+            scores[doc.id] = scores.get(doc.id, 0.0) + 1.0 / (k + rank)
+            first.setdefault(doc.id, doc)
+    order = sorted(scores, key=lambda i: -scores[i])  # sorted() is stable: ties stay first-seen
+    return [
+        Document(
+            id=i, page_content=first[i].page_content, metadata={**first[i].metadata, "rrf_score": scores[i]}
+        )
+        for i in order[: top_k or len(order)]
+    ]

@@ -89,6 +89,7 @@ class RagState(InputState, OutputState, total=False):
 
     query: str  # the query the next retrieval runs
     queries: Annotated[list[str], operator.add]  # every query searched, in order
+    subqueries: list[str]  # queries or sub-questions a method fans out to, in plan order
     notes: Annotated[list[str], operator.add]  # intermediate answers gathered hop by hop
     context: list[Document]  # passages the answer uses when a method filters (default: documents)
     enough: bool  # the last decide node judged the gathered information sufficient

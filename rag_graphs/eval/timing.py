@@ -9,9 +9,12 @@ from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
 
+from rag_graphs.retrieval import SEARCH_TAG
+
 
 class Timer(BaseCallbackHandler):
-    """Callback handler that sums the seconds spent in chat-model calls and in retriever runs.
+    """Callback handler that sums the seconds spent in chat-model calls and in searches
+    (retriever runs, and runs tagged ``SEARCH_TAG``).
 
     Pass one per graph run (``config={"callbacks": [timer]}``); the graph's
     wall time minus both sums is the orchestration overhead (LangGraph,
@@ -50,6 +53,16 @@ class Timer(BaseCallbackHandler):
 
     def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         self._stop(run_id, "model")
+
+    def on_chain_start(self, serialized: Any, inputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        if SEARCH_TAG in (kwargs.get("tags") or []):  # batched searches (``search_many``)
+            self._start(run_id)
+
+    def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        self._stop(run_id, "search")  # a no-op for runs that were not started as searches
+
+    def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        self._stop(run_id, "search")
 
     def on_retriever_start(self, serialized: Any, query: str, *, run_id: UUID, **kwargs: Any) -> None:
         self._start(run_id)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 
-from langgraph.graph import StateGraph
+from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from rag_graphs.context import RagContext
@@ -17,7 +18,13 @@ METHODS: dict[str, str] = {
     "react": "ReAct: an agent that calls search and calculator tools (native tool calls or a text protocol)",
     "ircot": "IRCoT: each chain-of-thought sentence becomes the next retrieval query",
     "self_rag": "Self-RAG: decide to retrieve, grade passages, check the answer, retry when unsupported",
-    "crag": "Corrective RAG: grade passages, rewrite and search again when none is correct",
+    "crag": "Corrective RAG: grade passages, rewrite and search again (or the web) when none is correct",
+    "hyde": "HyDE: search with a hypothetical answer passage the model writes",
+    "multi_query": "multi-query: several rewrites searched in one batch, unique union of the hits",
+    "rag_fusion": "RAG-Fusion: related queries searched in one batch, fused by reciprocal rank fusion",
+    "step_back": "step-back: retrieve for the question and for a more general step-back question",
+    "decomposition": "decomposition: 2-4 sub-questions answered in parallel or in order, then synthesised",
+    "planned": "planned path: ordered sub-questions, later ones filled with earlier answers (#1, #2)",
 }
 """Method name -> one-line description, in the order they are usually compared."""
 
@@ -33,3 +40,14 @@ def new_builder(state: type = RagState) -> StateGraph:
     """An empty graph with the shared state (or a method's extension of it), the one
     input/output contract and ``RagContext``."""
     return StateGraph(state, context_schema=RagContext, input_schema=InputState, output_schema=OutputState)
+
+
+def linear_builder(*nodes: tuple[str, Callable[..., dict]]) -> StateGraph:
+    """A graph that runs ``nodes`` once, in order: the whole wiring of single-pass methods."""
+    builder = new_builder()
+    for name, node in nodes:
+        builder.add_node(name, node)
+    names = [START, *(name for name, _ in nodes), END]
+    for source, target in zip(names, names[1:], strict=False):
+        builder.add_edge(source, target)
+    return builder

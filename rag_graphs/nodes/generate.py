@@ -61,7 +61,9 @@ def make_generate(prompt: str = "answer_with_citations") -> Callable[..., dict]:
     return generate
 
 
-def make_intermediate(prompt: str = "intermediate_answer") -> Callable[..., dict]:
+def make_intermediate(
+    prompt: str = "intermediate_answer", *, name: str = "intermediate"
+) -> Callable[..., dict]:
     """Build a node that answers the current query from the latest retrieval only.
 
     Its one-sentence answer is appended to ``notes`` as ``query -> answer``, so
@@ -77,12 +79,12 @@ def make_intermediate(prompt: str = "intermediate_answer") -> Callable[..., dict
         inputs = template_inputs(template, state, context=format_context(docs), query=query)
         reply, used = call_chat(ctx, template.format_messages(**inputs))
         answer = str(reply.content).strip().splitlines()[0] if str(reply.content).strip() else "unknown"
-        emit("intermediate", "end", query=query, answer=answer)
+        emit(name, "end", query=query, answer=answer)
         return {
             "notes": [f"{query} -> {answer}"],
             "steps": [
                 {
-                    "node": "intermediate",
+                    "node": name,
                     "kind": "generate",
                     "query": query,
                     "text": answer,
@@ -92,6 +94,7 @@ def make_intermediate(prompt: str = "intermediate_answer") -> Callable[..., dict
             "usage": used,
         }
 
+    intermediate.__name__ = name
     return intermediate
 
 

@@ -14,6 +14,7 @@ from rag_graphs.state import RagState
 
 _PREFIX = re.compile(r"^\s*(?:next\s+)?(?:search\s+)?(?:query|question)\s*[:\-]\s*", re.IGNORECASE)
 MAX_QUERY_CHARS = 300
+MAX_PASSAGE_CHARS = 1500
 
 
 def clean_query(text: str, fallback: str) -> str:
@@ -29,12 +30,13 @@ def clean_query(text: str, fallback: str) -> str:
     return fallback
 
 
-def make_rewrite(prompt: str, *, name: str = "rewrite") -> Callable[..., dict]:
+def make_rewrite(prompt: str, *, name: str = "rewrite", passage: bool = False) -> Callable[..., dict]:
     """Build a node that fills template ``prompt`` and stores the reply as ``query``.
 
     The template may use ``question``, ``notes``, ``query`` and ``context``;
     the node passes those it asks for. Falls back to the question when the
-    reply holds no usable query.
+    reply holds no usable query. With ``passage`` (HyDE) the whole reply is
+    kept, after the question, as the text to embed and search.
     """
     template = load_prompt(prompt)
 
@@ -42,7 +44,11 @@ def make_rewrite(prompt: str, *, name: str = "rewrite") -> Callable[..., dict]:
         ctx = get_context(runtime)
         messages = template.format_messages(**template_inputs(template, state))
         reply, used = call_chat(ctx, messages)
-        query = clean_query(str(reply.content), fallback=state["question"])
+        if passage:
+            text = " ".join(str(reply.content).split())[:MAX_PASSAGE_CHARS]
+            query = f"{state['question']}\n{text}" if text else state["question"]
+        else:
+            query = clean_query(str(reply.content), fallback=state["question"])
         emit(name, "end", query=query)
         return {
             "query": query,

@@ -27,6 +27,13 @@ EXPECTED_VARIABLES = {
     "answer_directly": {"question"},
     "react_text": {"question", "scratchpad", "tools"},
     "react_tools": {"question"},
+    "multi_query": {"n", "question"},
+    "rag_fusion_queries": {"n", "question"},
+    "hyde_passage": {"question"},
+    "step_back_question": {"question"},
+    "decompose_question": {"question"},
+    "plan_retrieval_path": {"question"},
+    "intermediate_with_background": {"context", "notes", "query"},
 }
 
 

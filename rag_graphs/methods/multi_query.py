@@ -1,0 +1,27 @@
+"""Multi-query retrieval: several rewrites of the question, searched together, unique union.
+
+    START -> expand -> retrieve_many -> generate -> END
+
+The model writes ``RagContext.num_queries`` queries from different angles;
+they and the question are searched in one batch, and every distinct passage
+found goes to the answer (LangChain's MultiQueryRetriever, as a graph).
+"""
+
+from __future__ import annotations
+
+from langgraph.graph import StateGraph
+
+from rag_graphs.methods import linear_builder
+from rag_graphs.nodes import make_expand, make_generate, make_retrieve_many
+
+
+def build() -> StateGraph:
+    """The uncompiled graph."""
+    return linear_builder(
+        ("expand", make_expand("multi_query", name="expand")),
+        ("retrieve_many", make_retrieve_many()),
+        ("generate", make_generate()),
+    )
+
+
+graph = build().compile(name="multi_query")

@@ -1,0 +1,33 @@
+"""Planned retrieval path: plan the sub-questions in dependency order, then walk the plan.
+
+    START -> plan -> next_subquestion -> retrieve -> answer_in_order --(more)--> next_subquestion ...
+                                                                   \\--(done)--> generate -> END
+
+The plan is written once, up front ("Who founded X?", "Where was #1
+born?"); walking it fills each ``#n`` with the n-th answer, so a later
+search names the bridge entity found by an earlier one. Unlike iterative
+methods the path is fixed before the first search; unlike recursive
+decomposition the sub-questions say which earlier answers they need.
+"""
+
+from __future__ import annotations
+
+from langgraph.graph import END, START, StateGraph
+
+from rag_graphs.methods import new_builder
+from rag_graphs.nodes import make_expand, make_generate
+from rag_graphs.nodes.plan import add_plan_walk
+
+
+def build() -> StateGraph:
+    """The uncompiled graph."""
+    builder = new_builder()
+    builder.add_node("plan", make_expand("plan_retrieval_path", name="plan"))
+    builder.add_node("generate", make_generate("answer_with_notes"))
+    builder.add_edge(START, "plan")
+    builder.add_edge("plan", add_plan_walk(builder))
+    builder.add_edge("generate", END)
+    return builder
+
+
+graph = build().compile(name="planned")

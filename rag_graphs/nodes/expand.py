@@ -1,0 +1,67 @@
+"""The shared ``expand`` node: the model writes several queries (rewrites, sub-questions, a plan).
+
+It is the rewrite role for methods that fan out: multi-query, RAG-Fusion,
+step-back, decomposition and planned paths differ only in the prompt file.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from langgraph.runtime import Runtime
+
+from prompts import load_prompt
+from rag_graphs.context import RagContext, get_context
+from rag_graphs.nodes.common import call_chat, emit, template_inputs
+from rag_graphs.nodes.retrieve import normalize_query
+from rag_graphs.nodes.rewrite import clean_query
+from rag_graphs.state import RagState
+
+_BULLET = re.compile(r"^\s*(?:[-*•]+|\(?\d+[.):]|q\d+[.):]|step\s*\d+[.):])\s*", re.IGNORECASE)
+
+
+def parse_queries(text: str, *, question: str, limit: int) -> list[str]:
+    """Up to ``limit`` distinct queries from a reply, one per line.
+
+    Strips bullets, numbering and labels; drops blank lines, repeats and the
+    question itself (every fan-out method searches the question anyway).
+    """
+    seen = {normalize_query(question)}
+    out = []
+    for line in text.splitlines():
+        query = clean_query(_BULLET.sub("", line), fallback="")
+        key = normalize_query(query)
+        if query and key not in seen:
+            seen.add(key)
+            out.append(query)
+    return out[:limit]
+
+
+def make_expand(prompt: str, *, name: str, limit: int | None = None) -> Callable[..., dict]:
+    """Build a node that fills template ``prompt`` and stores the parsed lines as ``subqueries``.
+
+    ``limit`` caps the lines kept (default ``RagContext.num_queries``); a
+    template asking for ``{n}`` gets that number. A reply with no usable line
+    leaves ``subqueries`` empty and the method searches the question alone.
+    """
+    template = load_prompt(prompt)
+
+    def expand(state: RagState, runtime: Runtime[RagContext]) -> dict:
+        ctx = get_context(runtime)
+        cap = limit or ctx.num_queries
+        inputs = template_inputs(
+            template, state, **({"n": str(cap)} if "n" in template.input_variables else {})
+        )
+        reply, used = call_chat(ctx, template.format_messages(**inputs))
+        queries = parse_queries(str(reply.content), question=state["question"], limit=cap)
+        emit(name, "end", queries=queries)
+        text = "\n".join(queries) or f"(no usable line; searching the question only): {reply.content}"
+        return {
+            "subqueries": queries,
+            "steps": [{"node": name, "kind": "rewrite", "text": text}],
+            "usage": used,
+        }
+
+    expand.__name__ = name
+    return expand

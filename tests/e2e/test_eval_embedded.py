@@ -1,0 +1,52 @@
+"""The evaluator end to end on the embedded models, from the command line, on a user's own JSONL."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from rag_graphs.cli import app
+from rag_graphs.eval import read_rows
+
+pytestmark = pytest.mark.embedded
+
+PASSAGES = [
+    {
+        "id": "v1",
+        "title": "Velmora Institute",
+        "text": "The Velmora Institute was founded by Ilsa Brandt in 1921.",
+    },
+    {"id": "b1", "title": "Ilsa Brandt", "text": "Ilsa Brandt was born in Korvik, a harbour town."},
+    {"id": "n1", "title": "Granite", "text": "Granite is an igneous rock made of quartz and feldspar."},
+]
+
+
+def test_cli_eval_on_the_embedded_models_writes_rows_table_and_plots(tmp_path):
+    questions = tmp_path / "mine.jsonl"
+    rows = [
+        {"id": "q1", "question": "Where was Ilsa Brandt born?", "answer": "Korvik", "supporting_ids": ["b1"]},
+        {
+            "id": "q2",
+            "question": "Who founded the Velmora Institute?",
+            "answer": "Ilsa Brandt",
+            "supporting_ids": ["v1"],
+        },
+    ]
+    questions.write_text("".join(json.dumps(r | {"passages": PASSAGES}) + "\n" for r in rows))
+    args = ["eval", "--dataset", str(questions), "-m", "naive,ircot", "--out", str(tmp_path / "runs")]
+    result = CliRunner().invoke(app, [*args, "--store", str(tmp_path / "eval.db"), "--k", "2"])
+    assert result.exit_code == 0, result.output
+    (run,) = (tmp_path / "runs").iterdir()
+    stored = read_rows(run)
+    assert sorted((r["method"], r["id"]) for r in stored) == [
+        ("ircot", "q1"),
+        ("ircot", "q2"),
+        ("naive", "q1"),
+        ("naive", "q2"),
+    ]
+    assert all(r["error"] is None and r["prediction"] and r["llm_calls"] >= 1 for r in stored)
+    # Three passages, k=2: naive's one search finds the gold passage of each question.
+    assert all(r["recall"] == 1.0 for r in stored if r["method"] == "naive")
+    assert "| naive | 2 |" in result.output and (run / "quality_vs_cost.png").is_file()

@@ -1,0 +1,163 @@
+"""Query-transformation methods (HyDE, multi-query, RAG-Fusion, step-back, decomposition, planned)
+and the shared fan-out machinery, with scripted fake models."""
+
+from __future__ import annotations
+
+import pytest
+from langchain_core.documents import Document
+
+from rag_graphs.methods import get_graph
+from rag_graphs.nodes.expand import parse_queries
+from rag_graphs.nodes.plan import fill_references
+from rag_graphs.retrieval import reciprocal_rank_fusion, search, search_many, unique_union
+
+QUESTION = "In which town was the founder of the Velmora Institute born?"
+
+
+def _docs(*ids: str) -> list[Document]:
+    return [Document(id=i, page_content=f"text {i}") for i in ids]
+
+
+def _nodes(out) -> list[str]:
+    return [s["node"] for s in out["steps"]]
+
+
+def test_reciprocal_rank_fusion_matches_a_hand_computed_case():
+    rankings = [_docs("a", "b", "c"), _docs("b", "c", "d"), _docs("c")]
+    fused = reciprocal_rank_fusion(rankings, k=60)
+    # c: 1/63 + 1/62 + 1/61, b: 1/62 + 1/61, a: 1/61, d: 1/63
+    assert [d.id for d in fused] == ["c", "b", "a", "d"]
+    assert fused[0].metadata["rrf_score"] == pytest.approx(1 / 63 + 1 / 62 + 1 / 61)
+    assert fused[3].metadata["rrf_score"] == pytest.approx(1 / 63)
+    assert [d.id for d in reciprocal_rank_fusion(rankings, k=60, top_k=2)] == ["c", "b"]
+    # a smaller k rewards the top ranks more: with k=1, a (1/2) beats d (1/4)
+    assert reciprocal_rank_fusion(rankings, k=1)[-1].id == "d"
+
+
+def test_rrf_ties_keep_first_seen_order_and_union_dedupes():
+    assert [d.id for d in reciprocal_rank_fusion([_docs("a", "b"), _docs("b", "a")])] == ["a", "b"]
+    assert [d.id for d in unique_union([_docs("a", "b"), _docs("b", "c")])] == ["a", "b", "c"]
+
+
+def test_parse_queries_strips_numbering_repeats_and_the_question():
+    reply = (
+        f"1. Velmora founder\n- Ilsa Brandt birthplace\n\n2) velmora founder\n{QUESTION}\nQ3: Korvik province"
+    )
+    assert parse_queries(reply, question=QUESTION, limit=5) == [
+        "Velmora founder",
+        "Ilsa Brandt birthplace",
+        "Korvik province",
+    ]
+    assert parse_queries(reply, question=QUESTION, limit=1) == ["Velmora founder"]
+
+
+def test_fill_references_uses_earlier_answers():
+    assert fill_references("Where was #1 born?", ["Ilsa Brandt."]) == "Where was Ilsa Brandt born?"
+    assert fill_references("Capital of #2?", ["x"]) == "Capital of #2?"
+
+
+def test_batched_search_returns_what_single_searches_return(loaded, make_context):
+    ctx = make_context(k=3)
+    queries = ["Velmora Institute founder", "Korvik harbour", "province capital"]
+    batched = search_many(ctx, queries)
+    assert [[d.id for d in r] for r in batched] == [[d.id for d in search(ctx, q)] for q in queries]
+    dense = make_context(k=3, search_mode="dense")
+    assert [[d.id for d in r] for r in search_many(dense, queries)] == [
+        [d.id for d in search(dense, q)] for q in queries
+    ]
+
+
+def test_multi_query_searches_each_rewrite_once_in_one_hop(loaded, make_context):
+    ctx = make_context(
+        "1. Velmora founder\n2. Ilsa Brandt birthplace\n3. velmora founder", "Korvik [1].", k=2
+    )
+    out = get_graph("multi_query").invoke({"question": QUESTION}, context=ctx)
+    assert _nodes(out) == ["expand", "retrieve", "retrieve", "retrieve", "generate"]
+    assert [s["query"] for s in out["steps"][1:4]] == [QUESTION, "Velmora founder", "Ilsa Brandt birthplace"]
+    searched = {i for s in out["steps"][1:4] for i in s["doc_ids"]}
+    assert {d.id for d in out["documents"]} == searched
+    assert out["usage"] == {
+        "llm_calls": 2,
+        "retrievals": 3,
+        "hops": 1,
+        **{k: v for k, v in out["usage"].items() if k.endswith("tokens")},
+    }
+
+
+def test_rag_fusion_answers_from_the_fused_top_k(loaded, make_context):
+    ctx = make_context("Velmora founder\nIlsa Brandt birthplace", "Korvik [1].", k=2)
+    out = get_graph("rag_fusion").invoke({"question": QUESTION}, context=ctx)
+    assert _nodes(out) == ["expand", "retrieve", "retrieve", "retrieve", "fuse", "generate"]
+    rankings = [[Document(id=i, page_content="") for i in s["doc_ids"]] for s in out["steps"][1:4]]
+    expected = [d.id for d in reciprocal_rank_fusion(rankings, k=60, top_k=2)]
+    assert [d.id for d in out["documents"]] == expected
+    assert [c["chunk_id"] for c in out["citations"]] == expected[:1]
+    assert "RRF k=60" in out["steps"][4]["text"]
+
+
+def test_hyde_searches_with_the_question_and_the_hypothetical_passage(loaded, make_context):
+    passage = "The Velmora Institute was founded by a scientist born in a harbour town."
+    ctx = make_context(passage, "Korvik [1].", k=2)
+    out = get_graph("hyde").invoke({"question": QUESTION}, context=ctx)
+    assert _nodes(out) == ["hypothesize", "retrieve", "generate"]
+    assert out["steps"][1]["query"] == f"{QUESTION}\n{passage}"
+    assert out["usage"]["retrievals"] == 1 and out["answer"] == "Korvik [1]."
+
+
+def test_step_back_retrieves_for_both_questions(loaded, make_context):
+    ctx = make_context("What is the history of the Velmora Institute?", "Korvik [1].", k=2)
+    out = get_graph("step_back").invoke({"question": QUESTION}, context=ctx)
+    assert [s.get("query") for s in out["steps"] if s["node"] == "retrieve"] == [
+        QUESTION,
+        "What is the history of the Velmora Institute?",
+    ]
+
+
+def test_decomposition_parallel_answers_each_subquestion_then_synthesises(loaded, make_context):
+    subs = "Who founded the Velmora Institute?\nWhere was Ilsa Brandt born?"
+    ctx = make_context(subs, "Ilsa Brandt.", "Ilsa Brandt.", "Korvik [1].", k=2)
+    out = get_graph("decomposition").invoke({"question": QUESTION}, context=ctx)
+    assert _nodes(out) == [
+        "decompose",
+        "retrieve",
+        "retrieve",
+        "answer_parallel",
+        "answer_parallel",
+        "generate",
+    ]
+    assert sorted(s["query"] for s in out["steps"] if s["node"] == "answer_parallel") == sorted(
+        subs.split("\n")
+    )
+    assert out["usage"]["llm_calls"] == 4 and out["usage"]["retrievals"] == 2 and out["usage"]["hops"] == 1
+
+
+def test_decomposition_recursive_answers_in_order(loaded, make_context):
+    subs = "Who founded the Velmora Institute?\nWhere was Ilsa Brandt born?"
+    ctx = make_context(subs, "Ilsa Brandt.", "Korvik.", "Korvik [1].", k=2, decomposition_mode="recursive")
+    out = get_graph("decomposition").invoke({"question": QUESTION}, context=ctx)
+    assert _nodes(out) == ["decompose"] + ["next_subquestion", "retrieve", "answer_in_order"] * 2 + [
+        "generate"
+    ]
+    assert [s["text"] for s in out["steps"] if s["node"] == "answer_in_order"] == ["Ilsa Brandt.", "Korvik."]
+    assert out["usage"]["retrievals"] == 2 and out["usage"]["hops"] == 2
+
+
+def test_decomposition_without_subquestions_searches_the_question(loaded, make_context):
+    ctx = make_context("", "unknown", "I do not know.", k=2)
+    out = get_graph("decomposition").invoke({"question": QUESTION}, context=ctx)
+    assert [s.get("query") for s in out["steps"] if s["node"] == "retrieve"] == [QUESTION]
+    assert out["answer"] == "I do not know."
+
+
+def test_planned_fills_later_subquestions_with_earlier_answers(loaded, make_context):
+    plan = "Who founded the Velmora Institute?\nWhere was #1 born?\nWhich province is #2 in?\nextra\nmore"
+    ctx = make_context(plan, "Ilsa Brandt.", "Korvik.", "Asterra.", "Korvik [1].", k=2)
+    out = get_graph("planned").invoke({"question": QUESTION}, context=ctx)
+    queries = [s["query"] for s in out["steps"] if s["node"] == "next_subquestion"]
+    # the plan is capped at num_queries (3) sub-questions
+    assert queries == [
+        "Who founded the Velmora Institute?",
+        "Where was Ilsa Brandt born?",
+        "Which province is Korvik in?",
+    ]
+    assert out["answer"] == "Korvik [1]." and out["usage"]["llm_calls"] == 5
