@@ -230,6 +230,37 @@ def eval_command(
     console.print(f"[bold]report[/]: {path}  (plots beside it)")
 
 
+@app.command("mine-demos")
+def mine_demos(
+    dataset: Annotated[Path, typer.Option(help="a labelled set (../shared/eval layout or JSONL)")],
+    out: Annotated[Path, typer.Option(help="the demonstrations JSONL to write")] = Path(
+        "demonstrations.jsonl"
+    ),
+    offset: Annotated[int, typer.Option(help="skip this many questions (keep your eval sample out)")] = 100,
+    limit: Annotated[int, typer.Option(help="candidate questions to try")] = 50,
+    keep: Annotated[int, typer.Option(help="demonstrations to keep")] = 8,
+    model: Annotated[str | None, typer.Option(help="chat model spec [env RAG_GRAPHS_CHAT_MODEL]")] = None,
+    store: StoreOpt = None,
+) -> None:
+    """Mine DRAG/IterDRAG demonstrations: questions the model answers correctly, with their documents."""
+    from rag_graphs.eval.mining import mine_demonstrations
+
+    try:
+        ctx = _context(None, None, chat_model=model)
+        kept = mine_demonstrations(
+            dataset,
+            out,
+            context=ctx,
+            offset=offset,
+            limit=limit,
+            keep=keep,
+            **({"eval_store": store} if store else {}),
+        )
+    except (ValueError, FileNotFoundError, RuntimeError) as exc:
+        _fail(str(exc))
+    console.print(f"kept {kept} demonstrations in {out}; use them with RAG_GRAPHS_DEMONSTRATIONS={out}")
+
+
 @app.command()
 def methods() -> None:
     """List the methods with a one-line description each."""

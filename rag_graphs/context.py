@@ -84,6 +84,16 @@ class RagContext:
     """``parallel``: answer sub-questions independently, then synthesise; ``recursive``: in order,
     each with the earlier question/answer pairs as background."""
 
+    demonstrations: str | None = _env("RAG_GRAPHS_DEMONSTRATIONS", None)
+    """JSONL of solved examples (question, answer, documents) for DRAG and IterDRAG;
+    ``rag-graphs eval mine-demos`` writes one. None: no demonstrations."""
+
+    num_demos: int = _env("RAG_GRAPHS_NUM_DEMOS", 2, int)
+    """In-context demonstrations (m) DRAG and IterDRAG show, from ``demonstrations``."""
+
+    iterdrag_iterations: int = _env("RAG_GRAPHS_ITERDRAG_ITERATIONS", 5, int)
+    """Most follow-up sub-queries IterDRAG may ask (the paper's n)."""
+
     max_hops: int = _env("RAG_GRAPHS_MAX_HOPS", 3, int)
     """Budget of retrieval hops for multi-hop methods."""
 
@@ -113,7 +123,16 @@ class RagContext:
             raise ValueError(
                 f"RagContext.decomposition_mode={self.decomposition_mode!r}: use 'parallel' or 'recursive'"
             )
-        for name in ("k", "num_queries", "rrf_k", "max_hops", "fixed_hops", "max_steps", "max_answer_tokens"):
+        for name in (
+            "k",
+            "num_queries",
+            "rrf_k",
+            "iterdrag_iterations",
+            "max_hops",
+            "fixed_hops",
+            "max_steps",
+            "max_answer_tokens",
+        ):
             if getattr(self, name) < 1:
                 raise ValueError(f"RagContext.{name}={getattr(self, name)!r}: must be >= 1")
 

@@ -113,3 +113,11 @@ def reciprocal_rank_fusion(
         )
         for i in order[: top_k or len(order)]
     ]
+
+
+def most_relevant_last(docs: list[Document]) -> list[Document]:
+    """Rank order reversed, so the best passage sits right before the question in the prompt.
+
+    DRAG's ordering (Yue et al. 2024): long contexts are read best near their end.
+    """
+    return list(reversed(docs))

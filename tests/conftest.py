@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -60,6 +61,20 @@ def fake_chat(*replies: str | AIMessage) -> GenericFakeChatModel:
     )
 
 
+class RecordingChat(GenericFakeChatModel):
+    """A scripted chat model that also keeps every prompt it was sent (``seen``)."""
+
+    seen: list = []
+
+    def _generate(self, messages, *args, **kwargs):
+        self.seen.append(messages)
+        return super()._generate(messages, *args, **kwargs)
+
+
+def recording_chat(*replies: str) -> RecordingChat:
+    return RecordingChat(messages=iter(AIMessage(content=r) for r in replies), seen=[])
+
+
 class FakeToolChat(GenericFakeChatModel):
     """A scripted chat model that accepts ``bind_tools`` (its replies carry the tool calls)."""
 
@@ -92,3 +107,39 @@ def make_context(store_uri: str, fake_embeddings):
         return RagContext(**values)
 
     return factory
+
+
+def write_jsonl(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+@pytest.fixture
+def tiny(tmp_path: Path) -> Path:
+    """A 3-question dataset folder in the ../shared/eval layout."""
+    topics = [("Korvik", "Ilsa Brandt"), ("Lunmar", "Arden"), ("Velm", "Osric")]
+    passages, questions = [], []
+    for i, (place, person) in enumerate(topics):
+        own = [
+            {"id": f"p{i}a", "title": person, "text": f"{person} was born in {place}."},
+            {"id": f"p{i}b", "title": place, "text": f"{place} is a harbour town of granite."},
+            {"id": f"p{i}c", "title": "noise", "text": f"Unrelated text number {i} about weather."},
+        ]
+        passages += own
+        questions.append(
+            {
+                "id": f"q{i}",
+                "question": f"Where was {person} born?",
+                "answer": place,
+                "answer_aliases": [],
+                "hops": 2,
+                "type": "bridge" if i else "comparison",
+                "supporting_ids": [f"p{i}a", f"p{i}b"],
+                "passages": own,
+            }
+        )
+    folder = tmp_path / "tiny"
+    folder.mkdir()
+    write_jsonl(folder / "dev.jsonl", questions)
+    write_jsonl(folder / "corpus.jsonl", [{k: p[k] for k in ("id", "title", "text")} for p in passages])
+    return folder

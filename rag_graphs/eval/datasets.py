@@ -15,6 +15,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rag_graphs.jsonl import read_jsonl, require_text
+
 QUESTIONS_FILE = "dev.jsonl"
 CORPUS_FILE = "corpus.jsonl"
 
@@ -55,11 +57,11 @@ class Dataset:
     def passages(self) -> Iterator[dict]:
         """Every passage ``{"id", "title", "text"}``: the corpus file, else the questions' own."""
         if self.corpus_path is not None:
-            for where, row in _read_jsonl(self.corpus_path):
+            for where, row in read_jsonl(self.corpus_path):
                 yield _check_passage(row, where)
             return
         seen: set[str] = set()
-        for where, row in _read_jsonl(self.questions_path):
+        for where, row in read_jsonl(self.questions_path):
             for passage in row.get("passages") or []:
                 if passage["id"] not in seen:
                     seen.add(passage["id"])
@@ -74,26 +76,8 @@ class Dataset:
         return examples[:limit] if limit is not None else examples
 
 
-def _read_jsonl(path: Path) -> Iterator[tuple[str, dict]]:
-    """``(file:line, object)`` for every non-empty line."""
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            where = f"{path}:{number}"
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{where}: not valid JSON ({exc.msg})") from exc
-            if not isinstance(row, dict):
-                raise ValueError(f"{where}: expected a JSON object per line")
-            yield where, row
-
-
 def _check_passage(row: dict, where: str) -> dict:
-    for name in ("id", "text"):
-        if not isinstance(row.get(name), str) or not row[name]:
-            raise ValueError(f"{where}: passage field {name!r} must be a non-empty string")
+    require_text(row, ("id", "text"), where)
     return row
 
 
@@ -105,9 +89,7 @@ def _strings(row: dict, name: str, where: str) -> tuple[str, ...]:
 
 
 def _example(number: int, where: str, row: dict) -> Example:
-    for name in ("question", "answer"):
-        if not isinstance(row.get(name), str) or not row[name].strip():
-            raise ValueError(f"{where}: field {name!r} must be a non-empty string")
+    require_text(row, ("question", "answer"), where)
     passages = row.get("passages") or []
     if not isinstance(passages, list) or not all(isinstance(p, dict) and "id" in p for p in passages):
         raise ValueError(f"{where}: field 'passages' must be a list of objects with an 'id'")
@@ -148,7 +130,7 @@ def load_dataset(path: str | Path) -> Dataset:
         raise FileNotFoundError(
             f"no dataset at {path}: expected a folder with {QUESTIONS_FILE} or a .jsonl file"
         )
-    examples = [_example(n, where, row) for n, (where, row) in enumerate(_read_jsonl(questions), start=1)]
+    examples = [_example(n, where, row) for n, (where, row) in enumerate(read_jsonl(questions), start=1)]
     if not examples:
         raise ValueError(f"{questions}: no questions")
     ids = [e.id for e in examples]

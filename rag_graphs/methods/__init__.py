@@ -25,6 +25,8 @@ METHODS: dict[str, str] = {
     "step_back": "step-back: retrieve for the question and for a more general step-back question",
     "decomposition": "decomposition: 2-4 sub-questions answered in parallel or in order, then synthesised",
     "planned": "planned path: ordered sub-questions, later ones filled with earlier answers (#1, #2)",
+    "drag": "DRAG: k documents (most relevant last) plus m solved demonstrations in one long context",
+    "iterdrag": "IterDRAG: DRAG with interleaved 'Follow up:' retrievals and intermediate answers",
 }
 """Method name -> one-line description, in the order they are usually compared."""
 

@@ -12,6 +12,7 @@ from langgraph.config import get_stream_writer
 
 from rag_graphs.citations import format_context
 from rag_graphs.context import RagContext
+from rag_graphs.demonstrations import format_demonstrations, load_demonstrations
 from rag_graphs.models import load_chat_model
 from rag_graphs.state import RagState, Usage, add_usage
 
@@ -70,6 +71,14 @@ def answer_documents(state: RagState) -> list[Document]:
     method set one (graded, refined), else every gathered document."""
     context = state.get("context")
     return context if context is not None else state.get("documents") or []
+
+
+def demonstrations_input(template: ChatPromptTemplate, ctx: RagContext) -> dict[str, str]:
+    """``{"demonstrations": text}`` when the template shows demonstrations (DRAG, IterDRAG), else ``{}``."""
+    if "demonstrations" not in template.input_variables:
+        return {}
+    demos = load_demonstrations(ctx.demonstrations) if ctx.demonstrations else ()
+    return {"demonstrations": format_demonstrations(demos, ctx.num_demos)}
 
 
 def format_notes(notes: list[str]) -> str:

@@ -12,6 +12,7 @@ from rag_graphs.context import RagContext, get_context
 from rag_graphs.nodes.common import (
     answer_documents,
     call_chat,
+    demonstrations_input,
     emit,
     latest_documents,
     template_inputs,
@@ -39,7 +40,9 @@ def make_generate(prompt: str = "answer_with_citations") -> Callable[..., dict]:
     def generate(state: RagState, runtime: Runtime[RagContext]) -> dict:
         ctx = get_context(runtime)
         docs = answer_documents(state)
-        messages = template.format_messages(**template_inputs(template, state))
+        messages = template.format_messages(
+            **template_inputs(template, state, **demonstrations_input(template, ctx))
+        )
         emit("generate", "start", passages=len(docs))
         reply, used = call_chat(ctx, messages)
         answer = str(reply.content).strip()

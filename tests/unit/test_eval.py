@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import json
-from pathlib import Path
 
 import pytest
 from langchain_core.language_models import GenericFakeChatModel
@@ -75,42 +74,6 @@ def test_bootstrap_interval_brackets_the_mean_and_is_seeded():
 
 
 # -- datasets ------------------------------------------------------------------
-
-
-def _write_jsonl(path: Path, rows: list[dict]) -> Path:
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return path
-
-
-@pytest.fixture
-def tiny(tmp_path: Path) -> Path:
-    """A 3-question dataset folder in the ../shared/eval layout."""
-    topics = [("Korvik", "Ilsa Brandt"), ("Lunmar", "Arden"), ("Velm", "Osric")]
-    passages, questions = [], []
-    for i, (place, person) in enumerate(topics):
-        own = [
-            {"id": f"p{i}a", "title": person, "text": f"{person} was born in {place}."},
-            {"id": f"p{i}b", "title": place, "text": f"{place} is a harbour town of granite."},
-            {"id": f"p{i}c", "title": "noise", "text": f"Unrelated text number {i} about weather."},
-        ]
-        passages += own
-        questions.append(
-            {
-                "id": f"q{i}",
-                "question": f"Where was {person} born?",
-                "answer": place,
-                "answer_aliases": [],
-                "hops": 2,
-                "type": "bridge" if i else "comparison",
-                "supporting_ids": [f"p{i}a", f"p{i}b"],
-                "passages": own,
-            }
-        )
-    folder = tmp_path / "tiny"
-    folder.mkdir()
-    _write_jsonl(folder / "dev.jsonl", questions)
-    _write_jsonl(folder / "corpus.jsonl", [{k: p[k] for k in ("id", "title", "text")} for p in passages])
-    return folder
 
 
 def test_load_dataset_reads_the_shared_layout(tiny):

@@ -34,6 +34,8 @@ EXPECTED_VARIABLES = {
     "decompose_question": {"question"},
     "plan_retrieval_path": {"question"},
     "intermediate_with_background": {"context", "notes", "query"},
+    "drag_answer": {"context", "demonstrations", "question"},
+    "iterdrag_step": {"context", "demonstrations", "notes", "question"},
 }
 
 

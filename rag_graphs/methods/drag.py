@@ -1,0 +1,41 @@
+"""DRAG (Yue et al. 2024): demonstration-based RAG, one retrieval, long context used well.
+
+    START -> retrieve -> arrange -> generate -> END
+
+The answer prompt holds ``RagContext.num_demos`` solved examples (question,
+its documents, its answer; from ``RagContext.demonstrations``) and the ``k``
+retrieved documents, ordered so the most relevant sits right before the
+question. Scaling ``k`` and ``num_demos`` is how DRAG spends more inference
+compute; the evaluator plots quality against it.
+"""
+
+from __future__ import annotations
+
+from langgraph.graph import StateGraph
+from langgraph.runtime import Runtime
+
+from rag_graphs.context import RagContext, get_context
+from rag_graphs.methods import linear_builder
+from rag_graphs.nodes import make_generate, retrieve
+from rag_graphs.nodes.common import latest_documents
+from rag_graphs.retrieval import most_relevant_last
+from rag_graphs.state import RagState
+
+
+def arrange(state: RagState, runtime: Runtime[RagContext]) -> dict:
+    """Order the retrieved documents most-relevant-last and record the context budget."""
+    ctx = get_context(runtime)
+    docs = most_relevant_last(latest_documents(state))
+    demos = ctx.num_demos if ctx.demonstrations else 0
+    text = f"{len(docs)} documents (most relevant last), up to {demos} demonstrations"
+    return {"context": docs, "steps": [{"node": "arrange", "kind": "note", "text": text}]}
+
+
+def build() -> StateGraph:
+    """The uncompiled graph."""
+    return linear_builder(
+        ("retrieve", retrieve), ("arrange", arrange), ("generate", make_generate("drag_answer"))
+    )
+
+
+graph = build().compile(name="drag")

@@ -1,0 +1,111 @@
+"""IterDRAG (Yue et al. 2024): DRAG with interleaved follow-up retrieval and answers.
+
+    START -> retrieve -> iterate --("Follow up: q")--> follow_up -> intermediate -> iterate ...
+                                \\--("So the final answer is: a")--> END
+                                \\--(no marker | iterations spent)--> generate -> END
+
+Each ``iterate`` call sees the demonstrations, every document gathered and
+every follow-up so far (question -> intermediate answer), and either asks
+one more follow-up or gives the final answer. A follow-up is searched and
+answered from its own documents ("Intermediate answer"), so the next step is
+conditioned on all earlier answers. ``RagContext.iterdrag_iterations`` caps
+follow-ups (the paper's n, 5); a first reply with the final answer is DRAG.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
+
+from prompts import load_prompt
+from rag_graphs.citations import extract_citations
+from rag_graphs.context import RagContext, get_context
+from rag_graphs.methods import new_builder
+from rag_graphs.nodes import make_generate, make_intermediate, retrieve
+from rag_graphs.nodes.common import call_chat, demonstrations_input, emit, template_inputs
+from rag_graphs.nodes.retrieve import normalize_query
+from rag_graphs.nodes.rewrite import clean_query
+from rag_graphs.state import RagState
+
+_STEP = load_prompt("iterdrag_step")
+MARKERS = {
+    "follow_up": re.compile(r"follow[\s-]*up\s*:\s*", re.IGNORECASE),
+    "intermediate": re.compile(r"intermediate\s+answer\s*:\s*", re.IGNORECASE),
+    "final": re.compile(r"so\s+the\s+final\s+answer\s+is\s*:?\s*", re.IGNORECASE),
+}
+
+
+def parse_markers(text: str) -> list[tuple[str, str]]:
+    """``(marker, value)`` for each marker in the reply, in order; a value runs to its line's end
+    (the final answer: to the next marker or the end)."""
+    found = sorted((m.start(), m.end(), name) for name, rx in MARKERS.items() for m in rx.finditer(text))
+    out = []
+    for i, (_, end, name) in enumerate(found):
+        stop = found[i + 1][0] if i + 1 < len(found) else len(text)
+        value = text[end:stop].strip()
+        out.append((name, value if name == "final" else value.split("\n")[0].strip()))
+    return out
+
+
+def _follow_ups(state: RagState) -> list[str]:
+    return [s["query"] for s in state.get("steps", []) if s["node"] == "iterate" and s.get("query")]
+
+
+def iterate(state: RagState, runtime: Runtime[RagContext]) -> dict:
+    """Ask the next follow-up, or give the final answer (whichever marker the reply leads with)."""
+    ctx = get_context(runtime)
+    inputs = template_inputs(_STEP, state, **demonstrations_input(_STEP, ctx))
+    reply, used = call_chat(ctx, _STEP.format_messages(**inputs))
+    text = str(reply.content).strip()
+    decision = next(((n, v) for n, v in parse_markers(text) if n in ("follow_up", "final") and v), None)
+    step: dict = {"node": "iterate", "kind": "decide", "text": text}
+    update: dict = {"usage": used, "steps": [step]}
+    asked = _follow_ups(state)
+    if decision and decision[0] == "final":
+        docs = state.get("documents", [])
+        answer = decision[1]
+        return update | {
+            "answer": answer,
+            "citations": extract_citations(answer, docs),
+            "stop_reason": "enough",
+        }
+    if decision is None:
+        return update | {"stop_reason": "the reply had neither a follow-up nor a final answer"}
+    query = clean_query(decision[1], fallback="")
+    if not query or normalize_query(query) in {normalize_query(q) for q in [state["question"], *asked]}:
+        return update | {"stop_reason": f"repeated follow-up: {decision[1]}"}
+    if len(asked) >= ctx.iterdrag_iterations:
+        return update | {"stop_reason": f"follow-up budget reached ({ctx.iterdrag_iterations} iterations)"}
+    step["query"] = query
+    emit("iterate", "end", follow_up=query)
+    return update | {"query": query}
+
+
+def route_after_iterate(state: RagState) -> Literal["follow_up", "generate", "__end__"]:
+    """Done on a final answer; answer from what was gathered when stopped; else follow up."""
+    if state.get("stop_reason") == "enough":
+        return END
+    return "generate" if state.get("stop_reason") else "follow_up"
+
+
+def build() -> StateGraph:
+    """The uncompiled graph."""
+    builder = new_builder()
+    builder.add_node("retrieve", retrieve)
+    builder.add_node("iterate", iterate)
+    builder.add_node("follow_up", retrieve)
+    builder.add_node("intermediate", make_intermediate())
+    builder.add_node("generate", make_generate("answer_with_notes"))
+    builder.add_edge(START, "retrieve")
+    builder.add_edge("retrieve", "iterate")
+    builder.add_conditional_edges("iterate", route_after_iterate, ["follow_up", "generate", END])
+    builder.add_edge("follow_up", "intermediate")
+    builder.add_edge("intermediate", "iterate")
+    builder.add_edge("generate", END)
+    return builder
+
+
+graph = build().compile(name="iterdrag")

@@ -1,0 +1,131 @@
+"""DRAG and IterDRAG: demonstrations, context order, the three markers, the iteration cap, mining."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import pytest
+from langchain_core.language_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage
+
+from rag_graphs.demonstrations import format_demonstrations, load_demonstrations
+from rag_graphs.eval.mining import mine_demonstrations
+from rag_graphs.methods import get_graph
+from rag_graphs.methods.iterdrag import parse_markers
+from tests.conftest import recording_chat, write_jsonl
+
+QUESTION = "In which town was the founder of the Velmora Institute born?"
+DEMOS = [
+    {"question": "Where was Ada born?", "answer": "Lunmar", "documents": ["Ada was born in Lunmar."]},
+    {"question": "Who built the bridge?", "answer": "Osric", "documents": ["Osric built the bridge."]},
+    {"question": "Third?", "answer": "third", "documents": []},
+]
+
+
+def _nodes(out) -> list[str]:
+    return [s["node"] for s in out["steps"]]
+
+
+def test_demonstrations_load_and_render_the_first_m(tmp_path):
+    path = write_jsonl(tmp_path / "demos.jsonl", DEMOS)
+    demos = load_demonstrations(path)
+    assert [d.answer for d in demos] == ["Lunmar", "Osric", "third"]
+    text = format_demonstrations(demos, 2)
+    assert "Question: Where was Ada born?\nAnswer: Lunmar" in text and "[1] Ada was born in Lunmar." in text
+    assert "Third?" not in text and format_demonstrations(demos, 0) == "(no examples)"
+
+
+def test_bad_demonstrations_name_the_line_and_field(tmp_path):
+    path = tmp_path / "demos.jsonl"
+    path.write_text(json.dumps(DEMOS[0]) + "\n" + json.dumps({"question": "q", "documents": []}) + "\n")
+    with pytest.raises(ValueError, match=r"demos.jsonl:2: field 'answer'"):
+        load_demonstrations(path)
+    with pytest.raises(FileNotFoundError, match="RagContext.demonstrations"):
+        load_demonstrations(tmp_path / "missing.jsonl")
+
+
+def test_drag_puts_demonstrations_in_the_prompt_and_the_best_document_last(loaded, make_context, tmp_path):
+    model = recording_chat("Korvik [3].")
+    demos = write_jsonl(tmp_path / "demos.jsonl", DEMOS)
+    ctx = make_context(chat_model=model, k=3, demonstrations=str(demos), num_demos=2)
+    out = get_graph("drag").invoke({"question": QUESTION}, context=ctx)
+    assert _nodes(out) == ["retrieve", "arrange", "generate"]
+    retrieved = out["steps"][0]["doc_ids"]
+    assert out["citations"][0]["chunk_id"] == retrieved[0]  # [3] is the top hit, placed last
+    prompt = "\n".join(str(m.content) for m in model.seen[0])
+    assert "Where was Ada born?" in prompt and "Who built the bridge?" in prompt and "Third?" not in prompt
+    assert out["usage"]["llm_calls"] == 1
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("Follow up: Who founded X?", [("follow_up", "Who founded X?")]),
+        (
+            "Follow up: Who founded X?\nIntermediate answer: Ilsa.\nSo the final answer is: Korvik [1].",
+            [("follow_up", "Who founded X?"), ("intermediate", "Ilsa."), ("final", "Korvik [1].")],
+        ),
+        ("so the final answer is Korvik", [("final", "Korvik")]),
+        ("I think it is Korvik.", []),
+    ],
+)
+def test_iterdrag_parses_its_three_markers(text, expected):
+    assert parse_markers(text) == expected
+
+
+def test_iterdrag_follows_up_until_the_final_answer(loaded, make_context):
+    ctx = make_context(
+        "Follow up: Who founded the Velmora Institute?\nIntermediate answer: (made up)",
+        "Ilsa Brandt.",
+        "Follow up: Where was Ilsa Brandt born?",
+        "Korvik.",
+        "So the final answer is: Korvik [1].",
+        k=2,
+    )
+    out = get_graph("iterdrag").invoke({"question": QUESTION}, context=ctx)
+    assert _nodes(out) == ["retrieve", "iterate"] + ["retrieve", "intermediate", "iterate"] * 2
+    assert [s["query"] for s in out["steps"] if s["node"] == "retrieve"] == [
+        QUESTION,
+        "Who founded the Velmora Institute?",
+        "Where was Ilsa Brandt born?",
+    ]
+    assert (
+        out["answer"] == "Korvik [1]." and out["usage"]["retrievals"] == 3 and out["usage"]["llm_calls"] == 5
+    )
+
+
+def test_iterdrag_with_an_immediate_final_answer_is_drag(loaded, make_context):
+    out = get_graph("iterdrag").invoke(
+        {"question": QUESTION}, context=make_context("So the final answer is: Korvik [1].", k=2)
+    )
+    assert _nodes(out) == ["retrieve", "iterate"] and out["usage"]["llm_calls"] == 1
+
+
+def test_iterdrag_iteration_cap_and_missing_markers_end_with_an_answer(loaded, make_context):
+    endless = GenericFakeChatModel(
+        messages=(AIMessage(content=f"Follow up: question number {i}?") for i in itertools.count())
+    )
+    ctx = make_context(chat_model=endless, k=1, iterdrag_iterations=2)
+    out = get_graph("iterdrag").invoke({"question": QUESTION}, context=ctx)
+    assert out["usage"]["retrievals"] == 3  # the question + 2 follow-ups
+    assert "follow-up budget reached (2 iterations)" in out["steps"][-2]["text"]
+    out = get_graph("iterdrag").invoke(
+        {"question": QUESTION}, context=make_context("Korvik, I think.", "Korvik.")
+    )
+    assert _nodes(out) == ["retrieve", "iterate", "generate", "generate"] and out["answer"] == "Korvik."
+
+
+def test_mining_keeps_only_correctly_answered_questions(tiny, make_context, tmp_path):
+    always_korvik = GenericFakeChatModel(messages=itertools.cycle([AIMessage(content="Korvik [1].")]))
+    out = tmp_path / "demos.jsonl"
+    kept = mine_demonstrations(
+        tiny,
+        out,
+        context=make_context(chat_model=always_korvik, k=2),
+        eval_store=str(tmp_path / "e.db"),
+        progress=False,
+    )
+    demos = load_demonstrations(out)
+    assert kept == 1 and [d.question for d in demos] == ["Where was Ilsa Brandt born?"]
+    assert demos[0].answer == "Korvik" and len(demos[0].documents) == 2
