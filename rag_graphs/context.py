@@ -94,6 +94,9 @@ class RagContext:
     iterdrag_iterations: int = _env("RAG_GRAPHS_ITERDRAG_ITERATIONS", 5, int)
     """Most follow-up sub-queries IterDRAG may ask (the paper's n)."""
 
+    routes: str = _env("RAG_GRAPHS_ROUTES", "single_hop=naive,multi_hop=ircot,global_summary=rag_fusion")
+    """The ``auto`` router's method per question kind (``no_retrieval`` answers directly)."""
+
     max_hops: int = _env("RAG_GRAPHS_MAX_HOPS", 3, int)
     """Budget of retrieval hops for multi-hop methods."""
 
@@ -135,6 +138,24 @@ class RagContext:
         ):
             if getattr(self, name) < 1:
                 raise ValueError(f"RagContext.{name}={getattr(self, name)!r}: must be >= 1")
+        if self.num_demos < 0:
+            raise ValueError(f"RagContext.num_demos={self.num_demos!r}: must be >= 0")
+        unknown = set(self.route_table()) - {"single_hop", "multi_hop", "global_summary"}
+        if unknown:
+            raise ValueError(
+                f"RagContext.routes: unknown question kind(s) {sorted(unknown)}; "
+                "use single_hop, multi_hop, global_summary"
+            )
+
+    def route_table(self) -> dict[str, str]:
+        """``routes`` parsed: question kind -> method name."""
+        table = {}
+        for part in filter(None, (p.strip() for p in self.routes.split(","))):
+            kind, sep, method = part.partition("=")
+            if not sep or not method.strip():
+                raise ValueError(f"RagContext.routes: {part!r} is not 'kind=method'")
+            table[kind.strip()] = method.strip()
+        return table
 
     @classmethod
     def env_vars(cls) -> dict[str, str]:

@@ -36,6 +36,7 @@ EXPECTED_VARIABLES = {
     "intermediate_with_background": {"context", "notes", "query"},
     "drag_answer": {"context", "demonstrations", "question"},
     "iterdrag_step": {"context", "demonstrations", "notes", "question"},
+    "classify_question": {"question"},
 }
 
 

@@ -161,3 +161,38 @@ def test_planned_fills_later_subquestions_with_earlier_answers(loaded, make_cont
         "Which province is Korvik in?",
     ]
     assert out["answer"] == "Korvik [1]." and out["usage"]["llm_calls"] == 5
+
+
+@pytest.mark.parametrize(
+    "reply,kind,first_node",
+    [
+        ('{"kind": "multi_hop"}', "multi_hop", "first_query"),  # routed to fixed_step below
+        ('{"kind": "single_hop"}', "single_hop", "retrieve"),
+        ("no idea", "single_hop", "retrieve"),  # malformed: the cheap default
+    ],
+)
+def test_auto_routes_each_kind_to_its_configured_method(loaded, make_context, reply, kind, first_node):
+    method = "fixed_step" if kind == "multi_hop" else "naive"
+    replies = [reply] + (["q1", "a1", "q2", "a2"] if method == "fixed_step" else []) + ["Korvik [1]."]
+    ctx = make_context(*replies, k=2, routes="single_hop=naive,multi_hop=fixed_step")
+    out = get_graph("auto").invoke({"question": QUESTION}, context=ctx)
+    assert out["steps"][0] == {"node": "classify", "kind": "decide", "text": f"{kind} -> {method}"}
+    assert out["steps"][1]["node"] == first_node and out["answer"] == "Korvik [1]."
+    assert out["usage"]["llm_calls"] == len(replies)  # the router's call is counted with the method's
+
+
+def test_auto_answers_directly_without_retrieval(loaded, make_context):
+    out = get_graph("auto").invoke(
+        {"question": "What is 2 + 2?"}, context=make_context('{"kind": "no_retrieval"}', "4")
+    )
+    assert [s["node"] for s in out["steps"]] == ["classify", "generate"]
+    assert out["answer"] == "4" and out.get("usage", {}).get("retrievals", 0) == 0 and out["citations"] == []
+
+
+def test_auto_rejects_routes_to_unknown_methods(loaded, make_context):
+    with pytest.raises(ValueError, match="RagContext.routes: multi_hop='nope' is not a method"):
+        get_graph("auto").invoke(
+            {"question": QUESTION}, context=make_context('{"kind": "multi_hop"}', routes="multi_hop=nope")
+        )
+    with pytest.raises(ValueError, match="unknown question kind"):
+        make_context(routes="weird=naive")

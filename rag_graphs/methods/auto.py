@@ -1,0 +1,90 @@
+"""Adaptive router (in the spirit of Adaptive-RAG, Jeong et al. 2024): classify, then dispatch.
+
+    START -> classify --(no_retrieval)--> answer_directly -> END
+                      \\--(single_hop | multi_hop | global_summary)--> dispatch -> END
+
+The question kind picks a method from ``RagContext.routes`` (default:
+single_hop=naive, multi_hop=ircot, global_summary=rag_fusion), so cheap
+questions get cheap methods. ``dispatch`` runs that method's compiled graph
+as a subgraph with the same context; its steps follow the router's own, and
+the first step says which kind was seen and which method was chosen.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
+from pydantic import BaseModel
+
+from prompts import load_prompt
+from rag_graphs.context import RagContext, get_context
+from rag_graphs.methods import METHODS, get_graph, new_builder
+from rag_graphs.nodes import make_generate
+from rag_graphs.nodes.common import calls_usage, chat_model, emit
+from rag_graphs.state import RagState
+from rag_graphs.structured import invoke_structured
+
+_CLASSIFY = load_prompt("classify_question")
+FALLBACK_METHOD = "naive"
+
+
+class AutoState(RagState, total=False):
+    kind: str  # the question kind the classifier saw
+
+
+class QuestionKind(BaseModel):
+    """What kind of search the question needs."""
+
+    kind: Literal["no_retrieval", "single_hop", "multi_hop", "global_summary"]
+
+
+def chosen_method(kind: str, ctx: RagContext) -> str:
+    """The method for ``kind`` under ``RagContext.routes`` (naive when the kind has no route)."""
+    method = ctx.route_table().get(kind, FALLBACK_METHOD)
+    if method not in METHODS or method == "auto":
+        raise ValueError(
+            f"RagContext.routes: {kind}={method!r} is not a method; available: {', '.join(METHODS)}"
+        )
+    return method
+
+
+def classify(state: AutoState, runtime: Runtime[RagContext]) -> dict:
+    """Classify the question (a malformed reply counts as single-hop, the cheap safe default)."""
+    ctx = get_context(runtime)
+    messages = _CLASSIFY.format_messages(question=state["question"])
+    out = invoke_structured(chat_model(ctx), messages, QuestionKind, QuestionKind(kind="single_hop"))
+    kind = out.value.kind
+    target = "answer directly" if kind == "no_retrieval" else chosen_method(kind, ctx)
+    emit("classify", "end", kind=kind, method=target)
+    step = {"node": "classify", "kind": "decide", "text": f"{kind} -> {target}"}
+    return {"kind": kind, "steps": [step], "usage": calls_usage(out.calls)}
+
+
+def dispatch(state: AutoState, runtime: Runtime[RagContext]) -> dict:
+    """Run the chosen method's graph; its answer, citations, documents, steps and usage are ours."""
+    ctx = get_context(runtime)
+    result = get_graph(chosen_method(state["kind"], ctx)).invoke({"question": state["question"]}, context=ctx)
+    return {k: result[k] for k in ("answer", "citations", "documents", "steps", "usage") if k in result}
+
+
+def route_kind(state: AutoState) -> Literal["answer_directly", "dispatch"]:
+    """No retrieval for questions that need none; every other kind goes to its method."""
+    return "answer_directly" if state.get("kind") == "no_retrieval" else "dispatch"
+
+
+def build() -> StateGraph:
+    """The uncompiled graph."""
+    builder = new_builder(AutoState)
+    builder.add_node("classify", classify)
+    builder.add_node("answer_directly", make_generate("answer_directly"))
+    builder.add_node("dispatch", dispatch)
+    builder.add_edge(START, "classify")
+    builder.add_conditional_edges("classify", route_kind)
+    builder.add_edge("answer_directly", END)
+    builder.add_edge("dispatch", END)
+    return builder
+
+
+graph = build().compile(name="auto")
