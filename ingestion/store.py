@@ -278,6 +278,21 @@ class ChunkIndex:
         by_id = {r[PRIMARY_FIELD]: self._to_document(r) for r in rows}
         return [by_id[i] for i in ids if i in by_id]
 
+    def iter_chunks(self, *, batch_size: int = 1000) -> list[tuple[Document, list[float]]]:
+        """Every stored chunk with its dense vector (for building over a whole collection)."""
+        if not self._exists():
+            return []
+        out = []
+        iterator = self.client.query_iterator(
+            self.collection, batch_size=batch_size, filter="", output_fields=["*"]
+        )
+        try:
+            while batch := iterator.next():
+                out.extend((self._to_document(row), list(row[DENSE_FIELD])) for row in batch)
+        finally:
+            iterator.close()
+        return out
+
     def count(self) -> int:
         """Number of stored chunks."""
         if not self._exists():

@@ -230,6 +230,35 @@ def eval_command(
     console.print(f"[bold]report[/]: {path}  (plots beside it)")
 
 
+raptor_app = typer.Typer(no_args_is_help=True, help="RAPTOR summary trees.")
+app.add_typer(raptor_app, name="raptor")
+
+
+@raptor_app.command("build")
+def raptor_build(
+    store: StoreOpt = None,
+    collection: CollOpt = None,
+    model: Annotated[str | None, typer.Option(help="chat model spec that writes summaries")] = None,
+    max_levels: Annotated[int, typer.Option(help="summary levels at most")] = 3,
+) -> None:
+    """Build (or finish) the RAPTOR tree of a collection; re-running resumes, never re-summarises."""
+    from ingestion import StoreLockedError
+    from ingestion.raptor import build_tree
+    from rag_graphs.models import load_chat_model
+    from rag_graphs.retrieval import index_for
+
+    try:
+        ctx = _context(store, collection, chat_model=model)
+        report = build_tree(
+            index_for(ctx),
+            load_chat_model(ctx.chat_model, max_tokens=ctx.max_answer_tokens),
+            max_levels=max_levels,
+        )
+    except (ValueError, StoreLockedError, RuntimeError) as exc:
+        _fail(str(exc))
+    console.print(report.summary())
+
+
 @app.command("mine-demos")
 def mine_demos(
     dataset: Annotated[Path, typer.Option(help="a labelled set (../shared/eval layout or JSONL)")],
@@ -289,6 +318,8 @@ def demo(
     corpus = Path(str(resources.files("rag_graphs").joinpath("demo_corpus")))
     console.print(f"[bold]Demo corpus[/]: {corpus}")
     ingest([corpus], store=store, collection=collection, exclude=None, dense_only=False)
+    console.print("[bold]RAPTOR[/]: summarising clusters of chunks into a tree (once; re-runs resume)")
+    raptor_build(store=store, collection=collection, model=None, max_levels=3)
     ctx = _context(store, collection)
     question, _ = DEMO_QUESTIONS[0]
     console.rule(f"[bold magenta]naive: {question}")

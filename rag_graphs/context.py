@@ -94,6 +94,10 @@ class RagContext:
     iterdrag_iterations: int = _env("RAG_GRAPHS_ITERDRAG_ITERATIONS", 5, int)
     """Most follow-up sub-queries IterDRAG may ask (the paper's n)."""
 
+    raptor_mode: Literal["collapsed", "traversal"] = _env("RAG_GRAPHS_RAPTOR_MODE", "collapsed")
+    """RAPTOR query: ``collapsed`` searches every tree level at once; ``traversal`` descends from
+    the top level, keeping the ``k`` best children at each level."""
+
     routes: str = _env("RAG_GRAPHS_ROUTES", "single_hop=naive,multi_hop=ircot,global_summary=rag_fusion")
     """The ``auto`` router's method per question kind (``no_retrieval`` answers directly)."""
 
@@ -122,6 +126,8 @@ class RagContext:
             raise ValueError(f"RagContext.search_mode={self.search_mode!r}: use 'dense' or 'hybrid'")
         if self.tool_calling not in ("auto", "native", "text"):
             raise ValueError(f"RagContext.tool_calling={self.tool_calling!r}: use 'auto', 'native' or 'text'")
+        if self.raptor_mode not in ("collapsed", "traversal"):
+            raise ValueError(f"RagContext.raptor_mode={self.raptor_mode!r}: use 'collapsed' or 'traversal'")
         if self.decomposition_mode not in ("parallel", "recursive"):
             raise ValueError(
                 f"RagContext.decomposition_mode={self.decomposition_mode!r}: use 'parallel' or 'recursive'"

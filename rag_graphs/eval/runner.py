@@ -208,6 +208,12 @@ def evaluate(
     elif setting != "open":
         raise ValueError(f"setting {setting!r} needs passages; dataset {ds.name!r} has none")
 
+    if "raptor" in methods:  # RAPTOR needs its tree: built (or resumed) here, explicitly, before any run
+        from ingestion.raptor import build_tree
+        from rag_graphs.nodes.common import chat_model
+        from rag_graphs.retrieval import index_for
+
+        build_tree(index_for(ctx), chat_model(ctx), progress=progress)
     contexts = {e.id: _question_context(ctx, e, setting) for e in examples}  # fails before any run
     warm_up(ctx, methods)
     done = {(r["method"], r["id"]) for r in read_rows(run_dir)}

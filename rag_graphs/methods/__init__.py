@@ -27,6 +27,7 @@ METHODS: dict[str, str] = {
     "planned": "planned path: ordered sub-questions, later ones filled with earlier answers (#1, #2)",
     "drag": "DRAG: k documents (most relevant last) plus m solved demonstrations in one long context",
     "iterdrag": "IterDRAG: DRAG with interleaved 'Follow up:' retrievals and intermediate answers",
+    "raptor": "RAPTOR: search a tree of cluster summaries (collapsed or top-down); build it first",
     "auto": "adaptive router: classify the question, dispatch to the method RagContext.routes names",
 }
 """Method name -> one-line description, in the order they are usually compared."""

@@ -13,6 +13,7 @@ from pydantic import BaseModel
 from typer.testing import CliRunner
 
 from ingestion import ingest, load_embeddings, open_index
+from ingestion.raptor import build_tree, tree_collection
 from prompts import load_prompt
 from rag_graphs.cli import app
 from rag_graphs.context import RagContext
@@ -31,6 +32,10 @@ def store(tmp_path_factory, demo_corpus):
     uri = str(tmp_path_factory.mktemp("e2e") / "milvus.db")
     report = ingest([demo_corpus], uri=uri, collection="demo", progress=False)
     assert not report.failed, report.summary()
+    tree = build_tree(
+        open_index(uri, "demo", load_embeddings("embedded")), load_chat_model("embedded"), progress=False
+    )
+    assert tree.nodes_per_level[0] == report.chunks and len(tree.nodes_per_level) >= 2
     return uri, report
 
 
@@ -136,7 +141,8 @@ def test_every_method_answers_with_citations_within_budget_on_the_embedded_model
         assert method == "self_rag" and "retrieve=False" in out["steps"][0]["text"]
         return
     assert out["citations"]
-    index = open_index(ctx.store_uri, ctx.collection, load_embeddings("embedded"))
+    collection = tree_collection(ctx.collection) if method == "raptor" else ctx.collection
+    index = open_index(ctx.store_uri, collection, load_embeddings("embedded"))
     assert len(index.get([c["chunk_id"] for c in out["citations"]])) == len(out["citations"])
     assert 1 <= out["usage"]["retrievals"] <= ctx.max_hops
     assert out["steps"][-1]["node"] == "generate"

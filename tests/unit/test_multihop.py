@@ -5,9 +5,11 @@ from __future__ import annotations
 import pytest
 from langchain_core.messages import AIMessage
 
+from ingestion import open_index
+from ingestion.raptor import build_tree, tree_collection
 from rag_graphs.methods import METHODS, get_graph
 from rag_graphs.nodes.rewrite import clean_query
-from tests.conftest import fake_tool_chat
+from tests.conftest import fake_chat, fake_tool_chat
 
 QUESTION = "In which town was the founder of the Velmora Institute born?"
 
@@ -129,9 +131,13 @@ def test_every_method_keeps_the_output_contract(loaded, make_context, method):
     # One reply that every role can use: a query, a grade, a decision and an answer citing [1].
     reply = 'Action: search[Velmora founder] {"relevance": "correct", "enough": true} Korvik [1].'
     ctx = make_context(*[reply] * 12)
+    store = loaded
+    if method == "raptor":  # RAPTOR answers from its tree, built beforehand
+        store = open_index(loaded.uri, tree_collection(loaded.collection), loaded.embeddings)
+        build_tree(loaded, fake_chat(*["a summary"] * 20), progress=False)
     out = get_graph(method).invoke({"question": QUESTION}, context=ctx)
     assert set(out) >= {"answer", "citations", "documents", "steps", "usage"}
-    stored = {d.id for d in loaded.get([c["chunk_id"] for c in out["citations"]])}
+    stored = {d.id for d in store.get([c["chunk_id"] for c in out["citations"]])}
     assert stored == {c["chunk_id"] for c in out["citations"]} and stored
     assert out["citations"][0]["explicit"]
     assert out["usage"]["llm_calls"] >= 1 and out["usage"]["retrievals"] >= 1

@@ -37,6 +37,7 @@ EXPECTED_VARIABLES = {
     "drag_answer": {"context", "demonstrations", "question"},
     "iterdrag_step": {"context", "demonstrations", "notes", "question"},
     "classify_question": {"question"},
+    "raptor_summary": {"passages"},
 }
 
 

@@ -1,0 +1,93 @@
+"""RAPTOR retrieval over the collection's summary tree (build it first: ``rag-graphs raptor build``).
+
+    START -> retrieve_tree -> generate -> END
+
+``collapsed`` (default, the paper's better mode) searches leaves and
+summaries of every level together, so a broad question meets a summary and a
+narrow one a leaf. ``traversal`` starts at the top level and descends: at
+each level the ``k`` best children of the nodes kept so far. Summaries carry
+``children`` ids, so ``ingestion.raptor.leaves_of`` traces them to their chunks.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from langgraph.graph import StateGraph
+from langgraph.runtime import Runtime
+
+from ingestion import ids_filter
+from ingestion.raptor import tree_collection
+from rag_graphs.context import RagContext, get_context
+from rag_graphs.methods import linear_builder
+from rag_graphs.nodes import make_generate
+from rag_graphs.nodes.common import emit
+from rag_graphs.retrieval import index_for, search
+from rag_graphs.state import RagState, usage
+
+MAX_LEVEL = 8
+
+
+def _restricted(ctx: RagContext, expr: str) -> RagContext:
+    combined = f"({ctx.search_filter}) and ({expr})" if ctx.search_filter else expr
+    return dataclasses.replace(ctx, search_filter=combined)
+
+
+def retrieve_tree(state: RagState, runtime: Runtime[RagContext]) -> dict:
+    """Search the RAPTOR tree of ``RagContext.collection`` (collapsed or by traversal)."""
+    ctx = get_context(runtime)
+    tree = dataclasses.replace(ctx, collection=tree_collection(ctx.collection))
+    if index_for(tree).count() == 0:
+        raise ValueError(
+            f"no RAPTOR tree for collection {ctx.collection!r}: run `rag-graphs raptor build` first"
+        )
+    question = state["question"]
+    steps, found, searches = [], [], 0
+    if ctx.raptor_mode == "collapsed":
+        found = search(tree, question)
+        searches = 1
+        steps.append(
+            {
+                "node": "retrieve_tree",
+                "kind": "retrieve",
+                "query": question,
+                "doc_ids": [str(d.id) for d in found],
+            }
+        )
+    else:
+        level_docs = []
+        for level in range(MAX_LEVEL, -1, -1):  # the top level is the highest that has nodes
+            level_docs = search(_restricted(tree, f"level == {level}"), question)
+            searches += 1
+            if level_docs:
+                break
+        while level_docs:
+            found += level_docs
+            ids = [str(d.id) for d in level_docs]
+            steps.append(
+                {
+                    "node": "retrieve_tree",
+                    "kind": "retrieve",
+                    "query": question,
+                    "doc_ids": ids,
+                    "text": f"level {level_docs[0].metadata.get('level')}",
+                }
+            )
+            children = [c for d in level_docs for c in d.metadata.get("children") or []]
+            level_docs = search(_restricted(tree, ids_filter(children)), question) if children else []
+            searches += bool(children)
+    emit("retrieve_tree", "end", doc_ids=[str(d.id) for d in found])
+    return {
+        "documents": found,
+        "queries": [question],
+        "steps": steps,
+        "usage": usage(retrievals=searches, hops=1),
+    }
+
+
+def build() -> StateGraph:
+    """The uncompiled graph."""
+    return linear_builder(("retrieve_tree", retrieve_tree), ("generate", make_generate()))
+
+
+graph = build().compile(name="raptor")

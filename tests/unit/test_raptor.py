@@ -1,0 +1,90 @@
+"""RAPTOR: tree shape, leaf tracing, resumable builds, collapsed and traversal queries."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from langchain_core.language_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage
+
+from ingestion import open_index
+from ingestion.raptor import build_tree, cluster, leaves_of, tree_collection
+from rag_graphs.methods import get_graph
+
+QUESTION = "Where was Ilsa Brandt born?"
+
+
+def _summariser() -> GenericFakeChatModel:
+    return GenericFakeChatModel(
+        messages=(AIMessage(content=f"summary number {i}") for i in itertools.count())
+    )
+
+
+@pytest.fixture
+def tree(loaded):
+    report = build_tree(loaded, _summariser(), progress=False)
+    return loaded, report, open_index(loaded.uri, tree_collection(loaded.collection), loaded.embeddings)
+
+
+def test_cluster_groups_separated_points_and_covers_every_row():
+    rng = np.random.default_rng(0)
+    blobs = np.vstack([rng.normal(0, 0.01, (6, 8)), rng.normal(5, 0.01, (6, 8))])
+    groups = cluster(blobs)
+    assert sorted(sorted(g) for g in groups) == [list(range(6)), list(range(6, 12))]
+    assert cluster(blobs[:2]) == [[0, 1]]
+
+
+def test_tree_levels_link_every_summary_to_the_level_below(tree):
+    source, report, index = tree
+    nodes = index.iter_chunks()
+    assert report.leaves == source.count() == report.nodes_per_level[0]
+    assert len(report.nodes_per_level) >= 2 and report.nodes_per_level[-1] < report.leaves
+    by_id = {d.id: d for d, _ in nodes}
+    for doc in by_id.values():
+        for child in doc.metadata["children"]:
+            assert by_id[child].metadata["level"] == doc.metadata["level"] - 1
+    assert report.summaries_written == sum(report.nodes_per_level[1:])
+    assert index.count() == sum(report.nodes_per_level)
+
+
+def test_every_leaf_is_reachable_from_the_top_level(tree):
+    source, report, index = tree
+    top = max(d.metadata["level"] for d, _ in index.iter_chunks())
+    tops = [d for d, _ in index.iter_chunks() if d.metadata["level"] == top]
+    reached = {leaf.id for node in tops for leaf in leaves_of(index, node.id)}
+    assert reached == {d.id for d, _ in source.iter_chunks()}
+
+
+def test_rebuilding_resumes_without_new_summaries(tree):
+    source, report, index = tree
+    again = build_tree(
+        source, GenericFakeChatModel(messages=iter([])), progress=False
+    )  # would fail if called
+    assert again.summaries_written == 0 and again.nodes_per_level == report.nodes_per_level
+
+
+def test_collapsed_and_traversal_queries_answer_from_the_tree(tree, make_context):
+    source, report, index = tree
+    out = get_graph("raptor").invoke({"question": QUESTION}, context=make_context("Korvik [1].", k=3))
+    assert [s["node"] for s in out["steps"]] == ["retrieve_tree", "generate"]
+    assert len(out["documents"]) == 3 and {d.id for d in out["documents"]} <= {
+        d.id for d, _ in index.iter_chunks()
+    }
+    out = get_graph("raptor").invoke(
+        {"question": QUESTION}, context=make_context("Korvik [1].", k=2, raptor_mode="traversal")
+    )
+    levels = [d.metadata["level"] for d in out["documents"]]
+    assert levels[0] == len(report.nodes_per_level) - 1 and levels[-1] == 0
+    assert levels == sorted(levels, reverse=True)  # top-down
+
+
+def test_raptor_without_a_tree_says_how_to_build_one(loaded, make_context):
+    with pytest.raises(ValueError, match="run `rag-graphs raptor build` first"):
+        get_graph("raptor").invoke({"question": QUESTION}, context=make_context("x"))
+
+
+def test_building_an_empty_collection_is_a_clear_error(index):
+    with pytest.raises(ValueError, match="is empty: ingest documents first"):
+        build_tree(index, _summariser(), progress=False)
