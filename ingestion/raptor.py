@@ -61,12 +61,13 @@ def cluster(vectors: np.ndarray, *, seed: int = 0) -> list[list[int]]:
     from sklearn.mixture import GaussianMixture
 
     n = len(vectors)
-    if n <= 2:
+    distinct = len(np.unique(np.round(vectors, 6), axis=0))  # identical texts embed identically
+    if n <= 2 or distinct <= 1:
         return [list(range(n))]
     dims = max(1, min(REDUCED_DIMS, n - 2, vectors.shape[1]))
     reduced = PCA(n_components=dims, random_state=seed).fit_transform(vectors)
     best, best_bic = None, np.inf
-    for k in range(1, min(MAX_CLUSTERS, n // 2) + 1):
+    for k in range(1, min(MAX_CLUSTERS, n // 2, distinct) + 1):
         gmm = GaussianMixture(n_components=k, random_state=seed, reg_covar=1e-4).fit(reduced)
         bic = gmm.bic(reduced)
         if bic < best_bic:

@@ -226,3 +226,9 @@ def test_cli_eval_rejects_unknown_methods_and_missing_dataset(tiny):
     assert result.exit_code == 1 and "unknown method(s) nope" in result.output
     result = CliRunner().invoke(app, ["eval"])
     assert result.exit_code == 1 and "--dataset is required" in result.output
+
+
+def test_raptor_runs_get_their_tree_built_before_the_first_question(tiny, eval_ctx, tmp_path):
+    run = _evaluate(tiny, eval_ctx(k=2), tmp_path, methods=["raptor"], limit=2)
+    rows = read_rows(run)
+    assert [r["error"] for r in rows] == [None, None] and all(r["retrievals"] == 1 for r in rows)
