@@ -59,6 +59,23 @@ def ids_filter(ids: list[str] | tuple[str, ...]) -> str:
     return f"{PRIMARY_FIELD} in [{', '.join(quote(x) for x in ids)}]"
 
 
+def embed_queries(embeddings: Embeddings, queries: list[str]) -> list[list[float]]:
+    """Query vectors, in one model call when the model allows it.
+
+    Asymmetric models embed queries differently from passages (a query prompt
+    or instruction), so ``embed_documents`` is not a batched ``embed_query``.
+    Sentence-transformers models are encoded in one batch with their query
+    settings; other models get one ``embed_query`` call per query.
+    """
+    try:
+        from langchain_huggingface import HuggingFaceEmbeddings
+    except ImportError:  # pragma: no cover - core dependency
+        HuggingFaceEmbeddings = None  # type: ignore[assignment,misc]
+    if len(queries) > 1 and HuggingFaceEmbeddings and isinstance(embeddings, HuggingFaceEmbeddings):
+        return embeddings._embed(queries, embeddings.query_encode_kwargs or embeddings.encode_kwargs)
+    return [embeddings.embed_query(q) for q in queries]
+
+
 def is_local(uri: str) -> bool:
     """True when ``uri`` is a Milvus Lite path rather than a server URI."""
     return "://" not in uri
@@ -208,30 +225,11 @@ class ChunkIndex:
     ) -> list[tuple[Document, float]]:
         """Top-``k`` chunks for ``query`` with scores (higher is better).
 
-        ``hybrid`` fuses BM25 and dense results by RRF inside Milvus; on a
-        dense-only collection it falls back to ``dense``.
+        ``hybrid`` fuses BM25 and dense results by RRF (k=60) inside Milvus; on a
+        dense-only collection it falls back to ``dense``. One query and a batch
+        take the same path, so they rank alike.
         """
-        if not self._exists():
-            return []
-        if mode == "hybrid" and self.hybrid:
-            hits = self.store.similarity_search_with_score(
-                query, k=k, expr=expr, ranker_type="rrf", ranker_params={"k": 60}
-            )
-            return [(self._to_document({**d.metadata, TEXT_FIELD: d.page_content}), s) for d, s in hits]
-        if not self.hybrid:
-            hits = self.store.similarity_search_with_score(query, k=k, expr=expr)
-            return [(self._to_document({**d.metadata, TEXT_FIELD: d.page_content}), s) for d, s in hits]
-        vector = self.embeddings.embed_query(query)
-        hits = self.client.search(
-            self.collection,
-            data=[vector],
-            anns_field=DENSE_FIELD,
-            search_params=_DENSE_SEARCH,
-            limit=k,
-            filter=expr or "",
-            output_fields=["*"],
-        )[0]
-        return [(self._to_document(h["entity"]), float(h["distance"])) for h in hits]
+        return self.search_many([query], k=k, mode=mode, expr=expr)[0]
 
     def search_many(
         self, queries: list[str], k: int = 4, mode: SearchMode = "hybrid", expr: str | None = None
@@ -245,7 +243,7 @@ class ChunkIndex:
             return [[] for _ in queries]
         from pymilvus import AnnSearchRequest, RRFRanker
 
-        vectors = self.embeddings.embed_documents(queries)
+        vectors = embed_queries(self.embeddings, queries)
         if mode == "hybrid" and self.hybrid:
             requests = [
                 AnnSearchRequest(
