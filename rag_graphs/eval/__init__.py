@@ -16,7 +16,7 @@ from rag_graphs.eval.metrics import (
     normalize_answer,
     supporting_recall,
 )
-from rag_graphs.eval.report import markdown_table, summarize, write_report
+from rag_graphs.eval.report import common_questions, markdown_table, summarize, write_report
 from rag_graphs.eval.runner import evaluate, read_rows, run_one
 
 __all__ = [
@@ -24,6 +24,7 @@ __all__ = [
     "Example",
     "answer_contained",
     "bootstrap_ci",
+    "common_questions",
     "evaluate",
     "exact_match",
     "f1_score",

@@ -67,6 +67,20 @@ def summarize(rows: list[dict]) -> list[Summary]:
     return out
 
 
+def common_questions(rows: list[dict]) -> list[dict]:
+    """The rows of the questions every method has answered.
+
+    A resumed or extended run can hold methods run on different numbers of
+    questions; comparing their means would compare different samples.
+    """
+    methods = {r["method"] for r in rows}
+    answered: dict[str, set[str]] = {}
+    for r in rows:
+        answered.setdefault(r["id"], set()).add(r["method"])
+    shared = {q for q, ms in answered.items() if ms == methods}
+    return [r for r in rows if r["id"] in shared]
+
+
 def _pct(value: tuple[float, float, float]) -> str:
     mean_, low, high = value
     if mean_ != mean_:  # nan: the dataset has no gold for this metric
@@ -157,7 +171,9 @@ def write_report(run_dir: str | Path) -> Path:
         raise ValueError(f"{run_dir} has no result rows ({run_dir / 'rows.jsonl'})")
     config = json.loads((run_dir / CONFIG).read_text()) if (run_dir / CONFIG).is_file() else {}
     summaries = summarize(rows)
-    plots = [plot_quality_cost(summaries, run_dir / "quality_vs_cost.png")]
+    common = common_questions(rows) or rows
+    # The plot compares methods, so it uses the questions all of them answered.
+    plots = [plot_quality_cost(summarize(common), run_dir / "quality_vs_cost.png")]
     if any(r.get("recall") is not None for r in rows):
         plots.append(plot_recall_by_group(rows, run_dir / "recall_by_group.png"))
     questions = len({r["id"] for r in rows})
@@ -171,6 +187,16 @@ def write_report(run_dir: str | Path) -> Path:
         "",
         markdown_table(summaries),
         "",
+    ]
+    if len(common) < len(rows):
+        shared = len({r["id"] for r in common})
+        lines += [
+            f"Methods ran on different questions; on the {shared} questions every method answered:",
+            "",
+            markdown_table(summarize(common)),
+            "",
+        ]
+    lines += [
         *[f"![{p.stem}]({p.name})" for p in plots],
         "",
     ]

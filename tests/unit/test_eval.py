@@ -14,6 +14,7 @@ from rag_graphs.cli import app
 from rag_graphs.eval import (
     answer_contained,
     bootstrap_ci,
+    common_questions,
     evaluate,
     exact_match,
     f1_score,
@@ -208,6 +209,24 @@ def test_report_has_the_table_and_plots_and_rerenders_from_rows(tiny, eval_ctx, 
     result = CliRunner().invoke(app, ["eval", "--report", str(run)])
     assert result.exit_code == 0, result.output
     assert "| naive | 3 |" in result.output and (run / "quality_vs_cost.png").is_file()
+
+
+def test_methods_run_on_different_questions_are_also_compared_on_the_shared_ones(tiny, eval_ctx, tmp_path):
+    run = _evaluate(tiny, eval_ctx(k=2), tmp_path)
+    rows = read_rows(run)
+    # Drop fixed_step's rows for two questions, as if it had been added to the run later.
+    late = {r["id"] for r in rows if r["method"] == "fixed_step"}
+    kept_id = sorted(late)[0]
+    partial = [r for r in rows if r["method"] == "naive" or r["id"] == kept_id]
+    assert {(r["method"], r["id"]) for r in common_questions(partial)} == {
+        ("naive", kept_id),
+        ("fixed_step", kept_id),
+    }
+    (run / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in partial))
+    text = write_report(run).read_text()
+    assert "| naive | 3 |" in text and "| fixed_step | 1 |" in text
+    assert "on the 1 questions every method answered" in text and "| naive | 1 |" in text
+    assert common_questions(rows) == rows
 
 
 def test_summary_numbers_come_from_the_rows(tiny, eval_ctx, tmp_path):

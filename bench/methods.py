@@ -1,0 +1,102 @@
+"""Per-method benchmark on the shared multi-hop QA sets, regenerating BENCHMARKS.md's tables.
+
+Runs methods on the first ``--limit`` questions of ``../shared/eval/<dataset>/dev.jsonl``
+with the embedded models, open retrieval over the dataset's corpus (indexed once
+into ``.rag-graphs/eval.db``), through the evaluator (``rag_graphs.eval.evaluate``).
+Resumable: the run directory ``bench_runs/<dataset>-open-<limit>`` keeps its rows,
+so an interrupted run continues where it stopped and methods can be added to a
+run later. The section ``<dataset>`` of BENCHMARKS.md and the plots in
+``bench/results/`` are rewritten from the measured rows only.
+
+Run: ``make bench`` or ``.venv/bin/python bench/methods.py --dataset musique --limit 10 naive ircot``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+from pathlib import Path
+
+from sections import replace_section
+
+ROOT = Path(__file__).resolve().parent.parent
+EVAL = ROOT.parent / "shared" / "eval"
+GRAPHS_I = ["naive", "fixed_step", "iterative", "react", "ircot", "self_rag", "crag"]
+GRAPHS_II = [
+    "hyde", "multi_query", "rag_fusion", "decomposition", "step_back",
+    "planned", "raptor", "drag", "iterdrag", "auto",
+]  # fmt: skip
+TITLES = {"hotpotqa": "HotpotQA", "musique": "MuSiQue"}
+
+
+def run(dataset: str, methods: list[str], limit: int) -> None:
+    """Evaluate ``methods`` on the first ``limit`` questions and rewrite the dataset's section."""
+    from rag_graphs.eval import common_questions, evaluate, markdown_table, read_rows, summarize, write_report
+
+    run_dir = ROOT / "bench_runs" / f"{dataset}-open-{limit}"
+    evaluate(
+        EVAL / dataset,
+        methods,
+        limit=limit,
+        run_dir=run_dir,
+        eval_store=str(ROOT / ".rag-graphs" / "eval.db"),
+    )
+    write_report(run_dir)
+    results = ROOT / "bench" / "results"
+    results.mkdir(exist_ok=True)
+    for plot in ("quality_vs_cost.png", "recall_by_group.png"):
+        shutil.copy(run_dir / plot, results / f"{dataset}_{plot}")
+    rows = read_rows(run_dir)
+    summaries = summarize(rows)
+    common = common_questions(rows)
+    fair = []
+    if common and len(common) < len(rows):
+        shared = len({r["id"] for r in common})
+        fair = [
+            "",
+            f"Methods have run on different numbers of questions; on the {shared} questions "
+            "every method has answered (the plots use these):",
+            "",
+            markdown_table(summarize(common)),
+        ]
+    ran = [s.method for s in summaries]
+    types: dict[str, int] = {}
+    for r in rows:
+        if r["method"] == ran[0]:
+            types[r["type"]] = types.get(r["type"], 0) + 1
+    machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    title = TITLES.get(dataset, dataset)
+    body = "\n".join(
+        [
+            f"First {limit} questions of `../shared/eval/{dataset}/dev.jsonl` "
+            f"({', '.join(f'{n} {t}' for t, n in sorted(types.items()))}), open retrieval over the "
+            f"dataset's corpus, hybrid search, k=4, embedded SmolLM2-135M + MiniLM, one question at a "
+            f"time; {machine}. `n` is the number of questions a method has run on.",
+            f"Produced by `.venv/bin/python bench/methods.py --dataset {dataset} --limit {limit} "
+            f"{' '.join(ran)}` (part of `make bench`); the same as "
+            f"`rag-graphs eval --dataset ../shared/eval/{dataset} -m {','.join(ran)} --limit {limit}`.",
+            "",
+            markdown_table(summaries),
+            *fair,
+            "",
+            f"![quality vs cost](bench/results/{dataset}_quality_vs_cost.png) "
+            f"![recall by type](bench/results/{dataset}_recall_by_group.png)",
+        ]
+    )
+    replace_section(dataset, body, heading=f"Methods on {title} (open retrieval)")
+    print(markdown_table(summaries))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dataset", default="hotpotqa", help="a folder under ../shared/eval")
+    parser.add_argument("--limit", type=int, default=int(os.environ.get("BENCH_LIMIT", "30")))
+    parser.add_argument("methods", nargs="*", help="default: every method")
+    args = parser.parse_args()
+    run(args.dataset, args.methods or GRAPHS_I + GRAPHS_II, args.limit)
+
+
+if __name__ == "__main__":
+    main()
