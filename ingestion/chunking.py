@@ -1,14 +1,24 @@
 """DoclingDocument -> LangChain ``Document`` chunks with provenance and stable ids.
 
-Text is split by Docling's HybridChunker, which respects document structure
-and counts tokens with the embedding model's own tokenizer, so no chunk is
-truncated when embedded. What is embedded is the contextualised text (heading
-path + passage): a passage alone often lacks the entity it talks about.
+Three kinds of chunk, each findable and citable on its own:
+
+- ``text``: Docling's HybridChunker, which respects document structure and
+  counts tokens with the embedding model's own tokenizer, so no chunk is
+  truncated when embedded. What is embedded is the contextualised text
+  (heading path + passage): a passage alone often lacks the entity it names.
+- ``table``: one chunk per table, as Markdown under its heading path and
+  caption; a table over the token budget is split by rows, header repeated,
+  so every piece still says what its columns mean.
+- ``picture``: one chunk per picture, carrying its description from a
+  ``Captioner`` (Docling's default serializer drops picture descriptions,
+  which is why pictures are chunked here rather than by the HybridChunker).
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from docling_core.transforms.chunker.hierarchical_chunker import (
@@ -16,17 +26,35 @@ from docling_core.transforms.chunker.hierarchical_chunker import (
     ChunkingSerializerProvider,
 )
 from docling_core.transforms.chunker.hybrid_chunker import HybridChunker
-from docling_core.transforms.serializer.markdown import MarkdownTableSerializer
+from docling_core.transforms.serializer.base import BasePictureSerializer, BaseTableSerializer
+from docling_core.transforms.serializer.common import create_ser_result
+from docling_core.types.doc import (
+    DocItem,
+    PictureItem,
+    SectionHeaderItem,
+    TableItem,
+    TextItem,
+    TitleItem,
+)
 from langchain_core.documents import Document
 
-_KINDS = {"table": "table", "picture": "picture", "chart": "picture"}
+from ingestion.captioning import FallbackCaptioner, PictureInput, caption_all
+
+CONTEXT_ITEMS = 2  # text items either side of a picture given to the captioner
 
 
-class MarkdownTables(ChunkingSerializerProvider):
-    """Serialise tables as Markdown (header row kept), not Docling's "row, col = value" triplets."""
+class _Skip(BaseTableSerializer, BasePictureSerializer):
+    """Serialise to nothing: tables and pictures get chunks of their own."""
+
+    def serialize(self, *, item, doc_serializer, doc, **kwargs):
+        return create_ser_result(text="", span_source=item)
+
+
+class TextOnly(ChunkingSerializerProvider):
+    """The HybridChunker's view of a document without its tables and pictures."""
 
     def get_serializer(self, doc):
-        return ChunkingDocSerializer(doc=doc, table_serializer=MarkdownTableSerializer())
+        return ChunkingDocSerializer(doc=doc, table_serializer=_Skip(), picture_serializer=_Skip())
 
 
 def chunk_id(source: str, doc_hash: str, crefs: list[str], text: str) -> str:
@@ -40,34 +68,88 @@ def chunk_id(source: str, doc_hash: str, crefs: list[str], text: str) -> str:
     return hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
 
 
-def _kind(labels: list[str]) -> str:
-    kinds = {_KINDS.get(label, "text") for label in labels}
-    return kinds.pop() if len(kinds) == 1 else "text"
+def document_hash(doc) -> str:
+    """The converted file's content hash (Docling's binary hash), or a hash of its text."""
+    if doc.origin:
+        return str(doc.origin.binary_hash)
+    return hashlib.sha256(doc.export_to_markdown().encode()).hexdigest()
 
 
-def chunk_document(doc, *, source: str, tokenizer) -> list[Document]:
-    """Split ``doc`` into chunks that each carry full provenance metadata.
+@dataclass
+class _Placed:
+    """A table or picture with where it sits in the document."""
+
+    item: DocItem
+    headings: list[str]
+    before: list[str]
+    after: list[str]
+
+
+def _placed_items(doc) -> Iterator[_Placed]:
+    """Tables and pictures in reading order, with their heading path and the text around them."""
+    headings: dict[int, str] = {}
+    texts: list[str] = []  # body text seen so far
+    pending: list[tuple[_Placed, int]] = []  # (item, len(texts) when seen) awaiting text after it
+    caption_refs = {
+        ref.cref for item in [*doc.tables, *doc.pictures] for ref in (item.captions or []) if ref.cref
+    }
+    for item, _ in doc.iterate_items(with_groups=False, traverse_pictures=False):
+        if isinstance(item, TitleItem | SectionHeaderItem):
+            level = item.level if isinstance(item, SectionHeaderItem) else 0
+            headings = {k: v for k, v in headings.items() if k < level} | {level: item.text}
+        elif isinstance(item, TableItem | PictureItem):
+            placed = _Placed(item, [headings[k] for k in sorted(headings)], texts[-CONTEXT_ITEMS:], [])
+            pending.append((placed, len(texts)))
+        elif isinstance(item, TextItem) and item.self_ref not in caption_refs and item.text.strip():
+            texts.append(item.text.strip())
+    for placed, seen in pending:
+        placed.after = texts[seen : seen + CONTEXT_ITEMS]
+        yield placed
+
+
+def _pages(items: list[DocItem]) -> list[int]:
+    return sorted({p.page_no for item in items for p in (item.prov or [])})
+
+
+def _table_pieces(markdown: str, prefix: str, tokenizer) -> list[str]:
+    """The table under ``prefix``; split by rows (header repeated) when over the token budget."""
+    whole = f"{prefix}{markdown}"
+    if tokenizer.count_tokens(whole) <= tokenizer.get_max_tokens():
+        return [whole]
+    lines = markdown.splitlines()
+    header, rows = lines[:2], lines[2:]
+    pieces, current = [], []
+    for row in rows:
+        candidate = "\n".join([*header, *current, row])
+        if current and tokenizer.count_tokens(prefix + candidate) > tokenizer.get_max_tokens():
+            pieces.append(prefix + "\n".join([*header, *current]))
+            current = []
+        current.append(row)
+    if current:
+        pieces.append(prefix + "\n".join([*header, *current]))
+    return pieces
+
+
+def chunk_document(doc, *, source: str, tokenizer, captioner=None) -> list[Document]:
+    """Split ``doc`` into text, table and picture chunks, each with full provenance.
 
     Metadata: ``chunk_id``, ``source``, ``doc_hash``, ``title``, ``kind``
     (text/table/picture), ``crefs`` (Docling self-refs of the items),
-    ``page`` (first page or -1), ``pages``, ``headings``, ``content_hash``,
-    ``chunk_index``, ``captioner`` (None for text), ``ingested_at``.
+    ``page`` (first page or -1), ``pages``, ``headings``, ``caption`` (the
+    document's own caption of a table/picture), ``content_hash``,
+    ``chunk_index``, ``captioner`` (who described a picture; None otherwise),
+    ``ingested_at``.
+
+    ``captioner`` describes pictures (``ingestion.captioning``); the default
+    uses the document's own caption and surrounding text.
     """
-    chunker = HybridChunker(tokenizer=tokenizer, merge_peers=True, serializer_provider=MarkdownTables())
-    doc_hash = (
-        str(doc.origin.binary_hash)
-        if doc.origin
-        else hashlib.sha256(doc.export_to_markdown().encode()).hexdigest()
-    )
+    doc_hash = document_hash(doc)
     now = datetime.now(UTC).isoformat(timespec="seconds")
     chunks: list[Document] = []
-    for index, chunk in enumerate(chunker.chunk(dl_doc=doc)):
-        text = chunker.contextualize(chunk=chunk).strip()
-        if not text:
-            continue
-        items = chunk.meta.doc_items
+
+    def add(text: str, items: list[DocItem], kind: str, headings: list[str], **extra) -> None:
         crefs = [item.self_ref for item in items]
-        pages = sorted({p.page_no for item in items for p in (item.prov or [])})
+        pages = _pages(items)
         cid = chunk_id(source, doc_hash, crefs, text)
         chunks.append(
             Document(
@@ -78,16 +160,64 @@ def chunk_document(doc, *, source: str, tokenizer) -> list[Document]:
                     "source": source,
                     "doc_hash": doc_hash,
                     "title": doc.name,
-                    "kind": _kind([str(item.label.value) for item in items]),
+                    "kind": kind,
                     "crefs": crefs,
                     "page": pages[0] if pages else -1,
                     "pages": pages,
-                    "headings": list(chunk.meta.headings or []),
+                    "headings": headings,
+                    "caption": extra.get("caption", ""),
                     "content_hash": hashlib.sha256(text.encode("utf-8")).hexdigest()[:16],
-                    "chunk_index": index,
-                    "captioner": None,
+                    "chunk_index": len(chunks),
+                    "captioner": extra.get("captioner"),
                     "ingested_at": now,
                 },
             )
         )
+
+    chunker = HybridChunker(tokenizer=tokenizer, merge_peers=True, serializer_provider=TextOnly())
+    for chunk in chunker.chunk(dl_doc=doc):
+        text = chunker.contextualize(chunk=chunk).strip()
+        items = [i for i in chunk.meta.doc_items if not isinstance(i, TableItem | PictureItem)]
+        if text and items:
+            add(text, items, "text", list(chunk.meta.headings or []))
+
+    # A picture with neither pixels nor a caption (an <img> whose source was not fetched)
+    # has nothing to describe: it gets no chunk.
+    placed = [
+        p
+        for p in _placed_items(doc)
+        if not isinstance(p.item, PictureItem)
+        or p.item.get_image(doc) is not None
+        or p.item.caption_text(doc)
+    ]
+    pictures = [p for p in placed if isinstance(p.item, PictureItem)]
+    inputs = [
+        PictureInput(
+            image=p.item.get_image(doc),
+            caption=p.item.caption_text(doc),
+            context=" ".join([*p.before, *p.after]),
+        )
+        for p in pictures
+    ]
+    captions = iter(caption_all(captioner or FallbackCaptioner(), inputs))
+    for p in placed:
+        # A table or picture with no heading (a CSV, a slide) is at least placed in its document.
+        prefix = "".join(f"{h}\n" for h in p.headings or [doc.name])
+        caption = p.item.caption_text(doc)
+        if isinstance(p.item, TableItem):
+            markdown = p.item.export_to_markdown(doc=doc).strip()
+            if not markdown:
+                continue
+            for piece in _table_pieces(markdown, prefix + (f"{caption}\n" if caption else ""), tokenizer):
+                add(piece, [p.item], "table", p.headings, caption=caption)
+        else:
+            described = next(captions)
+            add(
+                f"{prefix}Picture: {described.text}",
+                [p.item],
+                "picture",
+                p.headings,
+                caption=caption,
+                captioner=described.captioner,
+            )
     return chunks

@@ -1,20 +1,30 @@
-"""Find input files and convert them to ``DoclingDocument``s.
+"""Find input files, tell their format by content, and convert them to ``DoclingDocument``s.
 
-This first version reads the text formats (Markdown, plain text, HTML,
-AsciiDoc, CSV); PDFs, Office files and images arrive with the multimodal
-pipeline. Conversion errors are reported per file, never raised for the batch.
+Formats: PDF, DOCX, PPTX, XLSX, HTML, Markdown, plain text, AsciiDoc, CSV and
+images (PNG, JPEG, TIFF). The format comes from the bytes (magic numbers, the
+parts inside an Office zip), not from the name alone: a PDF called
+``report.docx`` is read as a PDF, and binary data called ``notes.md`` is an
+error naming the file. Conversion errors are reported per file, never raised
+for the batch.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import logging
+import shutil
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from functools import lru_cache
+from io import BytesIO
 from pathlib import Path
+from typing import Literal
 
 from docling.datamodel.base_models import InputFormat
 
-# Suffix -> Docling input format. Plain text is valid Markdown.
+log = logging.getLogger(__name__)
+
+# Suffix -> Docling input format, for the text formats a file's bytes cannot tell apart.
 SUPPORTED: dict[str, InputFormat] = {
     ".md": InputFormat.MD,
     ".markdown": InputFormat.MD,
@@ -25,7 +35,25 @@ SUPPORTED: dict[str, InputFormat] = {
     ".adoc": InputFormat.ASCIIDOC,
     ".asciidoc": InputFormat.ASCIIDOC,
     ".csv": InputFormat.CSV,
+    ".pdf": InputFormat.PDF,
+    ".docx": InputFormat.DOCX,
+    ".pptx": InputFormat.PPTX,
+    ".xlsx": InputFormat.XLSX,
+    ".png": InputFormat.IMAGE,
+    ".jpg": InputFormat.IMAGE,
+    ".jpeg": InputFormat.IMAGE,
+    ".tif": InputFormat.IMAGE,
+    ".tiff": InputFormat.IMAGE,
 }
+_BINARY_MAGIC: list[tuple[bytes, InputFormat]] = [
+    (b"%PDF-", InputFormat.PDF),
+    (b"\x89PNG\r\n\x1a\n", InputFormat.IMAGE),
+    (b"\xff\xd8\xff", InputFormat.IMAGE),
+    (b"II*\x00", InputFormat.IMAGE),
+    (b"MM\x00*", InputFormat.IMAGE),
+]
+# Office Open XML files are zips; the folder of their main part names the format.
+_ZIP_PARTS = {"word/": InputFormat.DOCX, "ppt/": InputFormat.PPTX, "xl/": InputFormat.XLSX}
 
 
 class UnsupportedFormatError(ValueError):
@@ -54,7 +82,7 @@ def discover(paths: Iterable[str | Path], exclude: Iterable[str] = ()) -> Iterat
 
 
 def check_supported(path: Path) -> InputFormat:
-    """The Docling format for ``path``, or ``UnsupportedFormatError`` naming it."""
+    """The Docling format for ``path`` by its suffix, or ``UnsupportedFormatError`` naming it."""
     fmt = SUPPORTED.get(path.suffix.lower())
     if fmt is None:
         raise UnsupportedFormatError(
@@ -64,37 +92,233 @@ def check_supported(path: Path) -> InputFormat:
     return fmt
 
 
-@lru_cache(maxsize=1)
-def converter():
-    """One Docling converter per process (it caches its pipelines)."""
-    from docling.document_converter import DocumentConverter
+def detect_format(path: Path, data: bytes) -> InputFormat:
+    """The Docling format of ``data`` (the bytes of ``path``), by content first.
 
-    return DocumentConverter(allowed_formats=sorted(set(SUPPORTED.values()), key=str))
+    Binary formats are recognised by their magic numbers whatever the file is
+    called; text formats (which bytes cannot tell apart) by the suffix, after
+    checking the bytes really are text.
+
+    Raises:
+        UnsupportedFormatError: neither the content nor the suffix is a supported format,
+            or a text suffix holds binary data.
+    """
+    for magic, fmt in _BINARY_MAGIC:
+        if data.startswith(magic):
+            return fmt
+    if data.startswith(b"PK\x03\x04"):
+        import zipfile
+
+        try:
+            names = zipfile.ZipFile(BytesIO(data)).namelist()
+        except zipfile.BadZipFile as exc:
+            raise UnsupportedFormatError(f"{path}: a damaged zip archive ({exc})") from exc
+        for prefix, fmt in _ZIP_PARTS.items():
+            if any(n.startswith(prefix) for n in names):
+                return fmt
+        raise UnsupportedFormatError(f"{path}: a zip archive that is not a DOCX, PPTX or XLSX file")
+    fmt = check_supported(path)
+    if fmt in (InputFormat.PDF, InputFormat.DOCX, InputFormat.PPTX, InputFormat.XLSX, InputFormat.IMAGE):
+        raise UnsupportedFormatError(
+            f"{path}: named {path.suffix} but its content is not a {fmt.value.upper()} file "
+            "(truncated, corrupt or mislabelled)"
+        )
+    if b"\x00" in data[:8192]:
+        raise UnsupportedFormatError(f"{path}: named {path.suffix} but holds binary data, not text")
+    return fmt
 
 
-def convert(path: Path):
+MAX_FILE_BYTES = 100 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class ConvertOptions:
+    """How files are converted.
+
+    ``allow_fetch`` lets HTML and Markdown load the images they reference from
+    the network or the disk; off by default, because a document that makes the
+    ingesting machine fetch ``http://169.254.169.254/...`` or read
+    ``file:///etc/passwd`` is a server-side request forgery / local file
+    disclosure hole. Inline ``data:`` images are always read.
+    """
+
+    allow_fetch: bool = False
+    max_file_bytes: int = MAX_FILE_BYTES
+    max_pages: int | None = None
+    pdf_pipeline: Literal["auto", "standard", "native"] = "auto"
+
+
+_warned_native = False
+
+
+def layout_models_present() -> bool:
+    """True when Docling's layout model is on this machine (artifacts path or Hugging Face cache).
+
+    Checked without any network access, so an offline machine learns in
+    milliseconds that the standard PDF pipeline cannot run, instead of
+    blocking on a download attempt.
+    """
+    from docling.datamodel.pipeline_options import LayoutObjectDetectionOptions
+    from docling.datamodel.settings import settings
+
+    spec = LayoutObjectDetectionOptions().model_spec
+    if settings.artifacts_path is not None:
+        return (Path(settings.artifacts_path) / spec.repo_id.replace("/", "--")).is_dir()
+    from huggingface_hub import snapshot_download
+
+    try:
+        snapshot_download(spec.repo_id, revision=spec.revision, local_files_only=True)
+    except Exception:  # LocalEntryNotFoundError and friends: not cached
+        return False
+    return True
+
+
+def _table_models_importable() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("docling_ibm_models") is not None
+
+
+def _pdf_option(options: ConvertOptions):
+    """The standard PDF pipeline when its models are here, else the native one (with one warning)."""
+    global _warned_native
+    from docling.datamodel.pipeline_options import NativePdfPipelineOptions, PdfPipelineOptions
+    from docling.document_converter import NativePdfFormatOption, PdfFormatOption
+
+    standard = options.pdf_pipeline == "standard" or (
+        options.pdf_pipeline == "auto" and layout_models_present()
+    )
+    if standard:
+        pipeline = PdfPipelineOptions(
+            do_table_structure=_table_models_importable(),
+            do_ocr=shutil.which("tesseract") is not None,
+            generate_picture_images=True,
+            images_scale=2.0,
+        )
+        if pipeline.do_ocr:
+            from docling.datamodel.pipeline_options import TesseractCliOcrOptions
+
+            pipeline.ocr_options = TesseractCliOcrOptions(lang=["eng"])
+        return PdfFormatOption(pipeline_options=pipeline)
+    if not _warned_native:
+        _warned_native = True
+        log.warning(
+            "Docling's layout models are not on this machine: PDFs are read with the native "
+            "pipeline (text lines with page numbers and embedded pictures; no headings, no table "
+            "structure, no OCR of scanned pages). For the full pipeline install "
+            "'rag-graphs[layout]' and fetch the models once with `docling-tools models download` "
+            "(or set DOCLING_ARTIFACTS_PATH to a folder holding them)."
+        )
+    native = NativePdfPipelineOptions(
+        parser_threads=1, generate_page_images=False, generate_picture_images=True
+    )
+    return NativePdfFormatOption(pipeline_options=native)
+
+
+@lru_cache(maxsize=4)
+def converter(options: ConvertOptions = ConvertOptions()):
+    """One Docling converter per options (it caches its pipelines)."""
+    from docling.datamodel.backend_options import HTMLBackendOptions, MarkdownBackendOptions
+    from docling.document_converter import DocumentConverter, HTMLFormatOption, MarkdownFormatOption
+
+    fetch = {
+        "fetch_images": True,  # data: URIs; remote and local only with the two flags below
+        "enable_remote_fetch": options.allow_fetch,
+        "enable_local_fetch": options.allow_fetch,
+    }
+    return DocumentConverter(
+        allowed_formats=sorted(set(SUPPORTED.values()) - {InputFormat.IMAGE}, key=str),
+        format_options={
+            InputFormat.PDF: _pdf_option(options),
+            InputFormat.HTML: HTMLFormatOption(backend_options=HTMLBackendOptions(**fetch)),
+            InputFormat.MD: MarkdownFormatOption(backend_options=MarkdownBackendOptions(**fetch)),
+        },
+    )
+
+
+def convert(path: Path, options: ConvertOptions = ConvertOptions()):
     """Convert one file to a ``DoclingDocument``.
 
     Raises:
-        UnsupportedFormatError: the suffix is not supported.
-        ValueError: Docling could not read the file (message names the file).
+        UnsupportedFormatError: the content is no supported format (the message says why).
+        ValueError: the file is empty, too large, or Docling could not read it
+            (corrupt, truncated, password-protected); the message names the file.
     """
-    check_supported(path)
-    from io import BytesIO
+    from docling.datamodel.base_models import ConversionStatus, DocumentStream
 
-    from docling.datamodel.base_models import ConversionStatus
-    from docling.document_converter import DocumentStream
-
+    size = path.stat().st_size
+    if size > options.max_file_bytes:
+        raise ValueError(
+            f"{path}: {size / 1e6:.1f} MB is over the {options.max_file_bytes / 1e6:.0f} MB limit "
+            "(raise it with --max-file-mb)"
+        )
     data = path.read_bytes()
     if not data.strip():
         raise ValueError(f"{path}: file is empty")
-    if path.suffix.lower() == ".txt":
+    fmt = detect_format(path, data)
+    if path.suffix.lower() == ".txt" and fmt is InputFormat.MD:
         return _text_document(path, data)
-    result = converter().convert(DocumentStream(name=path.name, stream=BytesIO(data)), raises_on_error=False)
+    if fmt is InputFormat.IMAGE:
+        return _image_document(path, data)
+    # The stream is named with the detected format's suffix, so Docling reads what we detected.
+    name = path.name if SUPPORTED.get(path.suffix.lower()) is fmt else f"{path.stem}.{_SUFFIX[fmt]}"
+    kwargs = {"max_num_pages": options.max_pages} if options.max_pages else {}
+    try:
+        result = converter(options).convert(
+            DocumentStream(name=name, stream=BytesIO(data)), raises_on_error=False, **kwargs
+        )
+    except ImportError as exc:  # a format's optional dependency is missing
+        raise ValueError(f"{path}: {exc}") from exc
     if result.status not in (ConversionStatus.SUCCESS, ConversionStatus.PARTIAL_SUCCESS):
         errors = "; ".join(e.error_message for e in result.errors) or str(result.status)
-        raise ValueError(f"{path}: Docling could not convert it ({errors})")
+        hint = " (password-protected?)" if fmt is InputFormat.PDF and _encrypted(data) else ""
+        raise ValueError(f"{path}: Docling could not convert it{hint} ({errors})")
     return result.document
+
+
+_SUFFIX = {
+    InputFormat.PDF: "pdf",
+    InputFormat.DOCX: "docx",
+    InputFormat.PPTX: "pptx",
+    InputFormat.XLSX: "xlsx",
+    InputFormat.HTML: "html",
+    InputFormat.MD: "md",
+    InputFormat.ASCIIDOC: "adoc",
+    InputFormat.CSV: "csv",
+}
+
+
+def _encrypted(data: bytes) -> bool:
+    return b"/Encrypt" in data[-4096:] or b"/Encrypt" in data[:4096]
+
+
+def _image_document(path: Path, data: bytes):
+    """An image file as a one-page DoclingDocument holding one picture.
+
+    Docling reads images through its layout and OCR models; without them the
+    picture itself is what we keep, and the captioner describes it.
+    """
+    import hashlib
+
+    from docling_core.types.doc import BoundingBox, DoclingDocument, ImageRef, ProvenanceItem, Size
+    from docling_core.types.doc.document import DocumentOrigin
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        image = Image.open(BytesIO(data))
+        image.load()
+    except (UnidentifiedImageError, OSError) as exc:
+        raise ValueError(f"{path}: not a readable image ({exc})") from exc
+    digest = int.from_bytes(hashlib.sha256(data).digest()[:8], "big")
+    mimetype = Image.MIME.get(image.format or "", "image/png")
+    doc = DoclingDocument(
+        name=path.stem, origin=DocumentOrigin(mimetype=mimetype, binary_hash=digest, filename=path.name)
+    )
+    width, height = image.size
+    doc.add_page(page_no=1, size=Size(width=width, height=height))
+    prov = ProvenanceItem(page_no=1, bbox=BoundingBox(l=0, t=0, r=width, b=height), charspan=(0, 0))
+    doc.add_picture(image=ImageRef.from_pil(image.convert("RGB"), dpi=72), prov=prov)
+    return doc
 
 
 def _text_document(path: Path, data: bytes):

@@ -11,11 +11,13 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from tqdm.auto import tqdm
 
+from ingestion.captioning import Captioner, CaptionPrompt, load_captioner
 from ingestion.chunking import chunk_document
-from ingestion.convert import convert, discover
+from ingestion.convert import MAX_FILE_BYTES, ConvertOptions, convert, discover
 from ingestion.embeddings import EMBEDDED, chunk_tokenizer, load_embeddings
 from ingestion.store import ChunkIndex, open_index
 
@@ -28,6 +30,7 @@ class FileResult:
     chunks: int = 0
     added: int = 0
     removed_stale: int = 0
+    kinds: dict[str, int] = field(default_factory=dict)  # chunks per kind (text/table/picture)
     error: str | None = None
 
 
@@ -55,10 +58,20 @@ class IngestReport:
     def added(self) -> int:
         return sum(f.added for f in self.files)
 
+    @property
+    def kinds(self) -> dict[str, int]:
+        """Chunks per kind over all files."""
+        out: dict[str, int] = {}
+        for f in self.files:
+            for kind, n in f.kinds.items():
+                out[kind] = out.get(kind, 0) + n
+        return out
+
     def summary(self) -> str:
+        kinds = ", ".join(f"{n} {kind}" for kind, n in sorted(self.kinds.items())) or "none"
         lines = [
             f"{len(self.ok)} file(s) ingested, {len(self.failed)} failed; "
-            f"{self.chunks} chunks ({self.added} new, {self.chunks - self.added} already stored); "
+            f"{self.chunks} chunks ({kinds}; {self.added} new, {self.chunks - self.added} already stored); "
             f"{self.total_chunks_in_store} chunks in the store; {self.seconds:.1f}s"
         ]
         lines += [f"  FAILED {f.error}" for f in self.failed]
@@ -68,14 +81,19 @@ class IngestReport:
 def ingest(
     paths: Iterable[str | Path],
     *,
-    uri: str,
-    collection: str,
+    uri: str | None = None,
+    collection: str | None = None,
     embeddings: str = EMBEDDED,
     hybrid: bool = True,
     exclude: Iterable[str] = (),
     progress: bool = True,
     index: ChunkIndex | None = None,
     on_file: Callable[[FileResult], None] | None = None,
+    captioner: str | Captioner | None = None,
+    caption_prompt: CaptionPrompt = "describe",
+    allow_fetch: bool = False,
+    max_file_bytes: int = MAX_FILE_BYTES,
+    context: Any = None,
 ) -> IngestReport:
     """Ingest files and folders into the Milvus collection ``collection`` at ``uri``.
 
@@ -90,24 +108,43 @@ def ingest(
         progress: show a progress bar.
         index: an already-open index (overrides uri/collection/embeddings).
         on_file: called after each file, for live reporting.
+        captioner: who describes pictures: a spec (``fallback``, ``tesseract``,
+            ``api:<url>#<model>``, ``ollama:granite3.2-vision``...) or a ``Captioner``.
+        caption_prompt: ``describe``, ``extract_text`` or ``chart``.
+        allow_fetch: let HTML/Markdown fetch the remote or local images they reference.
+        max_file_bytes: files over this size are refused (reported, not read).
+        context: an object with ``store_uri``, ``collection`` and ``embeddings``
+            (a ``RagContext``) supplying what ``uri``/``collection``/``embeddings`` leave out.
 
     Raises:
         FileNotFoundError: a path does not exist (checked before any work).
         ingestion.store.StoreLockedError: another process holds the store.
     """
     start = time.perf_counter()
+    if context is not None:
+        uri = uri or context.store_uri
+        collection = collection or context.collection
+        if embeddings == EMBEDDED and isinstance(getattr(context, "embeddings", None), str):
+            embeddings = context.embeddings
     files = list(discover(paths, exclude))
     if index is None:
+        if not uri or not collection:
+            raise ValueError("ingest needs uri and collection (or context=RagContext(...))")
         index = open_index(uri, collection, load_embeddings(embeddings), hybrid=hybrid)
     tokenizer = chunk_tokenizer(embeddings)
+    describer = load_captioner(captioner, prompt=caption_prompt)
+    options = ConvertOptions(allow_fetch=allow_fetch, max_file_bytes=max_file_bytes)
     report = IngestReport()
     for path in tqdm(files, desc="ingest", unit="file", disable=not progress):
         result = FileResult(path=str(path))
         try:
-            doc = convert(path)
+            doc = convert(path, options)
             source = str(path.resolve())
-            chunks = chunk_document(doc, source=source, tokenizer=tokenizer)
+            chunks = chunk_document(doc, source=source, tokenizer=tokenizer, captioner=describer)
             result.chunks = len(chunks)
+            for chunk in chunks:
+                kind = chunk.metadata["kind"]
+                result.kinds[kind] = result.kinds.get(kind, 0) + 1
             result.added = index.add(chunks)
             if chunks:
                 result.removed_stale = index.delete_stale(source, chunks[0].metadata["doc_hash"])

@@ -187,7 +187,9 @@ class ChunkIndex:
         """Embed and insert the chunks not stored yet; return how many were new.
 
         Every chunk needs ``metadata["chunk_id"]``. Chunks already present are
-        skipped before embedding, so re-ingesting costs only the lookups.
+        skipped before embedding, so re-ingesting costs only the lookups. If
+        embedding or inserting fails part-way, the chunks this call inserted
+        are deleted again before the error propagates.
         """
         ids = [c.metadata["chunk_id"] for c in chunks]
         with self._lock:
@@ -198,9 +200,18 @@ class ChunkIndex:
                 if cid not in known and cid not in seen:
                     seen.add(cid)
                     new.append(chunk)
-            for i in range(0, len(new), _BATCH):
-                batch = new[i : i + _BATCH]
-                self.store.add_documents(batch, ids=[c.metadata["chunk_id"] for c in batch])
+            inserted: list[str] = []
+            try:
+                for i in range(0, len(new), _BATCH):
+                    batch = new[i : i + _BATCH]
+                    batch_ids = [c.metadata["chunk_id"] for c in batch]
+                    self.store.add_documents(batch, ids=batch_ids)
+                    inserted += batch_ids
+            except BaseException:
+                # All of a call's chunks or none: a file is never left half-stored.
+                if inserted:
+                    self.client.delete(self.collection, ids=inserted)
+                raise
         return len(new)
 
     def delete_stale(self, source: str, doc_hash: str) -> int:
@@ -210,6 +221,18 @@ class ChunkIndex:
         expr = f"source == {quote(source)} and doc_hash != {quote(doc_hash)}"
         with self._lock:
             rows = self.client.query(self.collection, filter=expr, output_fields=[PRIMARY_FIELD])
+            if rows:
+                self.client.delete(self.collection, ids=[r[PRIMARY_FIELD] for r in rows])
+        return len(rows)
+
+    def delete_source(self, source: str) -> int:
+        """Delete every chunk of ``source``; return how many were removed."""
+        if not self._exists():
+            return 0
+        with self._lock:
+            rows = self.client.query(
+                self.collection, filter=f"source == {quote(source)}", output_fields=[PRIMARY_FIELD]
+            )
             if rows:
                 self.client.delete(self.collection, ids=[r[PRIMARY_FIELD] for r in rows])
         return len(rows)
@@ -290,6 +313,24 @@ class ChunkIndex:
         finally:
             iterator.close()
         return out
+
+    def sources(self, *, batch_size: int = 1000) -> dict[str, dict[str, int]]:
+        """Chunk counts per kind for every indexed source: ``{source: {"text": 12, "table": 2}}``."""
+        if not self._exists():
+            return {}
+        out: dict[str, dict[str, int]] = {}
+        iterator = self.client.query_iterator(
+            self.collection, batch_size=batch_size, filter="", output_fields=["source", "kind"]
+        )
+        try:
+            while batch := iterator.next():
+                for row in batch:
+                    kinds = out.setdefault(str(row.get("source")), {})
+                    kind = str(row.get("kind") or "text")
+                    kinds[kind] = kinds.get(kind, 0) + 1
+        finally:
+            iterator.close()
+        return dict(sorted(out.items()))
 
     def count(self) -> int:
         """Number of stored chunks."""

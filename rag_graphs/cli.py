@@ -46,33 +46,108 @@ def _fail(message: str) -> None:
 
 @app.command()
 def ingest(
-    paths: Annotated[list[Path], typer.Argument(help="files or folders (folders recurse)")],
+    paths: Annotated[list[Path] | None, typer.Argument(help="files or folders (folders recurse)")] = None,
     store: StoreOpt = None,
     collection: CollOpt = None,
     exclude: Annotated[list[str] | None, typer.Option(help="glob of files to skip (repeatable)")] = None,
     dense_only: Annotated[bool, typer.Option(help="create the collection without BM25")] = False,
+    delete: Annotated[
+        list[Path] | None,
+        typer.Option("--delete", help="remove a source (file, or every file under a folder) from the store"),
+    ] = None,
+    captioner: Annotated[
+        str,
+        typer.Option(
+            help="who describes pictures: fallback (caption + nearby text), tesseract, "
+            "api:<url>#<model>, or a vision chat model spec such as ollama:granite3.2-vision"
+        ),
+    ] = "fallback",
+    caption_prompt: Annotated[
+        str, typer.Option(help="picture prompt: describe, extract_text or chart")
+    ] = "describe",
+    allow_fetch: Annotated[
+        bool, typer.Option(help="let HTML/Markdown fetch the remote and local images they reference")
+    ] = False,
+    max_file_mb: Annotated[float, typer.Option(help="refuse files larger than this")] = 100.0,
 ) -> None:
-    """Convert files with Docling, chunk, embed and store them in Milvus."""
+    """Convert files with Docling, chunk, embed and store them in Milvus.
+
+    Unchanged files add nothing; a changed file replaces its old chunks.
+    """
     from ingestion import StoreLockedError
     from ingestion import ingest as run_ingest
 
+    if not paths and not delete:
+        _fail("give files or folders to ingest, or --delete PATH")
     ctx = _context(store, collection)
     if not isinstance(ctx.embeddings, str):  # pragma: no cover - env gives strings
         _fail("embeddings must be a spec string on the command line")
+    if delete:
+        from rag_graphs.retrieval import index_for
+
+        try:
+            index = index_for(ctx)
+        except StoreLockedError as exc:
+            _fail(str(exc))
+        indexed = index.sources()
+        for target in delete:
+            path = str(target.expanduser().resolve())
+            matches = [s for s in indexed if s == path or s.startswith(path.rstrip("/") + "/")]
+            if not matches:
+                _fail(f"{target}: not an indexed source (see `rag-graphs sources`)")
+            removed = sum(index.delete_source(s) for s in matches)
+            console.print(f"removed {removed} chunks of {len(matches)} source(s) under {target}")
+        index.flush()
+        if not paths:
+            return
     try:
         report = run_ingest(
-            paths,
+            paths or [],
             uri=ctx.store_uri,
             collection=ctx.collection,
             embeddings=ctx.embeddings,
             hybrid=not dense_only,
             exclude=exclude or (),
+            captioner=captioner,
+            caption_prompt=caption_prompt,  # type: ignore[arg-type]
+            allow_fetch=allow_fetch,
+            max_file_bytes=int(max_file_mb * 1024 * 1024),
         )
-    except (FileNotFoundError, StoreLockedError) as exc:
+    except (FileNotFoundError, StoreLockedError, ValueError, RuntimeError) as exc:
         _fail(str(exc))
     console.print(report.summary())
     if report.failed and not report.ok:
         raise typer.Exit(1)
+
+
+@app.command()
+def sources(store: StoreOpt = None, collection: CollOpt = None) -> None:
+    """List the indexed sources with their chunk counts per kind."""
+    from rich.table import Table
+
+    from ingestion import StoreLockedError
+    from rag_graphs.retrieval import index_for
+
+    ctx = _context(store, collection)
+    try:
+        indexed = index_for(ctx).sources()
+    except StoreLockedError as exc:
+        _fail(str(exc))
+    if not indexed:
+        console.print(f"collection {ctx.collection!r} at {ctx.store_uri} holds no chunks")
+        return
+    import os
+
+    kinds = ("text", "table", "picture")
+    local = [s for s in indexed if os.path.isabs(s)]
+    root = os.path.commonpath(local) if len(local) > 1 else os.path.dirname(local[0]) if local else ""
+    root = root if root and not os.path.isfile(root) else os.path.dirname(root)
+    title = f"{ctx.collection} in {ctx.store_uri}" + (f"\nsources under {root}" if root else "")
+    table = Table("source", *kinds, "total", title=title)
+    for source, counts in indexed.items():
+        shown = os.path.relpath(source, root) if root and source in local else source
+        table.add_row(shown, *(str(counts.get(k, 0)) for k in kinds), str(sum(counts.values())))
+    console.print(table)
 
 
 def _step_line(number: int, step: dict) -> str:

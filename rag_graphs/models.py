@@ -77,13 +77,21 @@ def _embedded(max_tokens: int) -> BaseChatModel:
         # 256-token repetition loops on hard questions; 1.1 (llama.cpp's usual
         # value) does not, at the price of occasional number drift ("320.57 m").
         repeat_penalty=1.1,
-        n_threads=max(1, os.cpu_count() or 1),
+        n_threads=usable_cpus(),
         verbose=False,
         # llama.cpp reports token counts only on non-streamed completions;
         # LangChain would otherwise stream inside graph runs and lose them.
         streaming=False,
         disable_streaming=True,
     )
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on (its affinity mask: ``taskset``, cgroup cpusets), not the host's."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - macOS, Windows
+        return max(1, os.cpu_count() or 1)
 
 
 def _hf_local(path: str, max_tokens: int) -> BaseChatModel:

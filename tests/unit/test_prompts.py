@@ -12,6 +12,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # The variables each template's callers pass (grep load_prompt("name") to find them).
 EXPECTED_VARIABLES = {
+    "picture_describe": {"caption", "context"},
+    "picture_extract_text": {"caption", "context"},
+    "picture_chart": {"caption", "context"},
     "answer_with_citations": {"context", "question"},
     "json_format_instructions": {"schema"},
     "answer_with_notes": {"context", "notes", "question"},

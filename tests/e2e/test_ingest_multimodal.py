@@ -1,0 +1,37 @@
+"""A mixed folder on the embedded embeddings: tables and pictures are found by questions about them."""
+
+from __future__ import annotations
+
+import pytest
+
+from ingestion import ingest, load_embeddings, open_index
+from tests import doc_fixtures as fx
+
+pytestmark = pytest.mark.embedded
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory):
+    docs = tmp_path_factory.mktemp("mixed")
+    fx.docx(docs), fx.pptx(docs), fx.xlsx(docs), fx.html(docs), fx.pdf(docs)
+    fx.picture(docs / "sea.png")
+    (docs / "notes.md").write_text("# Crew\n\nThe Kestrel crew is led by Mara Voss, a hydrographer.\n")
+    uri = str(tmp_path_factory.mktemp("store") / "milvus.db")
+    report = ingest([docs], uri=uri, collection="mixed", progress=False)
+    assert not report.failed, report.summary()
+    assert set(report.kinds) == {"text", "table", "picture"}
+    return open_index(uri, "mixed", load_embeddings("embedded"))
+
+
+@pytest.mark.parametrize("mode", ["dense", "hybrid"])
+def test_a_question_about_a_table_finds_the_table(index, mode):
+    hits = index.search("What is the range in km of the Petrel glider?", k=3, mode=mode)
+    assert any(d.metadata["kind"] == "table" and "| Petrel" in d.page_content for d, _ in hits)
+
+
+@pytest.mark.parametrize("mode", ["dense", "hybrid"])
+def test_a_question_about_a_picture_caption_finds_the_picture(index, mode):
+    hits = index.search("diving profile figure of the Kestrel glider", k=3, mode=mode)
+    pictures = [d for d, _ in hits if d.metadata["kind"] == "picture"]
+    assert pictures and fx.PICTURE_CAPTION in pictures[0].page_content
+    assert pictures[0].metadata["captioner"] == "fallback" and pictures[0].metadata["crefs"]
