@@ -121,16 +121,20 @@ def ingest(
         ingestion.store.StoreLockedError: another process holds the store.
     """
     start = time.perf_counter()
+    model = None
     if context is not None:
         uri = uri or context.store_uri
         collection = collection or context.collection
-        if embeddings == EMBEDDED and isinstance(getattr(context, "embeddings", None), str):
-            embeddings = context.embeddings
+        given = getattr(context, "embeddings", None)
+        if isinstance(given, str):
+            embeddings = given if embeddings == EMBEDDED else embeddings
+        elif given is not None:  # an Embeddings instance (chunk sizes still use the embedded tokenizer)
+            model = given
     files = list(discover(paths, exclude))
     if index is None:
         if not uri or not collection:
             raise ValueError("ingest needs uri and collection (or context=RagContext(...))")
-        index = open_index(uri, collection, load_embeddings(embeddings), hybrid=hybrid)
+        index = open_index(uri, collection, model or load_embeddings(embeddings), hybrid=hybrid)
     tokenizer = chunk_tokenizer(embeddings)
     describer = load_captioner(captioner, prompt=caption_prompt)
     options = ConvertOptions(allow_fetch=allow_fetch, max_file_bytes=max_file_bytes)

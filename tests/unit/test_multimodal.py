@@ -279,3 +279,12 @@ def test_cli_sources_lists_kinds_and_delete_removes_a_source(tmp_path):
     (bad / "x.pdf").write_bytes(b"%PDF-1.4 broken")
     failed = runner.invoke(app, ["ingest", str(bad), "--store", store])
     assert failed.exit_code == 1 and "x.pdf" in failed.output
+
+
+def test_ingest_takes_a_rag_context(tmp_path, make_context, demo_corpus):
+    ctx = make_context()
+    report = ingest([demo_corpus], context=ctx, progress=False)
+    assert not report.failed and report.total_chunks_in_store == report.chunks > 5
+    from rag_graphs.retrieval import search
+
+    assert search(ctx, "Velmora Institute")  # the graphs see what was ingested
