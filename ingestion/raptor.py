@@ -112,7 +112,7 @@ def build_tree(
         )
         for d, _ in leaves
     ]
-    tree.add(copies)
+    tree.add(copies, vectors=[v for _, v in leaves])  # leaves keep their stored vectors
     nodes = [d for d, _ in leaves]
     vectors = np.array([v for _, v in leaves], dtype=float)
     for level in range(1, max_levels + 1):

@@ -183,29 +183,43 @@ class ChunkIndex:
             found.update(r[PRIMARY_FIELD] for r in rows)
         return found
 
-    def add(self, chunks: list[Document]) -> int:
+    def add(self, chunks: list[Document], vectors: list[list[float]] | None = None) -> int:
         """Embed and insert the chunks not stored yet; return how many were new.
 
         Every chunk needs ``metadata["chunk_id"]``. Chunks already present are
-        skipped before embedding, so re-ingesting costs only the lookups. If
+        skipped before embedding, so re-ingesting costs only the lookups.
+        ``vectors`` (one per chunk) skips embedding for chunks already embedded
+        with this collection's model. If
         embedding or inserting fails part-way, the chunks this call inserted
         are deleted again before the error propagates.
         """
         ids = [c.metadata["chunk_id"] for c in chunks]
+        if vectors is not None and len(vectors) != len(chunks):
+            raise ValueError(f"add: {len(chunks)} chunks but {len(vectors)} vectors")
         with self._lock:
             known = self.existing_ids(ids)
             seen: set[str] = set()
-            new = []
-            for cid, chunk in zip(ids, chunks, strict=True):
+            new, new_vectors = [], []
+            for i, (cid, chunk) in enumerate(zip(ids, chunks, strict=True)):
                 if cid not in known and cid not in seen:
                     seen.add(cid)
                     new.append(chunk)
+                    if vectors is not None:
+                        new_vectors.append(list(vectors[i]))
             inserted: list[str] = []
             try:
                 for i in range(0, len(new), _BATCH):
                     batch = new[i : i + _BATCH]
                     batch_ids = [c.metadata["chunk_id"] for c in batch]
-                    self.store.add_documents(batch, ids=batch_ids)
+                    if vectors is None:
+                        self.store.add_documents(batch, ids=batch_ids)
+                    else:  # already embedded (a copy from another collection): no second embedding
+                        self.store.add_embeddings(
+                            [c.page_content for c in batch],
+                            new_vectors[i : i + _BATCH],
+                            [dict(c.metadata) for c in batch],
+                            ids=batch_ids,
+                        )
                     inserted += batch_ids
             except BaseException:
                 # All of a call's chunks or none: a file is never left half-stored.

@@ -136,3 +136,21 @@ def test_sources_with_control_characters_are_stored_and_cleaned_up(index: ChunkI
     source = "/odd\nname\t.md"
     index.add([_chunk("n1", "text one", source=source, doc_hash="old")])
     assert index.delete_stale(source, "new") == 1
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "dense"])
+def test_chunks_added_with_their_vectors_are_not_embedded_again(index: ChunkIndex, fake_embeddings, mode):
+    vectors = fake_embeddings.embed_documents([c.page_content for c in CHUNKS])
+
+    class Refuses(type(fake_embeddings)):
+        def embed_documents(self, texts):
+            raise AssertionError("embedded again")
+
+    index.store.embedding_func = Refuses(size=32)
+    assert index.add(CHUNKS, vectors=vectors) == 3
+    index.store.embedding_func = fake_embeddings
+    index.flush()
+    hits = index.search("Springfield is the capital of Illinois.", k=1, mode=mode)
+    assert hits[0][0].id == "c2" and hits[0][0].metadata["headings"] == ["H"]
+    with pytest.raises(ValueError, match="3 chunks but 2 vectors"):
+        index.add(CHUNKS, vectors=vectors[:2])
