@@ -146,6 +146,7 @@ class ConvertOptions:
     max_file_bytes: int = MAX_FILE_BYTES
     max_pages: int | None = None
     pdf_pipeline: Literal["auto", "standard", "native"] = "auto"
+    docling_serve: str | None = None  # base URL of a Docling Serve instance that converts instead
 
 
 _warned_native = False
@@ -258,6 +259,8 @@ def convert(path: Path, options: ConvertOptions = ConvertOptions()):
     fmt = detect_format(path, data)
     if path.suffix.lower() == ".txt" and fmt is InputFormat.MD:
         return _text_document(path, data)
+    if options.docling_serve:
+        return convert_remote(path, data, options.docling_serve)
     if fmt is InputFormat.IMAGE:
         return _image_document(path, data)
     # The stream is named with the detected format's suffix, so Docling reads what we detected.
@@ -274,6 +277,38 @@ def convert(path: Path, options: ConvertOptions = ConvertOptions()):
         hint = " (password-protected?)" if fmt is InputFormat.PDF and _encrypted(data) else ""
         raise ValueError(f"{path}: Docling could not convert it{hint} ({errors})")
     return result.document
+
+
+def convert_remote(path: Path, data: bytes, url: str, *, timeout: float = 600.0):
+    """Convert with a Docling Serve instance (``POST /v1/convert/file``, DoclingDocument JSON back).
+
+    For machines without Docling's models, or conversion at scale: the server
+    runs the full pipelines (layout, tables, OCR, picture images embedded in
+    the JSON) and chunking, captioning and provenance stay here, unchanged.
+    ``DOCLING_SERVE_API_KEY`` is sent as ``X-Api-Key`` when set.
+    """
+    import os
+
+    import httpx
+    from docling_core.types.doc import DoclingDocument
+
+    endpoint = url.rstrip("/") + "/v1/convert/file"
+    headers = {"X-Api-Key": key} if (key := os.environ.get("DOCLING_SERVE_API_KEY")) else {}
+    form = {"to_formats": "json", "image_export_mode": "embedded"}
+    try:
+        response = httpx.post(
+            endpoint, files={"files": (path.name, data)}, data=form, headers=headers, timeout=timeout
+        )
+    except httpx.HTTPError as exc:
+        raise ValueError(f"{path}: Docling Serve at {url} is unreachable ({exc})") from exc
+    if response.status_code != 200:
+        raise ValueError(f"{path}: Docling Serve answered HTTP {response.status_code}: {response.text[:300]}")
+    body = response.json()
+    document = (body.get("document") or {}).get("json_content")
+    if body.get("status") not in ("success", "partial_success") or not document:
+        errors = "; ".join(e.get("error_message", "") for e in body.get("errors") or [])
+        raise ValueError(f"{path}: Docling Serve could not convert it ({errors or body.get('status')})")
+    return DoclingDocument.model_validate(document)
 
 
 _SUFFIX = {

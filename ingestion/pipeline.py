@@ -93,6 +93,7 @@ def ingest(
     caption_prompt: CaptionPrompt = "describe",
     allow_fetch: bool = False,
     max_file_bytes: int = MAX_FILE_BYTES,
+    docling_serve: str | None = None,
     context: Any = None,
 ) -> IngestReport:
     """Ingest files and folders into the Milvus collection ``collection`` at ``uri``.
@@ -113,6 +114,7 @@ def ingest(
         caption_prompt: ``describe``, ``extract_text`` or ``chart``.
         allow_fetch: let HTML/Markdown fetch the remote or local images they reference.
         max_file_bytes: files over this size are refused (reported, not read).
+        docling_serve: URL of a Docling Serve instance to convert with (instead of in process).
         context: an object with ``store_uri``, ``collection`` and ``embeddings``
             (a ``RagContext``) supplying what ``uri``/``collection``/``embeddings`` leave out.
 
@@ -137,7 +139,9 @@ def ingest(
         index = open_index(uri, collection, model or load_embeddings(embeddings), hybrid=hybrid)
     tokenizer = chunk_tokenizer(embeddings)
     describer = load_captioner(captioner, prompt=caption_prompt)
-    options = ConvertOptions(allow_fetch=allow_fetch, max_file_bytes=max_file_bytes)
+    options = ConvertOptions(
+        allow_fetch=allow_fetch, max_file_bytes=max_file_bytes, docling_serve=docling_serve
+    )
     report = IngestReport()
     for path in tqdm(files, desc="ingest", unit="file", disable=not progress):
         result = FileResult(path=str(path))

@@ -69,6 +69,9 @@ def ingest(
         bool, typer.Option(help="let HTML/Markdown fetch the remote and local images they reference")
     ] = False,
     max_file_mb: Annotated[float, typer.Option(help="refuse files larger than this")] = 100.0,
+    docling_serve: Annotated[
+        str | None, typer.Option(help="convert with this Docling Serve instance (URL) instead of in process")
+    ] = None,
 ) -> None:
     """Convert files with Docling, chunk, embed and store them in Milvus.
 
@@ -112,6 +115,7 @@ def ingest(
             caption_prompt=caption_prompt,  # type: ignore[arg-type]
             allow_fetch=allow_fetch,
             max_file_bytes=int(max_file_mb * 1024 * 1024),
+            docling_serve=docling_serve,
         )
     except (FileNotFoundError, StoreLockedError, ValueError, RuntimeError) as exc:
         _fail(str(exc))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import http.server
+import json
 import threading
 from pathlib import Path
 
@@ -288,3 +289,53 @@ def test_ingest_takes_a_rag_context(tmp_path, make_context, demo_corpus):
     from rag_graphs.retrieval import search
 
     assert search(ctx, "Velmora Institute")  # the graphs see what was ingested
+
+
+class _StandInServe(http.server.BaseHTTPRequestHandler):
+    """Docling Serve's ``POST /v1/convert/file``, answering with a document converted here."""
+
+    seen: list[dict] = []
+    reply: dict = {}
+
+    def do_POST(self):  # noqa: N802 - http.server's name
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        _StandInServe.seen.append({"path": self.path, "body": body, "key": self.headers.get("X-Api-Key")})
+        payload = json.dumps(_StandInServe.reply).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_conversion_can_be_delegated_to_docling_serve(tmp_path, index, monkeypatch):
+    source = fx.docx(tmp_path)
+    converted = convert(source).export_to_dict()  # what the server would send back
+    server = http.server.HTTPServer(("127.0.0.1", 0), _StandInServe)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_port}"
+    monkeypatch.setenv("DOCLING_SERVE_API_KEY", "k-123")
+    try:
+        _StandInServe.reply = {
+            "document": {"filename": "fleet.docx", "json_content": converted},
+            "status": "success",
+        }
+        report = _ingest([source], index, docling_serve=url)
+        _StandInServe.reply = {"document": {"filename": "fleet.docx"}, "status": "failure",
+                               "errors": [{"error_message": "pipeline crashed"}]}  # fmt: skip
+        (tmp_path / "other.md").write_text("# Other\n\nText.\n")
+        failed = _ingest([tmp_path / "other.md"], index, docling_serve=url)
+    finally:
+        server.shutdown()
+    assert report.kinds == {"text": 1, "table": 1, "picture": 1} and not report.failed
+    first = _StandInServe.seen[0]
+    assert first["path"] == "/v1/convert/file" and first["key"] == "k-123"
+    assert b'filename="fleet.docx"' in first["body"] and b"json" in first["body"]
+    assert (
+        failed.failed
+        and "other.md" in failed.failed[0].error
+        and "pipeline crashed" in failed.failed[0].error
+    )
