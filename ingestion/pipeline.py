@@ -8,11 +8,14 @@ in the report with the file's name.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+from langchain_core.documents import Document
 from tqdm.auto import tqdm
 
 from ingestion.captioning import Captioner, CaptionPrompt, load_captioner
@@ -20,6 +23,8 @@ from ingestion.chunking import chunk_document
 from ingestion.convert import MAX_FILE_BYTES, ConvertOptions, convert, discover
 from ingestion.embeddings import EMBEDDED, chunk_tokenizer, load_embeddings
 from ingestion.store import ChunkIndex, open_index
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -143,19 +148,28 @@ def ingest(
         allow_fetch=allow_fetch, max_file_bytes=max_file_bytes, docling_serve=docling_serve
     )
     report = IngestReport()
-    for path in tqdm(files, desc="ingest", unit="file", disable=not progress):
+
+    def prepare(path: Path) -> list[Document]:
+        doc = convert(path, options)
+        return chunk_document(doc, source=str(path.resolve()), tokenizer=tokenizer, captioner=describer)
+
+    # Conversion runs ahead in background threads while this thread embeds and stores:
+    # one file ahead locally (Docling's converter is used by one thread at a time), several
+    # when a Docling Serve instance does the work.
+    ahead = 4 if docling_serve else 1
+    for path, prepared in tqdm(
+        _ahead(files, prepare, ahead), total=len(files), desc="ingest", unit="file", disable=not progress
+    ):
         result = FileResult(path=str(path))
         try:
-            doc = convert(path, options)
-            source = str(path.resolve())
-            chunks = chunk_document(doc, source=source, tokenizer=tokenizer, captioner=describer)
+            chunks = prepared.result()
             result.chunks = len(chunks)
             for chunk in chunks:
                 kind = chunk.metadata["kind"]
                 result.kinds[kind] = result.kinds.get(kind, 0) + 1
             result.added = index.add(chunks)
             if chunks:
-                result.removed_stale = index.delete_stale(source, chunks[0].metadata["doc_hash"])
+                result.removed_stale = index.delete_stale(str(path.resolve()), chunks[0].metadata["doc_hash"])
         except Exception as exc:  # one bad file must not stop the batch
             result.error = str(exc) if str(path) in str(exc) else f"{path}: {exc}"
         report.files.append(result)
@@ -165,3 +179,16 @@ def ingest(
     report.total_chunks_in_store = index.count()
     report.seconds = time.perf_counter() - start
     return report
+
+
+def _ahead(files: list[Path], prepare: Callable[[Path], T], workers: int) -> Iterator[tuple[Path, Future[T]]]:
+    """``prepare(path)`` for each file in order, computed up to ``workers`` files ahead in threads."""
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ingest-convert") as pool:
+        pending: deque[tuple[Path, Future[T]]] = deque()
+        queue = iter(files)
+        for path in queue:
+            pending.append((path, pool.submit(prepare, path)))
+            if len(pending) > workers:
+                yield pending.popleft()
+        while pending:
+            yield pending.popleft()
