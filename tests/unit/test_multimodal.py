@@ -8,7 +8,6 @@ import threading
 from pathlib import Path
 
 import pytest
-from langchain_core.embeddings import DeterministicFakeEmbedding
 from typer.testing import CliRunner
 
 from ingestion import ingest
@@ -234,21 +233,20 @@ def test_mixed_folder_ingest_is_idempotent_replaces_changed_files_and_reports_ba
 def test_a_failed_insert_leaves_nothing_of_the_file(tmp_path, index, monkeypatch):
     import ingestion.store as store
 
+    monkeypatch.setattr(store, "_BATCH", 1)  # one insert per chunk
+    real = index.store.add_embeddings
     calls = []
 
-    class FailsOnSecondBatch(DeterministicFakeEmbedding):
-        def embed_documents(self, texts):
-            calls.append(len(texts))
-            if len(calls) == 2:
-                raise ConnectionError("embedding service dropped the connection")
-            return super().embed_documents(texts)
+    def drops_the_second(*args, **kwargs):
+        calls.append(kwargs["ids"])
+        if len(calls) == 2:
+            raise ConnectionError("Milvus dropped the connection")
+        return real(*args, **kwargs)
 
-    monkeypatch.setattr(store, "_BATCH", 1)
-    index.embeddings = FailsOnSecondBatch(size=32)
-    index.store.embedding_func = index.embeddings
+    monkeypatch.setattr(index.store, "add_embeddings", drops_the_second)
     report = _ingest([fx.docx(tmp_path)], index)
     assert report.failed and "dropped the connection" in report.failed[0].error
-    assert calls == [1, 1] and index.count() == 0  # the first chunk was stored, then removed again
+    assert len(calls) == 2 and index.count() == 0  # the first chunk was stored, then removed again
 
 
 def test_files_over_the_size_limit_are_refused_by_name(tmp_path, index):
@@ -339,3 +337,23 @@ def test_conversion_can_be_delegated_to_docling_serve(tmp_path, index, monkeypat
         and "other.md" in failed.failed[0].error
         and "pipeline crashed" in failed.failed[0].error
     )
+
+
+def test_chunks_of_several_files_are_embedded_in_one_call_and_never_twice(demo_corpus, store_uri):
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    from ingestion import ChunkIndex
+
+    calls: list[int] = []
+
+    class Counting(DeterministicFakeEmbedding):
+        def embed_documents(self, texts):
+            calls.append(len(texts))
+            return super().embed_documents(texts)
+
+    index = ChunkIndex(uri=store_uri, collection="counted", embeddings=Counting(size=32))
+    first = _ingest([demo_corpus], index)
+    assert len(first.files) == 5 and calls == [first.chunks]  # 5 files, one embedding call
+    assert [Path(f.path).name for f in first.files] == sorted(p.name for p in demo_corpus.iterdir())
+    _ingest([demo_corpus], index)
+    assert calls == [first.chunks]  # nothing new: nothing embedded
