@@ -25,36 +25,38 @@ def _p50(samples: list[float]) -> float:
 
 
 RATIO_PASSAGES = 1024
-FAN_OUT = 5
+FAN_OUTS = (3, 5)  # multi_query / rag_fusion search num_queries (3) + the question; decomposition 2-4
 
 
 def _fan_out_ratio(ctx, queries: list[str]) -> dict[str, float]:
-    """Wall time of FAN_OUT queries searched as one batch (``search_many``: one embedding
-    call, one Milvus request) over one query searched alone, p50 of 10 rounds each (target <= 1.5)."""
+    """Wall time of N queries searched as one batch (``search_many``: one embedding call,
+    one Milvus request) and one by one, over one query searched alone; p50 of 10 rounds
+    each (target for the batch: <= 1.5)."""
     from rag_graphs.retrieval import search, search_many
 
-    single, batched, sequential = [], [], []
-    for i in range(10):
-        group = queries[i * FAN_OUT : (i + 1) * FAN_OUT]
-        t = time.perf_counter()
-        search(ctx, group[0])
-        single.append(time.perf_counter() - t)
-        t = time.perf_counter()
-        search_many(ctx, group)
-        batched.append(time.perf_counter() - t)
-        t = time.perf_counter()
-        for q in group:
-            search(ctx, q)
-        sequential.append(time.perf_counter() - t)
-    one = statistics.median(single)
-    return {
-        f"fan-out: {FAN_OUT} queries batched / 1 query (wall-time ratio, hybrid)": statistics.median(batched)
-        / one,
-        f"fan-out: {FAN_OUT} queries one by one / 1 query (wall-time ratio, hybrid)": statistics.median(
-            sequential
+    out = {}
+    for n in FAN_OUTS:
+        single, batched, sequential = [], [], []
+        for i in range(10):
+            group = queries[i * n : (i + 1) * n]
+            t = time.perf_counter()
+            search(ctx, group[0])
+            single.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            search_many(ctx, group)
+            batched.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            for q in group:
+                search(ctx, q)
+            sequential.append(time.perf_counter() - t)
+        one = statistics.median(single)
+        out[f"fan-out: {n} queries batched / 1 query (wall-time ratio, hybrid)"] = (
+            statistics.median(batched) / one
         )
-        / one,
-    }
+        out[f"fan-out: {n} queries one by one / 1 query (wall-time ratio, hybrid)"] = (
+            statistics.median(sequential) / one
+        )
+    return out
 
 
 def _indexing_ratio(emb) -> dict[str, float]:
