@@ -31,7 +31,7 @@ GRAPHS_II = [
 TITLES = {"hotpotqa": "HotpotQA", "musique": "MuSiQue"}
 
 
-def run(dataset: str, methods: list[str], limit: int) -> None:
+def run(dataset: str, methods: list[str], limit: int, store: str) -> None:
     """Evaluate ``methods`` on the first ``limit`` questions and rewrite the dataset's section."""
     from rag_graphs.eval import common_questions, evaluate, markdown_table, read_rows, summarize, write_report
 
@@ -41,7 +41,7 @@ def run(dataset: str, methods: list[str], limit: int) -> None:
         methods,
         limit=limit,
         run_dir=run_dir,
-        eval_store=str(ROOT / ".rag-graphs" / "eval.db"),
+        eval_store=store,
     )
     write_report(run_dir)
     results = ROOT / "bench" / "results"
@@ -93,9 +93,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", default="hotpotqa", help="a folder under ../shared/eval")
     parser.add_argument("--limit", type=int, default=int(os.environ.get("BENCH_LIMIT", "30")))
+    parser.add_argument(
+        "--store",
+        default=str(ROOT / ".rag-graphs" / "eval.db"),
+        help="Milvus Lite path for the corpora (one process per path: give runs in parallel their own)",
+    )
     parser.add_argument("methods", nargs="*", help="default: every method")
     args = parser.parse_args()
-    run(args.dataset, args.methods or GRAPHS_I + GRAPHS_II, args.limit)
+    run(args.dataset, args.methods or GRAPHS_I + GRAPHS_II, args.limit, args.store)
 
 
 if __name__ == "__main__":
