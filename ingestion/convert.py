@@ -60,23 +60,43 @@ class UnsupportedFormatError(ValueError):
     """The file's type is not one this version ingests."""
 
 
-def discover(paths: Iterable[str | Path], exclude: Iterable[str] = ()) -> Iterator[Path]:
+def discover(
+    paths: Iterable[str | Path], exclude: Iterable[str] = (), include: Iterable[str] = ()
+) -> Iterator[Path]:
     """Yield the files under ``paths`` (folders recurse; hidden files are skipped).
 
-    A path that does not exist raises ``FileNotFoundError`` naming it, before
-    anything is ingested.
+    A path may be a glob (``reports/**/*.pdf``). ``include`` keeps only files
+    matching one of its patterns, ``exclude`` drops files matching one of its
+    patterns; patterns match the path relative to the folder given, or the
+    file name. A path (or glob) that matches nothing raises ``FileNotFoundError``
+    naming it, before anything is ingested.
     """
-    patterns = list(exclude)
+    import glob
+
+    keep, drop = list(include), list(exclude)
+
+    def matches(rel: Path, name: str, patterns: list[str]) -> bool:
+        return any(fnmatch.fnmatch(str(rel), pat) or fnmatch.fnmatch(name, pat) for pat in patterns)
+
     for raw in paths:
         path = Path(raw).expanduser()
-        if not path.exists():
+        if not path.exists() and glob.has_magic(str(path)):
+            found = sorted(Path(p) for p in glob.glob(str(path), recursive=True) if Path(p).is_file())
+            if not found:
+                raise FileNotFoundError(f"no file matches {path}")
+            roots = [(f, Path(f.name)) for f in found]
+        elif not path.exists():
             raise FileNotFoundError(f"no such file or folder: {path}")
-        files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
-        for f in files:
-            rel = f.relative_to(path) if path.is_dir() else Path(f.name)
+        elif path.is_file():
+            roots = [(path, Path(path.name))]
+        else:
+            roots = [(f, f.relative_to(path)) for f in sorted(path.rglob("*")) if f.is_file()]
+        for f, rel in roots:
             if any(part.startswith(".") for part in rel.parts):
                 continue
-            if any(fnmatch.fnmatch(str(rel), pat) or fnmatch.fnmatch(f.name, pat) for pat in patterns):
+            if keep and not matches(rel, f.name, keep):
+                continue
+            if matches(rel, f.name, drop):
                 continue
             yield f
 

@@ -92,6 +92,7 @@ def ingest(
     embeddings: str = EMBEDDED,
     hybrid: bool = True,
     exclude: Iterable[str] = (),
+    include: Iterable[str] = (),
     progress: bool = True,
     index: ChunkIndex | None = None,
     on_file: Callable[[FileResult], None] | None = None,
@@ -112,6 +113,7 @@ def ingest(
             tokenizer also bounds chunk size.
         hybrid: create the collection with BM25 + dense (only when new).
         exclude: glob patterns of files to skip.
+        include: glob patterns of the only files to take (all when empty).
         progress: show a progress bar.
         index: an already-open index (overrides uri/collection/embeddings).
         on_file: called after each file, for live reporting.
@@ -138,7 +140,7 @@ def ingest(
             embeddings = given if embeddings == EMBEDDED else embeddings
         elif given is not None:  # an Embeddings instance (chunk sizes still use the embedded tokenizer)
             model = given
-    files = list(discover(paths, exclude))
+    files = list(discover(paths, exclude, include))
     if index is None:
         if not uri or not collection:
             raise ValueError("ingest needs uri and collection (or context=RagContext(...))")

@@ -50,6 +50,9 @@ def ingest(
     store: StoreOpt = None,
     collection: CollOpt = None,
     exclude: Annotated[list[str] | None, typer.Option(help="glob of files to skip (repeatable)")] = None,
+    include: Annotated[
+        list[str] | None, typer.Option(help="glob of the only files to take, e.g. '*.pdf' (repeatable)")
+    ] = None,
     dense_only: Annotated[bool, typer.Option(help="create the collection without BM25")] = False,
     delete: Annotated[
         list[Path] | None,
@@ -111,6 +114,7 @@ def ingest(
             embeddings=ctx.embeddings,
             hybrid=not dense_only,
             exclude=exclude or (),
+            include=include or (),
             captioner=captioner,
             caption_prompt=caption_prompt,  # type: ignore[arg-type]
             allow_fetch=allow_fetch,

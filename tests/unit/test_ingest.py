@@ -148,3 +148,15 @@ def test_tables_are_stored_as_markdown_with_their_header(demo_corpus, tmp_path):
     assert title == "provinces"
     assert lines[0].split("|")[1].strip() == "Province" and set(lines[1]) <= set("|- ")
     assert any("Asterra" in line and "Lunmar" in line for line in lines[2:])
+
+
+def test_discover_takes_globs_and_include_patterns(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "one.md").write_text("x")
+    (tmp_path / "a" / "two.pdf").write_bytes(b"%PDF-")
+    (tmp_path / "b.md").write_text("x")
+    assert [p.name for p in discover([tmp_path], include=["*.md"])] == ["one.md", "b.md"]
+    assert [p.name for p in discover([tmp_path / "**" / "*.pdf"])] == ["two.pdf"]
+    assert [p.name for p in discover([tmp_path], include=["a/*"], exclude=["*.pdf"])] == ["one.md"]
+    with pytest.raises(FileNotFoundError, match=r"no file matches .*\*\.docx"):
+        list(discover([tmp_path / "*.docx"]))
