@@ -200,13 +200,17 @@ def _run(method: str, question: str, ctx: RagContext, as_json: bool | None, *, l
     moment it happens (the ``custom`` and ``updates`` streams), not only at the end.
     """
     from rag_graphs.methods import get_graph
+    from rag_graphs.tracing import trace_config
 
     graph = get_graph(method)
     result: dict = {}
     steps = 0
     with console.status(f"[bold]{method}[/] thinking...") as status:
         for mode, chunk in graph.stream(
-            {"question": question}, context=ctx, stream_mode=["custom", "updates", "values"]
+            {"question": question},
+            context=ctx,
+            config=trace_config(ctx, method),
+            stream_mode=["custom", "updates", "values"],
         ):
             if mode == "custom":
                 status.update(f"[bold]{method}[/] {chunk['node']}: {chunk['event']}")

@@ -53,7 +53,12 @@ class ChunkRetriever(BaseRetriever):
 def retriever_for(ctx: RagContext, *, k: int | None = None) -> ChunkRetriever:
     """The retriever the context describes (store, collection, k, mode, filter)."""
     return ChunkRetriever(
-        index=index_for(ctx), k=k or ctx.k, mode=ctx.search_mode, expr=ctx.search_filter, tags=["rag-graphs"]
+        index=index_for(ctx),
+        k=k or ctx.k,
+        mode=ctx.search_mode,
+        expr=ctx.search_filter,
+        tags=["rag-graphs"],
+        metadata={"store_uri": ctx.store_uri, "collection": ctx.collection},
     )
 
 
@@ -73,7 +78,10 @@ def search_many(ctx: RagContext, queries: list[str], *, k: int | None = None) ->
         hits = index_for(ctx).search_many(batch, k=k or ctx.k, mode=ctx.search_mode, expr=ctx.search_filter)
         return [[_scored(doc, score) for doc, score in ranking] for ranking in hits]
 
-    return RunnableLambda(run, name="search_many").invoke(list(queries), config={"tags": [SEARCH_TAG]})
+    return RunnableLambda(run, name="search_many").invoke(
+        list(queries),
+        config={"tags": [SEARCH_TAG], "metadata": {"store_uri": ctx.store_uri, "collection": ctx.collection}},
+    )
 
 
 def _scored(doc: Document, score: float) -> Document:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -143,3 +145,28 @@ def tiny(tmp_path: Path) -> Path:
     write_jsonl(folder / "dev.jsonl", questions)
     write_jsonl(folder / "corpus.jsonl", [{k: p[k] for k in ("id", "title", "text")} for p in passages])
     return folder
+
+
+@pytest.fixture
+def standin():
+    """A local stand-in for the LangSmith API: accepts every call and records it (no network)."""
+    received: list[tuple[str, str, bytes]] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def _ok(self) -> None:
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            received.append((self.command, self.path, body))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(b"{}")
+
+        do_GET = do_POST = do_PATCH = do_PUT = _ok
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_port}", received
+    server.shutdown()

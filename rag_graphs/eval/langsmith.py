@@ -18,8 +18,8 @@ from typing import Any
 from rag_graphs.context import RagContext
 from rag_graphs.eval.datasets import Dataset
 from rag_graphs.eval.metrics import answer_contained, exact_match, f1_score, supporting_recall
-from rag_graphs.eval.runner import spec_name
 from rag_graphs.methods import get_graph
+from rag_graphs.tracing import spec_name, trace_config
 
 
 def reference_outputs(example: Any) -> dict:
@@ -36,7 +36,8 @@ def target(method: str, context: RagContext | None = None) -> Callable[[dict], d
     graph = get_graph(method)
 
     def run(inputs: dict) -> dict:
-        out = graph.invoke({"question": inputs["question"]}, context=context or RagContext())
+        ctx = context or RagContext()
+        out = graph.invoke({"question": inputs["question"]}, context=ctx, config=trace_config(ctx, method))
         return {
             "answer": out.get("answer", ""),
             "retrieved_ids": [str(d.id) for d in out.get("documents", [])],

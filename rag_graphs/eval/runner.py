@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from tqdm.auto import tqdm
 
@@ -28,14 +28,10 @@ from rag_graphs.eval.metrics import answer_contained, exact_match, f1_score, sup
 from rag_graphs.eval.timing import Timer
 from rag_graphs.methods import METHODS, get_graph
 from rag_graphs.retrieval import embeddings_for
+from rag_graphs.tracing import spec_name, trace_config
 
 Setting = Literal["open", "distractor", "oracle"]
 ROWS, CONFIG = "rows.jsonl", "config.json"
-
-
-def spec_name(value: Any) -> str:
-    """A model spec string as given, or the class name of a model instance."""
-    return value if isinstance(value, str) else type(value).__name__
 
 
 def read_rows(run_dir: str | Path) -> list[dict]:
@@ -97,12 +93,9 @@ def score_row(method: str, example: Example, out: dict, seconds: float, timer: T
 def run_one(method: str, example: Example, ctx: RagContext) -> dict:
     """Ask one question with one method; a failing run becomes a row with ``error`` set."""
     timer = Timer()
-    config = {
-        "callbacks": [timer],
-        "run_name": f"eval:{method}",
-        "metadata": {"method": method, "question_id": example.id},
-        "tags": ["rag-graphs-eval", method],
-    }
+    config = trace_config(ctx, method, question_id=example.id)
+    config["callbacks"] = [timer]
+    config["tags"] = [*config["tags"], "rag-graphs-eval"]
     start = time.perf_counter()
     try:
         out = get_graph(method).invoke({"question": example.question}, context=ctx, config=config)

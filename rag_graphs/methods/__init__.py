@@ -40,6 +40,13 @@ def get_graph(method: str) -> CompiledStateGraph:
     return importlib.import_module(f"rag_graphs.methods.{method}").graph
 
 
+def compile_method(builder: StateGraph, name: str) -> CompiledStateGraph:
+    """Compile ``builder`` as method ``name``: traced runs carry its name in metadata and tags."""
+    from rag_graphs.tracing import method_config
+
+    return builder.compile(name=name).with_config(method_config(name))
+
+
 def new_builder(state: type = RagState) -> StateGraph:
     """An empty graph with the shared state (or a method's extension of it), the one
     input/output contract and ``RagContext``."""

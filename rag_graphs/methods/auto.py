@@ -20,7 +20,7 @@ from pydantic import BaseModel
 
 from prompts import load_prompt
 from rag_graphs.context import RagContext, get_context
-from rag_graphs.methods import METHODS, get_graph, new_builder
+from rag_graphs.methods import METHODS, compile_method, get_graph, new_builder
 from rag_graphs.nodes import make_generate
 from rag_graphs.nodes.common import calls_usage, chat_model, emit
 from rag_graphs.state import RagState
@@ -87,4 +87,4 @@ def build() -> StateGraph:
     return builder
 
 
-graph = build().compile(name="auto")
+graph = compile_method(build(), "auto")

@@ -25,7 +25,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
 from rag_graphs.context import RagContext, get_context
-from rag_graphs.methods import new_builder
+from rag_graphs.methods import compile_method, new_builder
 from rag_graphs.nodes import make_generate, make_rewrite, retrieve
 from rag_graphs.nodes.common import answer_documents, emit
 from rag_graphs.nodes.grade import grade
@@ -108,4 +108,4 @@ def build() -> StateGraph:
     return builder
 
 
-graph = build().compile(name="crag")
+graph = compile_method(build(), "crag")

@@ -15,7 +15,7 @@ from langgraph.graph import StateGraph
 from langgraph.runtime import Runtime
 
 from rag_graphs.context import RagContext, get_context
-from rag_graphs.methods import linear_builder
+from rag_graphs.methods import compile_method, linear_builder
 from rag_graphs.nodes import make_generate, retrieve
 from rag_graphs.nodes.common import latest_documents
 from rag_graphs.retrieval import most_relevant_last
@@ -38,4 +38,4 @@ def build() -> StateGraph:
     )
 
 
-graph = build().compile(name="drag")
+graph = compile_method(build(), "drag")

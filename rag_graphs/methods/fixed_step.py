@@ -16,7 +16,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
 from rag_graphs.context import RagContext, get_context
-from rag_graphs.methods import new_builder
+from rag_graphs.methods import compile_method, new_builder
 from rag_graphs.nodes import make_generate, make_intermediate, make_rewrite, retrieve
 from rag_graphs.state import RagState
 
@@ -44,4 +44,4 @@ def build() -> StateGraph:
     return builder
 
 
-graph = build().compile(name="fixed_step")
+graph = compile_method(build(), "fixed_step")

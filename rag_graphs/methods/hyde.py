@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from langgraph.graph import StateGraph
 
-from rag_graphs.methods import linear_builder
+from rag_graphs.methods import compile_method, linear_builder
 from rag_graphs.nodes import make_generate, make_rewrite, retrieve
 
 
@@ -25,4 +25,4 @@ def build() -> StateGraph:
     )
 
 
-graph = build().compile(name="hyde")
+graph = compile_method(build(), "hyde")

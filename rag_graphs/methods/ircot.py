@@ -18,7 +18,7 @@ from langgraph.runtime import Runtime
 
 from prompts import load_prompt
 from rag_graphs.context import RagContext, get_context
-from rag_graphs.methods import new_builder
+from rag_graphs.methods import compile_method, new_builder
 from rag_graphs.nodes import make_generate, retrieve
 from rag_graphs.nodes.common import call_chat, emit, template_inputs
 from rag_graphs.nodes.decide import retrieve_until_stopped
@@ -73,4 +73,4 @@ def build() -> StateGraph:
     return builder
 
 
-graph = build().compile(name="ircot")
+graph = compile_method(build(), "ircot")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from langgraph.graph import END, START, StateGraph
 
-from rag_graphs.methods import new_builder
+from rag_graphs.methods import compile_method, new_builder
 from rag_graphs.nodes import decide, make_generate, make_intermediate, retrieve
 from rag_graphs.nodes.decide import retrieve_until_stopped
 
@@ -32,4 +32,4 @@ def build() -> StateGraph:
     return builder
 
 
-graph = build().compile(name="iterative")
+graph = compile_method(build(), "iterative")

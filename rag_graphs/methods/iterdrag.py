@@ -23,7 +23,7 @@ from langgraph.runtime import Runtime
 from prompts import load_prompt
 from rag_graphs.citations import extract_citations
 from rag_graphs.context import RagContext, get_context
-from rag_graphs.methods import new_builder
+from rag_graphs.methods import compile_method, new_builder
 from rag_graphs.nodes import make_generate, make_intermediate, retrieve
 from rag_graphs.nodes.common import call_chat, demonstrations_input, emit, template_inputs
 from rag_graphs.nodes.retrieve import normalize_query
@@ -108,4 +108,4 @@ def build() -> StateGraph:
     return builder
 
 
-graph = build().compile(name="iterdrag")
+graph = compile_method(build(), "iterdrag")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from langgraph.graph import END, START, StateGraph
 
-from rag_graphs.methods import new_builder
+from rag_graphs.methods import compile_method, new_builder
 from rag_graphs.nodes import generate, retrieve
 
 
@@ -24,4 +24,4 @@ def build() -> StateGraph:
     return builder
 
 
-graph = build().compile(name="naive")
+graph = compile_method(build(), "naive")

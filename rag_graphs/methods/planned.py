@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from langgraph.graph import END, START, StateGraph
 
-from rag_graphs.methods import new_builder
+from rag_graphs.methods import compile_method, new_builder
 from rag_graphs.nodes import make_expand, make_generate
 from rag_graphs.nodes.plan import add_plan_walk
 
@@ -30,4 +30,4 @@ def build() -> StateGraph:
     return builder
 
 
-graph = build().compile(name="planned")
+graph = compile_method(build(), "planned")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from langgraph.graph import StateGraph
 
-from rag_graphs.methods import linear_builder
+from rag_graphs.methods import compile_method, linear_builder
 from rag_graphs.nodes import make_expand, make_generate, make_retrieve_many
 
 
@@ -24,4 +24,4 @@ def build() -> StateGraph:
     )
 
 
-graph = build().compile(name="rag_fusion")
+graph = compile_method(build(), "rag_fusion")

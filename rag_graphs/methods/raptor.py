@@ -19,7 +19,7 @@ from langgraph.runtime import Runtime
 from ingestion import ids_filter
 from ingestion.raptor import tree_collection
 from rag_graphs.context import RagContext, get_context
-from rag_graphs.methods import linear_builder
+from rag_graphs.methods import compile_method, linear_builder
 from rag_graphs.nodes import make_generate
 from rag_graphs.nodes.common import emit
 from rag_graphs.retrieval import index_for, search
@@ -90,4 +90,4 @@ def build() -> StateGraph:
     return linear_builder(("retrieve_tree", retrieve_tree), ("generate", make_generate()))
 
 
-graph = build().compile(name="raptor")
+graph = compile_method(build(), "raptor")

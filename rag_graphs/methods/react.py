@@ -35,7 +35,7 @@ from typing_extensions import TypedDict
 from prompts import load_prompt
 from rag_graphs.citations import extract_citations
 from rag_graphs.context import RagContext, get_context
-from rag_graphs.methods import new_builder
+from rag_graphs.methods import compile_method, new_builder
 from rag_graphs.models import chooses_tools
 from rag_graphs.nodes import make_generate
 from rag_graphs.nodes.common import chat_model, emit, llm_usage
@@ -244,4 +244,4 @@ def build() -> StateGraph:
     return builder
 
 
-graph = build().compile(name="react")
+graph = compile_method(build(), "react")

@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field
 
 from prompts import load_prompt
 from rag_graphs.context import RagContext, get_context
-from rag_graphs.methods import new_builder
+from rag_graphs.methods import compile_method, new_builder
 from rag_graphs.nodes import make_generate, make_rewrite, retrieve
 from rag_graphs.nodes.common import calls_usage, chat_model, emit, template_inputs
 from rag_graphs.nodes.grade import grade
@@ -117,4 +117,4 @@ def build() -> StateGraph:
     return builder
 
 
-graph = build().compile(name="self_rag")
+graph = compile_method(build(), "self_rag")

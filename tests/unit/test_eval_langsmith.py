@@ -4,9 +4,7 @@ local stand-in for the LangSmith API (no network)."""
 from __future__ import annotations
 
 import itertools
-import threading
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import SimpleNamespace
 
 import pytest
@@ -15,31 +13,6 @@ from langchain_core.messages import AIMessage
 
 from rag_graphs.eval import load_dataset
 from rag_graphs.eval.langsmith import compare_in_langsmith, upload_dataset
-
-
-@pytest.fixture
-def standin():
-    """An HTTP server that accepts every LangSmith API call and records it."""
-    received: list[tuple[str, str, bytes]] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def _ok(self) -> None:
-            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            received.append((self.command, self.path, body))
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.end_headers()
-            self.wfile.write(b"{}")
-
-        do_GET = do_POST = do_PATCH = do_PUT = _ok
-
-        def log_message(self, *args) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_port}", received
-    server.shutdown()
 
 
 def test_methods_are_scored_by_langsmith_evaluate_with_the_method_in_metadata(loaded, make_context, standin):

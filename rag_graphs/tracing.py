@@ -1,0 +1,51 @@
+"""What a traced run says about itself, so LangSmith users can filter and compare runs.
+
+Every compiled graph carries ``metadata={"method": ...}`` and the tags
+``rag-graphs`` and ``method:<name>`` (``compile_method``); every search is a
+retriever run carrying the store and collection; every model call is an LLM
+run carrying LangChain's own ``ls_model_name``. ``trace_config`` adds the
+run-time settings (model specs, collection, k) to the root run:
+
+    graph.invoke({"question": q}, context=ctx, config=trace_config(ctx, "ircot"))
+
+Tracing itself is LangChain's: set ``LANGSMITH_TRACING=true`` and
+``LANGSMITH_API_KEY`` (and ``LANGSMITH_PROJECT``); nothing here sends anything.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+
+from rag_graphs.context import RagContext
+
+TAG = "rag-graphs"
+
+
+def spec_name(value: Any) -> str:
+    """A model spec string as given, or the class name of a model instance."""
+    return value if isinstance(value, str) else type(value).__name__
+
+
+def method_config(method: str) -> RunnableConfig:
+    """The metadata and tags every run of ``method``'s compiled graph carries."""
+    return {"metadata": {"method": method}, "tags": [TAG, f"method:{method}"]}
+
+
+def trace_config(ctx: RagContext, method: str, **extra: Any) -> RunnableConfig:
+    """A run config naming the method and the settings it ran with (root-run metadata)."""
+    return {
+        "run_name": method,
+        "metadata": {
+            "method": method,
+            "chat_model": spec_name(ctx.chat_model),
+            "embeddings": spec_name(ctx.embeddings),
+            "store_uri": ctx.store_uri,
+            "collection": ctx.collection,
+            "k": ctx.k,
+            "search_mode": ctx.search_mode,
+            **extra,
+        },
+        "tags": [TAG, f"method:{method}"],
+    }
