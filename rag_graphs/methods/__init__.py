@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
@@ -33,18 +34,28 @@ METHODS: dict[str, str] = {
 """Method name -> one-line description, in the order they are usually compared."""
 
 
-def get_graph(method: str) -> CompiledStateGraph:
-    """The compiled graph of ``method`` (module ``rag_graphs.methods.<method>``)."""
+def get_graph(method: str, *, checkpointer: BaseCheckpointSaver | None = None) -> CompiledStateGraph:
+    """The compiled graph of ``method`` (module ``rag_graphs.methods.<method>``).
+
+    With a ``checkpointer`` (``InMemorySaver``, ``SqliteSaver``...), a fresh
+    compilation that saves every step under the caller's ``thread_id``; the
+    shared module-level graph carries none, as LangGraph Server expects.
+    """
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; available: {', '.join(METHODS)}")
-    return importlib.import_module(f"rag_graphs.methods.{method}").graph
+    module = importlib.import_module(f"rag_graphs.methods.{method}")
+    if checkpointer is None:
+        return module.graph
+    return compile_method(module.build(), method, checkpointer=checkpointer)
 
 
-def compile_method(builder: StateGraph, name: str) -> CompiledStateGraph:
+def compile_method(
+    builder: StateGraph, name: str, *, checkpointer: BaseCheckpointSaver | None = None
+) -> CompiledStateGraph:
     """Compile ``builder`` as method ``name``: traced runs carry its name in metadata and tags."""
     from rag_graphs.tracing import method_config
 
-    return builder.compile(name=name).with_config(method_config(name))
+    return builder.compile(name=name, checkpointer=checkpointer).with_config(method_config(name))
 
 
 def new_builder(state: type = RagState) -> StateGraph:
