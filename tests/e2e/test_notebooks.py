@@ -1,7 +1,8 @@
-"""Every notebook runs top to bottom on the embedded defaults."""
+"""Every notebook runs top to bottom on the embedded defaults and shows what it promises."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import nbformat
@@ -9,21 +10,42 @@ import pytest
 from nbclient import NotebookClient
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("*.ipynb"))
+# What each notebook's outputs must show (beyond running without an error).
+SHOWS = {
+    "01_quickstart.ipynb": ["file(s) ingested, 0 failed", "explicit="],
+    "02_ingestion.ipynb": ["3 file(s) ingested, 1 failed", "broken.pdf", "| Petrel", "image/png"],
+    "03_iterative_and_agentic.ipynb": ["== fixed_step", "== iterative", "== react", "== ircot", "== auto"],
+    "04_self_reflective.ipynb": ["== self_rag", "== crag"],
+    "05_query_transformation.ipynb": [
+        "== hyde",
+        "== multi_query",
+        "== rag_fusion",
+        "== step_back",
+        "== planned",
+    ],
+    "06_raptor.ipynb": ["nodes per level:", "== raptor"],
+    "07_drag_iterdrag.ipynb": ["== drag", "== iterdrag"],
+    "08_compare_methods.ipynb": ["| naive |", "| ircot |", "| rag_fusion |", "image/png"],
+}
 
 pytestmark = pytest.mark.embedded
 
 
-def test_there_are_notebooks():
-    assert NOTEBOOKS
+def test_every_notebook_states_what_it_shows():
+    assert NOTEBOOKS and {p.name for p in NOTEBOOKS} == set(SHOWS)
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_notebook_executes_without_errors(path, tmp_path):
     nb = nbformat.read(path, as_version=4)
+    assert not [c for c in nb.cells if c.cell_type == "code" and c.outputs], (
+        "commit notebooks without outputs"
+    )
     NotebookClient(
         nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
     ).execute()
     outputs = [o for cell in nb.cells if cell.cell_type == "code" for o in cell.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
-    text = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
-    assert "file(s) ingested, 0 failed" in text and "explicit=" in text
+    shown = json.dumps([o for o in outputs], default=str)
+    for expected in SHOWS[path.name]:
+        assert expected in shown, f"{path.name} does not show {expected!r}"
