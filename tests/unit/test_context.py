@@ -40,15 +40,24 @@ def test_get_context_accepts_dicts_and_missing_context():
 
 def test_every_graph_publishes_json_schemas_for_langgraph_studio():
     """LangGraph Studio / the server build forms from these; a model instance field must not break them."""
+    import importlib
     import json
     from pathlib import Path
 
+    from langgraph.graph.state import CompiledStateGraph
+
     from rag_graphs.methods import METHODS, get_graph
 
-    listed = json.loads((Path(__file__).resolve().parents[2] / "langgraph.json").read_text())["graphs"]
+    root = Path(__file__).resolve().parents[2]
+    listed = json.loads((root / "langgraph.json").read_text())["graphs"]
     assert set(listed) == set(METHODS)
-    for name in METHODS:
-        graph = get_graph(name)
+    for name, entry in listed.items():
+        # What `langgraph dev` loads: the file's variable, a compiled graph without a checkpointer.
+        path, variable = entry.split(":")
+        assert (root / path).resolve() == (root / "rag_graphs" / "methods" / f"{name}.py").resolve()
+        graph = getattr(importlib.import_module(f"rag_graphs.methods.{name}"), variable)
+        assert isinstance(graph, CompiledStateGraph) and graph.checkpointer is None
+        assert graph is get_graph(name)
         assert graph.get_input_jsonschema()["required"] == ["question"]
         assert set(graph.get_output_jsonschema()["properties"]) == {
             "answer",
