@@ -31,18 +31,18 @@ GRAPHS_II = [
 TITLES = {"hotpotqa": "HotpotQA", "musique": "MuSiQue"}
 
 
-def run(dataset: str, methods: list[str], limit: int, store: str) -> None:
-    """Evaluate ``methods`` on the first ``limit`` questions and rewrite the dataset's section."""
+def run(dataset: str, methods: list[str], limit: int, store: str, *, report_only: bool = False) -> None:
+    """Evaluate ``methods`` on the first ``limit`` questions and rewrite the dataset's section.
+
+    ``report_only`` skips the questions and rewrites the section from the rows stored so far
+    (an interrupted run reports what it measured; the methods are compared on the questions
+    all of them answered).
+    """
     from rag_graphs.eval import common_questions, evaluate, markdown_table, read_rows, summarize, write_report
 
     run_dir = ROOT / "bench_runs" / f"{dataset}-open-{limit}"
-    evaluate(
-        EVAL / dataset,
-        methods,
-        limit=limit,
-        run_dir=run_dir,
-        eval_store=store,
-    )
+    if not report_only:
+        evaluate(EVAL / dataset, methods, limit=limit, run_dir=run_dir, eval_store=store)
     write_report(run_dir)
     results = ROOT / "bench" / "results"
     results.mkdir(exist_ok=True)
@@ -98,9 +98,16 @@ def main() -> None:
         default=str(ROOT / ".rag-graphs" / "eval.db"),
         help="Milvus Lite path for the corpora (one process per path: give runs in parallel their own)",
     )
+    parser.add_argument("--report-only", action="store_true", help="rewrite the section from stored rows")
     parser.add_argument("methods", nargs="*", help="default: every method")
     args = parser.parse_args()
-    run(args.dataset, args.methods or GRAPHS_I + GRAPHS_II, args.limit, args.store)
+    run(
+        args.dataset,
+        args.methods or GRAPHS_I + GRAPHS_II,
+        args.limit,
+        args.store,
+        report_only=args.report_only,
+    )
 
 
 if __name__ == "__main__":
