@@ -205,7 +205,9 @@ def chunk_document(doc, *, source: str, tokenizer, captioner=None) -> list[Docum
         prefix = "".join(f"{h}\n" for h in p.headings or [doc.name])
         caption = p.item.caption_text(doc)
         if isinstance(p.item, TableItem):
-            markdown = p.item.export_to_markdown(doc=doc).strip()
+            # Docling's Markdown export puts the caption above the table; we place it ourselves.
+            rows = [line for line in p.item.export_to_markdown(doc=doc).splitlines() if line.startswith("|")]
+            markdown = "\n".join(rows)
             if not markdown:
                 continue
             for piece in _table_pieces(markdown, prefix + (f"{caption}\n" if caption else ""), tokenizer):

@@ -10,6 +10,7 @@ from pathlib import Path
 
 TABLE = [("Glider", "Depth (m)", "Range (km)"), ("Kestrel", "1000", "600"), ("Petrel", "200", "150")]
 PICTURE_CAPTION = "Figure 1: Kestrel glider diving profile"
+TABLE_CAPTION = "Table 2: Depth and range of the gliders"
 
 
 def picture(path: Path, color: tuple[int, int, int] = (30, 90, 160)) -> Path:
@@ -96,7 +97,7 @@ def html(folder: Path, *, remote: str = "http://127.0.0.1:9/pixel.png") -> Path:
         f"""<!doctype html><html><head><title>Gliders</title></head><body>
 <h1>Glider depths</h1>
 <p>Depth ratings of the institute's gliders.</p>
-<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>
+<table><caption>{TABLE_CAPTION}</caption><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>
 <figure><img src="data:image/png;base64,{inline}" alt="red square">
 <figcaption>{PICTURE_CAPTION}</figcaption></figure>
 <img src="file:///etc/passwd"><img src="{remote}">

@@ -161,7 +161,13 @@ def test_html_reads_inline_pictures_but_never_fetches_remote_or_local_files(tmp_
     assert "root:" not in "\n".join(c.page_content for cs in chunks.values() for c in cs)
     (picture,) = chunks["picture"]  # the inline one; the unfetched two have nothing to describe
     assert picture.metadata["caption"] == fx.PICTURE_CAPTION
-    assert "| Kestrel" in chunks["table"][0].page_content
+    (table,) = chunks["table"]
+    lines = table.page_content.splitlines()
+    assert (
+        lines[:2] == ["Glider depths", fx.TABLE_CAPTION] and table.page_content.count(fx.TABLE_CAPTION) == 1
+    )
+    assert lines[2].startswith("| Glider") and set(lines[3]) <= set("|- ") and "| Kestrel" in lines[4]
+    assert table.metadata["caption"] == fx.TABLE_CAPTION
 
 
 # -- captioners --------------------------------------------------------------------
