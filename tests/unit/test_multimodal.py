@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.server
 import json
+import sys
 import threading
 from pathlib import Path
 
@@ -363,3 +364,26 @@ def test_chunks_of_several_files_are_embedded_in_one_call_and_never_twice(demo_c
     assert [Path(f.path).name for f in first.files] == sorted(p.name for p in demo_corpus.iterdir())
     _ingest([demo_corpus], index)
     assert calls == [first.chunks]  # nothing new: nothing embedded
+
+
+def test_tesseract_captioner_reads_the_picture_and_names_the_package_when_missing(tmp_path, monkeypatch):
+    from PIL import Image
+
+    from ingestion.captioning import TesseractCaptioner
+
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    with pytest.raises(RuntimeError, match="tesseract-ocr"):
+        load_captioner("tesseract")
+    # A stand-in `tesseract` program: checks it was given a PNG and prints what it "read".
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    program = bin_dir / "tesseract"
+    program.write_text(
+        f"#!{sys.executable}\nimport sys\n"
+        "print('KESTREL  1000 m' if open(sys.argv[1], 'rb').read(4) == b'\\x89PNG' else '')\n"
+    )
+    program.chmod(0o755)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    caption = TesseractCaptioner().describe(PictureInput(Image.new("RGB", (8, 8)), "Fig. 3", ""))
+    assert caption.captioner == "tesseract" and caption.text == "Fig. 3. Text in the picture: KESTREL 1000 m"
+    assert TesseractCaptioner().describe(PictureInput(None, "Fig. 4", "")).captioner == "fallback"
