@@ -160,7 +160,7 @@ def evaluate(
     ctx = context or RagContext()
     examples = ds.select(limit=limit, sample=sample, seed=seed)
     config = {
-        "dataset": str(ds.questions_path.parent if ds.corpus_path else ds.questions_path),
+        "dataset": str((ds.questions_path.parent if ds.corpus_path else ds.questions_path).resolve()),
         "dataset_name": ds.name,
         "setting": setting,
         "methods": methods,
@@ -184,8 +184,12 @@ def evaluate(
         different = [
             k
             for k in ("dataset", "setting", "question_ids", "chat_model", "embeddings", "k")
-            if stored.get(k) != config[k]
-        ]
+            if (
+                Path(stored.get(k, "")).resolve() != Path(config[k])
+                if k == "dataset"
+                else stored.get(k) != config[k]
+            )
+        ]  # the dataset by resolved path: a run resumed from another folder is the same run
         if different:
             raise ValueError(
                 f"{run_dir} holds a run with other {', '.join(different)}; use a new run directory"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from pathlib import Path
 
 import pytest
 from langchain_core.language_models import GenericFakeChatModel
@@ -25,6 +26,7 @@ from rag_graphs.eval import (
     supporting_recall,
     write_report,
 )
+from tests.conftest import write_jsonl
 
 # -- metrics -------------------------------------------------------------------
 
@@ -251,3 +253,19 @@ def test_raptor_runs_get_their_tree_built_before_the_first_question(tiny, eval_c
     run = _evaluate(tiny, eval_ctx(k=2), tmp_path, methods=["raptor"], limit=2)
     rows = read_rows(run)
     assert [r["error"] for r in rows] == [None, None] and all(r["retrievals"] == 1 for r in rows)
+
+
+def test_a_run_resumes_from_another_folder_with_a_relative_dataset_path(
+    tiny, eval_ctx, tmp_path, monkeypatch
+):
+    run = _evaluate(tiny, eval_ctx(k=2), tmp_path, methods=["naive"])
+    rows = read_rows(run)
+    monkeypatch.chdir(tiny.parent)
+    relative = Path("..") / tiny.parent.name / tiny.name  # the same folder, spelled differently
+    again = _evaluate(relative, eval_ctx(k=2), tmp_path, methods=["naive"])
+    assert again == run and read_rows(run) == rows  # nothing asked twice
+    other = tmp_path / "other"
+    other.mkdir()
+    with pytest.raises(ValueError, match="holds a run with other dataset"):
+        other_set = write_jsonl(other / "q.jsonl", [{"question": "Q?", "answer": "A"}])
+        _evaluate(other_set, eval_ctx(k=2), tmp_path)
