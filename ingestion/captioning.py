@@ -125,6 +125,13 @@ class TesseractCaptioner:
         return Caption(f"{prefix}Text in the picture: {read}", self.name)
 
 
+def _prompt_messages(prompt: CaptionPrompt, picture: PictureInput) -> list:
+    """The selected picture prompt, filled with the picture's caption and surrounding text."""
+    return load_prompt(TEMPLATES[prompt]).format_messages(
+        caption=picture.caption or "(none)", context=picture.context[:1500] or "(none)"
+    )
+
+
 def _png_data_uri(image: Image) -> str:
     buffer = BytesIO()
     image.convert("RGB").save(buffer, "PNG")
@@ -143,9 +150,7 @@ class ChatCaptioner:
             return Caption(fallback_text(picture), FALLBACK)
         from langchain_core.messages import HumanMessage
 
-        messages = load_prompt(TEMPLATES[self.prompt]).format_messages(
-            caption=picture.caption or "(none)", context=picture.context[:1500] or "(none)"
-        )
+        messages = _prompt_messages(self.prompt, picture)
         last = messages[-1]
         image_part = {"type": "image_url", "image_url": {"url": _png_data_uri(picture.image)}}
         messages[-1] = HumanMessage(content=[{"type": "text", "text": str(last.content)}, image_part])
@@ -179,9 +184,7 @@ class ApiCaptioner:
             return Caption(fallback_text(picture), FALLBACK)
         from docling.utils.api_image_request import api_image_request
 
-        messages = load_prompt(TEMPLATES[self.prompt]).format_messages(
-            caption=picture.caption or "(none)", context=picture.context[:1500] or "(none)"
-        )
+        messages = _prompt_messages(self.prompt, picture)
         prompt = "\n\n".join(str(m.content) for m in messages)
         result = api_image_request(
             picture.image, prompt, self.url, timeout=self.timeout, headers=self.headers, **self.params

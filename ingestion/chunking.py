@@ -182,28 +182,20 @@ def chunk_document(doc, *, source: str, tokenizer, captioner=None) -> list[Docum
             add(text, items, "text", list(chunk.meta.headings or []))
 
     # A picture with neither pixels nor a caption (an <img> whose source was not fetched)
-    # has nothing to describe: it gets no chunk.
-    placed = [
-        p
-        for p in _placed_items(doc)
-        if not isinstance(p.item, PictureItem)
-        or p.item.get_image(doc) is not None
-        or p.item.caption_text(doc)
-    ]
-    pictures = [p for p in placed if isinstance(p.item, PictureItem)]
-    inputs = [
-        PictureInput(
-            image=p.item.get_image(doc),
-            caption=p.item.caption_text(doc),
-            context=" ".join([*p.before, *p.after]),
-        )
-        for p in pictures
-    ]
+    # has nothing to describe: it gets no chunk. Pixels and captions are read once each.
+    placed, inputs = [], []
+    for p in _placed_items(doc):
+        caption = p.item.caption_text(doc)
+        if isinstance(p.item, PictureItem):
+            image = p.item.get_image(doc)
+            if image is None and not caption:
+                continue
+            inputs.append(PictureInput(image=image, caption=caption, context=" ".join([*p.before, *p.after])))
+        placed.append((p, caption))
     captions = iter(caption_all(captioner or FallbackCaptioner(), inputs))
-    for p in placed:
+    for p, caption in placed:
         # A table or picture with no heading (a CSV, a slide) is at least placed in its document.
         prefix = "".join(f"{h}\n" for h in p.headings or [doc.name])
-        caption = p.item.caption_text(doc)
         if isinstance(p.item, TableItem):
             # Docling's Markdown export puts the caption above the table; we place it ourselves.
             rows = [line for line in p.item.export_to_markdown(doc=doc).splitlines() if line.startswith("|")]

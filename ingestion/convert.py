@@ -331,16 +331,8 @@ def convert_remote(path: Path, data: bytes, url: str, *, timeout: float = 600.0)
     return DoclingDocument.model_validate(document)
 
 
-_SUFFIX = {
-    InputFormat.PDF: "pdf",
-    InputFormat.DOCX: "docx",
-    InputFormat.PPTX: "pptx",
-    InputFormat.XLSX: "xlsx",
-    InputFormat.HTML: "html",
-    InputFormat.MD: "md",
-    InputFormat.ASCIIDOC: "adoc",
-    InputFormat.CSV: "csv",
-}
+# The first suffix SUPPORTED lists for each format (reversed, so earlier entries win).
+_SUFFIX = {fmt: suffix[1:] for suffix, fmt in reversed(SUPPORTED.items())}
 
 
 def _encrypted(data: bytes) -> bool:

@@ -148,8 +148,7 @@ def sources(store: StoreOpt = None, collection: CollOpt = None) -> None:
 
     kinds = ("text", "table", "picture")
     local = [s for s in indexed if os.path.isabs(s)]
-    root = os.path.commonpath(local) if len(local) > 1 else os.path.dirname(local[0]) if local else ""
-    root = root if root and not os.path.isfile(root) else os.path.dirname(root)
+    root = os.path.commonpath([os.path.dirname(s) for s in local]) if local else ""
     title = f"{ctx.collection} in {ctx.store_uri}" + (f"\nsources under {root}" if root else "")
     table = Table("source", *kinds, "total", title=title)
     for source, counts in indexed.items():

@@ -35,10 +35,11 @@ def method_config(method: str) -> RunnableConfig:
 
 def trace_config(ctx: RagContext, method: str, **extra: Any) -> RunnableConfig:
     """A run config naming the method and the settings it ran with (root-run metadata)."""
+    base = method_config(method)
     return {
         "run_name": method,
         "metadata": {
-            "method": method,
+            **base["metadata"],
             "chat_model": spec_name(ctx.chat_model),
             "embeddings": spec_name(ctx.embeddings),
             "store_uri": ctx.store_uri,
@@ -47,5 +48,5 @@ def trace_config(ctx: RagContext, method: str, **extra: Any) -> RunnableConfig:
             "search_mode": ctx.search_mode,
             **extra,
         },
-        "tags": [TAG, f"method:{method}"],
+        "tags": base["tags"],
     }
