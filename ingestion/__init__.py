@@ -6,7 +6,7 @@ Owns the store and the embedding model that fills it. Depends on nothing in
 
 from ingestion.embeddings import EMBEDDED, load_embeddings
 from ingestion.pipeline import FileResult, IngestReport, ingest
-from ingestion.store import ChunkIndex, StoreLockedError, ids_filter, open_index, quote
+from ingestion.store import ChunkIndex, StoreLockedError, access_filter, all_of, ids_filter, open_index, quote
 
 __all__ = [
     "EMBEDDED",
@@ -14,6 +14,8 @@ __all__ = [
     "FileResult",
     "IngestReport",
     "StoreLockedError",
+    "access_filter",
+    "all_of",
     "ids_filter",
     "ingest",
     "load_embeddings",

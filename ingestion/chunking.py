@@ -17,9 +17,11 @@ Three kinds of chunk, each findable and citable on its own:
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from docling_core.transforms.chunker.hierarchical_chunker import (
     ChunkingDocSerializer,
@@ -130,7 +132,9 @@ def _table_pieces(markdown: str, prefix: str, tokenizer) -> list[str]:
     return pieces
 
 
-def chunk_document(doc, *, source: str, tokenizer, captioner=None) -> list[Document]:
+def chunk_document(
+    doc, *, source: str, tokenizer, captioner=None, labels: dict[str, Any] | None = None
+) -> list[Document]:
     """Split ``doc`` into text, table and picture chunks, each with full provenance.
 
     Metadata: ``chunk_id``, ``source``, ``doc_hash``, ``title``, ``kind``
@@ -138,12 +142,18 @@ def chunk_document(doc, *, source: str, tokenizer, captioner=None) -> list[Docum
     ``page`` (first page or -1), ``pages``, ``headings``, ``caption`` (the
     document's own caption of a table/picture), ``content_hash``,
     ``chunk_index``, ``captioner`` (who described a picture; None otherwise),
-    ``ingested_at``.
+    ``ingested_at``; plus the access ``labels`` (``tenant``, ``tags``) when given.
+
+    Labels are part of ``doc_hash``, so re-ingesting a file with other labels
+    replaces its chunks (the old ones are stale) instead of keeping the old labels.
 
     ``captioner`` describes pictures (``ingestion.captioning``); the default
     uses the document's own caption and surrounding text.
     """
     doc_hash = document_hash(doc)
+    if labels:
+        key = json.dumps(labels, sort_keys=True)
+        doc_hash = hashlib.sha256(f"{doc_hash}\x1f{key}".encode()).hexdigest()[:32]
     now = datetime.now(UTC).isoformat(timespec="seconds")
     chunks: list[Document] = []
 
@@ -170,6 +180,7 @@ def chunk_document(doc, *, source: str, tokenizer, captioner=None) -> list[Docum
                     "chunk_index": len(chunks),
                     "captioner": extra.get("captioner"),
                     "ingested_at": now,
+                    **(labels or {}),
                 },
             )
         )

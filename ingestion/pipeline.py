@@ -22,7 +22,7 @@ from ingestion.captioning import Captioner, CaptionPrompt, load_captioner
 from ingestion.chunking import chunk_document
 from ingestion.convert import MAX_FILE_BYTES, ConvertOptions, convert, discover
 from ingestion.embeddings import EMBEDDED, chunk_tokenizer, load_embeddings
-from ingestion.store import ChunkIndex, open_index
+from ingestion.store import TAGS_FIELD, TENANT_FIELD, ChunkIndex, open_index
 
 T = TypeVar("T")
 EMBED_GROUP = 256  # chunks embedded per call, across files
@@ -101,6 +101,8 @@ def ingest(
     allow_fetch: bool = False,
     max_file_bytes: int = MAX_FILE_BYTES,
     docling_serve: str | None = None,
+    tenant: str | None = None,
+    tags: Iterable[str] = (),
     context: Any = None,
 ) -> IngestReport:
     """Ingest files and folders into the Milvus collection ``collection`` at ``uri``.
@@ -123,6 +125,10 @@ def ingest(
         allow_fetch: let HTML/Markdown fetch the remote or local images they reference.
         max_file_bytes: files over this size are refused (reported, not read).
         docling_serve: URL of a Docling Serve instance to convert with (instead of in process).
+        tenant: access label stored on every chunk; searches with ``RagContext(tenant=...)``
+            see only their tenant's chunks.
+        tags: access labels stored on every chunk (``RagContext(tags=...)`` admits a chunk
+            carrying any of them). Re-ingesting with other labels replaces the file's chunks.
         context: an object with ``store_uri``, ``collection`` and ``embeddings``
             (a ``RagContext``) supplying what ``uri``/``collection``/``embeddings`` leave out.
 
@@ -150,11 +156,14 @@ def ingest(
     options = ConvertOptions(
         allow_fetch=allow_fetch, max_file_bytes=max_file_bytes, docling_serve=docling_serve
     )
+    labels = access_labels(tenant, tags)
     report = IngestReport()
 
     def prepare(path: Path) -> list[Document]:
         doc = convert(path, options)
-        return chunk_document(doc, source=str(path.resolve()), tokenizer=tokenizer, captioner=describer)
+        return chunk_document(
+            doc, source=str(path.resolve()), tokenizer=tokenizer, captioner=describer, labels=labels
+        )
 
     bar = tqdm(total=len(files), desc="ingest", unit="file", disable=not progress)
     group: list[tuple[FileResult, list[Document]]] = []
@@ -210,6 +219,21 @@ def ingest(
     report.total_chunks_in_store = index.count()
     report.seconds = time.perf_counter() - start
     return report
+
+
+def access_labels(tenant: str | None, tags: Iterable[str]) -> dict[str, Any]:
+    """The access labels to store on chunks, checked: a tenant string, a list of tag strings."""
+    tags = [tags] if isinstance(tags, str) else list(tags)
+    if tenant is not None and (not isinstance(tenant, str) or not tenant):
+        raise ValueError(f"ingest: tenant={tenant!r}: expected a non-empty string")
+    if not all(isinstance(t, str) and t for t in tags):
+        raise ValueError(f"ingest: tags={tags!r}: expected non-empty strings")
+    labels: dict[str, Any] = {}
+    if tenant is not None:
+        labels[TENANT_FIELD] = tenant
+    if tags:
+        labels[TAGS_FIELD] = sorted(set(tags))
+    return labels
 
 
 def _embed_new(index: ChunkIndex, chunks: list[Document]) -> dict[str, list[float]] | None:

@@ -28,8 +28,9 @@ from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 from tqdm.auto import tqdm
 
-from ingestion.store import ChunkIndex, open_index
+from ingestion.store import TAGS_FIELD, TENANT_FIELD, ChunkIndex, open_index
 from prompts import load_prompt
+from prompts.fencing import fence
 
 MAX_CLUSTER_CHARS = 6000  # text of one cluster given to the summariser
 REDUCED_DIMS = 10
@@ -86,7 +87,7 @@ def _summarize(model: BaseChatModel, texts: list[str]) -> str:
         if used + len(text) > MAX_CLUSTER_CHARS:
             text = text[: max(0, MAX_CLUSTER_CHARS - used)]
         if text:
-            passages.append(f"- {text}")
+            passages.append(fence(text))
             used += len(text)
     reply = model.invoke(load_prompt("raptor_summary").format_messages(passages="\n".join(passages)))
     return str(reply.content).strip() or " ".join(texts)[:500]
@@ -138,6 +139,7 @@ def build_tree(
                 "source": f"raptor:{source.collection}",
                 "page": -1,
                 "crefs": [],
+                **shared_labels(children),
             }
             tree.add([Document(page_content=text, metadata=meta)])
             report.summaries_written += 1
@@ -148,6 +150,24 @@ def build_tree(
     tree.flush()
     report.seconds = time.perf_counter() - start
     return report
+
+
+def shared_labels(children: list[Document]) -> dict:
+    """The access labels a summary may carry: only those every child carries.
+
+    A summary reads its children's text, so it must be no easier to reach than
+    the most restricted child: a mixed-tenant cluster's summary has no tenant
+    (a tenant-filtered search never sees it), and its tags are the common ones.
+    """
+    labels: dict = {}
+    tenants = {c.metadata.get(TENANT_FIELD) for c in children}
+    if len(tenants) == 1 and None not in tenants:
+        labels[TENANT_FIELD] = tenants.pop()
+    tag_sets = [set(c.metadata.get(TAGS_FIELD) or []) for c in children]
+    common = set.intersection(*tag_sets) if tag_sets else set()
+    if common:
+        labels[TAGS_FIELD] = sorted(common)
+    return labels
 
 
 def leaves_of(tree: ChunkIndex, node_id: str) -> list[Document]:

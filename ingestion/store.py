@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -29,6 +30,8 @@ SearchMode = Literal["dense", "hybrid"]
 TEXT_FIELD = "text"
 PRIMARY_FIELD = "pk"
 DENSE_FIELD = "dense"
+TENANT_FIELD = "tenant"  # access labels set by ingest(tenant=..., tags=...), dynamic fields
+TAGS_FIELD = "tags"
 SPARSE_FIELD = "sparse"
 _DENSE_INDEX = {"index_type": "AUTOINDEX", "metric_type": "COSINE"}
 _SPARSE_INDEX = {"index_type": "SPARSE_INVERTED_INDEX", "metric_type": "BM25"}
@@ -57,6 +60,33 @@ def quote(value: str) -> str:
 def ids_filter(ids: list[str] | tuple[str, ...]) -> str:
     """A Milvus filter expression matching exactly the chunks with these ids."""
     return f"{PRIMARY_FIELD} in [{', '.join(quote(x) for x in ids)}]"
+
+
+def access_filter(
+    *, tenant: str | None = None, tags: Sequence[str] = (), sources: Sequence[str] = ()
+) -> str | None:
+    """A Milvus expression admitting only the chunks a caller may see (None: no restriction).
+
+    ``tenant`` must match exactly, at least one of ``tags`` must be on the chunk,
+    ``source`` must be one of ``sources``. Every value is quoted, so no value
+    can change the expression's meaning.
+    """
+    parts = []
+    if tenant is not None:
+        parts.append(f"{TENANT_FIELD} == {quote(tenant)}")
+    if tags:
+        parts.append(f"json_contains_any({TAGS_FIELD}, [{', '.join(quote(t) for t in tags)}])")
+    if sources:
+        parts.append(f"source in [{', '.join(quote(s) for s in sources)}]")
+    return " and ".join(parts) or None
+
+
+def all_of(*exprs: str | None) -> str | None:
+    """The conjunction of the given expressions (None when there are none)."""
+    present = [e for e in exprs if e]
+    if len(present) <= 1:
+        return present[0] if present else None
+    return " and ".join(f"({e})" for e in present)
 
 
 def embed_queries(embeddings: Embeddings, queries: list[str]) -> list[list[float]]:

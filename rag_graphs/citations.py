@@ -1,6 +1,7 @@
 """Numbered context for prompts, and citations parsed back out of answers.
 
-Passages are shown to the model as ``[n]`` blocks, fenced as data; the
+Passages are shown to the model as ``[n]`` blocks, fenced as data
+(``prompts.fencing``: a passage cannot close its fence early); the
 answer cites them as ``[n]``. A marker that points at no passage is dropped,
 so every citation resolves to a stored chunk.
 """
@@ -12,6 +13,7 @@ from pathlib import Path
 
 from langchain_core.documents import Document
 
+from prompts.fencing import fence
 from rag_graphs.state import Citation
 
 _MARKER = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
@@ -31,13 +33,18 @@ def label(doc: Document) -> str:
 
 
 def format_context(docs: list[Document]) -> str:
-    """Render documents as numbered passages ``[1] (source) text``."""
+    """Render documents as numbered, fenced passages: ``[n]``, then ``(source)`` and the text as data.
+
+    The label is inside the fence too: a file name is as untrusted as the file.
+    """
     if not docs:
         return "(no passages were found)"
-    return "\n\n".join(
-        f"[{i}] ({label(doc)})\n<passage>\n{doc.page_content}\n</passage>"
-        for i, doc in enumerate(docs, start=1)
-    )
+    return "\n\n".join(numbered_passage(i, doc) for i, doc in enumerate(docs, start=1))
+
+
+def numbered_passage(number: int, doc: Document) -> str:
+    """One passage as prompts show it: ``[n]``, then its label and text fenced as data."""
+    return f"[{number}]\n" + fence(f"({label(doc)})\n{doc.page_content}")
 
 
 def _citation(marker: int, doc: Document, explicit: bool) -> Citation:

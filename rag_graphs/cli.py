@@ -28,6 +28,8 @@ StoreOpt = Annotated[
     str | None, typer.Option("--store", help="Milvus Lite path or server URI [env RAG_GRAPHS_STORE_URI]")
 ]
 CollOpt = Annotated[str | None, typer.Option("--collection", help="collection [env RAG_GRAPHS_COLLECTION]")]
+TenantOpt = Annotated[str | None, typer.Option(help="access label: the tenant chunks belong to")]
+TagOpt = Annotated[list[str] | None, typer.Option("--tag", help="access label (repeatable)")]
 
 
 def _context(store: str | None, collection: str | None, **overrides) -> RagContext:
@@ -75,10 +77,14 @@ def ingest(
     docling_serve: Annotated[
         str | None, typer.Option(help="convert with this Docling Serve instance (URL) instead of in process")
     ] = None,
+    tenant: TenantOpt = None,
+    tag: TagOpt = None,
 ) -> None:
     """Convert files with Docling, chunk, embed and store them in Milvus.
 
-    Unchanged files add nothing; a changed file replaces its old chunks.
+    Unchanged files add nothing; a changed file (or new --tenant/--tag labels)
+    replaces its old chunks. `ask --tenant/--tag/--source` searches only what
+    carries those labels.
     """
     from ingestion import StoreLockedError
     from ingestion import ingest as run_ingest
@@ -120,6 +126,8 @@ def ingest(
             allow_fetch=allow_fetch,
             max_file_bytes=int(max_file_mb * 1024 * 1024),
             docling_serve=docling_serve,
+            tenant=tenant,
+            tags=tag or (),
         )
     except (FileNotFoundError, StoreLockedError, ValueError, RuntimeError) as exc:
         _fail(str(exc))
@@ -242,13 +250,32 @@ def ask(
     model: Annotated[str | None, typer.Option(help="chat model spec [env RAG_GRAPHS_CHAT_MODEL]")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
     stream: Annotated[bool, typer.Option("--stream", help="print each step live as the graph runs")] = False,
+    tenant: Annotated[str | None, typer.Option(help="search only chunks of this tenant")] = None,
+    tag: Annotated[
+        list[str] | None, typer.Option("--tag", help="search only chunks with a tag (repeatable)")
+    ] = None,
+    source: Annotated[
+        list[str] | None, typer.Option("--source", help="search only this source (repeatable)")
+    ] = None,
 ) -> None:
     """Answer a question with one method; print the answer, citations and steps."""
     from ingestion import StoreLockedError
+    from rag_graphs.faults import RunFailed
 
     try:
-        ctx = _context(store, collection, k=k, chat_model=model)
+        sources = [s if "://" in s else str(Path(s).expanduser().resolve()) for s in source or []]
+        ctx = _context(
+            store, collection, k=k, chat_model=model, tenant=tenant, tags=tag or None, sources=sources or None
+        )
         _run(method, question, ctx, as_json, live=stream and not as_json)
+    except RunFailed as exc:
+        if as_json:
+            typer.echo(json.dumps({k: v for k, v in exc.result.items() if k != "documents"}, default=str))
+        else:
+            console.rule("[bold red]steps until the failure")
+            for i, step in enumerate(exc.result["steps"], start=1):
+                console.print(_step_line(i, step), highlight=False)
+        _fail(str(exc))
     except (ValueError, StoreLockedError, RuntimeError, FileNotFoundError) as exc:
         _fail(str(exc))
 

@@ -27,7 +27,12 @@ DEFAULT_STORE_URI = ".rag-graphs/milvus.db"
 DEFAULT_COLLECTION = "rag_graphs"
 
 
-def _env(name: str, default: Any, cast: type = str) -> Any:
+def _names(raw: str) -> tuple[str, ...]:
+    """``"a, b"`` -> ``("a", "b")``: list-valued settings in environment variables."""
+    return tuple(part.strip() for part in raw.split(",") if part.strip())
+
+
+def _env(name: str, default: Any, cast: Any = str) -> Any:
     def factory() -> Any:
         raw = os.environ.get(name)
         if raw is None or raw == "":
@@ -71,7 +76,21 @@ class RagContext:
 
     search_filter: str | None = _env("RAG_GRAPHS_SEARCH_FILTER", None)
     """A Milvus boolean expression every search must satisfy, e.g.
-    ``source like "%annual_report%"`` or ``chunk_id in ["a", "b"]``; None searches all."""
+    ``source like "%annual_report%"`` or ``chunk_id in ["a", "b"]``; None searches all.
+    Written by the operator, used as is: never build it from user input (use the
+    access fields below, whose values are quoted)."""
+
+    tenant: str | None = _env("RAG_GRAPHS_TENANT", None)
+    """Access control: search only chunks ingested with this tenant (``ingest(tenant=...)``);
+    chunks without one are then out of reach. None: no tenant restriction."""
+
+    tags: tuple[str, ...] = _env("RAG_GRAPHS_TAGS", (), _names)
+    """Access control: search only chunks carrying at least one of these tags
+    (``ingest(tags=...)``; env: comma-separated). Empty: no tag restriction."""
+
+    sources: tuple[str, ...] = _env("RAG_GRAPHS_SOURCES", (), _names)
+    """Access control: search only chunks of these sources (the stored ``source``: a resolved
+    file path or a URL; see ``rag-graphs sources``). Empty: every source."""
 
     num_queries: int = _env("RAG_GRAPHS_NUM_QUERIES", 3, int)
     """Queries the model writes for multi-query and RAG-Fusion (the question is searched too),
@@ -122,6 +141,13 @@ class RagContext:
     """Upper bound on tokens the chat model may generate per call."""
 
     def __post_init__(self) -> None:
+        for name in ("tags", "sources"):  # a bare string is one value, not a sequence of letters
+            value = getattr(self, name)
+            setattr(self, name, (value,) if isinstance(value, str) else tuple(value or ()))
+            if not all(isinstance(v, str) and v for v in getattr(self, name)):
+                raise ValueError(f"RagContext.{name}={value!r}: expected non-empty strings")
+        if self.tenant is not None and not isinstance(self.tenant, str):
+            raise ValueError(f"RagContext.tenant={self.tenant!r}: expected a string")
         if self.search_mode not in ("dense", "hybrid"):
             raise ValueError(f"RagContext.search_mode={self.search_mode!r}: use 'dense' or 'hybrid'")
         if self.tool_calling not in ("auto", "native", "text"):
@@ -152,6 +178,15 @@ class RagContext:
                 f"RagContext.routes: unknown question kind(s) {sorted(unknown)}; "
                 "use single_hop, multi_hop, global_summary"
             )
+
+    def search_expr(self) -> str | None:
+        """The Milvus expression every search of this run applies: ``search_filter`` and the
+        access fields (tenant, tags, sources), all required. Applied inside the search, so a
+        chunk outside it never reaches a prompt."""
+        from ingestion.store import access_filter, all_of
+
+        access = access_filter(tenant=self.tenant, tags=self.tags, sources=self.sources)
+        return all_of(self.search_filter, access)
 
     def route_table(self) -> dict[str, str]:
         """``routes`` parsed: question kind -> method name."""

@@ -56,7 +56,7 @@ def retriever_for(ctx: RagContext, *, k: int | None = None) -> ChunkRetriever:
         index=index_for(ctx),
         k=k or ctx.k,
         mode=ctx.search_mode,
-        expr=ctx.search_filter,
+        expr=ctx.search_expr(),
         tags=["rag-graphs"],
         metadata={"store_uri": ctx.store_uri, "collection": ctx.collection},
     )
@@ -75,7 +75,7 @@ def search_many(ctx: RagContext, queries: list[str], *, k: int | None = None) ->
     """Top chunks for each query, searched as one batch (one embedding call, one store request)."""
 
     def run(batch: list[str]) -> list[list[Document]]:
-        hits = index_for(ctx).search_many(batch, k=k or ctx.k, mode=ctx.search_mode, expr=ctx.search_filter)
+        hits = index_for(ctx).search_many(batch, k=k or ctx.k, mode=ctx.search_mode, expr=ctx.search_expr())
         return [[_scored(doc, score) for doc, score in ranking] for ranking in hits]
 
     return RunnableLambda(run, name="search_many").invoke(

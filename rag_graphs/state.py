@@ -33,7 +33,7 @@ class Step(TypedDict, total=False):
     """One entry of the reasoning chain, in the order it happened."""
 
     node: str
-    kind: Literal["retrieve", "generate", "decide", "rewrite", "grade", "note"]
+    kind: Literal["retrieve", "generate", "decide", "rewrite", "grade", "note", "error"]
     query: str
     doc_ids: list[str]
     text: str

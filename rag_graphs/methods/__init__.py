@@ -8,8 +8,10 @@ from collections.abc import Callable
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import RetryPolicy
 
 from rag_graphs.context import RagContext
+from rag_graphs.faults import RETRY, end_run_on_error
 from rag_graphs.state import InputState, OutputState, RagState
 
 METHODS: dict[str, str] = {
@@ -34,27 +36,45 @@ METHODS: dict[str, str] = {
 """Method name -> one-line description, in the order they are usually compared."""
 
 
-def get_graph(method: str, *, checkpointer: BaseCheckpointSaver | None = None) -> CompiledStateGraph:
+def get_graph(
+    method: str,
+    *,
+    checkpointer: BaseCheckpointSaver | None = None,
+    retry_policy: RetryPolicy | None = None,
+) -> CompiledStateGraph:
     """The compiled graph of ``method`` (module ``rag_graphs.methods.<method>``).
 
     With a ``checkpointer`` (``InMemorySaver``, ``SqliteSaver``...), a fresh
     compilation that saves every step under the caller's ``thread_id``; the
-    shared module-level graph carries none, as LangGraph Server expects.
+    shared module-level graph carries none, as LangGraph Server expects. A
+    ``retry_policy`` replaces ``rag_graphs.faults.RETRY`` (attempts, backoff).
     """
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; available: {', '.join(METHODS)}")
     module = importlib.import_module(f"rag_graphs.methods.{method}")
-    if checkpointer is None:
+    if checkpointer is None and retry_policy is None:
         return module.graph
-    return compile_method(module.build(), method, checkpointer=checkpointer)
+    return compile_method(module.build(), method, checkpointer=checkpointer, retry_policy=retry_policy)
 
 
 def compile_method(
-    builder: StateGraph, name: str, *, checkpointer: BaseCheckpointSaver | None = None
+    builder: StateGraph,
+    name: str,
+    *,
+    checkpointer: BaseCheckpointSaver | None = None,
+    retry_policy: RetryPolicy | None = None,
 ) -> CompiledStateGraph:
-    """Compile ``builder`` as method ``name``: traced runs carry its name in metadata and tags."""
+    """Compile ``builder`` as method ``name``.
+
+    Every node retries transient errors (``retry_policy``, default
+    ``rag_graphs.faults.RETRY``); a node that still fails ends the run with
+    ``error`` and the reasoning chain so far (see ``rag_graphs.faults``).
+    Traced runs carry the method's name in metadata and tags.
+    """
     from rag_graphs.tracing import method_config
 
+    policy = retry_policy or RETRY
+    builder.set_node_defaults(retry_policy=policy, error_handler=end_run_on_error(policy))
     return builder.compile(name=name, checkpointer=checkpointer).with_config(method_config(name))
 
 

@@ -16,7 +16,7 @@ import dataclasses
 from langgraph.graph import StateGraph
 from langgraph.runtime import Runtime
 
-from ingestion import ids_filter
+from ingestion import all_of, ids_filter
 from ingestion.raptor import tree_collection
 from rag_graphs.context import RagContext, get_context
 from rag_graphs.methods import compile_method, linear_builder
@@ -29,8 +29,7 @@ MAX_LEVEL = 8
 
 
 def _restricted(ctx: RagContext, expr: str) -> RagContext:
-    combined = f"({ctx.search_filter}) and ({expr})" if ctx.search_filter else expr
-    return dataclasses.replace(ctx, search_filter=combined)
+    return dataclasses.replace(ctx, search_filter=all_of(ctx.search_filter, expr))
 
 
 def retrieve_tree(state: RagState, runtime: Runtime[RagContext]) -> dict:

@@ -33,7 +33,8 @@ from langgraph.runtime import Runtime
 from typing_extensions import TypedDict
 
 from prompts import load_prompt
-from rag_graphs.citations import extract_citations
+from prompts.fencing import fence
+from rag_graphs.citations import extract_citations, numbered_passage
 from rag_graphs.context import RagContext, get_context
 from rag_graphs.methods import compile_method, new_builder
 from rag_graphs.models import chooses_tools
@@ -173,14 +174,14 @@ def _run_tool(ctx: RagContext, state: ReactState, request: ToolRequest) -> tuple
         docs = docs + [d for d in found if d.id not in {d.id for d in docs}]
         found_ids = {f.id for f in found}
         # Number passages by their place in ``documents`` so [n] in the answer resolves.
-        observation = "\n".join(
-            f"[{i}] {d.page_content}" for i, d in enumerate(docs, start=1) if d.id in found_ids
+        observation = "\n\n".join(
+            numbered_passage(i, d) for i, d in enumerate(docs, start=1) if d.id in found_ids
         )
         return observation or "no passages found", {"documents": found, "queries": [tool_input]}
     if tool == "calculator":
         return calculate(tool_input), {}
     if ctx.web_search is not None and tool in ("web_search", web_name):
-        return str(ctx.web_search.invoke(tool_input))[:2000], {}
+        return fence(str(ctx.web_search.invoke(tool_input))[:2000]), {}
     available = ["search", "calculator"] + (["web_search"] if ctx.web_search is not None else [])
     return f"unknown tool {tool!r}; available: {', '.join(available)}", {}
 

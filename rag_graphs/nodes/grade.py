@@ -13,6 +13,7 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel
 
 from prompts import load_prompt
+from prompts.fencing import fence
 from rag_graphs.context import RagContext, get_context
 from rag_graphs.nodes.common import calls_usage, chat_model, emit, latest_documents
 from rag_graphs.nodes.retrieve import last_retrieval_skipped
@@ -41,7 +42,7 @@ def make_grade(prompt: str = "grade_correctness") -> Callable[..., dict]:
         kept = list(state.get("context") or [])
         grades, used = [], {}
         for doc in latest_documents(state):
-            messages = template.format_messages(question=state["question"], passage=doc.page_content)
+            messages = template.format_messages(question=state["question"], passage=fence(doc.page_content))
             out = invoke_structured(model, messages, Grade, Grade(relevance="ambiguous"))
             used = add_usage(used, calls_usage(out.calls))
             grades.append((doc, out.value.relevance))

@@ -41,8 +41,8 @@ def test_no_documents_means_no_citations():
 
 def test_context_is_numbered_and_fenced_as_data():
     text = format_context(DOCS)
-    assert text.startswith("[1] (doc1.md)\n<passage>\npassage 1\n</passage>")
-    assert "[2] (doc2.md, p. 4, table)" in text
+    assert text.startswith("[1]\n<passage>\n(doc1.md)\npassage 1\n</passage>")
+    assert "[2]\n<passage>\n(doc2.md, p. 4, table)\n" in text
     assert format_context([]) == "(no passages were found)"
 
 

@@ -59,7 +59,7 @@ def test_prompt_contains_the_question_and_the_numbered_passages(loaded, make_con
     finally:
         type(model)._generate = original
     human = seen[0][-1].content
-    assert QUESTION in human and "[1] (" in human and "<passage>" in human
+    assert QUESTION in human and "[1]\n<passage>\n(" in human
     # No [n] marker in the reply: the passages shown are cited, flagged as inferred.
     assert len(out["citations"]) == len(out["documents"]) and not out["citations"][0]["explicit"]
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from langchain_core.documents import Document
 
+from rag_graphs.faults import RunFailed
 from rag_graphs.methods import get_graph
 from rag_graphs.nodes.expand import parse_queries
 from rag_graphs.nodes.plan import fill_references
@@ -193,7 +194,7 @@ def test_auto_answers_directly_without_retrieval(loaded, make_context):
 
 
 def test_auto_rejects_routes_to_unknown_methods(loaded, make_context):
-    with pytest.raises(ValueError, match="RagContext.routes: multi_hop='nope' is not a method"):
+    with pytest.raises(RunFailed, match="RagContext.routes: multi_hop='nope' is not a method"):
         get_graph("auto").invoke(
             {"question": QUESTION}, context=make_context('{"kind": "multi_hop"}', routes="multi_hop=nope")
         )

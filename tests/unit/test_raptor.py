@@ -11,6 +11,7 @@ from langchain_core.messages import AIMessage
 
 from ingestion import open_index
 from ingestion.raptor import build_tree, cluster, leaves_of, tree_collection
+from rag_graphs.faults import RunFailed
 from rag_graphs.methods import get_graph
 
 QUESTION = "Where was Ilsa Brandt born?"
@@ -81,7 +82,7 @@ def test_collapsed_and_traversal_queries_answer_from_the_tree(tree, make_context
 
 
 def test_raptor_without_a_tree_says_how_to_build_one(loaded, make_context):
-    with pytest.raises(ValueError, match="run `rag-graphs raptor build` first"):
+    with pytest.raises(RunFailed, match="run `rag-graphs raptor build` first"):
         get_graph("raptor").invoke({"question": QUESTION}, context=make_context("x"))
 
 

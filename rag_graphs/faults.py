@@ -1,0 +1,124 @@
+"""Faults: which errors a run retries, and how a run that cannot go on ends.
+
+Every method's nodes share one LangGraph ``RetryPolicy`` that retries
+*transient* errors only: timeouts, dropped connections, rate limits (HTTP 429)
+and server errors (5xx), with exponential backoff and jitter, a bounded number
+of times. Anything else (a bad API key, a missing model, a bug), or a transient
+error that outlasts its attempts, goes to one error handler that ends the run
+at once with ``RunFailed``: its message names the node and the cause, and its
+``result`` is the answer contract as far as the run got (the reasoning chain up
+to the failure included).
+
+A malformed reply (empty, garbage, the wrong format, a call to an unknown
+tool) is not a fault: the nodes fall back as DESIGN.md says (structured
+defaults, query fallbacks, "unknown tool" observations), so it never lands here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.errors import NodeError
+from langgraph.types import RetryPolicy
+
+from rag_graphs.state import RagState, add_usage, merge_documents
+
+TRANSIENT_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504, 529})
+"""HTTP statuses worth retrying: timeout, too early, rate limit, server errors, overloaded."""
+
+_TRANSIENT_NAMES = frozenset(
+    {
+        # openai / anthropic / groq / mistral SDKs, httpx, requests, LangGraph node timeouts
+        "RateLimitError",
+        "APITimeoutError",
+        "APIConnectionError",
+        "InternalServerError",
+        "ServiceUnavailableError",
+        "OverloadedError",
+        "TimeoutException",
+        "NetworkError",
+        "RemoteProtocolError",
+        "ReadTimeout",
+        "ConnectTimeout",
+        "NodeTimeoutError",
+    }
+)
+
+
+def status_code(exc: BaseException) -> int | None:
+    """The HTTP status an SDK error carries (``status_code``, or its ``response``'s), if any."""
+    for holder in (exc, getattr(exc, "response", None)):
+        code = getattr(holder, "status_code", None)
+        if isinstance(code, int):
+            return code
+    return None
+
+
+def is_transient(exc: BaseException) -> bool:
+    """True for errors that may pass if the same call is tried again a little later.
+
+    Decided by type and HTTP status, never by message text; provider SDK errors
+    are recognised by class name so no SDK has to be installed to classify them.
+    """
+    if isinstance(exc, TimeoutError | ConnectionError):
+        return True
+    code = status_code(exc)
+    if code is not None:
+        return code in TRANSIENT_STATUS or code >= 500
+    return any(cls.__name__ in _TRANSIENT_NAMES for cls in type(exc).__mro__)
+
+
+RETRY = RetryPolicy(
+    initial_interval=1.0,
+    backoff_factor=2.0,
+    max_interval=30.0,
+    max_attempts=4,
+    jitter=True,
+    retry_on=is_transient,
+)
+"""The default policy: 4 attempts, waiting ~1 s, 2 s, 4 s (with jitter) between them."""
+
+
+def describe(error: BaseException, node: str, policy: RetryPolicy) -> str:
+    """One line for the user: where, what, and whether it was retried."""
+    cause = f"{type(error).__name__}: {error}".strip().rstrip(":")
+    if is_transient(error):
+        return f"{node} failed after {policy.max_attempts} attempts (transient error, retried): {cause}"
+    return f"{node} failed (not retried: the error is not transient): {cause}"
+
+
+class RunFailed(RuntimeError):
+    """A graph run ended at a node that failed for good.
+
+    ``result`` is the answer contract as far as the run got: ``answer`` (empty
+    unless one was written), ``citations``, ``documents``, ``steps`` (the
+    reasoning chain, ending with an ``error`` step), ``usage`` and ``error``.
+    The original exception is ``__cause__``. With a checkpointer the run can
+    be resumed from the failed node on the same ``thread_id``.
+    """
+
+    def __init__(self, message: str, result: dict) -> None:
+        super().__init__(message)
+        self.result = result
+
+
+def end_run_on_error(policy: RetryPolicy = RETRY) -> Any:
+    """A LangGraph node error handler: raise ``RunFailed`` carrying the chain so far."""
+
+    def end_run(state: RagState, error: NodeError) -> None:
+        if not isinstance(error.error, Exception):  # Ctrl-C, SystemExit: stop, don't report
+            raise error.error
+        inner = error.error if isinstance(error.error, RunFailed) else None  # a nested graph (auto)
+        text = str(inner) if inner else describe(error.error, error.node, policy)
+        tail = inner.result if inner else {"steps": [{"node": error.node, "kind": "error", "text": text}]}
+        result = {
+            "answer": state.get("answer", ""),
+            "citations": state.get("citations", []),
+            "documents": merge_documents(state.get("documents"), tail.get("documents")),
+            "steps": [*state.get("steps", []), *tail["steps"]],
+            "usage": add_usage(state.get("usage"), tail.get("usage")),
+            "error": text,
+        }
+        raise RunFailed(text, result) from error.error
+
+    return end_run
