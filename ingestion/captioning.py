@@ -23,6 +23,7 @@ from __future__ import annotations
 import base64
 import logging
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -31,8 +32,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from io import BytesIO
 from typing import TYPE_CHECKING, Any, Literal, Protocol
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from prompts import load_prompt
+from prompts.fencing import fence
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -48,6 +51,9 @@ TEMPLATES: dict[str, str] = {
 }
 PROMPTS: tuple[str, ...] = tuple(TEMPLATES)
 FALLBACK = "fallback"
+MASK = "***"
+SECRET_NAME = re.compile(r"key|token|secret|pass|pwd|sig|auth|cred", re.IGNORECASE)
+"""URL query parameter names whose values are treated as secrets (``api_key``, ``key``, ``sig`` ...)."""
 
 
 @dataclass(frozen=True)
@@ -125,10 +131,100 @@ class TesseractCaptioner:
         return Caption(f"{prefix}Text in the picture: {read}", self.name)
 
 
+def redact_url(url: str) -> str:
+    """``url`` with its user info and secret-looking query values masked.
+
+    A URL becomes a captioner's name (stored with every picture chunk and
+    logged), a trace's store URI or a results file's field; a key in it
+    (``https://user:pw@host``, ``?api_key=``, ``?key=``) must not. Anything
+    that is not an absolute URL (a path, a model spec) is returned unchanged.
+    Lives here because ingestion cannot import ``rag_graphs``; ``rag_graphs.tracing``
+    reuses it.
+    """
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url
+    if not parts.scheme or not parts.netloc:
+        return url
+    netloc = f"{MASK}@{parts.netloc.rpartition('@')[2]}" if "@" in parts.netloc else parts.netloc
+    query = "&".join(
+        f"{name}={MASK}" if sep and SECRET_NAME.search(unquote(name)) else f"{name}{sep}{value}"
+        for name, sep, value in (piece.partition("=") for piece in parts.query.split("&") if piece)
+    )
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def _url_secrets(url: str) -> set[str]:
+    """The secret parts of ``url`` as they appear in text: user info and secret query values."""
+    parts = urlsplit(url)
+    found = {parts.netloc.rpartition("@")[0]} if "@" in parts.netloc else set()
+    found |= {
+        unquote(p.split(":")[-1]) for p in found
+    }  # the password alone (requests sends it as Basic auth)
+    for piece in parts.query.split("&"):
+        name, sep, value = piece.partition("=")
+        if sep and SECRET_NAME.search(unquote(name)):
+            found |= {value, unquote(value)}
+    return {s for s in found if len(s) >= 4}
+
+
+class _Scrub(logging.Filter):
+    """Masks known secrets in log records, including third-party ones.
+
+    Docling's API client and urllib3 log the request URL (query string
+    included) when a call fails or is retried; a key in the URL would land
+    in the user's logs. Attached to those loggers (and this module's) by
+    ``ApiCaptioner``; it only rewrites records that contain a secret.
+    """
+
+    LOGGERS = (
+        "ingestion.captioning",
+        "docling.utils.api_image_request",
+        "urllib3.connectionpool",
+        "urllib3.util.retry",
+    )
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.secrets: frozenset[str] = frozenset()  # replaced, never mutated: other threads may be logging
+
+    def text(self, text: str) -> str:
+        for secret in sorted(self.secrets, key=len, reverse=True):
+            text = text.replace(secret, MASK)
+        return text
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        clean = self.text(message)
+        if clean != message:
+            record.msg, record.args = clean, None
+        return True
+
+    def watch(self, secrets: set[str]) -> None:
+        self.secrets = self.secrets | secrets
+        for name in self.LOGGERS:
+            logger = logging.getLogger(name)
+            if self not in logger.filters:
+                logger.addFilter(self)
+
+
+_SCRUB = _Scrub()
+
+
+def _endpoint(url: str) -> str:
+    """``url`` ending in ``/chat/completions`` (appended to the path, so a query string survives)."""
+    parts = urlsplit(url)
+    path = parts.path.rstrip("/")
+    if not path.endswith("/chat/completions"):
+        path += "/chat/completions"
+    return urlunsplit(parts._replace(path=path))
+
+
 def _prompt_messages(prompt: CaptionPrompt, picture: PictureInput) -> list:
     """The selected picture prompt, filled with the picture's caption and surrounding text."""
-    return load_prompt(TEMPLATES[prompt]).format_messages(
-        caption=picture.caption or "(none)", context=picture.context[:1500] or "(none)"
+    return load_prompt(TEMPLATES[prompt]).format_messages(  # the document's words are data: fenced
+        caption=fence(picture.caption or "(none)"), context=fence(picture.context[:1500] or "(none)")
     )
 
 
@@ -171,13 +267,15 @@ class ApiCaptioner:
         timeout: float = 60.0,
         headers: dict[str, str] | None = None,
     ) -> None:
-        base = url.rstrip("/")
-        self.url = base if base.endswith("/chat/completions") else base + "/chat/completions"
+        self.url = _endpoint(url)
         self.params: dict[str, Any] = {"model": model} if model else {}
         self.prompt, self.timeout = _check_prompt(prompt), timeout
         key = os.environ.get("OPENAI_API_KEY")
         self.headers = headers if headers is not None else ({"Authorization": f"Bearer {key}"} if key else {})
-        self.name = f"api:{url}" + (f"#{model}" if model else "")
+        # The name is stored with every chunk and logged: the URL without its keys.
+        self.name = f"api:{redact_url(url)}" + (f"#{model}" if model else "")
+        header_secrets = {v.split(" ")[-1] for v in self.headers.values()} | set(self.headers.values())
+        _SCRUB.watch(_url_secrets(url) | {s for s in header_secrets if len(s) >= 4})
 
     def describe(self, picture: PictureInput) -> Caption:
         if picture.image is None:

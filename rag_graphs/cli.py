@@ -42,7 +42,9 @@ def _context(store: str | None, collection: str | None, **overrides) -> RagConte
 
 
 def _fail(message: str) -> None:
-    err.print(f"[bold red]error:[/] {message}")
+    from rag_graphs.tracing import redact
+
+    err.print(f"[bold red]error:[/] {redact(message)}")  # errors can quote a URL with a key in it
     raise typer.Exit(1)
 
 
@@ -142,6 +144,7 @@ def sources(store: StoreOpt = None, collection: CollOpt = None) -> None:
     from rich.table import Table
 
     from ingestion import StoreLockedError
+    from ingestion.captioning import redact_url
     from rag_graphs.retrieval import index_for
 
     ctx = _context(store, collection)
@@ -150,14 +153,14 @@ def sources(store: StoreOpt = None, collection: CollOpt = None) -> None:
     except StoreLockedError as exc:
         _fail(str(exc))
     if not indexed:
-        console.print(f"collection {ctx.collection!r} at {ctx.store_uri} holds no chunks")
+        console.print(f"collection {ctx.collection!r} at {redact_url(ctx.store_uri)} holds no chunks")
         return
     import os
 
     kinds = ("text", "table", "picture")
     local = [s for s in indexed if os.path.isabs(s)]
     root = os.path.commonpath([os.path.dirname(s) for s in local]) if local else ""
-    title = f"{ctx.collection} in {ctx.store_uri}" + (f"\nsources under {root}" if root else "")
+    title = f"{ctx.collection} in {redact_url(ctx.store_uri)}" + (f"\nsources under {root}" if root else "")
     table = Table("source", *kinds, "total", title=title)
     for source, counts in indexed.items():
         shown = os.path.relpath(source, root) if root and source in local else source
@@ -309,12 +312,13 @@ def eval_command(
 ) -> None:
     """Compare methods on a QA set: EM/F1, passage recall, LLM calls, tokens, seconds; table and plots."""
     from rag_graphs.eval import evaluate, markdown_table, read_rows, summarize, write_report
+    from rag_graphs.eval.runner import read_config
     from rag_graphs.methods import METHODS
 
     try:
         if report is None:
             if resume is not None and dataset is None:
-                dataset = Path(json.loads((resume / "config.json").read_text())["dataset"])
+                dataset = Path(read_config(resume)["dataset"])
             if dataset is None:
                 _fail("--dataset is required (or --resume RUN_DIR, or --report RUN_DIR)")
             chosen = (

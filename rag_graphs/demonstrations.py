@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from rag_graphs.jsonl import read_jsonl, require_text
+from prompts.fencing import fence
+from rag_graphs.jsonl import existing_path, read_jsonl, require_text
 
 MAX_DOC_CHARS = 600  # per demonstration document: demonstrations must not crowd out the real context
 MAX_DOCS = 3
@@ -50,12 +51,10 @@ def load_demonstrations(path: str | Path) -> tuple[Demonstration, ...]:
 
     Raises:
         FileNotFoundError: no file at ``path``.
-        ValueError: a malformed line, naming the file, line and field.
+        ValueError: ``path`` is a folder; or a malformed line, naming the file, line and field.
     """
-    file = Path(path).expanduser()
-    if not file.is_file():
-        raise FileNotFoundError(f"demonstrations file not found: {file} (RagContext.demonstrations)")
-    return _cached(str(file.resolve()), file.stat().st_mtime)
+    file = existing_path(path, "file", "demonstrations file (RagContext.demonstrations)")
+    return _cached(str(file), file.stat().st_mtime)
 
 
 def format_demonstrations(demos: tuple[Demonstration, ...] | list[Demonstration], m: int) -> str:
@@ -63,7 +62,7 @@ def format_demonstrations(demos: tuple[Demonstration, ...] | list[Demonstration]
     blocks = []
     for i, demo in enumerate(list(demos)[:m], start=1):
         docs = "\n".join(
-            f"[{j}] {d[:MAX_DOC_CHARS]}" for j, d in enumerate(demo.documents[:MAX_DOCS], start=1)
+            f"[{j}]\n{fence(d[:MAX_DOC_CHARS])}" for j, d in enumerate(demo.documents[:MAX_DOCS], start=1)
         )
         blocks.append(
             f"Example {i}\nDocuments:\n{docs or '(none)'}\nQuestion: {demo.question}\nAnswer: {demo.answer}"

@@ -81,7 +81,9 @@ RETRY = RetryPolicy(
 
 def describe(error: BaseException, node: str, policy: RetryPolicy) -> str:
     """One line for the user: where, what, and whether it was retried."""
-    cause = f"{type(error).__name__}: {error}".strip().rstrip(":")
+    from rag_graphs.tracing import redact  # an SDK error can quote a URL or header with a key
+
+    cause = redact(f"{type(error).__name__}: {error}").strip().rstrip(":")
     if is_transient(error):
         return f"{node} failed after {policy.max_attempts} attempts (transient error, retried): {cause}"
     return f"{node} failed (not retried: the error is not transient): {cause}"

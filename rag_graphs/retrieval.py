@@ -17,6 +17,7 @@ from langchain_core.runnables import RunnableLambda
 from pydantic import ConfigDict
 
 from ingestion import ChunkIndex, load_embeddings, open_index
+from ingestion.captioning import redact_url
 from rag_graphs.context import RagContext
 
 
@@ -58,7 +59,7 @@ def retriever_for(ctx: RagContext, *, k: int | None = None) -> ChunkRetriever:
         mode=ctx.search_mode,
         expr=ctx.search_expr(),
         tags=["rag-graphs"],
-        metadata={"store_uri": ctx.store_uri, "collection": ctx.collection},
+        metadata=_where(ctx),
     )
 
 
@@ -80,8 +81,13 @@ def search_many(ctx: RagContext, queries: list[str], *, k: int | None = None) ->
 
     return RunnableLambda(run, name="search_many").invoke(
         list(queries),
-        config={"tags": [SEARCH_TAG], "metadata": {"store_uri": ctx.store_uri, "collection": ctx.collection}},
+        config={"tags": [SEARCH_TAG], "metadata": _where(ctx)},
     )
+
+
+def _where(ctx: RagContext) -> dict[str, str]:
+    """Trace metadata naming the store (credentials masked) and collection a search ran on."""
+    return {"store_uri": redact_url(ctx.store_uri), "collection": ctx.collection}
 
 
 def _scored(doc: Document, score: float) -> Document:

@@ -108,6 +108,19 @@ def _example(number: int, where: str, row: dict) -> Example:
     )
 
 
+def _meta(path: Path) -> dict:
+    """A dataset folder's optional ``meta.json``; malformed, it fails naming the file."""
+    if not path.is_file():
+        return {}
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: not valid JSON ({exc})") from exc
+    if not isinstance(meta, dict):
+        raise ValueError(f"{path}: expected a JSON object")
+    return meta
+
+
 def load_dataset(path: str | Path) -> Dataset:
     """Load a dataset folder (``dev.jsonl`` [+ ``corpus.jsonl``]) or a questions JSONL file.
 
@@ -115,14 +128,13 @@ def load_dataset(path: str | Path) -> Dataset:
         FileNotFoundError: nothing at ``path``, or a folder without ``dev.jsonl``.
         ValueError: a malformed row, naming the file, line and field; or duplicate ids.
     """
-    path = Path(path).expanduser()
+    path = Path(path).expanduser().resolve()  # one absolute path in errors and run configs
     if path.is_dir():
         questions, corpus = path / QUESTIONS_FILE, path / CORPUS_FILE
         if not questions.is_file():
             raise FileNotFoundError(f"dataset folder {path} has no {QUESTIONS_FILE}")
         corpus_path = corpus if corpus.is_file() else None
-        meta_file = path / "meta.json"
-        meta = json.loads(meta_file.read_text()) if meta_file.is_file() else {}
+        meta = _meta(path / "meta.json")
         name = path.name
     elif path.is_file():
         questions, corpus_path, meta, name = path, None, {}, path.stem

@@ -35,6 +35,9 @@ def mine_demonstrations(
     progress: bool = True,
 ) -> int:
     """Write up to ``keep`` correct demonstrations from ``examples[offset:offset+limit]``; return how many."""
+    path = Path(out).expanduser().resolve()
+    if path.is_dir():  # checked before any question is asked
+        raise ValueError(f"demonstrations output must be a file, {path} is a folder")
     ds = dataset if isinstance(dataset, Dataset) else load_dataset(dataset)
     ctx = context or RagContext()
     if ds.has_passages:
@@ -50,7 +53,6 @@ def mine_demonstrations(
             kept.append({"question": example.question, "answer": example.answer, "documents": docs})
             if len(kept) >= keep:
                 break
-    path = Path(out)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps(row) + "\n" for row in kept), encoding="utf-8")
     return len(kept)

@@ -7,13 +7,13 @@ asking a single question again.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from statistics import mean
 
 from rag_graphs.eval.metrics import bootstrap_ci
-from rag_graphs.eval.runner import CONFIG, read_rows
+from rag_graphs.eval.runner import CONFIG, read_config, read_rows
+from rag_graphs.jsonl import existing_path
 
 QUALITY = ("em", "f1", "contains", "recall")
 
@@ -165,11 +165,11 @@ def plot_recall_by_group(rows: list[dict], path: Path) -> Path:
 
 def write_report(run_dir: str | Path) -> Path:
     """Write ``report.md`` and the plots into ``run_dir`` from its rows; return the report path."""
-    run_dir = Path(run_dir)
+    run_dir = existing_path(run_dir, "dir", "run directory")
     rows = read_rows(run_dir)
     if not rows:
         raise ValueError(f"{run_dir} has no result rows ({run_dir / 'rows.jsonl'})")
-    config = json.loads((run_dir / CONFIG).read_text()) if (run_dir / CONFIG).is_file() else {}
+    config = read_config(run_dir) if (run_dir / CONFIG).exists() else {}
     summaries = summarize(rows)
     common = common_questions(rows) or rows
     # The plot compares methods, so it uses the questions all of them answered.

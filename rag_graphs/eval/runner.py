@@ -26,9 +26,10 @@ from rag_graphs.eval.corpus import open_corpus
 from rag_graphs.eval.datasets import Dataset, Example, load_dataset
 from rag_graphs.eval.metrics import answer_contained, exact_match, f1_score, supporting_recall
 from rag_graphs.eval.timing import Timer
+from rag_graphs.jsonl import existing_path
 from rag_graphs.methods import METHODS, get_graph
 from rag_graphs.retrieval import embeddings_for
-from rag_graphs.tracing import spec_name, trace_config
+from rag_graphs.tracing import redact, spec_name, trace_config
 
 Setting = Literal["open", "distractor", "oracle"]
 ROWS, CONFIG = "rows.jsonl", "config.json"
@@ -36,7 +37,7 @@ ROWS, CONFIG = "rows.jsonl", "config.json"
 
 def read_rows(run_dir: str | Path) -> list[dict]:
     """The complete rows of a run (a line cut off by an interruption is ignored)."""
-    path = Path(run_dir) / ROWS
+    path = Path(run_dir).expanduser() / ROWS
     if not path.is_file():
         return []
     rows = []
@@ -46,6 +47,34 @@ def read_rows(run_dir: str | Path) -> list[dict]:
         except json.JSONDecodeError:
             continue
     return rows
+
+
+def read_config(run_dir: str | Path) -> dict:
+    """The ``config.json`` of an existing run directory (what ``--resume`` continues).
+
+    Raises:
+        FileNotFoundError: no folder at ``run_dir``, or no ``config.json`` in it.
+        ValueError: ``run_dir`` is a file, or its ``config.json`` is not a JSON object.
+    """
+    folder = existing_path(run_dir, "dir", "run directory")
+    path = existing_path(folder / CONFIG, "file", f"run configuration of {folder}")
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: not valid JSON ({exc})") from exc
+    if not isinstance(config, dict):
+        raise ValueError(f"{path}: expected a JSON object")
+    return config
+
+
+def _run_folder(run_dir: str | Path | None, runs_root: str | Path, name: str) -> Path:
+    """The run directory, resolved; a new one under ``runs_root`` when none is given."""
+    folder = Path(run_dir) if run_dir else Path(runs_root) / f"{name}-{datetime.now():%Y%m%d-%H%M%S}"
+    folder = folder.expanduser().resolve()
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(f"run directory must be a folder, {folder} is a file")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
 
 def _repair_tail(path: Path) -> None:
@@ -101,7 +130,8 @@ def run_one(method: str, example: Example, ctx: RagContext) -> dict:
         out = get_graph(method).invoke({"question": example.question}, context=ctx, config=config)
     except Exception as exc:  # recorded, so one bad run never sinks an evaluation
         row = score_row(method, example, {}, time.perf_counter() - start, timer)
-        return row | {"error": f"{type(exc).__name__}: {exc}"[:500]}
+        # Exception texts can quote a URL or header with a key in it (HTTP client errors).
+        return row | {"error": redact(f"{type(exc).__name__}: {exc}")[:500]}
     return score_row(method, example, out, time.perf_counter() - start, timer)
 
 
@@ -176,11 +206,10 @@ def evaluate(
         "max_steps": ctx.max_steps,
         "concurrency": concurrency,
     }
-    run_dir = Path(run_dir) if run_dir else Path(runs_root) / f"{ds.name}-{datetime.now():%Y%m%d-%H%M%S}"
-    run_dir.mkdir(parents=True, exist_ok=True)
+    run_dir = _run_folder(run_dir, runs_root, ds.name)
     config_path = run_dir / CONFIG
-    if config_path.is_file():
-        stored = json.loads(config_path.read_text())
+    if config_path.exists():
+        stored = read_config(run_dir)
         different = [
             k
             for k in ("dataset", "setting", "question_ids", "chat_model", "embeddings", "k")

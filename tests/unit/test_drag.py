@@ -32,7 +32,8 @@ def test_demonstrations_load_and_render_the_first_m(tmp_path):
     demos = load_demonstrations(path)
     assert [d.answer for d in demos] == ["Lunmar", "Osric", "third"]
     text = format_demonstrations(demos, 2)
-    assert "Question: Where was Ada born?\nAnswer: Lunmar" in text and "[1] Ada was born in Lunmar." in text
+    assert "Question: Where was Ada born?\nAnswer: Lunmar" in text
+    assert "[1]\n<passage>\nAda was born in Lunmar.\n</passage>" in text  # documents fenced as data
     assert "Third?" not in text and format_demonstrations(demos, 0) == "(no examples)"
 
 
