@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from importlib import resources
@@ -12,6 +13,7 @@ import typer
 from rich.console import Console
 
 from rag_graphs.context import RagContext
+from rag_graphs.state import OutputState
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 console = Console()
@@ -203,24 +205,84 @@ def _event_line(event: dict) -> str:
     return f"   [dim]· {event['node']} {event['event']} {details}[/]"
 
 
-def _run(method: str, question: str, ctx: RagContext, as_json: bool | None, *, live: bool = False) -> dict:
+def _run(
+    method: str,
+    question: str,
+    ctx: RagContext,
+    as_json: bool | None,
+    *,
+    live: bool = False,
+    thread: tuple[str, Path] | None = None,
+) -> dict:
     """Stream one method's graph with a live status line; print the result unless ``as_json`` is None.
 
     With ``live``, every node event and every reasoning step is printed the
     moment it happens (the ``custom`` and ``updates`` streams), not only at the end.
+    With ``thread`` (thread id, SQLite file), every step is checkpointed: a run of that
+    thread that was killed or failed continues from its last completed step.
     """
     from rag_graphs.methods import get_graph
     from rag_graphs.tracing import trace_config
 
-    graph = get_graph(method)
+    config = trace_config(ctx, method)
+    inputs: dict | None = {"question": question}
+    with _checkpointer(thread) as saver:
+        graph = get_graph(method, checkpointer=saver)
+        if saver is not None and thread is not None:
+            config = {**config, "configurable": {"thread_id": thread[0]}}
+            inputs = _resume_point(graph, config, question)
+        if inputs is None and not graph.get_state(config).next:  # finished before: show it
+            result = {
+                k: v for k, v in graph.get_state(config).values.items() if k in OutputState.__annotations__
+            }
+        else:
+            result = _stream(graph, inputs, ctx, config, method, live)
+    if as_json:
+        payload = {k: v for k, v in result.items() if k != "documents"}
+        typer.echo(json.dumps(payload, indent=2, default=str))
+    elif as_json is False:
+        _print_result(result)
+    return result
+
+
+@contextlib.contextmanager
+def _checkpointer(thread: tuple[str, Path] | None):
+    """A SQLite checkpointer on the thread's file (None without a thread)."""
+    if thread is None:
+        yield None
+        return
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    path = thread[1].expanduser().resolve()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with SqliteSaver.from_conn_string(str(path)) as saver:
+        yield saver
+
+
+def _resume_point(graph, config: dict, question: str) -> dict | None:
+    """The run's input: the question for a new thread, None to continue or show an existing one."""
+    state = graph.get_state(config)
+    if not state.values:
+        return {"question": question}
+    thread = config["configurable"]["thread_id"]
+    if state.values.get("question") != question:
+        raise ValueError(
+            f"thread {thread!r} holds a run of another question ({state.values.get('question')!r}); "
+            "use a new --thread-id"
+        )
+    if state.next:
+        console.print(f"[dim]resuming thread {thread!r} at {', '.join(state.next)}[/]")
+    else:
+        console.print(f"[dim]thread {thread!r} finished earlier; its result:[/]")
+    return None
+
+
+def _stream(graph, inputs: dict | None, ctx: RagContext, config: dict, method: str, live: bool) -> dict:
     result: dict = {}
     steps = 0
     with console.status(f"[bold]{method}[/] thinking...") as status:
         for mode, chunk in graph.stream(
-            {"question": question},
-            context=ctx,
-            config=trace_config(ctx, method),
-            stream_mode=["custom", "updates", "values"],
+            inputs, context=ctx, config=config, stream_mode=["custom", "updates", "values"]
         ):
             if mode == "custom":
                 status.update(f"[bold]{method}[/] {chunk['node']}: {chunk['event']}")
@@ -233,11 +295,6 @@ def _run(method: str, question: str, ctx: RagContext, as_json: bool | None, *, l
                         console.print(_step_line(steps, step), highlight=False)
             elif mode == "values":
                 result = chunk
-    if as_json:
-        payload = {k: v for k, v in result.items() if k != "documents"}
-        typer.echo(json.dumps(payload, indent=2, default=str))
-    elif as_json is False:
-        _print_result(result)
     return result
 
 
@@ -260,6 +317,13 @@ def ask(
     source: Annotated[
         list[str] | None, typer.Option("--source", help="search only this source (repeatable)")
     ] = None,
+    thread_id: Annotated[
+        str | None,
+        typer.Option(help="checkpoint every step under this id; re-run to continue a killed or failed run"),
+    ] = None,
+    checkpoints: Annotated[Path, typer.Option(help="SQLite file of --thread-id checkpoints")] = Path(
+        ".rag-graphs/checkpoints.sqlite"
+    ),
 ) -> None:
     """Answer a question with one method; print the answer, citations and steps."""
     from ingestion import StoreLockedError
@@ -270,7 +334,8 @@ def ask(
         ctx = _context(
             store, collection, k=k, chat_model=model, tenant=tenant, tags=tag or None, sources=sources or None
         )
-        _run(method, question, ctx, as_json, live=stream and not as_json)
+        thread = (thread_id, checkpoints) if thread_id else None
+        _run(method, question, ctx, as_json, live=stream and not as_json, thread=thread)
     except RunFailed as exc:
         if as_json:
             typer.echo(json.dumps({k: v for k, v in exc.result.items() if k != "documents"}, default=str))
@@ -278,7 +343,10 @@ def ask(
             console.rule("[bold red]steps until the failure")
             for i, step in enumerate(exc.result["steps"], start=1):
                 console.print(_step_line(i, step), highlight=False)
-        _fail(str(exc))
+        _fail(
+            str(exc)
+            + (f"\nre-run with --thread-id {thread_id} to continue from the failed step" if thread_id else "")
+        )
     except (ValueError, StoreLockedError, RuntimeError, FileNotFoundError) as exc:
         _fail(str(exc))
 

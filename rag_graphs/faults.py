@@ -4,10 +4,11 @@ Every method's nodes share one LangGraph ``RetryPolicy`` that retries
 *transient* errors only: timeouts, dropped connections, rate limits (HTTP 429)
 and server errors (5xx), with exponential backoff and jitter, a bounded number
 of times. Anything else (a bad API key, a missing model, a bug), or a transient
-error that outlasts its attempts, goes to one error handler that ends the run
-at once with ``RunFailed``: its message names the node and the cause, and its
-``result`` is the answer contract as far as the run got (the reasoning chain up
-to the failure included).
+error that outlasts its attempts, ends the run with ``RunFailed``: its message
+names the node and the cause, and its ``result`` is the answer contract as far
+as the run got (the reasoning chain up to the failure included). Every node is
+wrapped by ``guard`` (see ``rag_graphs.methods.new_builder``), which is how the
+error knows the chain: it is the failing node's own input state.
 
 A malformed reply (empty, garbage, the wrong format, a call to an unknown
 tool) is not a fault: the nodes fall back as DESIGN.md says (structured
@@ -16,9 +17,12 @@ defaults, query fallbacks, "unknown tool" observations), so it never lands here.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any
 
-from langgraph.errors import NodeError
+from langgraph.errors import GraphBubbleUp
+from langgraph.runtime import get_runtime
 from langgraph.types import RetryPolicy
 
 from rag_graphs.state import RagState, add_usage, merge_documents
@@ -59,7 +63,10 @@ def is_transient(exc: BaseException) -> bool:
 
     Decided by type and HTTP status, never by message text; provider SDK errors
     are recognised by class name so no SDK has to be installed to classify them.
+    A node's ``RunFailed`` (see ``guard``) is transient when its cause is.
     """
+    if isinstance(exc, RunFailed):
+        return exc.transient
     if isinstance(exc, TimeoutError | ConnectionError):
         return True
     code = status_code(exc)
@@ -79,48 +86,74 @@ RETRY = RetryPolicy(
 """The default policy: 4 attempts, waiting ~1 s, 2 s, 4 s (with jitter) between them."""
 
 
-def describe(error: BaseException, node: str, policy: RetryPolicy) -> str:
-    """One line for the user: where, what, and whether it was retried."""
-    from rag_graphs.tracing import redact  # an SDK error can quote a URL or header with a key
-
-    cause = redact(f"{type(error).__name__}: {error}").strip().rstrip(":")
-    if is_transient(error):
-        return f"{node} failed after {policy.max_attempts} attempts (transient error, retried): {cause}"
-    return f"{node} failed (not retried: the error is not transient): {cause}"
-
-
 class RunFailed(RuntimeError):
     """A graph run ended at a node that failed for good.
 
     ``result`` is the answer contract as far as the run got: ``answer`` (empty
     unless one was written), ``citations``, ``documents``, ``steps`` (the
-    reasoning chain, ending with an ``error`` step), ``usage`` and ``error``.
-    The original exception is ``__cause__``. With a checkpointer the run can
-    be resumed from the failed node on the same ``thread_id``.
+    reasoning chain up to the failure, ending with an ``error`` step), ``usage``
+    and ``error`` (this message). The original exception is ``__cause__``. With a
+    checkpointer, invoking the same ``thread_id`` again (input ``None``) re-runs
+    the failed node and continues: nothing before it runs twice.
     """
 
-    def __init__(self, message: str, result: dict) -> None:
+    def __init__(self, message: str, result: dict, *, transient: bool = False) -> None:
         super().__init__(message)
         self.result = result
+        self.transient = transient
 
 
-def end_run_on_error(policy: RetryPolicy = RETRY) -> Any:
-    """A LangGraph node error handler: raise ``RunFailed`` carrying the chain so far."""
+def _attempt() -> int:
+    """Which attempt of the current node this is (LangGraph counts from 1)."""
+    try:
+        return int(get_runtime().execution_info.node_attempt)
+    except (RuntimeError, AttributeError, TypeError):  # outside a run, or no execution info
+        return 1
 
-    def end_run(state: RagState, error: NodeError) -> None:
-        if not isinstance(error.error, Exception):  # Ctrl-C, SystemExit: stop, don't report
-            raise error.error
-        inner = error.error if isinstance(error.error, RunFailed) else None  # a nested graph (auto)
-        text = str(inner) if inner else describe(error.error, error.node, policy)
-        tail = inner.result if inner else {"steps": [{"node": error.node, "kind": "error", "text": text}]}
-        result = {
-            "answer": state.get("answer", ""),
-            "citations": state.get("citations", []),
-            "documents": merge_documents(state.get("documents"), tail.get("documents")),
-            "steps": [*state.get("steps", []), *tail["steps"]],
-            "usage": add_usage(state.get("usage"), tail.get("usage")),
-            "error": text,
-        }
-        raise RunFailed(text, result) from error.error
 
-    return end_run
+def describe(error: BaseException, node: str, attempt: int) -> str:
+    """One line for the user: where, what, and whether it was retried."""
+    from rag_graphs.tracing import redact  # an SDK error can quote a URL or header with a key
+
+    cause = redact(f"{type(error).__name__}: {error}").strip().rstrip(":")
+    if is_transient(error):
+        return f"{node} failed after {attempt} attempts (transient error, retried): {cause}"
+    return f"{node} failed (not retried: the error is not transient): {cause}"
+
+
+def _failure(node: str, error: Exception, state: RagState) -> RunFailed:
+    """``RunFailed`` for ``error`` raised by ``node`` on input ``state``."""
+    if isinstance(error, RunFailed):  # a graph run inside this node (auto) failed: keep its chain
+        text, tail, transient = str(error), error.result, False
+    else:
+        text, transient = describe(error, node, _attempt()), is_transient(error)
+        tail = {"steps": [{"node": node, "kind": "error", "text": text}]}
+    result = {
+        "answer": state.get("answer", ""),
+        "citations": state.get("citations", []),
+        "documents": merge_documents(state.get("documents"), tail.get("documents")),
+        "steps": [*state.get("steps", []), *tail["steps"]],
+        "usage": add_usage(state.get("usage"), tail.get("usage")),
+        "error": text,
+    }
+    return RunFailed(text, result, transient=transient)
+
+
+def guard(node: str, action: Callable[..., Any]) -> Callable[..., Any]:
+    """Wrap a node function so any failure leaves it as ``RunFailed`` with the chain so far.
+
+    The node's own input state holds every step completed before it, so the
+    error can carry the partial reasoning chain without any global bookkeeping.
+    LangGraph control flow (interrupts, ``Command`` to a parent) passes through.
+    """
+
+    @functools.wraps(action)
+    def guarded(state: RagState, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return action(state, *args, **kwargs)
+        except GraphBubbleUp:
+            raise
+        except Exception as error:
+            raise _failure(node, error, state) from error
+
+    return guarded

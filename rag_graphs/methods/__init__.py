@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
+from typing import Any
 
+from langchain_core.runnables import Runnable
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import RetryPolicy
 
 from rag_graphs.context import RagContext
-from rag_graphs.faults import RETRY, end_run_on_error
+from rag_graphs.faults import RETRY, guard
 from rag_graphs.state import InputState, OutputState, RagState
 
 METHODS: dict[str, str] = {
@@ -68,20 +70,29 @@ def compile_method(
 
     Every node retries transient errors (``retry_policy``, default
     ``rag_graphs.faults.RETRY``); a node that still fails ends the run with
-    ``error`` and the reasoning chain so far (see ``rag_graphs.faults``).
+    ``RunFailed``, carrying the reasoning chain so far (see ``rag_graphs.faults``).
     Traced runs carry the method's name in metadata and tags.
     """
     from rag_graphs.tracing import method_config
 
-    policy = retry_policy or RETRY
-    builder.set_node_defaults(retry_policy=policy, error_handler=end_run_on_error(policy))
+    builder.set_node_defaults(retry_policy=retry_policy or RETRY)
     return builder.compile(name=name, checkpointer=checkpointer).with_config(method_config(name))
+
+
+class MethodGraph(StateGraph):
+    """A ``StateGraph`` whose function nodes are wrapped by ``rag_graphs.faults.guard``,
+    so a failure anywhere ends the run with ``RunFailed`` and the chain so far."""
+
+    def add_node(self, node: Any, action: Any = None, **kwargs: Any) -> MethodGraph:  # type: ignore[override]
+        if isinstance(node, str) and callable(action) and not isinstance(action, Runnable):
+            action = guard(node, action)
+        return super().add_node(node, action, **kwargs)
 
 
 def new_builder(state: type = RagState) -> StateGraph:
     """An empty graph with the shared state (or a method's extension of it), the one
     input/output contract and ``RagContext``."""
-    return StateGraph(state, context_schema=RagContext, input_schema=InputState, output_schema=OutputState)
+    return MethodGraph(state, context_schema=RagContext, input_schema=InputState, output_schema=OutputState)
 
 
 def linear_builder(*nodes: tuple[str, Callable[..., dict]]) -> StateGraph:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from typer.testing import CliRunner
 
 from rag_graphs import cli
@@ -41,3 +42,33 @@ def test_methods_command_lists_every_method():
     assert result.exit_code == 0
     rows = [line.split()[0] for line in result.output.strip().splitlines() if not line.startswith(" ")]
     assert rows == list(METHODS)
+
+
+def test_a_thread_id_continues_a_failed_run_from_its_failed_step(loaded, make_context, tmp_path):
+    from rag_graphs.faults import RunFailed
+    from tests.unit.test_faults import StatusError, scripted
+
+    db = tmp_path / "checkpoints.sqlite"
+    broken = scripted("Velmora Institute founder", "Ilsa Brandt founded it.", StatusError(401, "bad key"))
+    with pytest.raises(RunFailed, match="next_query failed"):
+        cli._run("fixed_step", QUESTION, make_context(chat_model=broken, k=1), None, thread=("t1", db))
+    fixed = scripted("Ilsa Brandt birthplace", "She was born in Korvik.", "Korvik [1].")
+    out = cli._run("fixed_step", QUESTION, make_context(chat_model=fixed, k=1), None, thread=("t1", db))
+    assert len(fixed.calls) == 3  # next_query, intermediate, generate: nothing before the failure re-ran
+    assert out["answer"] == "Korvik [1]." and out["citations"]
+    assert [s["node"] for s in out["steps"] if s["kind"] != "error"] == [
+        "first_query",
+        "retrieve",
+        "intermediate",
+        "next_query",
+        "retrieve",
+        "intermediate",
+        "generate",
+    ]
+    idle = scripted(AssertionError("a finished thread must not call the model"))
+    again = cli._run("fixed_step", QUESTION, make_context(chat_model=idle, k=1), None, thread=("t1", db))
+    assert again["answer"] == out["answer"] and not idle.calls
+    with pytest.raises(ValueError, match="thread 't1' holds a run of another question"):
+        cli._run(
+            "fixed_step", "Another question?", make_context(chat_model=idle, k=1), None, thread=("t1", db)
+        )
