@@ -223,7 +223,9 @@ def _endpoint(url: str) -> str:
 
 def _prompt_messages(prompt: CaptionPrompt, picture: PictureInput) -> list:
     """The selected picture prompt, filled with the picture's caption and surrounding text."""
-    return load_prompt(TEMPLATES[prompt]).format_messages(  # the document's words are data: fenced
+    return load_prompt(
+        TEMPLATES[prompt]
+    ).format_messages(  # the document's words are data: fenced
         caption=fence(picture.caption or "(none)"), context=fence(picture.context[:1500] or "(none)")
     )
 

@@ -43,6 +43,7 @@ from langchain_core.documents import Document
 from ingestion.captioning import FallbackCaptioner, PictureInput, caption_all
 
 CONTEXT_ITEMS = 2  # text items either side of a picture given to the captioner
+MAX_CHUNK_CHARS = 16_000  # Milvus stores at most 65,535 bytes of text: 4 per character at worst
 
 
 class _Skip(BaseTableSerializer, BasePictureSerializer):
@@ -59,14 +60,30 @@ class TextOnly(ChunkingSerializerProvider):
         return ChunkingDocSerializer(doc=doc, table_serializer=_Skip(), picture_serializer=_Skip())
 
 
-def chunk_id(source: str, doc_hash: str, crefs: list[str], text: str) -> str:
+def split_oversized(text: str, limit: int = MAX_CHUNK_CHARS) -> list[str]:
+    """``text`` in pieces of at most ``limit`` characters, cut at whitespace where there is some.
+
+    The chunker bounds chunks by tokens, but one "token" of the tokenizer can be
+    a 200 KB run without spaces; such a chunk would be refused by Milvus.
+    """
+    pieces = []
+    while len(text) > limit:
+        cut = text.rfind(" ", limit // 2, limit)
+        cut = cut if cut > 0 else limit
+        pieces.append(text[:cut].rstrip())
+        text = text[cut:].lstrip()
+    return [*pieces, text] if text else pieces
+
+
+def chunk_id(source: str, doc_hash: str, crefs: list[str], text: str, part: int = 0) -> str:
     """Stable id from the source, the file's content hash, the items' crefs and the chunk text.
 
     The same file ingested again yields the same ids (so nothing is added); a
     changed file yields new ids; two files with equal content keep separate
-    chunks, so editing or deleting one never removes the other's.
+    chunks, so editing or deleting one never removes the other's. ``part``
+    numbers the pieces of a chunk too long to store (``split_oversized``).
     """
-    key = "\x1f".join([source, doc_hash, ",".join(crefs), text])
+    key = "\x1f".join([source, doc_hash, ",".join(crefs), text, *([str(part)] if part else [])])
     return hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
 
 
@@ -158,9 +175,13 @@ def chunk_document(
     chunks: list[Document] = []
 
     def add(text: str, items: list[DocItem], kind: str, headings: list[str], **extra) -> None:
+        for part, piece in enumerate(split_oversized(text)):
+            add_one(piece, items, kind, headings, part, **extra)
+
+    def add_one(text: str, items: list[DocItem], kind: str, headings: list[str], part: int, **extra) -> None:
         crefs = [item.self_ref for item in items]
         pages = _pages(items)
-        cid = chunk_id(source, doc_hash, crefs, text)
+        cid = chunk_id(source, doc_hash, crefs, text, part)
         chunks.append(
             Document(
                 id=cid,

@@ -6,21 +6,39 @@ parts inside an Office zip), not from the name alone: a PDF called
 ``report.docx`` is read as a PDF, and binary data called ``notes.md`` is an
 error naming the file. Conversion errors are reported per file, never raised
 for the batch.
+
+Hostile input: Docling runs in a worker process with a per-file timeout
+(``ConvertOptions.timeout``), so a file that sends it into a loop (a 400 KB
+Markdown file of ``[a](`` is an hour of marko's link parsing) or crashes it
+costs one error, not the ingest. Office zips whose parts unpack to absurd sizes
+(zip bombs), HTML nested deeper than Docling's recursive reader can walk, and
+files that cannot be read (dangling or looping symlinks) are refused up front.
+Plain ``.txt`` must be UTF-8 (refused otherwise: its bytes could be any
+encoding); Markdown, CSV and AsciiDoc that are not UTF-8 are decoded as cp1252
+by Docling, with a warning.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import fnmatch
 import logging
+import os
 import shutil
+import threading
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from io import BytesIO
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from docling.datamodel.base_models import InputFormat
+
+if TYPE_CHECKING:
+    from pebble import ProcessPool
 
 log = logging.getLogger(__name__)
 
@@ -89,8 +107,12 @@ def discover(
             raise FileNotFoundError(f"no such file or folder: {path}")
         elif path.is_file():
             roots = [(path, Path(path.name))]
-        else:
-            roots = [(f, f.relative_to(path)) for f in sorted(path.rglob("*")) if f.is_file()]
+        else:  # broken symlinks (dangling, looping) are kept: convert reports them by name
+            roots = [
+                (f, f.relative_to(path))
+                for f in sorted(path.rglob("*"))
+                if (f.is_file() or _broken(f)) and _inside(f, path)
+            ]
         for f, rel in roots:
             if any(part.startswith(".") for part in rel.parts):
                 continue
@@ -99,6 +121,22 @@ def discover(
             if matches(rel, f.name, drop):
                 continue
             yield f
+
+
+def _inside(file: Path, folder: Path) -> bool:
+    """False (and logged) for a symlink in ``folder`` that leads outside it: a folder of
+    documents must not pull in ``/etc/passwd`` or another user's files through a link."""
+    if not file.is_symlink() or _broken(file):
+        return True
+    if file.resolve().is_relative_to(folder.resolve()):
+        return True
+    log.warning("skipping %s: a symlink to %s, outside %s", file, file.resolve(), folder)
+    return False
+
+
+def _broken(path: Path) -> bool:
+    """A symlink whose target is missing or loops (skipping it silently would hide a lost file)."""
+    return path.is_symlink() and not path.exists()
 
 
 def check_supported(path: Path) -> InputFormat:
@@ -149,6 +187,10 @@ def detect_format(path: Path, data: bytes) -> InputFormat:
 
 
 MAX_FILE_BYTES = 100 * 1024 * 1024
+TIMEOUT_SECONDS = 300.0
+MAX_UNZIPPED_BYTES = 1024**3  # an Office file's parts may unpack to at most this (and 20x the file limit)
+MAX_ZIP_RATIO = 200  # ... and no part over 50 MB may unpack to more than 200x its packed size
+MAX_HTML_DEPTH = 256  # Docling's HTML reader recurses per level (RecursionError at ~450, quadratic before)
 
 
 @dataclass(frozen=True)
@@ -164,6 +206,9 @@ class ConvertOptions:
 
     allow_fetch: bool = False
     max_file_bytes: int = MAX_FILE_BYTES
+    # Seconds one file may take in Docling, which then runs in a worker process (killed and
+    # replaced when over); None converts in this process, with no limit.
+    timeout: float | None = TIMEOUT_SECONDS
     max_pages: int | None = None
     pdf_pipeline: Literal["auto", "standard", "native"] = "auto"
     docling_serve: str | None = None  # base URL of a Docling Serve instance that converts instead
@@ -260,29 +305,48 @@ def converter(options: ConvertOptions = ConvertOptions()):
 def convert(path: Path, options: ConvertOptions = ConvertOptions()):
     """Convert one file to a ``DoclingDocument``.
 
+    Docling runs in a worker process when ``options.timeout`` is set (see ``_in_worker``).
+
     Raises:
         UnsupportedFormatError: the content is no supported format (the message says why).
-        ValueError: the file is empty, too large, or Docling could not read it
-            (corrupt, truncated, password-protected); the message names the file.
+        ValueError: the file is empty, too large, unreadable, a zip bomb, nested too deep,
+            took longer than ``options.timeout``, or Docling could not read it (corrupt,
+            truncated, password-protected); the message names the file.
     """
-    from docling.datamodel.base_models import ConversionStatus, DocumentStream
-
-    size = path.stat().st_size
-    if size > options.max_file_bytes:
-        raise ValueError(
-            f"{path}: {size / 1e6:.1f} MB is over the {options.max_file_bytes / 1e6:.0f} MB limit "
-            "(raise it with --max-file-mb)"
-        )
-    data = path.read_bytes()
+    try:
+        size = path.stat().st_size
+        if size > options.max_file_bytes:
+            raise ValueError(
+                f"{path}: {size / 1e6:.1f} MB is over the {options.max_file_bytes / 1e6:.0f} MB limit "
+                "(raise it with --max-file-mb)"
+            )
+        data = path.read_bytes()
+    except OSError as exc:  # a dangling or looping symlink, a permission, a file gone meanwhile
+        raise ValueError(f"{path}: cannot be read ({exc.strerror or exc})") from exc
     if not data.strip():
         raise ValueError(f"{path}: file is empty")
     fmt = detect_format(path, data)
+    if fmt in (InputFormat.DOCX, InputFormat.PPTX, InputFormat.XLSX):
+        _check_zip(path, data, min(MAX_UNZIPPED_BYTES, 20 * options.max_file_bytes))
     if path.suffix.lower() == ".txt" and fmt is InputFormat.MD:
         return _text_document(path, data)
     if options.docling_serve:
         return convert_remote(path, data, options.docling_serve)
+    if options.timeout is None:
+        return _convert_here(path, data, fmt, options)
+    return _in_worker(path, data, fmt, options)
+
+
+def _convert_here(path: Path, data: bytes, fmt: InputFormat, options: ConvertOptions):
+    """Convert ``data`` (already read and checked) in this process: an image, or Docling."""
+    from docling.datamodel.base_models import ConversionStatus, DocumentStream
+
     if fmt is InputFormat.IMAGE:
         return _image_document(path, data)
+    if fmt is InputFormat.HTML and (depth := _html_depth(data)) > MAX_HTML_DEPTH:
+        raise ValueError(
+            f"{path}: HTML nested {depth} levels deep (the limit is {MAX_HTML_DEPTH}; unclosed tags nest too)"
+        )
     # The stream is named with the detected format's suffix, so Docling reads what we detected.
     name = path.name if SUPPORTED.get(path.suffix.lower()) is fmt else f"{path.stem}.{_SUFFIX[fmt]}"
     kwargs = {"max_num_pages": options.max_pages} if options.max_pages else {}
@@ -296,7 +360,158 @@ def convert(path: Path, options: ConvertOptions = ConvertOptions()):
         errors = "; ".join(e.error_message for e in result.errors) or str(result.status)
         hint = " (password-protected?)" if fmt is InputFormat.PDF and _encrypted(data) else ""
         raise ValueError(f"{path}: Docling could not convert it{hint} ({errors})")
-    return result.document
+    doc = result.document
+    if not (doc.texts or doc.tables or doc.pictures):  # reported, not counted as ingested
+        raise ValueError(f"{path}: no text, table or picture found in it (nothing to index)")
+    return doc
+
+
+def _check_zip(path: Path, data: bytes, limit: int) -> None:
+    """Refuse an Office zip whose parts would unpack to absurd sizes (a zip bomb).
+
+    The sizes a zip declares can be trusted for reading: ``zipfile`` stops at
+    the declared size (and checks the CRC), so what Docling would unpack is bounded by them.
+    """
+    import zipfile
+
+    infos = zipfile.ZipFile(BytesIO(data)).infolist()
+    for info in infos:
+        ratio = info.file_size / max(info.compress_size, 1)
+        if info.file_size > 50e6 and ratio > MAX_ZIP_RATIO:
+            raise ValueError(
+                f"{path}: refused as a zip bomb: part {info.filename} unpacks to {_size(info.file_size)} "
+                f"from {_size(info.compress_size)} ({ratio:.0f}:1)"
+            )
+    total = sum(info.file_size for info in infos)
+    if total > limit:
+        largest = max(infos, key=lambda info: info.file_size)
+        raise ValueError(
+            f"{path}: refused as a zip bomb: its parts unpack to {_size(total)}, over the {_size(limit)} "
+            f"limit (largest: {largest.filename}, {_size(largest.file_size)})"
+        )
+
+
+def _size(n: float) -> str:
+    """``n`` bytes, readable in a message."""
+    return f"{n / 1e6:.1f} MB" if n >= 1e6 else f"{n / 1e3:.1f} kB"
+
+
+def _html_depth(data: bytes) -> int:
+    """How deep the tree Docling's HTML reader walks (same parser) is nested, without recursion."""
+    from bs4 import BeautifulSoup, Tag
+
+    deepest, stack = 0, [(BeautifulSoup(data, "html.parser"), 0)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in node.children if isinstance(child, Tag))
+    return deepest
+
+
+# -- the worker process -------------------------------------------------------------
+# A thread cannot be stopped, so a file that hangs Docling would hang ingest: Docling runs
+# in one worker process, started on first use and kept across files and ingest calls
+# (forkserver: a clean, single-threaded parent that has imported Docling once, so a worker
+# killed for its timeout is replaced in well under a second).
+
+_pool: ProcessPool | None = None
+_pool_lock = threading.Lock()
+
+
+def _in_worker(path: Path, data: bytes, fmt: InputFormat, options: ConvertOptions):
+    """``_convert_here`` in the worker process, killed (and replaced) after ``options.timeout`` s."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    from pebble import ProcessExpired
+
+    try:
+        future = _worker_pool().schedule(_convert_there, (path, data, fmt, options), timeout=options.timeout)
+    except (AssertionError, OSError, BrokenProcessPool) as exc:  # no child process can start here:
+        # a daemon process (a Celery worker...), a raw os.fork() child, no file descriptors left
+        log.warning("converting %s in this process, with no timeout: %r", path, exc)
+        return _convert_here(path, data, fmt, options)
+    try:
+        return future.result()
+    except TimeoutError:
+        raise ValueError(f"{path}: conversion timed out after {options.timeout:g} s") from None
+    except ProcessExpired as exc:  # killed by the OS (out of memory), or a crash in native code
+        raise ValueError(f"{path}: the converter process died (exit code {exc.exitcode})") from None
+    except BrokenProcessPool as exc:  # the worker died starting: most often an unguarded script
+        raise ValueError(
+            f"{path}: the converter process could not start ({exc}); a script that ingests must "
+            "run under `if __name__ == '__main__':` (the worker imports the main module)"
+        ) from None
+
+
+def _convert_there(path: Path, data: bytes, fmt: InputFormat, options: ConvertOptions):
+    """The worker's task: any error comes back as a ValueError naming the file (always picklable)."""
+    try:
+        return _convert_here(path, data, fmt, options)
+    except ValueError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - RecursionError, MemoryError, a backend's own error
+        raise ValueError(f"{path}: {type(exc).__name__}: {exc}") from None
+
+
+def _worker_pool() -> ProcessPool:
+    """The worker pool (one process), created on first use and stopped at exit."""
+    global _pool
+    import multiprocessing
+
+    from pebble import ProcessPool
+
+    with _pool_lock:
+        if _pool is None or not _pool.active:
+            if "forkserver" in multiprocessing.get_all_start_methods():
+                context = multiprocessing.get_context("forkserver")
+                context.set_forkserver_preload([__name__, "docling.document_converter"])
+            else:
+                context = multiprocessing.get_context("spawn")
+            if _pool is None:
+                atexit.register(_stop_pool)
+            _pool = ProcessPool(
+                max_workers=1, initializer=_worker_init, initargs=(os.getpid(),), context=context
+            )
+        return _pool
+
+
+def _stop_pool() -> None:
+    if _pool is not None:
+        _pool.stop()
+        with contextlib.suppress(Exception):  # a worker that will not die is killed by pebble's own atexit
+            _pool.join(timeout=10)
+
+
+def _forget_pool() -> None:
+    """In a forked child: the pool object came along, its worker and threads did not."""
+    global _pool, _pool_lock
+    _pool, _pool_lock = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
+def _worker_init(owner: int) -> None:
+    """In each new worker: import Docling before any file's clock starts; exit when orphaned.
+
+    A worker outlives an ingesting process killed with ``kill -9`` (and keeps the forkserver
+    alive): it would finish a hanging file, for hours. A daemon thread ends it once ``owner``,
+    the process that schedules the work, is gone.
+    """
+    import docling.document_converter  # noqa: F401
+
+    def watch() -> None:
+        while True:
+            time.sleep(1.0)
+            try:
+                os.kill(owner, 0)
+            except ProcessLookupError:
+                os._exit(1)
+            except PermissionError:  # alive, under another user id
+                pass
+
+    threading.Thread(target=watch, name="orphan-watch", daemon=True).start()
 
 
 def convert_remote(path: Path, data: bytes, url: str, *, timeout: float = 600.0):

@@ -20,7 +20,7 @@ from tqdm.auto import tqdm
 
 from ingestion.captioning import Captioner, CaptionPrompt, load_captioner
 from ingestion.chunking import chunk_document
-from ingestion.convert import MAX_FILE_BYTES, ConvertOptions, convert, discover
+from ingestion.convert import MAX_FILE_BYTES, TIMEOUT_SECONDS, ConvertOptions, convert, discover
 from ingestion.embeddings import EMBEDDED, chunk_tokenizer, load_embeddings
 from ingestion.store import TAGS_FIELD, TENANT_FIELD, ChunkIndex, open_index
 
@@ -101,6 +101,7 @@ def ingest(
     allow_fetch: bool = False,
     max_file_bytes: int = MAX_FILE_BYTES,
     docling_serve: str | None = None,
+    timeout: float | None = TIMEOUT_SECONDS,
     tenant: str | None = None,
     tags: Iterable[str] = (),
     context: Any = None,
@@ -125,6 +126,9 @@ def ingest(
         allow_fetch: let HTML/Markdown fetch the remote or local images they reference.
         max_file_bytes: files over this size are refused (reported, not read).
         docling_serve: URL of a Docling Serve instance to convert with (instead of in process).
+        timeout: seconds one file may spend in Docling (which then runs in a worker process,
+            killed and replaced when a file overruns: the file is reported, the batch goes on);
+            None converts in this process with no limit.
         tenant: access label stored on every chunk; searches with ``RagContext(tenant=...)``
             see only their tenant's chunks.
         tags: access labels stored on every chunk (``RagContext(tags=...)`` admits a chunk
@@ -154,7 +158,7 @@ def ingest(
     tokenizer = chunk_tokenizer(embeddings)
     describer = load_captioner(captioner, prompt=caption_prompt)
     options = ConvertOptions(
-        allow_fetch=allow_fetch, max_file_bytes=max_file_bytes, docling_serve=docling_serve
+        allow_fetch=allow_fetch, max_file_bytes=max_file_bytes, docling_serve=docling_serve, timeout=timeout
     )
     labels = access_labels(tenant, tags)
     report = IngestReport()

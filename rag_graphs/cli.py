@@ -78,6 +78,9 @@ def ingest(
         bool, typer.Option(help="let HTML/Markdown fetch the remote and local images they reference")
     ] = False,
     max_file_mb: Annotated[float, typer.Option(help="refuse files larger than this")] = 100.0,
+    timeout: Annotated[
+        float, typer.Option(help="seconds one file may take to convert (0: no limit, in process)")
+    ] = 300.0,
     docling_serve: Annotated[
         str | None, typer.Option(help="convert with this Docling Serve instance (URL) instead of in process")
     ] = None,
@@ -130,6 +133,7 @@ def ingest(
             allow_fetch=allow_fetch,
             max_file_bytes=int(max_file_mb * 1024 * 1024),
             docling_serve=docling_serve,
+            timeout=timeout or None,
             tenant=tenant,
             tags=tag or (),
         )
