@@ -26,6 +26,7 @@ from ingestion.store import TAGS_FIELD, TENANT_FIELD, ChunkIndex, open_index
 
 T = TypeVar("T")
 EMBED_GROUP = 256  # chunks embedded per call, across files
+AHEAD_FILES = 16  # files converted and chunked ahead while a group is embedded
 
 
 @dataclass
@@ -179,26 +180,44 @@ def ingest(
             on_file(result)
 
     def store_group() -> None:
-        """Embed the group's new chunks in one call, then store each file's chunks all or none."""
+        """Embed the group's new chunks in one call and store them in one insert (all or none);
+        if either fails, each file on its own, so the error lands on the file that caused it."""
         vectors = _embed_new(index, [c for _, chunks in group for c in chunks])
-        for result, chunks in group:
-            try:
-                if vectors is None:  # the batch failed: each file embeds on its own
-                    result.added = index.add(chunks)
-                else:
-                    new = [c for c in chunks if c.id in vectors]
-                    result.added = index.add(new, vectors=[vectors[str(c.id)] for c in new])
-                if chunks:
-                    source = chunks[0].metadata["source"]
-                    result.removed_stale = index.delete_stale(source, chunks[0].metadata["doc_hash"])
-            except Exception as exc:  # one bad file must not stop the batch
-                result.error = f"{result.path}: {exc}"
+        try:
+            if vectors is None:
+                raise RuntimeError("the group's embedding failed")
+            new = [c for _, chunks in group for c in chunks if c.id in vectors]
+            index.add(new, vectors=[vectors[str(c.id)] for c in new])
+            for result, chunks in group:
+                result.added = sum(1 for c in chunks if c.id in vectors)
+        except Exception:  # noqa: BLE001 - retried file by file, where the error gets a name
+            for result, chunks in group:
+                try:
+                    if vectors is None:  # each file embeds on its own
+                        result.added = index.add(chunks)
+                    else:
+                        fresh = [c for c in chunks if c.id in vectors]
+                        result.added = index.add(fresh, vectors=[vectors[str(c.id)] for c in fresh])
+                except Exception as exc:  # one bad file must not stop the batch
+                    result.error = f"{result.path}: {exc}"
+        stored = [(r, c) for r, c in group if r.error is None and c]
+        try:  # earlier versions of the stored files go, in one query for the group
+            removed = index.delete_stale_many(
+                {c[0].metadata["source"]: c[0].metadata["doc_hash"] for _, c in stored}
+            )
+            for result, chunks in stored:
+                result.removed_stale = removed[chunks[0].metadata["source"]]
+        except Exception as exc:  # noqa: BLE001 - the files are stored; their old versions stay
+            for result, _ in stored:
+                result.error = f"{result.path}: stored, but its earlier version could not be removed: {exc}"
+        for result, _ in group:
             finish(result)
         group.clear()
 
-    # Conversion runs ahead in background threads while this thread embeds and stores:
-    # one file ahead locally (Docling's converter is used by one thread at a time), several
-    # when a Docling Serve instance does the work. Chunks are embedded EMBED_GROUP at a time
+    # Conversion and chunking run ahead in background threads (up to AHEAD_FILES files) while
+    # this thread embeds and stores, so they overlap the embedding of a whole group: one
+    # thread locally (Docling's converter is used by one thread at a time), several when a
+    # Docling Serve instance does the work. Chunks are embedded EMBED_GROUP at a time
     # across files: sentence-transformers sorts a batch by length, so one large call pads far
     # less than one small call per file (measured: 1.5x faster on HotpotQA passages).
     for path, prepared in _ahead(files, prepare, 4 if docling_serve else 1):
@@ -252,14 +271,15 @@ def _embed_new(index: ChunkIndex, chunks: list[Document]) -> dict[str, list[floa
         return None
 
 
-def _ahead(files: list[Path], prepare: Callable[[Path], T], workers: int) -> Iterator[tuple[Path, Future[T]]]:
-    """``prepare(path)`` for each file in order, computed up to ``workers`` files ahead in threads."""
+def _ahead(
+    files: list[Path], prepare: Callable[[Path], T], workers: int, depth: int = AHEAD_FILES
+) -> Iterator[tuple[Path, Future[T]]]:
+    """``prepare(path)`` for each file in order, by ``workers`` threads, up to ``depth`` files ahead."""
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ingest-convert") as pool:
         pending: deque[tuple[Path, Future[T]]] = deque()
-        queue = iter(files)
-        for path in queue:
+        for path in files:
             pending.append((path, pool.submit(prepare, path)))
-            if len(pending) > workers:
+            if len(pending) > max(depth, workers):
                 yield pending.popleft()
         while pending:
             yield pending.popleft()

@@ -260,14 +260,24 @@ class ChunkIndex:
 
     def delete_stale(self, source: str, doc_hash: str) -> int:
         """Delete chunks of ``source`` from other versions of the file."""
-        if not self._exists():
-            return 0
-        expr = f"source == {quote(source)} and doc_hash != {quote(doc_hash)}"
+        return self.delete_stale_many({source: doc_hash})[source]
+
+    def delete_stale_many(self, versions: dict[str, str]) -> dict[str, int]:
+        """``delete_stale`` for several files (source -> current doc_hash) in one query."""
+        removed = dict.fromkeys(versions, 0)
+        if not versions or not self._exists():
+            return removed
+        expr = " or ".join(
+            f"(source == {quote(source)} and doc_hash != {quote(doc_hash)})"
+            for source, doc_hash in versions.items()
+        )
         with self._lock:
-            rows = self.client.query(self.collection, filter=expr, output_fields=[PRIMARY_FIELD])
+            rows = self.client.query(self.collection, filter=expr, output_fields=[PRIMARY_FIELD, "source"])
             if rows:
                 self.client.delete(self.collection, ids=[r[PRIMARY_FIELD] for r in rows])
-        return len(rows)
+        for row in rows:
+            removed[row["source"]] += 1
+        return removed
 
     def delete_source(self, source: str) -> int:
         """Delete every chunk of ``source``; return how many were removed."""

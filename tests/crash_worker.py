@@ -13,7 +13,7 @@ The output contract is written to ``--out`` as JSON.
 
 ``ingest`` ingests ``--folder`` with fake embeddings, ``--group`` chunks embedded per call, and
 hangs in embedding call ``--hang-at`` (a group in flight, nothing of it stored) or right after
-storing file number ``--hang-after-file`` (its group embedded, only part of it stored); each
+reporting file number ``--hang-after-file`` (its group stored in one insert, the rest of the run not); each
 stored file and the hang are lines of ``--progress``.
 
 Everything is offline and deterministic: ``DeterministicFakeEmbedding(size=32)`` as in conftest.
