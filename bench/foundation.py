@@ -25,7 +25,7 @@ def _p50(samples: list[float]) -> float:
 
 
 RATIO_PASSAGES = 1024
-FAN_OUTS = (3, 5)  # multi_query / rag_fusion search num_queries (3) + the question; decomposition 2-4
+FAN_OUTS = (3, 4, 5)  # decomposition: 2-4 sub-questions; multi_query / rag_fusion: 3 queries + the question
 
 
 def _fan_out_ratio(ctx, queries: list[str]) -> dict[str, float]:
@@ -96,18 +96,21 @@ INGEST_FILES = 64
 PASSAGES_PER_FILE = 16
 
 
-def _ingest_ratio(emb) -> dict[str, float]:
+def _ingest_ratio(emb, rounds: int = 3) -> dict[str, float]:
     """Chunks/s of ``ingest`` on real text files vs raw embedding of the same chunk texts.
 
     The files are Markdown, one HotpotQA passage per section, so conversion,
     chunking, embedding, insert and flush all run as they would for a user's
-    folder. Target (issue 3): end to end >= 0.8 of raw embedding throughput.
+    folder. Ingest (into a fresh store) and raw embedding alternate for
+    ``rounds`` rounds and each side takes its median: on a noisy 2-core machine
+    one pair varies by +-5%. Target (issue 3): end to end >= 0.8 of raw embedding.
     """
-    from ingestion import ingest
+    from ingestion import ingest, open_index
     from rag_graphs.eval.datasets import load_dataset
 
     dataset = load_dataset(Path(__file__).resolve().parent.parent.parent / "shared" / "eval" / "hotpotqa")
     passages = iter(dataset.passages())
+    end_to_end, raw = [], []
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "docs"
         folder.mkdir()
@@ -115,20 +118,19 @@ def _ingest_ratio(emb) -> dict[str, float]:
             sections = [next(passages) for _ in range(PASSAGES_PER_FILE)]
             text = "\n\n".join(f"## {p['title']}\n\n{p['text']}" for p in sections)
             (folder / f"doc{i:03d}.md").write_text(f"# Notes {i}\n\n{text}\n", encoding="utf-8")
-        report = ingest([folder], uri=str(Path(tmp) / "ingest.db"), collection="ingest", progress=False)
-        from ingestion import open_index
-
-        texts = [
-            d.page_content for d, _ in open_index(str(Path(tmp) / "ingest.db"), "ingest", emb).iter_chunks()
-        ]
-    t = time.perf_counter()
-    emb.embed_documents(texts)
-    raw = len(texts) / (time.perf_counter() - t)
-    end_to_end = report.chunks / report.seconds
+        for round_ in range(rounds):
+            uri = str(Path(tmp) / f"ingest{round_}.db")
+            report = ingest([folder], uri=uri, collection="ingest", progress=False)
+            end_to_end.append(report.chunks / report.seconds)
+            texts = [d.page_content for d, _ in open_index(uri, "ingest", emb).iter_chunks()]
+            t = time.perf_counter()
+            emb.embed_documents(texts)
+            raw.append(len(texts) / (time.perf_counter() - t))
+    ingest_rate, raw_rate = statistics.median(end_to_end), statistics.median(raw)
     return {
-        f"file ingest, {INGEST_FILES} Markdown files, end to end (chunks/s)": end_to_end,
-        "raw embedding of the same chunk texts (chunks/s)": raw,
-        "file ingest throughput / raw embedding throughput (target >= 0.8)": end_to_end / raw,
+        f"file ingest, {INGEST_FILES} Markdown files, end to end (chunks/s, median of {rounds})": ingest_rate,
+        f"raw embedding of the same chunk texts (chunks/s, median of {rounds})": raw_rate,
+        "file ingest throughput / raw embedding throughput (target >= 0.8)": ingest_rate / raw_rate,
     }
 
 

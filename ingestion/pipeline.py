@@ -220,7 +220,7 @@ def ingest(
     # Docling Serve instance does the work. Chunks are embedded EMBED_GROUP at a time
     # across files: sentence-transformers sorts a batch by length, so one large call pads far
     # less than one small call per file (measured: 1.5x faster on HotpotQA passages).
-    for path, prepared in _ahead(files, prepare, 4 if docling_serve else 1):
+    for path, prepared in _ahead(files, prepare, 4 if docling_serve else 1, AHEAD_FILES):
         result = FileResult(path=str(path))
         try:
             chunks = prepared.result()
@@ -272,7 +272,7 @@ def _embed_new(index: ChunkIndex, chunks: list[Document]) -> dict[str, list[floa
 
 
 def _ahead(
-    files: list[Path], prepare: Callable[[Path], T], workers: int, depth: int = AHEAD_FILES
+    files: list[Path], prepare: Callable[[Path], T], workers: int, depth: int
 ) -> Iterator[tuple[Path, Future[T]]]:
     """``prepare(path)`` for each file in order, by ``workers`` threads, up to ``depth`` files ahead."""
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ingest-convert") as pool:
