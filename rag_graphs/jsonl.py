@@ -29,6 +29,17 @@ def existing_path(path: str | Path, kind: Literal["file", "dir"], what: str) -> 
     return resolved
 
 
+def read_json_object(path: Path) -> dict:
+    """A JSON file holding one object (``meta.json``, ``config.json``); malformed, it fails naming it."""
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: not valid JSON ({exc})") from exc
+    if not isinstance(value, dict):
+        raise ValueError(f"{path}: expected a JSON object")
+    return value
+
+
 def read_jsonl(path: Path) -> Iterator[tuple[str, dict]]:
     """``(file:line, object)`` for every non-empty line.
 

@@ -9,13 +9,12 @@ Bad rows fail loading with the file, line and field named, before anything runs.
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rag_graphs.jsonl import read_jsonl, require_text
+from rag_graphs.jsonl import read_json_object, read_jsonl, require_text
 
 QUESTIONS_FILE = "dev.jsonl"
 CORPUS_FILE = "corpus.jsonl"
@@ -110,15 +109,7 @@ def _example(number: int, where: str, row: dict) -> Example:
 
 def _meta(path: Path) -> dict:
     """A dataset folder's optional ``meta.json``; malformed, it fails naming the file."""
-    if not path.is_file():
-        return {}
-    try:
-        meta = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{path}: not valid JSON ({exc})") from exc
-    if not isinstance(meta, dict):
-        raise ValueError(f"{path}: expected a JSON object")
-    return meta
+    return read_json_object(path) if path.is_file() else {}
 
 
 def load_dataset(path: str | Path) -> Dataset:

@@ -26,7 +26,7 @@ from rag_graphs.eval.corpus import open_corpus
 from rag_graphs.eval.datasets import Dataset, Example, load_dataset
 from rag_graphs.eval.metrics import answer_contained, exact_match, f1_score, supporting_recall
 from rag_graphs.eval.timing import Timer
-from rag_graphs.jsonl import existing_path
+from rag_graphs.jsonl import existing_path, read_json_object
 from rag_graphs.methods import METHODS, get_graph
 from rag_graphs.retrieval import embeddings_for
 from rag_graphs.tracing import redact, spec_name, trace_config
@@ -57,14 +57,7 @@ def read_config(run_dir: str | Path) -> dict:
         ValueError: ``run_dir`` is a file, or its ``config.json`` is not a JSON object.
     """
     folder = existing_path(run_dir, "dir", "run directory")
-    path = existing_path(folder / CONFIG, "file", f"run configuration of {folder}")
-    try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{path}: not valid JSON ({exc})") from exc
-    if not isinstance(config, dict):
-        raise ValueError(f"{path}: expected a JSON object")
-    return config
+    return read_json_object(existing_path(folder / CONFIG, "file", f"run configuration of {folder}"))
 
 
 def _run_folder(run_dir: str | Path | None, runs_root: str | Path, name: str) -> Path:
