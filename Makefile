@@ -50,6 +50,7 @@ test-fast: install
 BENCH_LIMIT ?= 30
 bench: install
 	$(BIN)/python bench/foundation.py
+	$(BIN)/python bench/router.py
 	$(BIN)/python bench/methods.py --dataset hotpotqa --limit $(BENCH_LIMIT)
 	$(BIN)/python bench/methods.py --dataset musique --limit $(shell expr $(BENCH_LIMIT) / 3)
 

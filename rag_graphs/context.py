@@ -120,6 +120,15 @@ class RagContext:
     routes: str = _env("RAG_GRAPHS_ROUTES", "single_hop=naive,multi_hop=ircot,global_summary=rag_fusion")
     """The ``auto`` router's method per question kind (``no_retrieval`` answers directly)."""
 
+    router: Literal["examples", "llm"] = _env("RAG_GRAPHS_ROUTER", "examples")
+    """How ``auto`` classifies a question: ``examples`` (nearest labelled example questions under
+    the embedding model; no model call, works with the smallest chat models) or ``llm`` (the chat
+    model chooses; for strong models)."""
+
+    router_examples: str | None = _env("RAG_GRAPHS_ROUTER_EXAMPLES", None)
+    """JSON file of labelled example questions per kind for ``router="examples"``; None: the
+    shipped ``prompts/question_kinds.json``."""
+
     max_hops: int = _env("RAG_GRAPHS_MAX_HOPS", 3, int)
     """Budget of retrieval hops for multi-hop methods."""
 
@@ -154,6 +163,8 @@ class RagContext:
             raise ValueError(f"RagContext.tool_calling={self.tool_calling!r}: use 'auto', 'native' or 'text'")
         if self.raptor_mode not in ("collapsed", "traversal"):
             raise ValueError(f"RagContext.raptor_mode={self.raptor_mode!r}: use 'collapsed' or 'traversal'")
+        if self.router not in ("examples", "llm"):
+            raise ValueError(f"RagContext.router={self.router!r}: use 'examples' or 'llm'")
         if self.decomposition_mode not in ("parallel", "recursive"):
             raise ValueError(
                 f"RagContext.decomposition_mode={self.decomposition_mode!r}: use 'parallel' or 'recursive'"

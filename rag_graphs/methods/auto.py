@@ -3,7 +3,11 @@
     START -> classify --(no_retrieval)--> answer_directly -> END
                       \\--(single_hop | multi_hop | global_summary)--> dispatch -> END
 
-The question kind picks a method from ``RagContext.routes`` (default:
+The classifier is ``RagContext.router``: ``examples`` (default) gives the
+question the kind of its nearest labelled example questions under the
+embedding model (``rag_graphs.question_kinds``; no model call, and it works
+with the 135M embedded model, which picks the first option it is offered);
+``llm`` asks the chat model. The question kind picks a method from ``RagContext.routes`` (default:
 single_hop=naive, multi_hop=ircot, global_summary=rag_fusion), so cheap
 questions get cheap methods. ``dispatch`` runs that method's compiled graph
 as a subgraph with the same context; its steps follow the router's own, and
@@ -23,6 +27,8 @@ from rag_graphs.context import RagContext, get_context
 from rag_graphs.methods import METHODS, compile_method, get_graph, new_builder
 from rag_graphs.nodes import make_generate
 from rag_graphs.nodes.common import calls_usage, chat_model, emit
+from rag_graphs.question_kinds import Kind, classify_by_examples, examples_file
+from rag_graphs.retrieval import embeddings_for
 from rag_graphs.state import RagState
 from rag_graphs.structured import invoke_structured
 
@@ -37,7 +43,7 @@ class AutoState(RagState, total=False):
 class QuestionKind(BaseModel):
     """What kind of search the question needs."""
 
-    kind: Literal["no_retrieval", "single_hop", "multi_hop", "global_summary"]
+    kind: Kind
 
 
 def chosen_method(kind: str, ctx: RagContext) -> str:
@@ -51,15 +57,25 @@ def chosen_method(kind: str, ctx: RagContext) -> str:
 
 
 def classify(state: AutoState, runtime: Runtime[RagContext]) -> dict:
-    """Classify the question (a malformed reply counts as single-hop, the cheap safe default)."""
+    """Classify the question by ``RagContext.router``.
+
+    ``llm``: a malformed reply counts as single-hop, the cheap safe default.
+    ``examples``: the step names the nearest example that decided it.
+    """
     ctx = get_context(runtime)
-    messages = _CLASSIFY.format_messages(question=state["question"])
-    out = invoke_structured(chat_model(ctx), messages, QuestionKind, QuestionKind(kind="single_hop"))
-    kind = out.value.kind
+    if ctx.router == "llm":
+        messages = _CLASSIFY.format_messages(question=state["question"])
+        out = invoke_structured(chat_model(ctx), messages, QuestionKind, QuestionKind(kind="single_hop"))
+        kind, why, spent = out.value.kind, "", calls_usage(out.calls)
+    else:
+        examples = examples_file(ctx.router_examples)
+        vote = classify_by_examples(state["question"], embeddings_for(ctx), examples)
+        kind, spent = vote.kind, {}
+        why = f" (nearest example: {vote.nearest!r}, similarity {vote.similarity:.2f})"
     target = "answer directly" if kind == "no_retrieval" else chosen_method(kind, ctx)
     emit("classify", "end", kind=kind, method=target)
-    step = {"node": "classify", "kind": "decide", "text": f"{kind} -> {target}"}
-    return {"kind": kind, "steps": [step], "usage": calls_usage(out.calls)}
+    step = {"node": "classify", "kind": "decide", "text": f"{kind} -> {target}{why}"}
+    return {"kind": kind, "steps": [step], "usage": spent}
 
 
 def dispatch(state: AutoState, runtime: Runtime[RagContext]) -> dict:

@@ -55,7 +55,7 @@ def shared(demo_corpus: Path, index, tmp_path: Path):
     return index
 
 
-CASES = [(m, {}) for m in METHODS] + [("react", {"tool_calling": "native"})]
+CASES = [(m, {}) for m in METHODS] + [("react", {"tool_calling": "native"}), ("auto", {"router": "llm"})]
 
 
 @pytest.mark.parametrize(

@@ -130,7 +130,7 @@ def test_a_failure_inside_the_routed_method_names_it_once(loaded, make_context):
     model = scripted('{"kind": "multi_hop"}', StatusError(400, "context length exceeded"))
     with pytest.raises(RunFailed) as failed:
         get_graph("auto", retry_policy=FAST).invoke(
-            {"question": QUESTION}, context=make_context(chat_model=model)
+            {"question": QUESTION}, context=make_context(chat_model=model, router="llm")
         )
     result = failed.value.result
     assert str(failed.value).startswith("reason failed (not retried")  # ircot's node, not "dispatch"

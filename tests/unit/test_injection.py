@@ -69,6 +69,7 @@ def _run(method: str, make_context, **overrides):
 CASES = [(m, {}) for m in METHODS] + [
     ("react", {"tool_calling": "native"}),
     ("react", {"tool_calling": "text"}),
+    ("auto", {"router": "llm"}),
 ]
 
 

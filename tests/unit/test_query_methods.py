@@ -178,7 +178,7 @@ def test_planned_fills_later_subquestions_with_earlier_answers(loaded, make_cont
 def test_auto_routes_each_kind_to_its_configured_method(loaded, make_context, reply, kind, first_node):
     method = "fixed_step" if kind == "multi_hop" else "naive"
     replies = [reply] + (["q1", "a1", "q2", "a2"] if method == "fixed_step" else []) + ["Korvik [1]."]
-    ctx = make_context(*replies, k=2, routes="single_hop=naive,multi_hop=fixed_step")
+    ctx = make_context(*replies, k=2, routes="single_hop=naive,multi_hop=fixed_step", router="llm")
     out = get_graph("auto").invoke({"question": QUESTION}, context=ctx)
     assert out["steps"][0] == {"node": "classify", "kind": "decide", "text": f"{kind} -> {method}"}
     assert out["steps"][1]["node"] == first_node and out["answer"] == "Korvik [1]."
@@ -187,7 +187,7 @@ def test_auto_routes_each_kind_to_its_configured_method(loaded, make_context, re
 
 def test_auto_answers_directly_without_retrieval(loaded, make_context):
     out = get_graph("auto").invoke(
-        {"question": "What is 2 + 2?"}, context=make_context('{"kind": "no_retrieval"}', "4")
+        {"question": "What is 2 + 2?"}, context=make_context('{"kind": "no_retrieval"}', "4", router="llm")
     )
     assert [s["node"] for s in out["steps"]] == ["classify", "generate"]
     assert out["answer"] == "4" and out.get("usage", {}).get("retrievals", 0) == 0 and out["citations"] == []
@@ -196,7 +196,8 @@ def test_auto_answers_directly_without_retrieval(loaded, make_context):
 def test_auto_rejects_routes_to_unknown_methods(loaded, make_context):
     with pytest.raises(RunFailed, match="RagContext.routes: multi_hop='nope' is not a method"):
         get_graph("auto").invoke(
-            {"question": QUESTION}, context=make_context('{"kind": "multi_hop"}', routes="multi_hop=nope")
+            {"question": QUESTION},
+            context=make_context('{"kind": "multi_hop"}', routes="multi_hop=nope", router="llm"),
         )
     with pytest.raises(ValueError, match="unknown question kind"):
         make_context(routes="weird=naive")
