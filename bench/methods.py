@@ -31,6 +31,22 @@ GRAPHS_II = [
 TITLES = {"hotpotqa": "HotpotQA", "musique": "MuSiQue"}
 
 
+DEMO_OFFSET, DEMO_CANDIDATES, DEMOS = 100, 50, 8
+
+
+def demonstrations(dataset: str, store: str) -> Path:
+    """DRAG/IterDRAG demonstrations mined once per dataset from dev questions 100-149 (past
+    every evaluated question), kept when the embedded model's naive answer contains the gold."""
+    from rag_graphs.eval.mining import mine_demonstrations
+
+    path = ROOT / "bench_runs" / f"{dataset}-demos.jsonl"
+    if not path.exists():
+        mine_demonstrations(
+            EVAL / dataset, path, offset=DEMO_OFFSET, limit=DEMO_CANDIDATES, keep=DEMOS, eval_store=store
+        )
+    return path
+
+
 def run(dataset: str, methods: list[str], limit: int, store: str, *, report_only: bool = False) -> None:
     """Evaluate ``methods`` on the first ``limit`` questions and rewrite the dataset's section.
 
@@ -38,11 +54,16 @@ def run(dataset: str, methods: list[str], limit: int, store: str, *, report_only
     (an interrupted run reports what it measured; the methods are compared on the questions
     all of them answered).
     """
+    from rag_graphs.context import RagContext
     from rag_graphs.eval import common_questions, evaluate, markdown_table, read_rows, summarize, write_report
 
     run_dir = ROOT / "bench_runs" / f"{dataset}-open-{limit}"
+    demos = ROOT / "bench_runs" / f"{dataset}-demos.jsonl"
     if not report_only:
-        evaluate(EVAL / dataset, methods, limit=limit, run_dir=run_dir, eval_store=store)
+        if {"drag", "iterdrag"} & set(methods):
+            demos = demonstrations(dataset, store)
+        ctx = RagContext(demonstrations=str(demos)) if demos.exists() else None
+        evaluate(EVAL / dataset, methods, limit=limit, run_dir=run_dir, eval_store=store, context=ctx)
     write_report(run_dir)
     results = ROOT / "bench" / "results"
     results.mkdir(exist_ok=True)
@@ -73,7 +94,13 @@ def run(dataset: str, methods: list[str], limit: int, store: str, *, report_only
             f"First {limit} questions of `../shared/eval/{dataset}/dev.jsonl` "
             f"({', '.join(f'{n} {t}' for t, n in sorted(types.items()))}), open retrieval over the "
             f"dataset's corpus, hybrid search, k=4, embedded SmolLM2-135M + MiniLM, one question at a "
-            f"time; {machine}. `n` is the number of questions a method has run on.",
+            f"time; {machine}. `n` is the number of questions a method has run on."
+            + (
+                f" DRAG and IterDRAG show {_count_lines(demos)} demonstrations mined from dev questions "
+                f"{DEMO_OFFSET}-{DEMO_OFFSET + DEMO_CANDIDATES - 1} (`bench_runs/{demos.name}`)."
+                if demos.exists()
+                else ""
+            ),
             f"Produced by `.venv/bin/python bench/methods.py --dataset {dataset} --limit {limit} "
             f"{' '.join(ran)}` (part of `make bench`); the same as "
             f"`rag-graphs eval --dataset ../shared/eval/{dataset} -m {','.join(ran)} --limit {limit}`.",
@@ -87,6 +114,10 @@ def run(dataset: str, methods: list[str], limit: int, store: str, *, report_only
     )
     replace_section(dataset, body, heading=f"Methods on {title} (open retrieval)")
     print(markdown_table(summaries))
+
+
+def _count_lines(path: Path) -> int:
+    return sum(1 for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
 
 
 def main() -> None:

@@ -197,6 +197,8 @@ def evaluate(
         "search_mode": ctx.search_mode,
         "max_hops": ctx.max_hops,
         "max_steps": ctx.max_steps,
+        "router": ctx.router,
+        "demonstrations": ctx.demonstrations,
         "concurrency": concurrency,
     }
     run_dir = _run_folder(run_dir, runs_root, ds.name)
