@@ -2,11 +2,14 @@
 
 Level 0 holds the collection's chunks; each higher level holds summaries of
 clusters of the level below: embeddings reduced with PCA, clustered with a
-Gaussian mixture whose size minimises BIC, each cluster summarised by the
-chat model. Every node carries ``level`` and ``children`` (the ids one level
-down), so any summary traces back to its leaves (``leaves_of``). The tree
-lives in its own collection, ``<collection>_raptor``, so other methods'
-searches never see summaries.
+Gaussian mixture whose size minimises BIC, and clusters whose text is more
+than the summariser reads (``MAX_CLUSTER_CHARS``) clustered again, as the
+paper's local clustering does, so that every summary reads all of its
+cluster; each cluster is then summarised by the chat model. Every node
+carries ``level`` and ``children`` (the ids one level down), so any
+summary traces back to its leaves (``leaves_of``). The tree lives in its own
+collection, ``<collection>_raptor``, so other methods' searches never see
+summaries.
 
 Building is explicit (``rag-graphs raptor build``) and resumable: node ids
 hash their children, clustering is seeded, and a summary already stored is
@@ -56,8 +59,8 @@ class RaptorReport:
         return f"RAPTOR tree: {levels}; {self.summaries_written} new summaries in {self.seconds:.1f}s"
 
 
-def cluster(vectors: np.ndarray, *, seed: int = 0) -> list[list[int]]:
-    """Groups of row indices: PCA to a few dimensions, then the Gaussian mixture with the lowest BIC."""
+def _mixture_groups(vectors: np.ndarray, seed: int, components: int | None = None) -> list[list[int]]:
+    """PCA to a few dimensions, then the Gaussian mixture with the lowest BIC (or ``components``)."""
     from sklearn.decomposition import PCA
     from sklearn.mixture import GaussianMixture
 
@@ -67,25 +70,63 @@ def cluster(vectors: np.ndarray, *, seed: int = 0) -> list[list[int]]:
         return [list(range(n))]
     dims = max(1, min(REDUCED_DIMS, n - 2, vectors.shape[1]))
     reduced = PCA(n_components=dims, random_state=seed).fit_transform(vectors)
+    sizes = [components] if components else range(1, min(MAX_CLUSTERS, n // 2, distinct) + 1)
     best, best_bic = None, np.inf
-    for k in range(1, min(MAX_CLUSTERS, n // 2, distinct) + 1):
-        gmm = GaussianMixture(n_components=k, random_state=seed, reg_covar=1e-4).fit(reduced)
+    for k in sizes:
+        gmm = GaussianMixture(n_components=min(k, distinct), random_state=seed, reg_covar=1e-4).fit(reduced)
         bic = gmm.bic(reduced)
         if bic < best_bic:
             best, best_bic = gmm, bic
     labels = best.predict(reduced)
-    return [list(np.flatnonzero(labels == label)) for label in sorted(set(labels))]
+    return [list(map(int, np.flatnonzero(labels == label))) for label in sorted(set(labels))]
+
+
+def cluster(
+    vectors: np.ndarray,
+    *,
+    sizes: list[int] | None = None,
+    max_chars: int = MAX_CLUSTER_CHARS,
+    seed: int = 0,
+) -> list[list[int]]:
+    """Groups of row indices; with ``sizes`` (each row's text length), each group holds at most
+    ``max_chars`` of text unless it is a single row.
+
+    A group over the budget is clustered again on its own rows (the paper's
+    local clustering). When BIC keeps all rows together, they are split into
+    as many mixture components as the budget needs (halved in order when the
+    rows cannot be told apart), so every call recurses on fewer rows.
+    """
+    groups = _mixture_groups(vectors, seed)
+    if sizes is None:
+        return groups
+    total = sum(sizes)
+    if len(groups) == 1 and len(vectors) > 1 and total > max_chars:
+        groups = _mixture_groups(vectors, seed, components=min(len(vectors), -(-total // max_chars)))
+        if len(groups) == 1:
+            half = len(vectors) // 2
+            groups = [list(range(half)), list(range(half, len(vectors)))]
+    out: list[list[int]] = []
+    for group in groups:
+        if len(group) > 1 and sum(sizes[i] for i in group) > max_chars:
+            rows = np.asarray(group)
+            parts = cluster(vectors[rows], sizes=[sizes[i] for i in group], max_chars=max_chars, seed=seed)
+            out.extend([int(rows[i]) for i in part] for part in parts)
+        else:
+            out.append(group)
+    return out
 
 
 def _node_id(level: int, children: list[str]) -> str:
     return hashlib.sha256(f"raptor|{level}|{'|'.join(sorted(children))}".encode()).hexdigest()[:32]
 
 
-def _summarize(model: BaseChatModel, texts: list[str]) -> str:
+def _summarize(model: BaseChatModel, texts: list[str], max_chars: int = MAX_CLUSTER_CHARS) -> str:
+    """The model's summary of ``texts``, fenced as data; a single text longer than the budget
+    (a lone oversized chunk) is cut to it."""
     passages, used = [], 0
     for text in texts:
-        if used + len(text) > MAX_CLUSTER_CHARS:
-            text = text[: max(0, MAX_CLUSTER_CHARS - used)]
+        if used + len(text) > max_chars:
+            text = text[: max(0, max_chars - used)]
         if text:
             passages.append(fence(text))
             used += len(text)
@@ -94,9 +135,18 @@ def _summarize(model: BaseChatModel, texts: list[str]) -> str:
 
 
 def build_tree(
-    source: ChunkIndex, model: BaseChatModel, *, max_levels: int = 3, seed: int = 0, progress: bool = True
+    source: ChunkIndex,
+    model: BaseChatModel,
+    *,
+    max_levels: int = 3,
+    cluster_chars: int = MAX_CLUSTER_CHARS,
+    seed: int = 0,
+    progress: bool = True,
 ) -> RaptorReport:
     """Build (or finish building) the RAPTOR tree of ``source`` into ``<collection>_raptor``.
+
+    ``cluster_chars`` is the text one summary reads: clusters are split until
+    they fit it (raise it for models with long contexts: fewer, broader summaries).
 
     Raises:
         ValueError: the source collection is empty.
@@ -119,7 +169,8 @@ def build_tree(
     for level in range(1, max_levels + 1):
         if len(nodes) <= 1:
             break
-        groups = cluster(vectors, seed=seed)
+        sizes = [len(n.page_content) for n in nodes]
+        groups = cluster(vectors, sizes=sizes, max_chars=cluster_chars, seed=seed)
         if len(groups) == len(nodes):  # nothing merged: the tree cannot grow further
             break
         made = []
@@ -130,7 +181,7 @@ def build_tree(
             if stored:
                 made.append(stored[0])
                 continue
-            text = _summarize(model, [c.page_content for c in children])
+            text = _summarize(model, [c.page_content for c in children], cluster_chars)
             meta = {
                 "chunk_id": node_id,
                 "level": level,

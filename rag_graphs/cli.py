@@ -429,6 +429,9 @@ def raptor_build(
     collection: CollOpt = None,
     model: Annotated[str | None, typer.Option(help="chat model spec that writes summaries")] = None,
     max_levels: Annotated[int, typer.Option(help="summary levels at most")] = 3,
+    cluster_chars: Annotated[
+        int, typer.Option(min=500, help="text one summary reads; bigger clusters are split")
+    ] = 6000,  # ingestion.raptor.MAX_CLUSTER_CHARS
 ) -> None:
     """Build (or finish) the RAPTOR tree of a collection; re-running resumes, never re-summarises."""
     from ingestion import StoreLockedError
@@ -442,6 +445,7 @@ def raptor_build(
             index_for(ctx),
             load_chat_model(ctx.chat_model, max_tokens=ctx.max_answer_tokens),
             max_levels=max_levels,
+            cluster_chars=cluster_chars,
         )
     except (ValueError, StoreLockedError, RuntimeError) as exc:
         _fail(str(exc))

@@ -13,6 +13,7 @@ from ingestion import open_index
 from ingestion.raptor import build_tree, cluster, leaves_of, tree_collection
 from rag_graphs.faults import RunFailed
 from rag_graphs.methods import get_graph
+from tests.conftest import recording_chat
 
 QUESTION = "Where was Ilsa Brandt born?"
 
@@ -35,6 +36,47 @@ def test_cluster_groups_separated_points_and_covers_every_row():
     groups = cluster(blobs)
     assert sorted(sorted(g) for g in groups) == [list(range(6)), list(range(6, 12))]
     assert cluster(blobs[:2]) == [[0, 1]]
+
+
+def test_clusters_over_the_summary_budget_are_clustered_again():
+    """Two tight blobs of 6 rows, 1,000 characters each: BIC finds the blobs (6,000 characters
+    each); with a 2,500-character budget each blob is split again, into groups of at most 2."""
+    rng = np.random.default_rng(0)
+    blobs = np.vstack([rng.normal(0, 0.01, (6, 8)), rng.normal(5, 0.01, (6, 8))])
+    sizes = [1000] * 12
+    groups = cluster(blobs, sizes=sizes, max_chars=2500)
+    assert sorted(i for g in groups for i in g) == list(range(12))  # every row once
+    assert all(sum(sizes[i] for i in g) <= 2500 for g in groups)
+    assert all(max(g) < 6 or min(g) >= 6 for g in groups)  # no group mixes the blobs
+    assert sorted(sorted(g) for g in cluster(blobs, sizes=sizes, max_chars=6000)) == [
+        list(range(6)),
+        list(range(6, 12)),
+    ]
+
+
+def test_rows_that_cannot_be_told_apart_are_split_by_the_budget():
+    same = np.ones((5, 4))
+    groups = cluster(same, sizes=[400, 400, 400, 400, 5000], max_chars=1000)
+    assert sorted(i for g in groups for i in g) == list(range(5))
+    assert all(len(g) == 1 or sum([400, 400, 400, 400, 5000][i] for i in g) <= 1000 for g in groups)
+    assert [4] in groups  # a row over the budget on its own stays whole
+
+
+def test_every_summary_reads_all_of_its_children(loaded):
+    """With a budget a fourth of the demo corpus, the tree splits it, and no summary's children
+    hold more text than the budget (unless a summary has a single child)."""
+    model = recording_chat(*(f"summary {i}" for i in range(200)))
+    report = build_tree(loaded, model, cluster_chars=400, progress=False)
+    tree = open_index(loaded.uri, tree_collection(loaded.collection), loaded.embeddings)
+    nodes = [d for d, _ in tree.iter_chunks() if d.metadata["level"] >= 1]
+    prompts = ["\n".join(str(m.content) for m in messages) for messages in model.seen]
+    total = sum(len(d.page_content) for d, _ in loaded.iter_chunks())
+    assert total > 3 * 400 and report.nodes_per_level[1] >= total // 400  # the budget split it
+    for node in nodes:
+        children = tree.get(node.metadata["children"])
+        assert len(children) == 1 or sum(len(c.page_content) for c in children) <= 400
+        # one summariser prompt held every child whole
+        assert any(all(c.page_content in p for c in children) for p in prompts), node.id
 
 
 def test_tree_levels_link_every_summary_to_the_level_below(tree):
