@@ -51,7 +51,7 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=25, help="first N dev questions per dataset")
     args = parser.parse_args()
     rows = ["| dataset | router | n | " + " | ".join(KINDS) + " | sent to retrieval | s/question |"]
-    rows.append("|---" * (len(KINDS) + 6) + "|")
+    rows.append("|---" * (len(KINDS) + 5) + "|")
     for name in DATASETS:
         questions = [e.question for e in load_dataset(EVAL / name).select(limit=args.limit)]
         for router in ("examples", "llm"):
