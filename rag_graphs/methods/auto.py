@@ -7,8 +7,8 @@ The classifier is ``RagContext.router``: ``examples`` (default) gives the
 question the kind of its nearest labelled example questions under the
 embedding model (``rag_graphs.question_kinds``; no model call, and it works
 with the 135M embedded model, which picks the first option it is offered);
-``llm`` asks the chat model. The question kind picks a method from ``RagContext.routes`` (default:
-single_hop=naive, multi_hop=ircot, global_summary=rag_fusion), so cheap
+``llm`` asks the chat model. The kind picks a method from ``RagContext.routes``
+(default: single_hop=naive, multi_hop=ircot, global_summary=rag_fusion), so cheap
 questions get cheap methods. ``dispatch`` runs that method's compiled graph
 as a subgraph with the same context; its steps follow the router's own, and
 the first step says which kind was seen and which method was chosen.
