@@ -42,17 +42,19 @@ test: install
 test-fast: install
 	$(BIN)/python -m pytest -m "not embedded"
 
-# Foundation numbers (~5 min), then every method on the first 30 HotpotQA and the first
-# 10 MuSiQue dev questions: about 3.5 h on 2 cores the first time (~15 s per question
-# and method with the embedded models; indexing both corpora and building their RAPTOR
-# trees ~25 min). Resumable: an interrupted run continues from its stored rows, and a
-# finished one only re-renders. BENCH_LIMIT=5 for a quick pass.
+# Foundation numbers (~5 min), the router's classifications (~2 min), then every method on
+# the first 30 HotpotQA and the first 10 MuSiQue dev questions (RAPTOR aside), and naive vs
+# RAPTOR on the first 30 2WikiMultihopQA questions: about 4.5 h on 2 cores the first time
+# (~15 s per question and method with the embedded models; indexing the corpora ~15 min,
+# 2Wiki's RAPTOR tree ~45 min). Resumable: an interrupted run continues from its stored rows,
+# and a finished one only re-renders. BENCH_LIMIT=5 for a quick pass.
 BENCH_LIMIT ?= 30
 bench: install
 	$(BIN)/python bench/foundation.py
 	$(BIN)/python bench/router.py
 	$(BIN)/python bench/methods.py --dataset hotpotqa --limit $(BENCH_LIMIT)
 	$(BIN)/python bench/methods.py --dataset musique --limit $(shell expr $(BENCH_LIMIT) / 3)
+	$(BIN)/python bench/methods.py --dataset 2wikimultihopqa --limit $(BENCH_LIMIT) naive raptor
 
 lint: install
 	$(BIN)/ruff check rag_graphs ingestion prompts tests bench
