@@ -58,6 +58,7 @@ def run(dataset: str, methods: list[str], limit: int, store: str, *, report_only
     all of them answered).
     """
     from rag_graphs.context import RagContext
+    from rag_graphs.demonstrations import load_demonstrations
     from rag_graphs.eval import common_questions, evaluate, markdown_table, read_rows, summarize, write_report
 
     run_dir = ROOT / "bench_runs" / f"{dataset}-open-{limit}"
@@ -99,8 +100,8 @@ def run(dataset: str, methods: list[str], limit: int, store: str, *, report_only
             f"dataset's corpus, hybrid search, k=4, embedded SmolLM2-135M + MiniLM, one question at a "
             f"time; {machine}. `n` is the number of questions a method has run on."
             + (
-                f" DRAG and IterDRAG show {RagContext().num_demos} of {_count_lines(demos)} demonstrations "
-                f"mined from dev questions {DEMO_OFFSET}-{DEMO_OFFSET + DEMO_CANDIDATES - 1} "
+                f" DRAG and IterDRAG show {RagContext().num_demos} of {len(load_demonstrations(demos))} "
+                f"demonstrations mined from dev questions {DEMO_OFFSET}-{DEMO_OFFSET + DEMO_CANDIDATES - 1} "
                 f"(`bench_runs/{demos.name}`)."
                 if demos.exists()
                 else ""
@@ -118,10 +119,6 @@ def run(dataset: str, methods: list[str], limit: int, store: str, *, report_only
     )
     replace_section(dataset, body, heading=f"Methods on {title} (open retrieval)")
     print(markdown_table(summaries))
-
-
-def _count_lines(path: Path) -> int:
-    return sum(1 for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
 
 
 def main() -> None:

@@ -70,9 +70,9 @@ def _mixture_groups(vectors: np.ndarray, seed: int, components: int | None = Non
         return [list(range(n))]
     dims = max(1, min(REDUCED_DIMS, n - 2, vectors.shape[1]))
     reduced = PCA(n_components=dims, random_state=seed).fit_transform(vectors)
-    sizes = [components] if components else range(1, min(MAX_CLUSTERS, n // 2, distinct) + 1)
+    candidates = [components] if components else range(1, min(MAX_CLUSTERS, n // 2, distinct) + 1)
     best, best_bic = None, np.inf
-    for k in sizes:
+    for k in candidates:
         gmm = GaussianMixture(n_components=min(k, distinct), random_state=seed, reg_covar=1e-4).fit(reduced)
         bic = gmm.bic(reduced)
         if bic < best_bic:

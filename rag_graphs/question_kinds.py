@@ -86,12 +86,18 @@ def load_examples(path: Path) -> dict[str, list[str]]:
     return examples
 
 
-_CACHE: dict[tuple[int, Path, float], tuple[Embeddings, list[str], list[str], list[list[float]]]] = {}
+_CACHE: dict[tuple[int, Path, float], tuple[Embeddings, list[str], list[str], np.ndarray]] = {}
 _CACHE_LOCK = threading.Lock()
 
 
-def _example_vectors(embeddings: Embeddings, path: Path) -> tuple[list[str], list[str], list[list[float]]]:
-    """(kinds, questions, vectors) of the file's examples, embedded once per model and file version."""
+def _unit(vectors: np.ndarray) -> np.ndarray:
+    """Rows scaled to length 1 (zero rows stay zero), so a dot product is a cosine."""
+    norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
+    return vectors / np.where(norms == 0, 1.0, norms)
+
+
+def _example_vectors(embeddings: Embeddings, path: Path) -> tuple[list[str], list[str], np.ndarray]:
+    """(kinds, questions, unit vectors) of the file's examples, embedded once per model and file version."""
     key = (id(embeddings), path, path.stat().st_mtime)
     with _CACHE_LOCK:
         hit = _CACHE.get(key)
@@ -99,7 +105,8 @@ def _example_vectors(embeddings: Embeddings, path: Path) -> tuple[list[str], lis
             examples = load_examples(path)
             kinds = [kind for kind, questions in examples.items() for _ in questions]
             questions = [q for qs in examples.values() for q in qs]
-            hit = (embeddings, kinds, questions, embed_queries(embeddings, questions))
+            matrix = _unit(np.asarray(embed_queries(embeddings, questions), dtype=float))
+            hit = (embeddings, kinds, questions, matrix)
             _CACHE[key] = hit
     return hit[1], hit[2], hit[3]
 
@@ -114,13 +121,10 @@ def classify_by_examples(
     better-voted retrieval kind wins (a wrong "no retrieval" costs the answer, a
     wrong retrieval only a search). Ties go to the kind first in ``KINDS``.
     """
-    kinds, questions, vectors = _example_vectors(embeddings, path)
-    matrix = np.asarray(vectors, dtype=float)
-    query = np.asarray(embed_queries(embeddings, [question])[0], dtype=float)
-    norms = np.linalg.norm(matrix, axis=1) * (np.linalg.norm(query) or 1.0)
-    similarities = matrix @ query / np.where(norms == 0, 1.0, norms)
-    ranked = sorted(((float(s), i) for i, s in enumerate(similarities)), key=lambda p: (-p[0], p[1]))
-    ranked = ranked[:neighbours]
+    kinds, questions, matrix = _example_vectors(embeddings, path)
+    similarities = matrix @ _unit(np.asarray(embed_queries(embeddings, [question])[0], dtype=float))
+    order = np.argsort(-similarities, kind="stable")[:neighbours]  # ties: the earlier example
+    ranked = [(float(similarities[i]), int(i)) for i in order]
     votes: dict[str, float] = {}
     for similarity, i in ranked:
         votes[kinds[i]] = votes.get(kinds[i], 0.0) + similarity
