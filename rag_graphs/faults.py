@@ -18,6 +18,7 @@ defaults, query fallbacks, "unknown tool" observations), so it never lands here.
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -140,12 +141,26 @@ def _failure(node: str, error: Exception, state: RagState) -> RunFailed:
 
 
 def guard(node: str, action: Callable[..., Any]) -> Callable[..., Any]:
-    """Wrap a node function so any failure leaves it as ``RunFailed`` with the chain so far.
+    """Wrap a node function (sync or async) so any failure leaves it as ``RunFailed``
+    with the chain so far.
 
     The node's own input state holds every step completed before it, so the
     error can carry the partial reasoning chain without any global bookkeeping.
     LangGraph control flow (interrupts, ``Command`` to a parent) passes through.
+    An async node gets an async wrapper, so its coroutine is awaited inside the guard.
     """
+    if inspect.iscoroutinefunction(action):
+
+        @functools.wraps(action)
+        async def aguarded(state: RagState, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return await action(state, *args, **kwargs)
+            except GraphBubbleUp:
+                raise
+            except Exception as error:
+                raise _failure(node, error, state) from error
+
+        return aguarded
 
     @functools.wraps(action)
     def guarded(state: RagState, *args: Any, **kwargs: Any) -> Any:

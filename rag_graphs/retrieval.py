@@ -13,7 +13,7 @@ from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
-from langchain_core.runnables import RunnableLambda
+from langchain_core.runnables import Runnable, RunnableLambda
 from pydantic import ConfigDict
 
 from ingestion import ChunkIndex, load_embeddings, open_index
@@ -72,17 +72,20 @@ SEARCH_TAG = "rag-graphs:search"
 """Tag of every search run (the evaluator's timer counts tagged runs as search time)."""
 
 
-def search_many(ctx: RagContext, queries: list[str], *, k: int | None = None) -> list[list[Document]]:
-    """Top chunks for each query, searched as one batch (one embedding call, one store request)."""
+def searcher_for(ctx: RagContext, *, k: int | None = None) -> Runnable[list[str], list[list[Document]]]:
+    """A runnable that searches a list of queries as one batch (one embedding call, one store
+    request) and returns one ranking per query; traced as ``search_many``."""
 
     def run(batch: list[str]) -> list[list[Document]]:
         hits = index_for(ctx).search_many(batch, k=k or ctx.k, mode=ctx.search_mode, expr=ctx.search_expr())
         return [[_scored(doc, score) for doc, score in ranking] for ranking in hits]
 
-    return RunnableLambda(run, name="search_many").invoke(
-        list(queries),
-        config={"tags": [SEARCH_TAG], "metadata": _where(ctx)},
-    )
+    return RunnableLambda(run, name="search_many").with_config(tags=[SEARCH_TAG], metadata=_where(ctx))
+
+
+def search_many(ctx: RagContext, queries: list[str], *, k: int | None = None) -> list[list[Document]]:
+    """Top chunks for each query, searched as one batch (one embedding call, one store request)."""
+    return searcher_for(ctx, k=k).invoke(list(queries))
 
 
 def _where(ctx: RagContext) -> dict[str, str]:

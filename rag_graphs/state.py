@@ -1,10 +1,15 @@
 """The state every graph shares, and the reducers that merge node updates.
 
 The input is ``{"question": str}``; the output always carries ``answer``,
-``citations``, ``documents``, ``steps`` and ``usage`` (DESIGN.md's one
-input / one output contract), so notebooks, the CLI and the evaluator loop
-over every method the same way. Methods extend ``RagState`` with their own
-working fields.
+``citations``, ``documents``, ``steps``, ``usage`` and ``stop_reason``
+(DESIGN.md's one input / one output contract), so notebooks, the CLI and the
+evaluator loop over every method the same way.
+
+Control flow reads typed fields only. ``steps`` is the reasoning chain for
+people and traces: nodes append to it and nothing reads it to decide. What a
+loop needs (the latest retrieval, the queries searched, the hop count, the
+intermediate answers) has a field of its own here; what only one method needs
+lives in that method's extension of ``RagState`` (``ReactState``, ...).
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ class Citation(TypedDict):
 
 
 class Step(TypedDict, total=False):
-    """One entry of the reasoning chain, in the order it happened."""
+    """One entry of the reasoning chain, in the order it happened (output only)."""
 
     node: str
     kind: Literal["retrieve", "generate", "decide", "rewrite", "grade", "note", "error"]
@@ -47,6 +52,20 @@ class Usage(TypedDict, total=False):
     completion_tokens: int
     retrievals: int
     hops: int
+
+
+class Search(TypedDict):
+    """One query searched in the store and the chunk ids it found, best first."""
+
+    query: str
+    doc_ids: list[str]
+
+
+class SubAnswer(TypedDict):
+    """An intermediate answer: a sub-question (or hop query) and what its passages said."""
+
+    query: str
+    answer: str
 
 
 def add_usage(left: Usage | None, right: Usage | None) -> Usage:
@@ -82,20 +101,38 @@ class OutputState(TypedDict, total=False):
     documents: Annotated[list[Document], merge_documents]
     steps: Annotated[list[Step], operator.add]
     usage: Annotated[Usage, add_usage]
+    stop_reason: str  # why the run stopped looking: "enough", a budget, a repeated query...
 
 
 class RagState(InputState, OutputState, total=False):
-    """Working state shared by the methods (each uses the fields it needs)."""
+    """Working state shared by the methods; every field has one meaning in all of them."""
 
-    query: str  # the query the next retrieval runs
-    queries: Annotated[list[str], operator.add]  # every query searched, in order
-    subqueries: list[str]  # queries or sub-questions a method fans out to, in plan order
-    notes: Annotated[list[str], operator.add]  # intermediate answers gathered hop by hop
-    context: list[Document]  # passages the answer uses when a method filters (default: documents)
-    enough: bool  # the last decide node judged the gathered information sufficient
-    stop_reason: str  # why a loop ended: "enough", "budget", "repeated query"
+    query: str
+    """The text the next ``retrieve`` searches (the question when unset)."""
+    searches: Annotated[list[Search], operator.add]
+    """Every query searched in this run with its hits, in order (repeat detection, per-query fan-out)."""
+    hops: Annotated[int, operator.add]
+    """Retrieval rounds run (a batch of queries searched side by side is one); ``max_hops`` counts these."""
+    latest: list[str]
+    """Chunk ids the latest retrieval round found, best first ([] when it searched nothing new)."""
+    latest_repeated: bool
+    """The latest retrieval round was skipped: every query it was given had been searched already."""
+    subqueries: list[str]
+    """Queries or sub-questions a method fans out to, in plan order."""
+    sub_answers: Annotated[list[SubAnswer], operator.add]
+    """Intermediate answers, hop by hop or sub-question by sub-question."""
+    evidence: list[Document]
+    """The passages the answer reads when a method selected them (graded, refined, arranged);
+    unset: every gathered document."""
+    found_correct: bool
+    """The latest grading judged at least one passage correct (CRAG's and Self-RAG's grader)."""
 
 
 def usage(**counts: Any) -> Usage:
     """Shorthand for a usage update, e.g. ``usage(retrievals=1)``."""
     return {k: int(v) for k, v in counts.items() if v}  # type: ignore[return-value]
+
+
+def searched(state: RagState) -> list[str]:
+    """Every query searched so far in this run, in order."""
+    return [s["query"] for s in state.get("searches", [])]

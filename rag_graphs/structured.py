@@ -1,7 +1,8 @@
 """Structured decisions that survive weak models.
 
 ``invoke_structured`` asks a chat model for an object of a Pydantic schema in
-the strongest way the model supports, and never raises on a bad reply:
+the strongest way the model supports, and never raises on a bad reply
+(``structured`` is the same decision as a node body, for sync and async runs):
 
 1. ``grammar``: llama.cpp models (the embedded default) decode under a JSON
    grammar compiled from the schema, so the reply is always valid JSON;
@@ -26,6 +27,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from pydantic import BaseModel, ValidationError
 
 from prompts import load_prompt
+from rag_graphs.calls import Body, Call, adrive, drive
 
 T = TypeVar("T", bound=BaseModel)
 Method = Literal["grammar", "native", "parsed", "default"]
@@ -125,10 +127,10 @@ def _is_llama_cpp(model: BaseChatModel) -> bool:
     return any(cls.__name__ == "ChatLlamaCpp" for cls in type(model).__mro__)
 
 
-def invoke_structured(
+def structured(
     model: BaseChatModel, messages: list[BaseMessage], schema: type[T], default: T
-) -> Structured[T]:
-    """Ask ``model`` for a ``schema`` object; fall back to ``default`` instead of raising.
+) -> Body[Structured[T]]:
+    """The calls of one structured decision, as a body for ``rag_graphs.calls`` (nodes ``yield from`` it).
 
     A native structured call that fails for any reason falls back to the text
     path; transport errors (network, rate limits) then raise from that plain
@@ -136,11 +138,11 @@ def invoke_structured(
     """
     if _is_llama_cpp(model):
         grammar = {"type": "json_object", "schema": schema.model_json_schema()}
-        raw = model.bind(response_format=grammar).invoke(_with_instructions(messages, schema))
+        raw = yield Call(model.bind(response_format=grammar), _with_instructions(messages, schema))
         return _from_text(raw, schema, default, "grammar", [])
     earlier: list[AIMessage] = []
     try:
-        out = model.with_structured_output(schema, include_raw=True).invoke(messages)
+        out = yield Call(model.with_structured_output(schema, include_raw=True), messages)
     except Exception:  # no native support, or the server rejected tools/JSON mode
         out = None
     if out is not None:
@@ -151,8 +153,22 @@ def invoke_structured(
             if isinstance(raw.content, str) and raw.content:
                 return _from_text(raw, schema, default, "parsed", [])
             earlier.append(raw)
-    raw = model.invoke(_with_instructions(messages, schema))
+    raw = yield Call(model, _with_instructions(messages, schema))
     return _from_text(raw, schema, default, "parsed", earlier)
+
+
+def invoke_structured(
+    model: BaseChatModel, messages: list[BaseMessage], schema: type[T], default: T
+) -> Structured[T]:
+    """Ask ``model`` for a ``schema`` object; fall back to ``default`` instead of raising."""
+    return drive(structured(model, messages, schema, default))
+
+
+async def ainvoke_structured(
+    model: BaseChatModel, messages: list[BaseMessage], schema: type[T], default: T
+) -> Structured[T]:
+    """``invoke_structured`` on the event loop."""
+    return await adrive(structured(model, messages, schema, default))
 
 
 def _from_text(

@@ -7,6 +7,10 @@ from collections.abc import Callable
 from typing import Any
 
 from langchain_core.runnables import Runnable
+
+# LangGraph's own node runnable (its prebuilt ToolNode builds on it): one sync and one async
+# function, with the run's ``runtime`` injected into both.
+from langgraph._internal._runnable import RunnableCallable
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -14,6 +18,7 @@ from langgraph.types import RetryPolicy
 
 from rag_graphs.context import RagContext
 from rag_graphs.faults import RETRY, guard
+from rag_graphs.nodes.common import ModelNode
 from rag_graphs.state import InputState, OutputState, RagState
 
 METHODS: dict[str, str] = {
@@ -81,10 +86,18 @@ def compile_method(
 
 class MethodGraph(StateGraph):
     """A ``StateGraph`` whose function nodes are wrapped by ``rag_graphs.faults.guard``,
-    so a failure anywhere ends the run with ``RunFailed`` and the chain so far."""
+    so a failure anywhere ends the run with ``RunFailed`` and the chain so far.
+
+    A ``ModelNode`` (a body that yields its calls) is added with both entry
+    points, so ``invoke`` runs it synchronously and ``ainvoke`` natively async.
+    """
 
     def add_node(self, node: Any, action: Any = None, **kwargs: Any) -> MethodGraph:  # type: ignore[override]
-        if isinstance(node, str) and callable(action) and not isinstance(action, Runnable):
+        if isinstance(node, str) and isinstance(action, ModelNode):
+            action = RunnableCallable(
+                guard(node, action.__call__), guard(node, action.acall), name=node, trace=False
+            )
+        elif isinstance(node, str) and callable(action) and not isinstance(action, Runnable):
             action = guard(node, action)
         return super().add_node(node, action, **kwargs)
 
@@ -95,9 +108,9 @@ def new_builder(state: type = RagState) -> StateGraph:
     return MethodGraph(state, context_schema=RagContext, input_schema=InputState, output_schema=OutputState)
 
 
-def linear_builder(*nodes: tuple[str, Callable[..., dict]]) -> StateGraph:
+def linear_builder(*nodes: tuple[str, Callable[..., dict]], state: type = RagState) -> StateGraph:
     """A graph that runs ``nodes`` once, in order: the whole wiring of single-pass methods."""
-    builder = new_builder()
+    builder = new_builder(state)
     for name, node in nodes:
         builder.add_node(name, node)
     names = [START, *(name for name, _ in nodes), END]

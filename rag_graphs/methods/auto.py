@@ -26,10 +26,10 @@ from prompts import load_prompt
 from rag_graphs.context import RagContext, get_context
 from rag_graphs.methods import METHODS, compile_method, get_graph, new_builder
 from rag_graphs.nodes import make_generate
-from rag_graphs.nodes.common import calls_usage, chat_model, emit
+from rag_graphs.nodes.common import calls_usage, chat_model, emit, step
 from rag_graphs.question_kinds import Kind, classify_by_examples, examples_file
 from rag_graphs.retrieval import embeddings_for
-from rag_graphs.state import RagState
+from rag_graphs.state import OutputState, RagState
 from rag_graphs.structured import invoke_structured
 
 _CLASSIFY = load_prompt("classify_question")
@@ -73,16 +73,15 @@ def classify(state: AutoState, runtime: Runtime[RagContext]) -> dict:
         kind, spent = vote.kind, {}
         why = f" (nearest example: {vote.nearest!r}, similarity {vote.similarity:.2f})"
     target = "answer directly" if kind == "no_retrieval" else chosen_method(kind, ctx)
-    emit("classify", "end", kind=kind, method=target)
-    step = {"node": "classify", "kind": "decide", "text": f"{kind} -> {target}{why}"}
-    return {"kind": kind, "steps": [step], "usage": spent}
+    emit("end", kind=kind, method=target)
+    return {"kind": kind, "steps": [step("decide", text=f"{kind} -> {target}{why}")], "usage": spent}
 
 
 def dispatch(state: AutoState, runtime: Runtime[RagContext]) -> dict:
     """Run the chosen method's graph; its answer, citations, documents, steps and usage are ours."""
     ctx = get_context(runtime)
     result = get_graph(chosen_method(state["kind"], ctx)).invoke({"question": state["question"]}, context=ctx)
-    return {k: result[k] for k in ("answer", "citations", "documents", "steps", "usage") if k in result}
+    return {k: result[k] for k in OutputState.__annotations__ if k in result}
 
 
 def route_kind(state: AutoState) -> Literal["answer_directly", "dispatch"]:

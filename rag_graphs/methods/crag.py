@@ -24,12 +24,14 @@ from langchain_core.documents import Document
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
+from rag_graphs.calls import Body, Call
 from rag_graphs.context import RagContext, get_context
 from rag_graphs.methods import compile_method, new_builder
 from rag_graphs.nodes import make_generate, make_rewrite, retrieve
-from rag_graphs.nodes.common import answer_documents, emit
+from rag_graphs.nodes.common import answer_documents, emit, model_node, step
 from rag_graphs.nodes.grade import grade
-from rag_graphs.state import RagState, usage
+from rag_graphs.nodes.retrieve import found
+from rag_graphs.state import RagState
 from rag_graphs.tools import web_documents
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -58,23 +60,17 @@ def refine(state: RagState) -> dict:
     kept = sum(len(d.page_content) for d in docs)
     total = sum(len(d.page_content) for d in answer_documents(state))
     text = f"kept {kept} of {total} characters as knowledge strips"
-    return {"context": docs, "steps": [{"node": "refine", "kind": "note", "text": text}]}
+    return {"evidence": docs, "steps": [step("note", text=text)]}
 
 
-def web_search(state: RagState, runtime: Runtime[RagContext]) -> dict:
+@model_node
+def web_search(state: RagState, ctx: RagContext) -> Body[dict]:
     """Search the web with the rewritten query; results join the kept passages."""
-    ctx = get_context(runtime)
     query = state.get("query") or state["question"]
-    emit("web_search", "start", query=query)
-    docs = web_documents(ctx.web_search.invoke(query), limit=ctx.k)  # type: ignore[union-attr]
-    ids = [str(d.id) for d in docs]
-    return {
-        "documents": docs,
-        "context": [*(state.get("context") or []), *docs],
-        "queries": [query],
-        "steps": [{"node": "web_search", "kind": "retrieve", "query": query, "doc_ids": ids}],
-        "usage": usage(retrievals=1, hops=1),
-    }
+    emit("start", query=query)
+    results = yield Call(ctx.web_search, query)  # type: ignore[arg-type]
+    docs = web_documents(results, limit=ctx.k)
+    return found([query], [docs], docs) | {"evidence": [*(state.get("evidence") or []), *docs]}
 
 
 def route_after_rewrite(state: RagState, runtime: Runtime[RagContext]) -> Literal["retrieve", "web_search"]:
@@ -84,7 +80,7 @@ def route_after_rewrite(state: RagState, runtime: Runtime[RagContext]) -> Litera
 
 def route_after_grade(state: RagState) -> Literal["refine", "rewrite", "generate"]:
     """Refine when a passage is correct; answer when the grade node says stop; else search again."""
-    if state.get("enough"):
+    if state.get("found_correct"):
         return "refine"
     return "generate" if state.get("stop_reason") else "rewrite"
 

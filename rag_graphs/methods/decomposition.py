@@ -34,16 +34,15 @@ def fan_out(state: RagState) -> list[Send] | Literal["generate"]:
     """One ``answer_parallel`` task per sub-question searched, with that search's passages."""
     by_id = {d.id: d for d in state.get("documents", [])}
     sends = []
-    for step in state.get("steps", []):
-        if step["node"] == "retrieve" and step["kind"] == "retrieve":
-            docs = [by_id[i] for i in step.get("doc_ids", []) if i in by_id]
-            payload = {
-                "question": state["question"],
-                "query": step["query"],
-                "documents": docs,
-                "steps": [step],
-            }
-            sends.append(Send("answer_parallel", payload))
+    for search in state.get("searches", []):
+        ids = [i for i in search["doc_ids"] if i in by_id]
+        payload = {
+            "question": state["question"],
+            "query": search["query"],
+            "documents": [by_id[i] for i in ids],
+            "latest": ids,
+        }
+        sends.append(Send("answer_parallel", payload))
     return sends or "generate"
 
 

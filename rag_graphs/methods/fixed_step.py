@@ -22,9 +22,8 @@ from rag_graphs.state import RagState
 
 
 def route_after_hop(state: RagState, runtime: Runtime[RagContext]) -> Literal["next_query", "generate"]:
-    """Another hop until ``fixed_hops`` hops were made (skipped repeats count too)."""
-    hops = sum(1 for s in state.get("steps", []) if s["node"] == "intermediate")
-    return "next_query" if hops < get_context(runtime).fixed_hops else "generate"
+    """Another hop until ``fixed_hops`` intermediate answers were written (skipped repeats count too)."""
+    return "next_query" if len(state.get("sub_answers", [])) < get_context(runtime).fixed_hops else "generate"
 
 
 def build() -> StateGraph:

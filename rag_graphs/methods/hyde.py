@@ -2,26 +2,55 @@
 
     START -> hypothesize -> retrieve -> generate -> END
 
-The model writes the passage it expects a reference text to contain; the
-question plus that passage is embedded (and, in hybrid mode, matched by
-BM25), so the search looks for documents that read like answers rather
-than like questions. The answer is generated from the real passages only.
+The model writes the passage it expects a reference text to contain
+(``hypothesis``); the question plus that passage is the ``query`` the shared
+retrieve step embeds (and, in hybrid mode, matches by BM25), so the search
+looks for documents that read like answers rather than like questions. The
+answer is generated from the real passages only.
 """
 
 from __future__ import annotations
 
 from langgraph.graph import StateGraph
 
+from prompts import load_prompt
+from rag_graphs.calls import Body
+from rag_graphs.context import RagContext
 from rag_graphs.methods import compile_method, linear_builder
-from rag_graphs.nodes import make_generate, make_rewrite, retrieve
+from rag_graphs.nodes import make_generate, retrieve
+from rag_graphs.nodes.common import chat, emit, model_node, step, template_inputs
+from rag_graphs.state import RagState
+
+MAX_PASSAGE_CHARS = 1500
+_PASSAGE = load_prompt("hyde_passage")
+
+
+class HydeState(RagState, total=False):
+    hypothesis: str  # the passage the model imagined; searched together with the question
+
+
+@model_node
+def hypothesize(state: HydeState, ctx: RagContext) -> Body[dict]:
+    """Write the hypothetical passage; the next search runs on question + passage."""
+    reply, used = yield from chat(ctx, _PASSAGE.format_messages(**template_inputs(_PASSAGE, state)))
+    passage = " ".join(str(reply.content).split())[:MAX_PASSAGE_CHARS]
+    query = f"{state['question']}\n{passage}" if passage else state["question"]
+    emit("end", query=query)
+    return {
+        "hypothesis": passage,
+        "query": query,
+        "steps": [step("rewrite", query=query, text=str(reply.content))],
+        "usage": used,
+    }
 
 
 def build() -> StateGraph:
     """The uncompiled graph."""
     return linear_builder(
-        ("hypothesize", make_rewrite("hyde_passage", name="hypothesize", passage=True)),
+        ("hypothesize", hypothesize),
         ("retrieve", retrieve),
         ("generate", make_generate()),
+        state=HydeState,
     )
 
 

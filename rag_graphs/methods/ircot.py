@@ -11,18 +11,20 @@ passage and the whole chain of thought.
 
 from __future__ import annotations
 
+import operator
 import re
+from typing import Annotated
 
 from langgraph.graph import END, START, StateGraph
-from langgraph.runtime import Runtime
 
 from prompts import load_prompt
-from rag_graphs.context import RagContext, get_context
+from rag_graphs.calls import Body
+from rag_graphs.context import RagContext
 from rag_graphs.methods import compile_method, new_builder
 from rag_graphs.nodes import make_generate, retrieve
-from rag_graphs.nodes.common import call_chat, emit, template_inputs
+from rag_graphs.nodes.common import ModelNode, chat, emit, format_notes, model_node, step, template_inputs
 from rag_graphs.nodes.decide import retrieve_until_stopped
-from rag_graphs.nodes.retrieve import normalize_query
+from rag_graphs.nodes.loop import hop_budget, loop_stop
 from rag_graphs.nodes.rewrite import clean_query
 from rag_graphs.state import RagState
 
@@ -30,29 +32,29 @@ _ANSWER = re.compile(r"\bso\s+the\s+answer\s+is\b", re.IGNORECASE)
 _REASON = load_prompt("ircot_reason")
 
 
-def reason(state: RagState, runtime: Runtime[RagContext]) -> dict:
+class IrcotState(RagState, total=False):
+    thoughts: Annotated[list[str], operator.add]  # the chain of thought, one sentence per step
+
+
+@model_node
+def reason(state: IrcotState, ctx: RagContext) -> Body[dict]:
     """Write the next chain-of-thought sentence; it becomes the next query unless the chain ends."""
-    ctx = get_context(runtime)
-    reply, used = call_chat(ctx, _REASON.format_messages(**template_inputs(_REASON, state)))
+    chain = format_notes(state.get("thoughts", []))
+    reply, used = yield from chat(
+        ctx, _REASON.format_messages(**template_inputs(_REASON, state, notes=chain))
+    )
     sentence = clean_query(str(reply.content), fallback="")
-    searched = {normalize_query(q) for q in state.get("queries", [])}
-    if _ANSWER.search(sentence):
-        stop = "enough"
-    elif not sentence:
-        stop = "no reasoning sentence produced"
-    elif len(state.get("queries", [])) >= ctx.max_hops:
-        stop = f"hop budget reached ({ctx.max_hops} retrievals)"
-    elif normalize_query(sentence) in searched:
-        stop = f"repeated query: {sentence}"
-    else:
-        stop = ""
-    emit("reason", "end", thought=sentence, stop=stop)
+    stop = loop_stop(
+        state,
+        hop_budget(state, ctx.max_hops),
+        done=bool(_ANSWER.search(sentence)),
+        next_query=sentence,
+    )
+    emit("end", thought=sentence, stop=stop)
     update: dict = {
-        "notes": [sentence] if sentence else [],
+        "thoughts": [sentence] if sentence else [],
         "stop_reason": stop,
-        "steps": [
-            {"node": "reason", "kind": "decide", "text": sentence + (f" [stop: {stop}]" if stop else "")}
-        ],
+        "steps": [step("decide", text=sentence + (f" [stop: {stop}]" if stop else ""))],
         "usage": used,
     }
     if not stop:
@@ -60,12 +62,17 @@ def reason(state: RagState, runtime: Runtime[RagContext]) -> dict:
     return update
 
 
+def answer_with_chain() -> ModelNode:
+    """The final answer, shown every passage and the whole chain of thought as its notes."""
+    return make_generate("answer_with_notes", notes=lambda state: format_notes(state.get("thoughts", [])))
+
+
 def build() -> StateGraph:
     """The uncompiled graph."""
-    builder = new_builder()
+    builder = new_builder(IrcotState)
     builder.add_node("retrieve", retrieve)
     builder.add_node("reason", reason)
-    builder.add_node("generate", make_generate("answer_with_notes"))
+    builder.add_node("generate", answer_with_chain())
     builder.add_edge(START, "retrieve")
     builder.add_edge("retrieve", "reason")
     builder.add_conditional_edges("reason", retrieve_until_stopped)

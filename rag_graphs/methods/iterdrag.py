@@ -14,19 +14,20 @@ follow-ups (the paper's n, 5); a first reply with the final answer is DRAG.
 
 from __future__ import annotations
 
+import operator
 import re
-from typing import Literal
+from typing import Annotated, Literal
 
 from langgraph.graph import END, START, StateGraph
-from langgraph.runtime import Runtime
 
 from prompts import load_prompt
+from rag_graphs.calls import Body
 from rag_graphs.citations import extract_citations
-from rag_graphs.context import RagContext, get_context
+from rag_graphs.context import RagContext
 from rag_graphs.methods import compile_method, new_builder
 from rag_graphs.nodes import make_generate, make_intermediate, retrieve
-from rag_graphs.nodes.common import call_chat, demonstrations_input, emit, template_inputs
-from rag_graphs.nodes.retrieve import normalize_query
+from rag_graphs.nodes.common import chat, demonstrations_input, emit, model_node, step, template_inputs
+from rag_graphs.nodes.loop import ENOUGH, Budget, loop_stop
 from rag_graphs.nodes.rewrite import clean_query
 from rag_graphs.state import RagState
 
@@ -50,50 +51,45 @@ def parse_markers(text: str) -> list[tuple[str, str]]:
     return out
 
 
-def _follow_ups(state: RagState) -> list[str]:
-    return [s["query"] for s in state.get("steps", []) if s["node"] == "iterate" and s.get("query")]
+class IterDragState(RagState, total=False):
+    follow_ups: Annotated[list[str], operator.add]  # the follow-up queries asked so far, in order
 
 
-def iterate(state: RagState, runtime: Runtime[RagContext]) -> dict:
+@model_node
+def iterate(state: IterDragState, ctx: RagContext) -> Body[dict]:
     """Ask the next follow-up, or give the final answer (whichever marker the reply leads with)."""
-    ctx = get_context(runtime)
     inputs = template_inputs(_STEP, state, **demonstrations_input(_STEP, ctx))
-    reply, used = call_chat(ctx, _STEP.format_messages(**inputs))
+    reply, used = yield from chat(ctx, _STEP.format_messages(**inputs))
     text = str(reply.content).strip()
     decision = next(((n, v) for n, v in parse_markers(text) if n in ("follow_up", "final") and v), None)
-    step: dict = {"node": "iterate", "kind": "decide", "text": text}
-    update: dict = {"usage": used, "steps": [step]}
-    asked = _follow_ups(state)
+    update: dict = {"usage": used, "steps": [step("decide", text=text)]}
+    asked = state.get("follow_ups", [])
     if decision and decision[0] == "final":
-        docs = state.get("documents", [])
         answer = decision[1]
-        return update | {
-            "answer": answer,
-            "citations": extract_citations(answer, docs),
-            "stop_reason": "enough",
-        }
+        citations = extract_citations(answer, state.get("documents", []))
+        return update | {"answer": answer, "citations": citations, "stop_reason": ENOUGH}
     if decision is None:
         return update | {"stop_reason": "the reply had neither a follow-up nor a final answer"}
     query = clean_query(decision[1], fallback="")
-    if not query or normalize_query(query) in {normalize_query(q) for q in [state["question"], *asked]}:
-        return update | {"stop_reason": f"repeated follow-up: {decision[1]}"}
-    if len(asked) >= ctx.iterdrag_iterations:
-        return update | {"stop_reason": f"follow-up budget reached ({ctx.iterdrag_iterations} iterations)"}
-    step["query"] = query
-    emit("iterate", "end", follow_up=query)
-    return update | {"query": query}
+    budget = Budget(len(asked), ctx.iterdrag_iterations, "follow-up")
+    stop = loop_stop(state, budget, next_query=query, seen=[state["question"], *asked])
+    if stop:
+        return update | {"stop_reason": stop}
+    update["steps"][0]["query"] = query
+    emit("end", follow_up=query)
+    return update | {"query": query, "follow_ups": [query]}
 
 
-def route_after_iterate(state: RagState) -> Literal["follow_up", "generate", "__end__"]:
+def route_after_iterate(state: IterDragState) -> Literal["follow_up", "generate", "__end__"]:
     """Done on a final answer; answer from what was gathered when stopped; else follow up."""
-    if state.get("stop_reason") == "enough":
+    if state.get("stop_reason") == ENOUGH:
         return END
     return "generate" if state.get("stop_reason") else "follow_up"
 
 
 def build() -> StateGraph:
     """The uncompiled graph."""
-    builder = new_builder()
+    builder = new_builder(IterDragState)
     builder.add_node("retrieve", retrieve)
     builder.add_node("iterate", iterate)
     builder.add_node("follow_up", retrieve)

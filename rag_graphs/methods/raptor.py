@@ -21,7 +21,7 @@ from ingestion.raptor import tree_collection
 from rag_graphs.context import RagContext, get_context
 from rag_graphs.methods import compile_method, linear_builder
 from rag_graphs.nodes import make_generate
-from rag_graphs.nodes.common import emit
+from rag_graphs.nodes.common import emit, step
 from rag_graphs.retrieval import index_for, search
 from rag_graphs.state import RagState, usage
 
@@ -45,14 +45,7 @@ def retrieve_tree(state: RagState, runtime: Runtime[RagContext]) -> dict:
     if ctx.raptor_mode == "collapsed":
         found = search(tree, question)
         searches = 1
-        steps.append(
-            {
-                "node": "retrieve_tree",
-                "kind": "retrieve",
-                "query": question,
-                "doc_ids": [str(d.id) for d in found],
-            }
-        )
+        steps.append(step("retrieve", query=question, doc_ids=[str(d.id) for d in found]))
     else:
         level_docs = []
         for level in range(MAX_LEVEL, -1, -1):  # the top level is the highest that has nodes
@@ -63,22 +56,19 @@ def retrieve_tree(state: RagState, runtime: Runtime[RagContext]) -> dict:
         while level_docs:
             found += level_docs
             ids = [str(d.id) for d in level_docs]
-            steps.append(
-                {
-                    "node": "retrieve_tree",
-                    "kind": "retrieve",
-                    "query": question,
-                    "doc_ids": ids,
-                    "text": f"level {level_docs[0].metadata.get('level')}",
-                }
-            )
+            level_text = f"level {level_docs[0].metadata.get('level')}"
+            steps.append(step("retrieve", query=question, doc_ids=ids, text=level_text))
             children = [c for d in level_docs for c in d.metadata.get("children") or []]
             level_docs = search(_restricted(tree, ids_filter(children)), question) if children else []
             searches += bool(children)
-    emit("retrieve_tree", "end", doc_ids=[str(d.id) for d in found])
+    ids = [str(d.id) for d in found]
+    emit("end", doc_ids=ids)
     return {
         "documents": found,
-        "queries": [question],
+        "searches": [{"query": question, "doc_ids": ids}],
+        "hops": 1,
+        "latest": ids,
+        "latest_repeated": False,
         "steps": steps,
         "usage": usage(retrievals=searches, hops=1),
     }

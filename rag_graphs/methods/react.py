@@ -22,6 +22,7 @@ question, after one it ends the loop. When the loop ends without an answer
 
 from __future__ import annotations
 
+import operator
 import re
 from typing import Annotated, Literal
 
@@ -29,20 +30,21 @@ from langchain_core.messages import AnyMessage, HumanMessage, ToolMessage
 from langchain_core.tools import StructuredTool
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
-from langgraph.runtime import Runtime
 from typing_extensions import TypedDict
 
 from prompts import load_prompt
 from prompts.fencing import fence
+from rag_graphs.calls import Body, Call
 from rag_graphs.citations import extract_citations, numbered_passage
-from rag_graphs.context import RagContext, get_context
+from rag_graphs.context import RagContext
 from rag_graphs.methods import compile_method, new_builder
 from rag_graphs.models import chooses_tools
 from rag_graphs.nodes import make_generate
-from rag_graphs.nodes.common import chat_model, emit, llm_usage
-from rag_graphs.nodes.retrieve import normalize_query
-from rag_graphs.retrieval import search
-from rag_graphs.state import RagState, usage
+from rag_graphs.nodes.common import chat_model, emit, format_notes, llm_usage, model_node, step
+from rag_graphs.nodes.loop import ENOUGH, Budget, already_searched, loop_stop
+from rag_graphs.nodes.retrieve import found
+from rag_graphs.retrieval import retriever_for
+from rag_graphs.state import RagState, add_usage, merge_documents
 from rag_graphs.tools import calculate
 
 _TEXT_PROMPT = load_prompt("react_text")
@@ -66,6 +68,8 @@ class ToolRequest(TypedDict):
 class ReactState(RagState, total=False):
     messages: Annotated[list[AnyMessage], add_messages]  # the native protocol's conversation
     tool_calls: list[ToolRequest]  # requests the next ``act`` runs
+    scratchpad: Annotated[list[str], operator.add]  # the text protocol's Thought/Action/Observation lines
+    turns: Annotated[int, operator.add]  # agent steps taken; ``RagContext.max_steps`` counts these
 
 
 def parse_step(text: str) -> tuple[str, str, str]:
@@ -107,129 +111,129 @@ def _native(ctx: RagContext) -> bool:
     return ctx.tool_calling == "native" or (ctx.tool_calling == "auto" and chooses_tools(chat_model(ctx)))
 
 
-def _ask_native(state: ReactState, ctx: RagContext) -> tuple[dict, str, str, list[ToolRequest]]:
+def _ask_native(state: ReactState, ctx: RagContext) -> Body[tuple[dict, str, str, list[ToolRequest]]]:
     """One tool-calling turn: (state update, kind, answer, requests)."""
     start = [] if state.get("messages") else _TOOLS_PROMPT.format_messages(question=state["question"])
-    reply = chat_model(ctx).bind_tools(native_tools(ctx)).invoke([*state.get("messages", []), *start])
+    model = chat_model(ctx).bind_tools(native_tools(ctx))
+    reply = yield Call(model, [*state.get("messages", []), *start])
     requests = [
         ToolRequest(tool=c["name"], input=str(next(iter(c["args"].values()), "")), id=c["id"])
         for c in getattr(reply, "tool_calls", [])
     ]
     text = str(reply.content).strip()
     kind = "action" if requests else "final" if text else "invalid"
-    update = {"messages": [*start, reply], "usage": llm_usage(reply)}
     shown = text or "; ".join(f"{r['tool']}({r['input']})" for r in requests)
-    return update | {"steps": [{"node": "agent", "kind": "decide", "text": shown}]}, kind, text, requests
+    update = {"messages": [*start, reply], "usage": llm_usage(reply), "steps": [step("decide", text=shown)]}
+    return update, kind, text, requests
 
 
-def _ask_text(state: ReactState, ctx: RagContext) -> tuple[dict, str, str, list[ToolRequest]]:
+def _ask_text(state: ReactState, ctx: RagContext) -> Body[tuple[dict, str, str, list[ToolRequest]]]:
     """One Thought/Action turn in the text protocol: (state update, kind, answer, requests)."""
     messages = _TEXT_PROMPT.format_messages(
-        tools=_text_tool_lines(ctx), question=state["question"], scratchpad="\n".join(state.get("notes", []))
+        tools=_text_tool_lines(ctx),
+        question=state["question"],
+        scratchpad="\n".join(state.get("scratchpad", [])),
     )
-    reply = chat_model(ctx).invoke(messages)
+    reply = yield Call(chat_model(ctx), messages)
     text = str(reply.content).strip()
     kind, first, second = parse_step(text)
-    update: dict = {"usage": llm_usage(reply), "steps": [{"node": "agent", "kind": "decide", "text": text}]}
+    update: dict = {"usage": llm_usage(reply), "steps": [step("decide", text=text)]}
     if kind == "action":
-        update["notes"] = [text.split("Observation")[0].strip()]
+        update["scratchpad"] = [text.split("Observation")[0].strip()]
         return update, kind, "", [ToolRequest(tool=first, input=second, id=None)]
     return update, kind, first, []
 
 
-def agent(state: ReactState, runtime: Runtime[RagContext]) -> dict:
+@model_node
+def agent(state: ReactState, ctx: RagContext) -> Body[dict]:
     """One reasoning step: tool requests for ``act``, or the answer with citations."""
-    ctx = get_context(runtime)
-    update, kind, answer, requests = (_ask_native if _native(ctx) else _ask_text)(state, ctx)
-    turns = sum(1 for s in state.get("steps", []) if s["node"] == "agent") + 1
-    emit("agent", "end", step=kind)
+    ask = _ask_native if _native(ctx) else _ask_text
+    update, kind, answer, requests = yield from ask(state, ctx)
+    turns = state.get("turns", 0) + 1
+    update["turns"] = 1
+    emit("end", step=kind)
     if kind == "final":
         docs = state.get("documents", [])
         return update | {
             "answer": answer,
             "citations": extract_citations(answer, docs),
-            "stop_reason": "enough",
+            "stop_reason": ENOUGH,
         }
-    if kind == "invalid" and not state.get("queries"):
+    if kind == "invalid" and not state.get("searches"):
         # Safe default for a reply in no form before any search: search the question.
-        update["notes"] = [f"(step {turns} followed no form; searching the question)"]
+        update["scratchpad"] = [f"(step {turns} followed no form; searching the question)"]
         requests = [ToolRequest(tool="search", input=state["question"], id=None)]
     elif kind == "invalid":
         # After a search, a reply in no form ends the loop: answer from the passages.
         update["stop_reason"] = "the agent's reply followed no protocol form"
-    if not update.get("stop_reason") and turns >= ctx.max_steps:
-        update["stop_reason"] = f"step budget reached ({ctx.max_steps} agent steps)"
+    if not update.get("stop_reason"):
+        update["stop_reason"] = loop_stop(state, Budget(turns, ctx.max_steps, "agent step"))
     return update | {"tool_calls": requests}
 
 
-def _run_tool(ctx: RagContext, state: ReactState, request: ToolRequest) -> tuple[str, dict]:
+def _run_tool(ctx: RagContext, state: ReactState, request: ToolRequest) -> Body[tuple[str, dict]]:
     """The observation of one tool request, and the state update a search makes."""
     tool, tool_input = request["tool"], request["input"]
     web_name = getattr(ctx.web_search, "name", None)
     if tool == "search":
-        if normalize_query(tool_input) in {normalize_query(q) for q in state.get("queries", [])}:
+        if already_searched(state, tool_input):
             return "already searched; use the passages above or try other words", {}
-        found = search(ctx, tool_input)
-        docs = state.get("documents", [])
-        docs = docs + [d for d in found if d.id not in {d.id for d in docs}]
-        found_ids = {f.id for f in found}
+        hits = yield Call(retriever_for(ctx), tool_input)
+        docs = merge_documents(state.get("documents"), hits)
+        hit_ids = {h.id for h in hits}
         # Number passages by their place in ``documents`` so [n] in the answer resolves.
         observation = "\n\n".join(
-            numbered_passage(i, d) for i, d in enumerate(docs, start=1) if d.id in found_ids
+            numbered_passage(i, d) for i, d in enumerate(docs, start=1) if d.id in hit_ids
         )
-        return observation or "no passages found", {"documents": found, "queries": [tool_input]}
+        return observation or "no passages found", found([tool_input], [hits], hits)
     if tool == "calculator":
         return calculate(tool_input), {}
     if ctx.web_search is not None and tool in ("web_search", web_name):
-        return fence(str(ctx.web_search.invoke(tool_input))[:2000]), {}
+        results = yield Call(ctx.web_search, tool_input)
+        return fence(str(results)[:2000]), {}
     available = ["search", "calculator"] + (["web_search"] if ctx.web_search is not None else [])
     return f"unknown tool {tool!r}; available: {', '.join(available)}", {}
 
 
-def act(state: ReactState, runtime: Runtime[RagContext]) -> dict:
+@model_node
+def act(state: ReactState, ctx: RagContext) -> Body[dict]:
     """Run every pending tool request; observations go back as tool messages or notes."""
-    ctx = get_context(runtime)
-    steps, notes, messages, documents, queries = [], [], [], [], []
+    update: dict = {"messages": [], "scratchpad": [], "tool_calls": [], "steps": []}
+    seen: dict = dict(state)
     for request in state.get("tool_calls", []):
-        seen = {
-            **state,
-            "documents": state.get("documents", []) + documents,
-            "queries": state.get("queries", []) + queries,
-        }
-        observation, found = _run_tool(ctx, seen, request)  # type: ignore[arg-type]
-        documents += found.get("documents", [])
-        queries += found.get("queries", [])
-        if request["id"]:
-            messages.append(ToolMessage(observation, tool_call_id=request["id"]))
-        elif _native(ctx):  # the fallback search answers a reply that made no tool call
-            messages.append(HumanMessage(f"Observation: {observation}"))
-        notes.append(f"Observation: {observation}")
-        steps.append(
-            {
-                "node": "act",
-                "kind": "retrieve" if "queries" in found else "note",
-                "query": request["input"],
-                "text": observation[:500],
-                "doc_ids": [str(d.id) for d in found.get("documents", [])],
+        observation, searched_update = yield from _run_tool(ctx, seen, request)  # type: ignore[arg-type]
+        if searched_update:  # later requests of this turn see this search's documents and query
+            seen = {
+                **seen,
+                "documents": merge_documents(seen.get("documents"), searched_update["documents"]),
+                "searches": [*seen.get("searches", []), *searched_update["searches"]],
             }
-        )
-    update = {"steps": steps, "notes": notes, "messages": messages, "tool_calls": []}
-    if queries:
-        update |= {
-            "documents": documents,
-            "queries": queries,
-            "usage": usage(retrievals=len(queries), hops=len(queries)),
-        }
+            for key in ("documents", "searches", "latest"):
+                update[key] = update.get(key, []) + searched_update[key]
+            update["hops"] = update.get("hops", 0) + 1
+            update["usage"] = add_usage(update.get("usage"), searched_update["usage"])
+        if request["id"]:
+            update["messages"].append(ToolMessage(observation, tool_call_id=request["id"]))
+        elif _native(ctx):  # the fallback search answers a reply that made no tool call
+            update["messages"].append(HumanMessage(f"Observation: {observation}"))
+        update["scratchpad"].append(f"Observation: {observation}")
+        ids = searched_update["latest"] if searched_update else []
+        kind = "retrieve" if searched_update else "note"
+        update["steps"].append(step(kind, query=request["input"], text=observation[:500], doc_ids=ids))
     return update
 
 
 def route_after_agent(state: ReactState) -> Literal["act", "generate", "__end__"]:
     """Finish on an answer; answer from the gathered passages when the loop was stopped."""
-    if state.get("stop_reason") == "enough":
+    if state.get("stop_reason") == ENOUGH:
         return END
     if state.get("stop_reason"):
         return "generate"
     return "act" if state.get("tool_calls") else "generate"
+
+
+def _scratchpad(state: ReactState) -> str:
+    return format_notes(state.get("scratchpad", []))
 
 
 def build() -> StateGraph:
@@ -237,7 +241,7 @@ def build() -> StateGraph:
     builder = new_builder(ReactState)
     builder.add_node("agent", agent)
     builder.add_node("act", act)
-    builder.add_node("generate", make_generate("answer_with_notes"))
+    builder.add_node("generate", make_generate("answer_with_notes", notes=_scratchpad))
     builder.add_edge(START, "agent")
     builder.add_conditional_edges("agent", route_after_agent, ["act", "generate", END])
     builder.add_edge("act", "agent")

@@ -17,18 +17,18 @@ from __future__ import annotations
 from typing import Literal
 
 from langgraph.graph import END, START, StateGraph
-from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 from prompts import load_prompt
-from rag_graphs.context import RagContext, get_context
+from rag_graphs.calls import Body
+from rag_graphs.context import RagContext
 from rag_graphs.methods import compile_method, new_builder
 from rag_graphs.nodes import make_generate, make_rewrite, retrieve
-from rag_graphs.nodes.common import calls_usage, chat_model, emit, template_inputs
+from rag_graphs.nodes.common import calls_usage, chat_model, emit, model_node, step, template_inputs
 from rag_graphs.nodes.grade import grade
-from rag_graphs.nodes.retrieve import last_retrieval_skipped
+from rag_graphs.nodes.loop import ENOUGH, hop_budget, loop_stop
 from rag_graphs.state import RagState
-from rag_graphs.structured import invoke_structured
+from rag_graphs.structured import structured
 
 
 class NeedRetrieval(BaseModel):
@@ -48,57 +48,55 @@ _NEED = load_prompt("decide_retrieval")
 _CHECK = load_prompt("check_answer")
 
 
-def need_retrieval(state: RagState, runtime: Runtime[RagContext]) -> dict:
+class SelfRagState(RagState, total=False):
+    needs_retrieval: bool  # the first reflection: does the question need the collection at all
+
+
+@model_node
+def need_retrieval(state: SelfRagState, ctx: RagContext) -> Body[dict]:
     """Decide whether to retrieve at all (default: retrieve)."""
-    ctx = get_context(runtime)
-    out = invoke_structured(
-        chat_model(ctx),
-        _NEED.format_messages(question=state["question"]),
-        NeedRetrieval,
-        NeedRetrieval(retrieve=True),
-    )
-    emit("need_retrieval", "end", retrieve=out.value.retrieve)
-    text = f"retrieve={out.value.retrieve} via {out.method}"
+    messages = _NEED.format_messages(question=state["question"])
+    out = yield from structured(chat_model(ctx), messages, NeedRetrieval, NeedRetrieval(retrieve=True))
+    emit("end", retrieve=out.value.retrieve)
     return {
-        "enough": not out.value.retrieve,
-        "steps": [{"node": "need_retrieval", "kind": "decide", "text": text}],
+        "needs_retrieval": out.value.retrieve,
+        "steps": [step("decide", text=f"retrieve={out.value.retrieve} via {out.method}")],
         "usage": calls_usage(out.calls),
     }
 
 
-def check(state: RagState, runtime: Runtime[RagContext]) -> dict:
-    """Check the answer is supported and useful; stop when it is or the budget is spent."""
-    ctx = get_context(runtime)
+@model_node
+def check(state: SelfRagState, ctx: RagContext) -> Body[dict]:
+    """Check the answer is supported and useful; stop when it is or the loop must stop."""
     messages = _CHECK.format_messages(**template_inputs(_CHECK, state))
-    out = invoke_structured(chat_model(ctx), messages, AnswerCheck, AnswerCheck(supported=True, useful=True))
+    default = AnswerCheck(supported=True, useful=True)
+    out = yield from structured(chat_model(ctx), messages, AnswerCheck, default)
     verdict = out.value
-    if verdict.supported and verdict.useful:
-        stop = "enough"
-    elif last_retrieval_skipped(state):
-        stop = "repeated query; keeping the last answer"
-    elif len(state.get("queries", [])) >= ctx.max_hops:
-        stop = f"hop budget reached ({ctx.max_hops} retrievals); keeping the last answer"
-    else:
-        stop = ""
+    stop = loop_stop(state, hop_budget(state, ctx.max_hops), done=verdict.supported and verdict.useful)
+    if stop and stop != ENOUGH:
+        stop += "; keeping the last answer"
     text = f"supported={verdict.supported}; useful={verdict.useful}; via {out.method}"
-    steps = [{"node": "check", "kind": "grade", "text": text + (f"; stop: {stop}" if stop else "")}]
-    emit("check", "end", supported=verdict.supported, useful=verdict.useful, stop=stop)
-    return {"stop_reason": stop, "steps": steps, "usage": calls_usage(out.calls)}
+    emit("end", supported=verdict.supported, useful=verdict.useful, stop=stop)
+    return {
+        "stop_reason": stop,
+        "steps": [step("grade", text=text + (f"; stop: {stop}" if stop else ""))],
+        "usage": calls_usage(out.calls),
+    }
 
 
-def route_after_need(state: RagState) -> Literal["retrieve", "answer_directly"]:
+def route_after_need(state: SelfRagState) -> Literal["retrieve", "answer_directly"]:
     """Retrieve unless the model judged the question answerable without documents."""
-    return "answer_directly" if state.get("enough") else "retrieve"
+    return "retrieve" if state.get("needs_retrieval", True) else "answer_directly"
 
 
-def route_after_check(state: RagState) -> Literal["rewrite", "__end__"]:
+def route_after_check(state: SelfRagState) -> Literal["rewrite", "__end__"]:
     """Finish when the check node says stop; otherwise rewrite and retrieve a follow-up."""
     return END if state.get("stop_reason") else "rewrite"
 
 
 def build() -> StateGraph:
     """The uncompiled graph."""
-    builder = new_builder()
+    builder = new_builder(SelfRagState)
     builder.add_node("need_retrieval", need_retrieval)
     builder.add_node("answer_directly", make_generate("answer_directly"))
     builder.add_node("retrieve", retrieve)

@@ -1,20 +1,53 @@
-"""Small helpers every node uses: the run's model, usage accounting, progress events."""
+"""Small helpers every node uses: the run's model, usage accounting, progress events, and
+``model_node``, which turns a body that yields calls into a node native on sync and async runs."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.prompts import ChatPromptTemplate
-from langgraph.config import get_stream_writer
+from langgraph.config import get_config, get_stream_writer
+from langgraph.runtime import Runtime
 
+from rag_graphs.calls import Body, Call, adrive, drive
 from rag_graphs.citations import format_context
-from rag_graphs.context import RagContext
+from rag_graphs.context import RagContext, get_context
 from rag_graphs.demonstrations import format_demonstrations, load_demonstrations
 from rag_graphs.models import load_chat_model
-from rag_graphs.state import RagState, Usage, add_usage
+from rag_graphs.state import RagState, Step, SubAnswer, Usage, add_usage
+
+NodeBody = Callable[[Any, RagContext], Body[dict]]
+"""A node's logic: ``(state, context) -> generator`` that yields ``Call``/``Batch`` and returns the update."""
+
+
+class ModelNode:
+    """A graph node whose body yields its model and store calls (see ``rag_graphs.calls``).
+
+    Calling it runs the body synchronously; ``acall`` runs it on the event loop.
+    ``MethodGraph.add_node`` registers both, so ``graph.invoke`` and
+    ``graph.ainvoke`` are each native, and a body's batched calls run side by side.
+    """
+
+    def __init__(self, body: NodeBody, name: str) -> None:
+        self.body = body
+        self.name = name
+        self.__name__ = name
+        self.__doc__ = body.__doc__
+
+    def __call__(self, state: Any, runtime: Runtime[RagContext]) -> dict:
+        return drive(self.body(state, get_context(runtime)))
+
+    async def acall(self, state: Any, runtime: Runtime[RagContext]) -> dict:
+        return await adrive(self.body(state, get_context(runtime)))
+
+
+def model_node(body: NodeBody) -> ModelNode:
+    """Decorator: ``body`` becomes a node (see ``ModelNode``)."""
+    return ModelNode(body, body.__name__)
 
 
 def chat_model(ctx: RagContext) -> BaseChatModel:
@@ -40,37 +73,49 @@ def calls_usage(messages: list[AIMessage]) -> Usage:
     return total
 
 
-def call_chat(ctx: RagContext, messages: list[BaseMessage]) -> tuple[AIMessage, Usage]:
-    """Invoke the run's chat model; return the reply and its usage."""
-    reply = chat_model(ctx).invoke(messages)
+def chat(ctx: RagContext, messages: list[BaseMessage]) -> Body[tuple[AIMessage, Usage]]:
+    """One call of the run's chat model, for a body: ``reply, used = yield from chat(ctx, messages)``."""
+    reply = yield Call(chat_model(ctx), messages)
     return reply, llm_usage(reply)
 
 
-def emit(node: str, event: str, **data: Any) -> None:
-    """Send a progress event on LangGraph's ``custom`` stream (no-op when not streamed)."""
+def node_name(default: str = "") -> str:
+    """The running node's name, from LangGraph's run metadata (``default`` outside a run).
+
+    Shared nodes name their steps and events by where a method wired them, so
+    IterDRAG's ``follow_up`` retrieval shows as ``follow_up``, not ``retrieve``.
+    """
+    try:
+        return str(get_config().get("metadata", {}).get("langgraph_node") or default)
+    except RuntimeError:  # called outside a graph run
+        return default
+
+
+def step(kind: str, **fields: Any) -> Step:
+    """One reasoning-chain entry of the running node (``steps`` is output: never read to decide)."""
+    return {"node": node_name(kind), "kind": kind, **fields}  # type: ignore[typeddict-item]
+
+
+def emit(event: str, **data: Any) -> None:
+    """Send a progress event of the running node on LangGraph's ``custom`` stream (no-op unstreamed)."""
     try:
         writer = get_stream_writer()
     except RuntimeError:  # called outside a graph run
         return
-    writer({"node": node, "event": event, **data})
+    writer({"node": node_name(), "event": event, **data})
 
 
 def latest_documents(state: RagState) -> list[Document]:
-    """The documents returned by the most recent retrieval of this run."""
-    for step in reversed(state.get("steps", [])):
-        if step.get("kind") == "retrieve":
-            wanted = set(step.get("doc_ids", []))
-            return [d for d in state.get("documents", []) if d.id in wanted]
-        if step.get("node") == "retrieve":  # the latest retrieval was a skipped repeat
-            return []
-    return []
+    """The documents the latest retrieval round found, best first ([] after a skipped repeat)."""
+    by_id = {d.id: d for d in state.get("documents", [])}
+    return [by_id[i] for i in state.get("latest", []) if i in by_id]
 
 
 def answer_documents(state: RagState) -> list[Document]:
-    """The passages an answer is generated from: the filtered ``context`` if a
-    method set one (graded, refined), else every gathered document."""
-    context = state.get("context")
-    return context if context is not None else state.get("documents") or []
+    """The passages an answer is generated from: the selected ``evidence`` if a method
+    set one (graded, refined, arranged), else every gathered document."""
+    evidence = state.get("evidence")
+    return evidence if evidence is not None else state.get("documents") or []
 
 
 def demonstrations_input(template: ChatPromptTemplate, ctx: RagContext) -> dict[str, str]:
@@ -82,20 +127,27 @@ def demonstrations_input(template: ChatPromptTemplate, ctx: RagContext) -> dict[
 
 
 def format_notes(notes: list[str]) -> str:
-    """Intermediate answers as a bullet list (or a placeholder when there are none)."""
+    """Notes (intermediate answers, a chain of thought) as a bullet list, or a placeholder."""
     return "\n".join(f"- {n}" for n in notes) if notes else "(none yet)"
+
+
+def format_sub_answers(answers: list[SubAnswer]) -> str:
+    """Intermediate answers as ``query -> answer`` bullets."""
+    return format_notes([f"{a['query']} -> {a['answer']}" for a in answers])
 
 
 def template_inputs(template: ChatPromptTemplate, state: RagState, **extra: Any) -> dict[str, str]:
     """The values a template asks for, drawn from the state.
 
     Shared nodes are parameterised by prompt; each prompt names the state it
-    needs (``question``, ``query``, ``notes``, ``context``, ``answer``) and gets only that.
+    needs (``question``, ``query``, ``notes`` = the intermediate answers,
+    ``context`` = the answer's passages, ``answer``) and gets only that.
+    A method whose notes are something else (IRCoT's chain of thought) passes them in ``extra``.
     """
     available = {
         "question": lambda: state["question"],
         "query": lambda: state.get("query") or state["question"],
-        "notes": lambda: format_notes(state.get("notes", [])),
+        "notes": lambda: format_sub_answers(state.get("sub_answers", [])),
         "context": lambda: format_context(answer_documents(state)),
         "answer": lambda: state.get("answer", ""),
     }

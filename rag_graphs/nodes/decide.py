@@ -1,25 +1,24 @@
 """The shared ``decide`` node: is what we gathered enough, and what to search next.
 
-The decision is structured (``Decision``) through ``invoke_structured``, so a
-weak model's malformed reply falls back to a safe default instead of crashing.
-Budgets are enforced here, not by LangGraph's recursion limit: the node sets
-``stop_reason`` and the method's router only reads it.
+The decision is structured (``Decision``) through ``structured``, so a weak
+model's malformed reply falls back to a safe default instead of crashing.
+Budgets are enforced here by ``loop_stop``, not by LangGraph's recursion
+limit: the node sets ``stop_reason`` and the method's router only reads it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Literal
 
-from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 from prompts import load_prompt
-from rag_graphs.context import RagContext, get_context
-from rag_graphs.nodes.common import calls_usage, chat_model, emit, template_inputs
-from rag_graphs.nodes.retrieve import normalize_query
+from rag_graphs.calls import Body
+from rag_graphs.context import RagContext
+from rag_graphs.nodes.common import ModelNode, calls_usage, chat_model, emit, step, template_inputs
+from rag_graphs.nodes.loop import hop_budget, loop_stop
 from rag_graphs.state import RagState
-from rag_graphs.structured import invoke_structured
+from rag_graphs.structured import structured
 
 
 class Decision(BaseModel):
@@ -29,46 +28,32 @@ class Decision(BaseModel):
     next_query: str = Field(default="", description="search query for the missing fact")
 
 
-def stop_reason(state: RagState, ctx: RagContext, decision: Decision) -> str:
-    """Why the loop must stop now ('' to go on): enough, budget or a repeated query."""
-    if decision.enough:
-        return "enough"
-    if len(state.get("queries", [])) >= ctx.max_hops:
-        return f"hop budget reached ({ctx.max_hops} retrievals)"
-    if not decision.next_query.strip():
-        return "no next query proposed"
-    searched = {normalize_query(q) for q in state.get("queries", [])}
-    if normalize_query(decision.next_query) in searched:
-        return f"repeated query: {decision.next_query}"
-    return ""
-
-
-def make_decide(prompt: str = "decide_enough") -> Callable[..., dict]:
+def make_decide(prompt: str = "decide_enough") -> ModelNode:
     """Build a decide node on template ``prompt`` (it sees question, notes, context)."""
     template = load_prompt(prompt)
 
-    def decide(state: RagState, runtime: Runtime[RagContext]) -> dict:
-        ctx = get_context(runtime)
+    def decide(state: RagState, ctx: RagContext) -> Body[dict]:
         messages = template.format_messages(**template_inputs(template, state))
         default = Decision(enough=False, next_query="")
-        out = invoke_structured(chat_model(ctx), messages, Decision, default)
+        out = yield from structured(chat_model(ctx), messages, Decision, default)
         decision = out.value
-        reason = stop_reason(state, ctx, decision)
+        reason = loop_stop(
+            state, hop_budget(state, ctx.max_hops), done=decision.enough, next_query=decision.next_query
+        )
         text = f"enough={decision.enough}; next_query={decision.next_query!r}; via {out.method}"
         if reason:
             text += f"; stop: {reason}"
-        emit("decide", "end", enough=decision.enough, next_query=decision.next_query, stop=reason)
+        emit("end", enough=decision.enough, next_query=decision.next_query, stop=reason)
         update: dict = {
-            "enough": decision.enough,
             "stop_reason": reason,
-            "steps": [{"node": "decide", "kind": "decide", "query": decision.next_query, "text": text}],
+            "steps": [step("decide", query=decision.next_query, text=text)],
             "usage": calls_usage(out.calls),
         }
         if not reason:
             update["query"] = decision.next_query.strip()
         return update
 
-    return decide
+    return ModelNode(decide, "decide")
 
 
 decide = make_decide()

@@ -7,14 +7,12 @@ step-back, decomposition and planned paths differ only in the prompt file.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-
-from langgraph.runtime import Runtime
 
 from prompts import load_prompt
-from rag_graphs.context import RagContext, get_context
-from rag_graphs.nodes.common import call_chat, emit, template_inputs
-from rag_graphs.nodes.retrieve import normalize_query
+from rag_graphs.calls import Body
+from rag_graphs.context import RagContext
+from rag_graphs.nodes.common import ModelNode, chat, emit, step, template_inputs
+from rag_graphs.nodes.loop import normalize_query
 from rag_graphs.nodes.rewrite import clean_query
 from rag_graphs.state import RagState
 
@@ -38,7 +36,7 @@ def parse_queries(text: str, *, question: str, limit: int) -> list[str]:
     return out[:limit]
 
 
-def make_expand(prompt: str, *, name: str, limit: int | None = None) -> Callable[..., dict]:
+def make_expand(prompt: str, *, name: str, limit: int | None = None) -> ModelNode:
     """Build a node that fills template ``prompt`` and stores the parsed lines as ``subqueries``.
 
     ``limit`` caps the lines kept (default ``RagContext.num_queries``); a
@@ -47,21 +45,15 @@ def make_expand(prompt: str, *, name: str, limit: int | None = None) -> Callable
     """
     template = load_prompt(prompt)
 
-    def expand(state: RagState, runtime: Runtime[RagContext]) -> dict:
-        ctx = get_context(runtime)
+    def expand(state: RagState, ctx: RagContext) -> Body[dict]:
         cap = limit or ctx.num_queries
         inputs = template_inputs(
             template, state, **({"n": str(cap)} if "n" in template.input_variables else {})
         )
-        reply, used = call_chat(ctx, template.format_messages(**inputs))
+        reply, used = yield from chat(ctx, template.format_messages(**inputs))
         queries = parse_queries(str(reply.content), question=state["question"], limit=cap)
-        emit(name, "end", queries=queries)
+        emit("end", queries=queries)
         text = "\n".join(queries) or f"(no usable line; searching the question only): {reply.content}"
-        return {
-            "subqueries": queries,
-            "steps": [{"node": name, "kind": "rewrite", "text": text}],
-            "usage": used,
-        }
+        return {"subqueries": queries, "steps": [step("rewrite", text=text)], "usage": used}
 
-    expand.__name__ = name
-    return expand
+    return ModelNode(expand, name)

@@ -3,102 +3,90 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-
-from langgraph.runtime import Runtime
+from typing import Any
 
 from prompts import load_prompt
+from rag_graphs.calls import Body
 from rag_graphs.citations import extract_citations, format_context
-from rag_graphs.context import RagContext, get_context
+from rag_graphs.context import RagContext
 from rag_graphs.nodes.common import (
+    ModelNode,
     answer_documents,
-    call_chat,
+    chat,
     demonstrations_input,
     emit,
     latest_documents,
+    step,
     template_inputs,
 )
+from rag_graphs.nodes.loop import ENOUGH
 from rag_graphs.state import RagState
 
 
 def _stop_note(state: RagState) -> list[dict]:
     reason = state.get("stop_reason")
-    if not reason or reason == "enough":
+    if not reason or reason == ENOUGH:
         return []
-    text = f"answering from what was gathered: {reason}"
-    return [{"node": "generate", "kind": "note", "text": text}]
+    return [step("note", text=f"answering from what was gathered: {reason}")]
 
 
-def make_generate(prompt: str = "answer_with_citations") -> Callable[..., dict]:
+def make_generate(
+    prompt: str = "answer_with_citations", *, notes: Callable[[Any], str] | None = None
+) -> ModelNode:
     """Build a generate node that answers from all gathered passages with template ``prompt``.
 
     Methods that need other wording pass another template name (for example
-    one that also shows intermediate answers as ``{notes}``); the node logic
-    (numbered passages, citation parsing, usage, the budget note) stays here.
+    one that also shows intermediate answers as ``{notes}``); ``notes`` renders
+    a method's own notes instead (IRCoT's chain of thought, ReAct's scratchpad).
+    The node logic (numbered passages, citation parsing, usage, the budget
+    note) stays here.
     """
     template = load_prompt(prompt)
 
-    def generate(state: RagState, runtime: Runtime[RagContext]) -> dict:
-        ctx = get_context(runtime)
+    def generate(state: RagState, ctx: RagContext) -> Body[dict]:
         docs = answer_documents(state)
-        messages = template.format_messages(
-            **template_inputs(template, state, **demonstrations_input(template, ctx))
-        )
-        emit("generate", "start", passages=len(docs))
-        reply, used = call_chat(ctx, messages)
+        extra = demonstrations_input(template, ctx) | ({"notes": notes(state)} if notes else {})
+        messages = template.format_messages(**template_inputs(template, state, **extra))
+        emit("start", passages=len(docs))
+        reply, used = yield from chat(ctx, messages)
         answer = str(reply.content).strip()
         citations = extract_citations(answer, docs)
-        emit("generate", "end", answer=answer)
-        step = {
-            "node": "generate",
-            "kind": "generate",
-            "text": answer,
-            "doc_ids": [c["chunk_id"] for c in citations],
-        }
+        emit("end", answer=answer)
+        answered = step("generate", text=answer, doc_ids=[c["chunk_id"] for c in citations])
         return {
             "answer": answer,
             "citations": citations,
-            "steps": [*_stop_note(state), step],
+            "steps": [*_stop_note(state), answered],
             "usage": used,
         }
 
-    return generate
+    return ModelNode(generate, "generate")
 
 
-def make_intermediate(
-    prompt: str = "intermediate_answer", *, name: str = "intermediate"
-) -> Callable[..., dict]:
+def make_intermediate(prompt: str = "intermediate_answer", *, name: str = "intermediate") -> ModelNode:
     """Build a node that answers the current query from the latest retrieval only.
 
-    Its one-sentence answer is appended to ``notes`` as ``query -> answer``, so
+    Its one-sentence answer is appended to ``sub_answers`` (query, answer), so
     the next query and the final answer can build on it (the bridge entity of
     a multi-hop question).
     """
     template = load_prompt(prompt)
 
-    def intermediate(state: RagState, runtime: Runtime[RagContext]) -> dict:
-        ctx = get_context(runtime)
+    def intermediate(state: RagState, ctx: RagContext) -> Body[dict]:
         docs = latest_documents(state)
         query = state.get("query") or state["question"]
         inputs = template_inputs(template, state, context=format_context(docs), query=query)
-        reply, used = call_chat(ctx, template.format_messages(**inputs))
-        answer = str(reply.content).strip().splitlines()[0] if str(reply.content).strip() else "unknown"
-        emit(name, "end", query=query, answer=answer)
+        reply, used = yield from chat(ctx, template.format_messages(**inputs))
+        text = str(reply.content).strip()
+        answer = text.splitlines()[0] if text else "unknown"
+        emit("end", query=query, answer=answer)
         return {
-            "notes": [f"{query} -> {answer}"],
-            "steps": [
-                {
-                    "node": name,
-                    "kind": "generate",
-                    "query": query,
-                    "text": answer,
-                    "doc_ids": [str(d.id) for d in docs],
-                }
-            ],
+            "sub_answers": [{"query": query, "answer": answer}],
+            "steps": [step("generate", query=query, text=answer, doc_ids=[str(d.id) for d in docs])],
             "usage": used,
         }
 
-    intermediate.__name__ = name
-    return intermediate
+    return ModelNode(intermediate, name)
 
 
 generate = make_generate()

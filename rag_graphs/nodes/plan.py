@@ -13,7 +13,7 @@ from typing import Literal
 
 from langgraph.graph import StateGraph
 
-from rag_graphs.nodes.common import emit
+from rag_graphs.nodes.common import emit, step
 from rag_graphs.nodes.generate import make_intermediate
 from rag_graphs.nodes.retrieve import retrieve
 from rag_graphs.state import RagState
@@ -24,7 +24,7 @@ _REFERENCE = re.compile(r"#(\d+)")
 
 def answers_so_far(state: RagState) -> list[str]:
     """The sub-answers written so far, in plan order."""
-    return [s.get("text", "") for s in state.get("steps", []) if s["node"] == ANSWER_NODE]
+    return [a["answer"] for a in state.get("sub_answers", [])]
 
 
 def fill_references(subquestion: str, answers: list[str]) -> str:
@@ -42,8 +42,8 @@ def next_subquestion(state: RagState) -> dict:
     plan = state.get("subqueries") or [state["question"]]
     answers = answers_so_far(state)
     query = fill_references(plan[len(answers)], answers)
-    emit("next_subquestion", "end", query=query)
-    return {"query": query, "steps": [{"node": "next_subquestion", "kind": "rewrite", "query": query}]}
+    emit("end", query=query)
+    return {"query": query, "steps": [step("rewrite", query=query)]}
 
 
 def route_plan(state: RagState) -> Literal["next_subquestion", "generate"]:

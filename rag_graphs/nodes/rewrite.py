@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-
-from langgraph.runtime import Runtime
 
 from prompts import load_prompt
-from rag_graphs.context import RagContext, get_context
-from rag_graphs.nodes.common import call_chat, emit, template_inputs
+from rag_graphs.calls import Body
+from rag_graphs.context import RagContext
+from rag_graphs.nodes.common import ModelNode, chat, emit, step, template_inputs
 from rag_graphs.state import RagState
 
 _PREFIX = re.compile(r"^\s*(?:next\s+)?(?:search\s+)?(?:query|question)\s*[:\-]\s*", re.IGNORECASE)
 MAX_QUERY_CHARS = 300
-MAX_PASSAGE_CHARS = 1500
 
 
 def clean_query(text: str, fallback: str) -> str:
@@ -30,31 +27,24 @@ def clean_query(text: str, fallback: str) -> str:
     return fallback
 
 
-def make_rewrite(prompt: str, *, name: str = "rewrite", passage: bool = False) -> Callable[..., dict]:
-    """Build a node that fills template ``prompt`` and stores the reply as ``query``.
+def make_rewrite(prompt: str, *, name: str = "rewrite") -> ModelNode:
+    """Build a node that fills template ``prompt`` and stores the reply as the next ``query``.
 
     The template may use ``question``, ``notes``, ``query`` and ``context``;
     the node passes those it asks for. Falls back to the question when the
-    reply holds no usable query. With ``passage`` (HyDE) the whole reply is
-    kept, after the question, as the text to embed and search.
+    reply holds no usable query.
     """
     template = load_prompt(prompt)
 
-    def rewrite(state: RagState, runtime: Runtime[RagContext]) -> dict:
-        ctx = get_context(runtime)
+    def rewrite(state: RagState, ctx: RagContext) -> Body[dict]:
         messages = template.format_messages(**template_inputs(template, state))
-        reply, used = call_chat(ctx, messages)
-        if passage:
-            text = " ".join(str(reply.content).split())[:MAX_PASSAGE_CHARS]
-            query = f"{state['question']}\n{text}" if text else state["question"]
-        else:
-            query = clean_query(str(reply.content), fallback=state["question"])
-        emit(name, "end", query=query)
+        reply, used = yield from chat(ctx, messages)
+        query = clean_query(str(reply.content), fallback=state["question"])
+        emit("end", query=query)
         return {
             "query": query,
-            "steps": [{"node": name, "kind": "rewrite", "query": query, "text": str(reply.content)}],
+            "steps": [step("rewrite", query=query, text=str(reply.content))],
             "usage": used,
         }
 
-    rewrite.__name__ = name
-    return rewrite
+    return ModelNode(rewrite, name)

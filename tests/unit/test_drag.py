@@ -85,8 +85,8 @@ def test_iterdrag_follows_up_until_the_final_answer(loaded, make_context):
         k=2,
     )
     out = get_graph("iterdrag").invoke({"question": QUESTION}, context=ctx)
-    assert _nodes(out) == ["retrieve", "iterate"] + ["retrieve", "intermediate", "iterate"] * 2
-    assert [s["query"] for s in out["steps"] if s["node"] == "retrieve"] == [
+    assert _nodes(out) == ["retrieve", "iterate"] + ["follow_up", "intermediate", "iterate"] * 2
+    assert [s["query"] for s in out["steps"] if s["kind"] == "retrieve"] == [
         QUESTION,
         "Who founded the Velmora Institute?",
         "Where was Ilsa Brandt born?",
@@ -110,7 +110,7 @@ def test_iterdrag_iteration_cap_and_missing_markers_end_with_an_answer(loaded, m
     ctx = make_context(chat_model=endless, k=1, iterdrag_iterations=2)
     out = get_graph("iterdrag").invoke({"question": QUESTION}, context=ctx)
     assert out["usage"]["retrievals"] == 3  # the question + 2 follow-ups
-    assert "follow-up budget reached (2 iterations)" in out["steps"][-2]["text"]
+    assert "follow-up budget reached (2 follow-ups)" in out["steps"][-2]["text"]
     out = get_graph("iterdrag").invoke(
         {"question": QUESTION}, context=make_context("Korvik, I think.", "Korvik.")
     )

@@ -1,0 +1,76 @@
+"""The one rule that stops every loop: enough, a spent budget, or a repeated query.
+
+Every looping method (iterative, IRCoT, Self-RAG, CRAG, IterDRAG, ReAct) asks
+``loop_stop`` after each turn and writes the answer into ``stop_reason``; its
+router only reads that field. Budgets are named for what they count:
+``max_hops`` retrieval rounds (``state["hops"]``), ``max_steps`` agent turns,
+``iterdrag_iterations`` follow-ups. LangGraph's recursion limit is never the stop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rag_graphs.state import RagState, searched
+
+ENOUGH = "enough"
+
+
+def normalize_query(query: str) -> str:
+    """Case- and spacing-insensitive form used to detect repeated queries."""
+    return " ".join(query.lower().split()).strip(" ?.!")
+
+
+def already_searched(state: RagState, query: str) -> bool:
+    """True when ``query`` (normalised) was searched before in this run, or is the question
+    itself and was searched."""
+    return normalize_query(query) in {normalize_query(q) for q in searched(state)}
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How much of one budget a loop has used: ``used`` of ``limit`` ``unit``s."""
+
+    used: int
+    limit: int
+    unit: str  # "hop" (retrieval rounds), "agent step", "follow-up"...
+
+    @property
+    def spent(self) -> bool:
+        return self.used >= self.limit
+
+
+def hop_budget(state: RagState, limit: int) -> Budget:
+    """Retrieval rounds run against ``RagContext.max_hops``."""
+    return Budget(state.get("hops", 0), limit, "hop")
+
+
+def loop_stop(
+    state: RagState,
+    budget: Budget,
+    *,
+    done: bool = False,
+    next_query: str | None = None,
+    seen: list[str] | None = None,
+) -> str:
+    """Why the loop stops after this turn ('' to go on).
+
+    In order: ``done`` (the turn judged the gathered information enough); the
+    latest retrieval was a skipped repeat; the budget is spent; the proposed
+    ``next_query`` is empty or repeats a query already searched (or one of
+    ``seen``, e.g. earlier follow-ups). Pass ``next_query=None`` for loops
+    whose next turn is not a search of a model-written query.
+    """
+    if done:
+        return ENOUGH
+    if state.get("latest_repeated"):
+        return "repeated query: the last search found nothing new"
+    if budget.spent:
+        return f"{budget.unit} budget reached ({budget.limit} {budget.unit}s)"
+    if next_query is not None:
+        if not next_query.strip():
+            return "no next query proposed"
+        earlier = {normalize_query(q) for q in [*searched(state), *(seen or [])]}
+        if normalize_query(next_query) in earlier:
+            return f"repeated query: {next_query}"
+    return ""

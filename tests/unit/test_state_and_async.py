@@ -1,0 +1,158 @@
+"""Explicit state, one loop-stop rule, and nodes native on both sync and async runs."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+
+from rag_graphs.calls import Batch, Call, adrive, drive
+from rag_graphs.faults import RunFailed, guard
+from rag_graphs.methods import get_graph
+from rag_graphs.nodes.loop import ENOUGH, Budget, loop_stop
+
+ROOT = Path(__file__).resolve().parents[2]
+QUESTION = "In which town was the founder of the Velmora Institute born?"
+
+
+def test_no_node_or_method_reads_the_steps_log():
+    """``steps`` is output: nothing under nodes/ or methods/ reads it to decide."""
+    reader = re.compile(r"""state\s*(\.get\(\s*|\[\s*)["']steps["']""")
+    offenders = [
+        f"{path.relative_to(ROOT)}:{n}"
+        for folder in ("rag_graphs/nodes", "rag_graphs/methods")
+        for path in sorted((ROOT / folder).glob("*.py"))
+        for n, line in enumerate(path.read_text().splitlines(), start=1)
+        if reader.search(line)
+    ]
+    assert offenders == []
+
+
+@pytest.mark.parametrize(
+    "state,budget,kwargs,expected",
+    [
+        ({}, Budget(0, 3, "hop"), {"done": True}, ENOUGH),
+        (
+            {"latest_repeated": True},
+            Budget(0, 3, "hop"),
+            {},
+            "repeated query: the last search found nothing new",
+        ),
+        ({}, Budget(3, 3, "hop"), {"next_query": "x"}, "hop budget reached (3 hops)"),
+        ({}, Budget(1, 3, "hop"), {"next_query": "  "}, "no next query proposed"),
+        (
+            {"searches": [{"query": "Who is X?", "doc_ids": []}]},
+            Budget(1, 3, "hop"),
+            {"next_query": "who is x"},
+            "repeated query: who is x",
+        ),
+        ({}, Budget(1, 3, "follow-up"), {"next_query": "b", "seen": ["B?"]}, "repeated query: b"),
+        ({}, Budget(1, 3, "hop"), {"next_query": "new"}, ""),
+        ({}, Budget(2, 3, "agent step"), {}, ""),
+    ],
+)
+def test_one_loop_stop_rule(state, budget, kwargs, expected):
+    assert loop_stop(state, budget, **kwargs) == expected
+
+
+def test_a_body_runs_the_same_on_both_drivers():
+    seen = []
+
+    def body():
+        first = yield Call(_Echo(), "a")
+        pair = yield Batch([_one("b"), _one("c")])
+        try:
+            yield Call(_Echo(fail=True), "d")
+        except ValueError as exc:  # an error raised by a call surfaces at its yield
+            seen.append(str(exc))
+        return [first, *pair]
+
+    assert drive(body()) == ["a", "b", "c"]
+    assert asyncio.run(adrive(body())) == ["a", "b", "c"]
+    assert seen == ["bad d", "bad d"]
+
+
+def _one(text):
+    return (yield Call(_Echo(), text))
+
+
+class _Echo:
+    """The smallest runnable-like object: returns its input, or fails."""
+
+    def __init__(self, fail: bool = False):
+        self.fail = fail
+
+    def invoke(self, value, config=None):
+        if self.fail:
+            raise ValueError(f"bad {value}")
+        return value
+
+    async def ainvoke(self, value, config=None):
+        return self.invoke(value, config)
+
+
+class SlowGrader(GenericFakeChatModel):
+    """Grades every passage 'correct' after a pause, recording how many calls overlap."""
+
+    active: int = 0
+    peak: int = 0
+    lock: object = None
+
+    def _track(self, delta: int) -> None:
+        with self.lock:
+            self.active += delta
+            self.peak = max(self.peak, self.active)
+
+    def _reply(self, messages) -> ChatResult:
+        text = "Korvik [1]." if "Answer" in str(messages[-1].content)[-400:] else '{"relevance": "correct"}'
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text))])
+
+    def _generate(self, messages, *args, **kwargs):
+        self._track(1)
+        time.sleep(0.2)
+        self._track(-1)
+        return self._reply(messages)
+
+    async def _agenerate(self, messages, *args, **kwargs):
+        self._track(1)
+        await asyncio.sleep(0.2)
+        self._track(-1)
+        return self._reply(messages)
+
+
+def _grader() -> SlowGrader:
+    return SlowGrader(messages=iter([]), lock=threading.Lock())
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_grading_runs_in_one_bounded_batch_on_both_entry_points(loaded, make_context, mode):
+    model = _grader()
+    ctx = make_context(chat_model=model, k=4, max_concurrency=2)
+    graph = get_graph("crag")
+    if mode == "sync":
+        out = graph.invoke({"question": QUESTION}, context=ctx)
+    else:
+        out = asyncio.run(graph.ainvoke({"question": QUESTION}, context=ctx))
+    graded = next(s for s in out["steps"] if s["kind"] == "grade")
+    assert len(graded["doc_ids"]) == 4 and out["stop_reason"] == ""
+    assert model.peak == 2  # side by side, never more than max_concurrency at once
+
+
+def test_guard_awaits_an_async_node_and_keeps_the_chain():
+    async def broken(state, runtime=None):
+        await asyncio.sleep(0)
+        raise KeyError("missing")
+
+    wrapped = guard("broken", broken)
+    state = {"question": "q", "steps": [{"node": "retrieve", "kind": "retrieve"}]}
+    with pytest.raises(RunFailed) as failed:
+        asyncio.run(wrapped(state))
+    assert "broken failed (not retried" in str(failed.value)
+    assert [s["node"] for s in failed.value.result["steps"]] == ["retrieve", "broken"]
