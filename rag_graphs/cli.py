@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import sys
+from collections.abc import Iterable
 from importlib import resources
 from pathlib import Path
 from typing import Annotated
@@ -13,7 +13,8 @@ import typer
 from rich.console import Console
 
 from rag_graphs.context import RagContext
-from rag_graphs.state import OutputState
+from rag_graphs.run import DEFAULT_CHECKPOINTS, Finished, Progress, Resumed, RunEvent, Step
+from rag_graphs.sources import delete_sources, source_key
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 console = Console()
@@ -105,18 +106,13 @@ def ingest(
         from rag_graphs.retrieval import index_for
 
         try:
-            index = index_for(ctx)
-        except StoreLockedError as exc:
+            removed = delete_sources(index_for(ctx), delete)
+        except (StoreLockedError, ValueError) as exc:
             _fail(str(exc))
-        indexed = index.sources()
-        for target in delete:
-            path = str(target.expanduser().resolve())
-            matches = [s for s in indexed if s == path or s.startswith(path.rstrip("/") + "/")]
-            if not matches:
-                _fail(f"{target}: not an indexed source (see `rag-graphs sources`)")
-            removed = sum(index.delete_source(s) for s in matches)
-            console.print(f"removed {removed} chunks of {len(matches)} source(s) under {target}")
-        index.flush()
+        for gone in removed:
+            console.print(
+                f"removed {gone.chunks} chunks of {len(gone.sources)} source(s) under {gone.target}"
+            )
         if not paths:
             return
     try:
@@ -204,9 +200,9 @@ def _print_result(result: dict) -> None:
     console.print(f"[dim]usage: {json.dumps(result.get('usage', {}))}[/]")
 
 
-def _event_line(event: dict) -> str:
-    details = " ".join(f"{k}={str(v)[:80]!r}" for k, v in event.items() if k not in ("node", "event"))
-    return f"   [dim]· {event['node']} {event['event']} {details}[/]"
+def _event_line(event: Progress) -> str:
+    details = " ".join(f"{k}={str(v)[:80]!r}" for k, v in event.details.items())
+    return f"   [dim]· {event.node} {event.event} {details}[/]"
 
 
 def _run(
@@ -218,29 +214,19 @@ def _run(
     live: bool = False,
     thread: tuple[str, Path] | None = None,
 ) -> dict:
-    """Stream one method's graph with a live status line; print the result unless ``as_json`` is None.
+    """Run one method (``rag_graphs.run.stream``) with a live status line; print the result unless
+    ``as_json`` is None.
 
-    With ``live``, every node event and every reasoning step is printed the
-    moment it happens (the ``custom`` and ``updates`` streams), not only at the end.
-    With ``thread`` (thread id, SQLite file), every step is checkpointed: a run of that
-    thread that was killed or failed continues from its last completed step.
+    With ``live``, every node event and every reasoning step is printed the moment
+    it happens, not only at the end. With ``thread`` (thread id, SQLite file), every
+    step is checkpointed: a run of that thread that was killed or failed continues
+    from its last completed step.
     """
-    from rag_graphs.methods import get_graph
-    from rag_graphs.tracing import trace_config
+    from rag_graphs.run import stream
 
-    config = trace_config(ctx, method)
-    inputs: dict | None = {"question": question}
-    with _checkpointer(thread) as saver:
-        graph = get_graph(method, checkpointer=saver)
-        if saver is not None and thread is not None:
-            config = {**config, "configurable": {"thread_id": thread[0]}}
-            inputs = _resume_point(graph, config, question)
-        if inputs is None and not graph.get_state(config).next:  # finished before: show it
-            result = {
-                k: v for k, v in graph.get_state(config).values.items() if k in OutputState.__annotations__
-            }
-        else:
-            result = _stream(graph, inputs, ctx, config, method, live)
+    thread_id, checkpoints = thread or (None, DEFAULT_CHECKPOINTS)
+    events = stream(method, question, ctx, thread_id=thread_id, checkpoints=checkpoints)
+    result = _follow(events, method, live, notices=err if as_json else console)
     if as_json:
         payload = {k: v for k, v in result.items() if k != "documents"}
         typer.echo(json.dumps(payload, indent=2, default=str))
@@ -249,56 +235,28 @@ def _run(
     return result
 
 
-@contextlib.contextmanager
-def _checkpointer(thread: tuple[str, Path] | None):
-    """A SQLite checkpointer on the thread's file (None without a thread)."""
-    if thread is None:
-        yield None
-        return
-    from langgraph.checkpoint.sqlite import SqliteSaver
+def _follow(events: Iterable[RunEvent], method: str, live: bool, notices: Console) -> dict:
+    """Show a run's events (status line; with ``live``, every event and step); its result.
 
-    path = thread[1].expanduser().resolve()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with SqliteSaver.from_conn_string(str(path)) as saver:
-        yield saver
-
-
-def _resume_point(graph, config: dict, question: str) -> dict | None:
-    """The run's input: the question for a new thread, None to continue or show an existing one."""
-    state = graph.get_state(config)
-    if not state.values:
-        return {"question": question}
-    thread = config["configurable"]["thread_id"]
-    if state.values.get("question") != question:
-        raise ValueError(
-            f"thread {thread!r} holds a run of another question ({state.values.get('question')!r}); "
-            "use a new --thread-id"
-        )
-    if state.next:
-        console.print(f"[dim]resuming thread {thread!r} at {', '.join(state.next)}[/]")
-    else:
-        console.print(f"[dim]thread {thread!r} finished earlier; its result:[/]")
-    return None
-
-
-def _stream(graph, inputs: dict | None, ctx: RagContext, config: dict, method: str, live: bool) -> dict:
+    ``notices`` (resuming a thread) go to stderr under ``--json``, so stdout stays one JSON document.
+    """
     result: dict = {}
-    steps = 0
     with console.status(f"[bold]{method}[/] thinking...") as status:
-        for mode, chunk in graph.stream(
-            inputs, context=ctx, config=config, stream_mode=["custom", "updates", "values"]
-        ):
-            if mode == "custom":
-                status.update(f"[bold]{method}[/] {chunk['node']}: {chunk['event']}")
+        for event in events:
+            if isinstance(event, Resumed):
+                notices.print(
+                    f"[dim]thread {event.thread_id!r} finished earlier; its result:[/]"
+                    if event.finished
+                    else f"[dim]resuming thread {event.thread_id!r} at {', '.join(event.next)}[/]"
+                )
+            elif isinstance(event, Progress):
+                status.update(f"[bold]{method}[/] {event.node}: {event.event}")
                 if live:
-                    console.print(_event_line(chunk), highlight=False)
-            elif mode == "updates" and live:
-                for update in chunk.values():
-                    for step in (update or {}).get("steps", []):
-                        steps += 1
-                        console.print(_step_line(steps, step), highlight=False)
-            elif mode == "values":
-                result = chunk
+                    console.print(_event_line(event), highlight=False)
+            elif isinstance(event, Step) and live:
+                console.print(_step_line(event.number, event.step), highlight=False)
+            elif isinstance(event, Finished):
+                result = event.result
     return result
 
 
@@ -325,16 +283,16 @@ def ask(
         str | None,
         typer.Option(help="checkpoint every step under this id; re-run to continue a killed or failed run"),
     ] = None,
-    checkpoints: Annotated[Path, typer.Option(help="SQLite file of --thread-id checkpoints")] = Path(
-        ".rag-graphs/checkpoints.sqlite"
-    ),
+    checkpoints: Annotated[
+        Path, typer.Option(help="SQLite file of --thread-id checkpoints")
+    ] = DEFAULT_CHECKPOINTS,
 ) -> None:
     """Answer a question with one method; print the answer, citations and steps."""
     from ingestion import StoreLockedError
     from rag_graphs.faults import RunFailed
 
     try:
-        sources = [s if "://" in s else str(Path(s).expanduser().resolve()) for s in source or []]
+        sources = [source_key(s) for s in source or []]
         ctx = _context(
             store, collection, k=k, chat_model=model, tenant=tenant, tags=tag or None, sources=sources or None
         )

@@ -29,6 +29,7 @@ from rag_graphs.eval.timing import Timer
 from rag_graphs.jsonl import existing_path, read_json_object
 from rag_graphs.methods import METHODS, get_graph
 from rag_graphs.retrieval import embeddings_for
+from rag_graphs.run import run
 from rag_graphs.tracing import redact, spec_name, trace_config
 
 Setting = Literal["open", "distractor", "oracle"]
@@ -120,7 +121,7 @@ def run_one(method: str, example: Example, ctx: RagContext) -> dict:
     config["tags"] = [*config["tags"], "rag-graphs-eval"]
     start = time.perf_counter()
     try:
-        out = get_graph(method).invoke({"question": example.question}, context=ctx, config=config)
+        out = run(method, example.question, ctx, config=config)
     except Exception as exc:  # recorded, so one bad run never sinks an evaluation
         row = score_row(method, example, {}, time.perf_counter() - start, timer)
         # Exception texts can quote a URL or header with a key in it (HTTP client errors).

@@ -72,3 +72,59 @@ def test_a_thread_id_continues_a_failed_run_from_its_failed_step(loaded, make_co
         cli._run(
             "fixed_step", "Another question?", make_context(chat_model=idle, k=1), None, thread=("t1", db)
         )
+
+
+def test_json_output_of_a_resumed_thread_stays_one_json_document(loaded, make_context, tmp_path, capsys):
+    import json
+
+    db = tmp_path / "checkpoints.sqlite"
+    cli._run("naive", QUESTION, make_context("Korvik [1].", k=1), as_json=True, thread=("j", db))
+    capsys.readouterr()
+    cli._run("naive", QUESTION, make_context(k=1), as_json=True, thread=("j", db))
+    printed = capsys.readouterr()
+    assert json.loads(printed.out)["answer"] == "Korvik [1]."  # the notice is not mixed into stdout
+    assert "thread 'j' finished earlier" in printed.err
+
+
+class _Index:
+    """The three ``ChunkIndex`` calls ``delete_sources`` makes, on a dict of source -> chunks."""
+
+    def __init__(self, chunks: dict[str, int]) -> None:
+        self.chunks, self.flushed = dict(chunks), False
+
+    def sources(self) -> dict[str, dict[str, int]]:
+        return {source: {"text": n} for source, n in self.chunks.items()}
+
+    def delete_source(self, source: str) -> int:
+        return self.chunks.pop(source, 0)
+
+    def flush(self) -> None:
+        self.flushed = True
+
+
+def test_delete_takes_a_file_or_every_file_under_a_folder_or_a_url(tmp_path):
+    from rag_graphs.sources import Removed, delete_sources
+
+    docs = tmp_path.resolve() / "docs"
+    index = _Index({f"{docs}/a.md": 3, f"{docs}/sub/b.pdf": 2, f"{docs}-old/c.md": 1, "https://x.org/p": 4})
+    assert delete_sources(index, [docs]) == [Removed(docs, (f"{docs}/a.md", f"{docs}/sub/b.pdf"), 5)]
+    assert index.flushed and f"{docs}-old/c.md" in index.chunks  # a sibling sharing the prefix stays
+    assert delete_sources(index, ["https://x.org/p"])[0].chunks == 4
+
+
+def test_delete_refuses_an_unknown_target_before_removing_anything(tmp_path):
+    from rag_graphs.sources import delete_sources
+
+    docs = tmp_path.resolve() / "docs"
+    index = _Index({f"{docs}/a.md": 3})
+    with pytest.raises(ValueError, match=r"nope\.md: not an indexed source"):
+        delete_sources(index, [docs / "a.md", docs / "nope.md"])
+    assert index.chunks == {f"{docs}/a.md": 3} and not index.flushed
+
+
+def test_source_key_makes_paths_absolute_and_keeps_urls(tmp_path, monkeypatch):
+    from rag_graphs.sources import source_key
+
+    monkeypatch.chdir(tmp_path)
+    assert source_key("docs/a.md") == str(tmp_path.resolve() / "docs" / "a.md")
+    assert source_key("https://x.org/a//b") == "https://x.org/a//b"

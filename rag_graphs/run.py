@@ -1,0 +1,318 @@
+"""Run a method on a question: once, streamed, or resumed on a checkpointed thread.
+
+The CLI, the notebooks and the evaluator all run graphs the same way, so the
+rules live here once rather than in the command line where nothing else could
+reuse them:
+
+- **Run** (``run`` / ``arun``): the answer contract as a dict. A run that ends at
+  a failing node raises ``RunFailed`` (its ``result`` is the chain as far as it
+  got), or, with ``raise_on_failure=False``, returns that partial result, which
+  then carries an ``error`` message.
+- **Stream** (``stream`` / ``astream``): the same run as events, in order:
+  ``Resumed`` (a checkpointed thread picked up), ``Progress`` (a node's custom
+  progress event), ``Step`` (a reasoning step the moment a node writes it) and
+  last ``Finished`` (the result).
+- **Resume**: with a ``thread_id``, every step is checkpointed in a SQLite file.
+  Asking the same question on the same thread again continues a killed or failed
+  run from its last completed step (nothing before it runs twice); a finished
+  thread returns its stored result without running anything; a different
+  question on the thread is refused with ``ThreadConflict``, because continuing
+  someone else's chain would answer the wrong question.
+
+Example::
+
+    from rag_graphs.run import run, stream, Progress, Finished
+
+    out = run("ircot", "Where was the founder of Django born?", ctx)
+    for event in stream("ircot", question, ctx, thread_id="q1"):
+        if isinstance(event, Progress):
+            print(event.node, event.event)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import AsyncIterator, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from typing_extensions import TypedDict, Unpack
+
+from rag_graphs.context import RagContext
+from rag_graphs.state import OutputState
+
+if TYPE_CHECKING:
+    from langchain_core.runnables import RunnableConfig
+    from langgraph.checkpoint.base import BaseCheckpointSaver
+    from langgraph.graph.state import CompiledStateGraph
+    from langgraph.types import StateSnapshot
+
+    from rag_graphs.faults import RunFailed
+
+DEFAULT_CHECKPOINTS = Path(".rag-graphs/checkpoints.sqlite")
+"""Where ``thread_id`` checkpoints go unless told otherwise (relative to the working folder)."""
+
+STREAM_MODES = ("custom", "updates", "values")
+"""Progress events, each node's update (for its steps), and the state after each step (the result)."""
+
+
+class ThreadConflict(ValueError):
+    """A thread already holds a run of another question.
+
+    A ``ValueError``: callers that treat bad input as ``ValueError`` need no new clause.
+    """
+
+
+@dataclass(frozen=True)
+class Resumed:
+    """A checkpointed thread was picked up: it continues at ``next``, or finished before (``next`` empty)."""
+
+    thread_id: str
+    next: tuple[str, ...]
+
+    @property
+    def finished(self) -> bool:
+        """True when the thread's run had ended: its stored result follows, nothing runs."""
+        return not self.next
+
+
+@dataclass(frozen=True)
+class Progress:
+    """A node's custom progress event (``retrieve start query=...``), as it happens."""
+
+    node: str
+    event: str
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One reasoning step the moment a node writes it; ``number`` counts from 1 within this stream."""
+
+    number: int
+    step: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Finished:
+    """The run's result: the answer contract, or the partial one of a failed run (with ``error``)."""
+
+    result: dict[str, Any]
+
+    @property
+    def failed(self) -> bool:
+        """True for the partial result of a run that ended at a failing node."""
+        return bool(self.result.get("error"))
+
+
+RunEvent = Resumed | Progress | Step | Finished
+"""What ``stream`` and ``astream`` yield; ``Finished`` always comes last."""
+
+
+class RunOptions(TypedDict, total=False):
+    """The keyword options every entry point takes (``run``, ``arun``, ``stream``, ``astream``)."""
+
+    thread_id: str | None
+    """Checkpoint every step under this id in ``checkpoints``, so the same call again
+    continues a killed or failed run, or returns the stored result of a finished one."""
+    checkpoints: str | Path
+    """The SQLite file of thread checkpoints (default ``DEFAULT_CHECKPOINTS``)."""
+    config: RunnableConfig | None
+    """The LangGraph run config (callbacks, tags, metadata); by default
+    ``trace_config(context, method)``, which names the run in traces."""
+    raise_on_failure: bool
+    """True (default) raises ``RunFailed`` when a node fails for good; False ends the run
+    with its partial result instead (with ``error`` set): for loops that must go on."""
+
+
+def run(
+    method: str, question: str, context: RagContext | None = None, **options: Unpack[RunOptions]
+) -> dict[str, Any]:
+    """Answer ``question`` with ``method`` (a name in ``METHODS``); the answer contract as a dict.
+
+    ``context`` defaults to ``RagContext()`` (environment settings); ``options`` are
+    described in ``RunOptions``.
+
+    Raises:
+        RunFailed: a node failed for good (unless ``raise_on_failure`` is False).
+        ThreadConflict: ``thread_id`` holds a run of another question.
+        ValueError: unknown method.
+    """
+    events = _events(_Run(method, question, context, modes=("values",), **options))
+    return [event.result for event in events if isinstance(event, Finished)][-1]
+
+
+async def arun(
+    method: str, question: str, context: RagContext | None = None, **options: Unpack[RunOptions]
+) -> dict[str, Any]:
+    """``run`` for event loops (notebooks, servers): async nodes are awaited, not run in threads."""
+    events = _aevents(_Run(method, question, context, modes=("values",), **options))
+    return [event.result async for event in events if isinstance(event, Finished)][-1]
+
+
+def stream(
+    method: str, question: str, context: RagContext | None = None, **options: Unpack[RunOptions]
+) -> Iterator[RunEvent]:
+    """Run like ``run``, yielding ``Resumed``, ``Progress`` and ``Step`` events as they happen,
+    then ``Finished`` (a failed run's partial result when ``raise_on_failure`` is False)."""
+    return _events(_Run(method, question, context, **options))
+
+
+def astream(
+    method: str, question: str, context: RagContext | None = None, **options: Unpack[RunOptions]
+) -> AsyncIterator[RunEvent]:
+    """``stream`` for event loops: ``async for event in astream(...)``."""
+    return _aevents(_Run(method, question, context, **options))
+
+
+def output_of(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The answer contract's fields of a graph state (what a finished run returns)."""
+    return {k: v for k, v in values.items() if k in OutputState.__annotations__}
+
+
+# -- one run's rules, shared by the sync and async drivers --------------------------------------
+
+
+@dataclass
+class _Run:
+    """One run's settings and its progress: everything but the (sync or async) I/O."""
+
+    method: str
+    question: str
+    context: RagContext | None = None
+    thread_id: str | None = None
+    checkpoints: str | Path = DEFAULT_CHECKPOINTS
+    config: RunnableConfig | None = None
+    raise_on_failure: bool = True
+    modes: tuple[str, ...] = STREAM_MODES
+    inputs: dict[str, Any] | None = None
+    done: bool = False
+    result: dict[str, Any] = field(default_factory=dict)
+    steps: int = 0
+
+    def graph(self, saver: BaseCheckpointSaver | None) -> CompiledStateGraph:
+        """The method's graph; a fresh compilation bound to ``saver`` when there is a thread."""
+        from rag_graphs.methods import get_graph
+
+        return get_graph(self.method, checkpointer=saver)
+
+    @functools.cached_property
+    def stream_args(self) -> dict[str, Any]:
+        """Keyword arguments of ``graph.stream`` / ``graph.astream`` (besides the input)."""
+        from rag_graphs.tracing import trace_config
+
+        ctx = self.context or RagContext()
+        config = dict(self.config) if self.config is not None else dict(trace_config(ctx, self.method))
+        if self.thread_id is not None:
+            config["configurable"] = {**config.get("configurable", {}), "thread_id": self.thread_id}
+        return {"context": ctx, "config": config, "stream_mode": list(self.modes)}
+
+    def begin(self, state: StateSnapshot | None) -> list[RunEvent]:
+        """Decide the graph's input from the thread's saved state (None: no thread).
+
+        A thread never run (or no thread) starts from the question. A saved run of
+        the same question continues (LangGraph's input ``None`` means "from the last
+        checkpoint"), or, finished, yields its stored result and sets ``done``.
+        """
+        if state is None or not state.values or self.thread_id is None:
+            self.inputs = {"question": self.question}
+            return []
+        stored = state.values.get("question")
+        if stored != self.question:
+            raise ThreadConflict(
+                f"thread {self.thread_id!r} holds a run of another question ({stored!r}); "
+                "use a new --thread-id"
+            )
+        resumed = Resumed(self.thread_id, tuple(state.next))
+        self.done = resumed.finished
+        return [resumed, Finished(output_of(state.values))] if self.done else [resumed]
+
+    def read(self, mode: str, chunk: Any) -> list[RunEvent]:
+        """Events of one ``(mode, chunk)`` of LangGraph's stream; the latest state is kept."""
+        if mode == "custom" and isinstance(chunk, Mapping):
+            details = {k: v for k, v in chunk.items() if k not in ("node", "event")}
+            return [Progress(str(chunk.get("node", "")), str(chunk.get("event", "")), details)]
+        if mode == "updates" and isinstance(chunk, Mapping):
+            events: list[RunEvent] = []
+            for update in chunk.values():
+                for step in update.get("steps", []) if isinstance(update, Mapping) else []:
+                    self.steps += 1
+                    events.append(Step(self.steps, step))
+            return events
+        if mode == "values" and isinstance(chunk, Mapping):
+            self.result = dict(chunk)
+        return []
+
+    def fail(self, error: RunFailed) -> Finished:
+        """A failed run's partial result, unless the caller wants ``RunFailed`` raised."""
+        if self.raise_on_failure:
+            raise error
+        return Finished(error.result)
+
+
+def _events(run: _Run) -> Iterator[RunEvent]:
+    from rag_graphs.faults import RunFailed  # langgraph's runtime: imported when a run starts
+
+    with _saver(run.thread_id, run.checkpoints) as saver:
+        graph = run.graph(saver)
+        yield from run.begin(graph.get_state(run.stream_args["config"]) if saver else None)
+        if run.done:
+            return
+        try:
+            for mode, chunk in graph.stream(run.inputs, **run.stream_args):
+                yield from run.read(mode, chunk)
+        except RunFailed as error:
+            yield run.fail(error)
+            return
+        yield Finished(run.result)
+
+
+async def _aevents(run: _Run) -> AsyncIterator[RunEvent]:
+    from rag_graphs.faults import RunFailed
+
+    async with _asaver(run.thread_id, run.checkpoints) as saver:
+        graph = run.graph(saver)
+        for event in run.begin(await graph.aget_state(run.stream_args["config"]) if saver else None):
+            yield event
+        if run.done:
+            return
+        try:
+            async for mode, chunk in graph.astream(run.inputs, **run.stream_args):
+                for event in run.read(mode, chunk):
+                    yield event
+        except RunFailed as error:
+            yield run.fail(error)
+            return
+        yield Finished(run.result)
+
+
+def _checkpoint_file(checkpoints: str | Path) -> str:
+    path = Path(checkpoints).expanduser().resolve()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return str(path)
+
+
+@contextlib.contextmanager
+def _saver(thread_id: str | None, checkpoints: str | Path) -> Iterator[Any]:
+    """A SQLite checkpointer on ``checkpoints`` for a thread; None without one (nothing saved)."""
+    if thread_id is None:
+        yield None
+        return
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    with SqliteSaver.from_conn_string(_checkpoint_file(checkpoints)) as saver:
+        yield saver
+
+
+@contextlib.asynccontextmanager
+async def _asaver(thread_id: str | None, checkpoints: str | Path) -> AsyncIterator[Any]:
+    """``_saver`` for async runs (an async checkpointer: the sync one refuses ``astream``)."""
+    if thread_id is None:
+        yield None
+        return
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    async with AsyncSqliteSaver.from_conn_string(_checkpoint_file(checkpoints)) as saver:
+        yield saver
