@@ -70,7 +70,7 @@ def web_search(state: RagState, ctx: RagContext) -> Body[dict]:
     emit("start", query=query)
     results = yield Call(ctx.web_search, query)  # type: ignore[arg-type]
     docs = web_documents(results, limit=ctx.k)
-    return found([query], [docs], docs) | {"evidence": [*(state.get("evidence") or []), *docs]}
+    return found(state, ctx, [query], [docs]) | {"evidence": [*(state.get("evidence") or []), *docs]}
 
 
 def route_after_rewrite(state: RagState, runtime: Runtime[RagContext]) -> Literal["retrieve", "web_search"]:

@@ -26,6 +26,7 @@ import operator
 import re
 from typing import Annotated, Literal
 
+from langchain_core.documents import Document
 from langchain_core.messages import AnyMessage, HumanMessage, ToolMessage
 from langchain_core.tools import StructuredTool
 from langgraph.graph import END, START, StateGraph
@@ -44,7 +45,7 @@ from rag_graphs.nodes.common import chat_model, emit, format_notes, llm_usage, m
 from rag_graphs.nodes.loop import ENOUGH, Budget, already_searched, loop_stop
 from rag_graphs.nodes.retrieve import found
 from rag_graphs.retrieval import retriever_for
-from rag_graphs.state import RagState, add_usage, merge_documents
+from rag_graphs.state import RagState, merge_documents
 from rag_graphs.tools import calculate
 
 _TEXT_PROMPT = load_prompt("react_text")
@@ -171,13 +172,13 @@ def agent(state: ReactState, ctx: RagContext) -> Body[dict]:
     return update | {"tool_calls": requests}
 
 
-def _run_tool(ctx: RagContext, state: ReactState, request: ToolRequest) -> Body[tuple[str, dict]]:
-    """The observation of one tool request, and the state update a search makes."""
+def _run_tool(ctx: RagContext, state: ReactState, request: ToolRequest) -> Body[tuple[str, list[Document]]]:
+    """The observation of one tool request, and the passages a search found ([] for other tools)."""
     tool, tool_input = request["tool"], request["input"]
     web_name = getattr(ctx.web_search, "name", None)
     if tool == "search":
         if already_searched(state, tool_input):
-            return "already searched; use the passages above or try other words", {}
+            return "already searched; use the passages above or try other words", []
         hits = yield Call(retriever_for(ctx), tool_input)
         docs = merge_documents(state.get("documents"), hits)
         hit_ids = {h.id for h in hits}
@@ -185,42 +186,43 @@ def _run_tool(ctx: RagContext, state: ReactState, request: ToolRequest) -> Body[
         observation = "\n\n".join(
             numbered_passage(i, d) for i, d in enumerate(docs, start=1) if d.id in hit_ids
         )
-        return observation or "no passages found", found([tool_input], [hits], hits)
+        return observation or "no passages found", hits
     if tool == "calculator":
-        return calculate(tool_input), {}
+        return calculate(tool_input), []
     if ctx.web_search is not None and tool in ("web_search", web_name):
         results = yield Call(ctx.web_search, tool_input)
-        return fence(str(results)[:2000]), {}
+        return fence(str(results)[:2000]), []
     available = ["search", "calculator"] + (["web_search"] if ctx.web_search is not None else [])
-    return f"unknown tool {tool!r}; available: {', '.join(available)}", {}
+    return f"unknown tool {tool!r}; available: {', '.join(available)}", []
 
 
 @model_node
 def act(state: ReactState, ctx: RagContext) -> Body[dict]:
     """Run every pending tool request; observations go back as tool messages or notes."""
-    update: dict = {"messages": [], "scratchpad": [], "tool_calls": [], "steps": []}
-    seen: dict = dict(state)
+    messages, scratchpad, steps, queries, rankings = [], [], [], [], []
     for request in state.get("tool_calls", []):
-        observation, searched_update = yield from _run_tool(ctx, seen, request)  # type: ignore[arg-type]
-        if searched_update:  # later requests of this turn see this search's documents and query
-            seen = {
-                **seen,
-                "documents": merge_documents(seen.get("documents"), searched_update["documents"]),
-                "searches": [*seen.get("searches", []), *searched_update["searches"]],
-            }
-            for key in ("documents", "searches", "latest"):
-                update[key] = update.get(key, []) + searched_update[key]
-            update["hops"] = update.get("hops", 0) + 1
-            update["usage"] = add_usage(update.get("usage"), searched_update["usage"])
+        seen = {  # later requests of this turn see this turn's searches
+            **state,
+            "documents": merge_documents(state.get("documents"), [d for r in rankings for d in r]),
+            "searches": [*state.get("searches", []), *({"query": q, "doc_ids": []} for q in queries)],
+        }
+        observation, hits = yield from _run_tool(ctx, seen, request)  # type: ignore[arg-type]
+        is_search = request["tool"] == "search" and not observation.startswith("already searched")
+        if is_search:
+            queries.append(request["input"])
+            rankings.append(hits)
         if request["id"]:
-            update["messages"].append(ToolMessage(observation, tool_call_id=request["id"]))
+            messages.append(ToolMessage(observation, tool_call_id=request["id"]))
         elif _native(ctx):  # the fallback search answers a reply that made no tool call
-            update["messages"].append(HumanMessage(f"Observation: {observation}"))
-        update["scratchpad"].append(f"Observation: {observation}")
-        ids = searched_update["latest"] if searched_update else []
-        kind = "retrieve" if searched_update else "note"
-        update["steps"].append(step(kind, query=request["input"], text=observation[:500], doc_ids=ids))
-    return update
+            messages.append(HumanMessage(f"Observation: {observation}"))
+        scratchpad.append(f"Observation: {observation}")
+        kind = "retrieve" if is_search else "note"
+        ids = [str(d.id) for d in hits]
+        steps.append(step(kind, query=request["input"], text=observation[:500], doc_ids=ids))
+    update: dict = {"messages": messages, "scratchpad": scratchpad, "tool_calls": []}
+    if queries:
+        update |= found(state, ctx, queries, rankings)
+    return update | {"steps": steps}
 
 
 def route_after_agent(state: ReactState) -> Literal["act", "generate", "__end__"]:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from langchain_core.documents import Document
+from langgraph.types import Overwrite
 
 from rag_graphs.calls import Body, Call
 from rag_graphs.context import RagContext
 from rag_graphs.nodes.common import ModelNode, emit, step
 from rag_graphs.nodes.loop import normalize_query
 from rag_graphs.retrieval import reciprocal_rank_fusion, retriever_for, searcher_for, unique_union
-from rag_graphs.state import RagState, usage
+from rag_graphs.state import RagState, Search, usage
 
 
 def new_queries(state: RagState, wanted: list[str]) -> list[str]:
@@ -29,16 +30,30 @@ def repeated(wanted: list[str]) -> dict:
     return {"latest": [], "latest_repeated": True, "steps": [step("note", query=wanted[0], text=text)]}
 
 
-def found(queries: list[str], rankings: list[list[Document]], docs: list[Document]) -> dict:
-    """The update of one retrieval round: hits, the searches, one hop, and a step per query."""
-    ids = [str(d.id) for d in docs]
-    emit("end", doc_ids=ids)
-    searches = [
+def ranked(state: RagState, new: list[Search], hits: list[Document], rrf_k: int) -> Overwrite:
+    """Every document gathered so far as one ranking, best first: the reciprocal rank fusion
+    of every search of the run (each query's hits count as one ranking).
+
+    ``documents`` is the run's final context and what R@k reads, so a multi-hop
+    method's later hops rank beside its first instead of after all of it.
+    """
+    by_id = {d.id: d for d in [*state.get("documents", []), *hits]}
+    rankings = [[by_id[i] for i in s["doc_ids"] if i in by_id] for s in [*state.get("searches", []), *new]]
+    return Overwrite(reciprocal_rank_fusion(rankings, k=rrf_k))
+
+
+def found(state: RagState, ctx: RagContext, queries: list[str], rankings: list[list[Document]]) -> dict:
+    """The update of one retrieval round: the re-ranked documents, the searches, one hop, and
+    a step per query. ``latest`` is the round's unique hits in rank order."""
+    searches: list[Search] = [
         {"query": q, "doc_ids": [str(d.id) for d in ranking]}
         for q, ranking in zip(queries, rankings, strict=True)
     ]
+    hits = unique_union(rankings)
+    ids = [str(d.id) for d in hits]
+    emit("end", doc_ids=ids)
     return {
-        "documents": docs,
+        "documents": ranked(state, searches, hits, ctx.rrf_k),
         "searches": searches,
         "hops": 1,
         "latest": ids,
@@ -60,7 +75,7 @@ def retrieve_body(state: RagState, ctx: RagContext) -> Body[dict]:
         return repeated([query])
     emit("start", query=query)
     docs = yield Call(retriever_for(ctx), query)
-    return found([query], [docs], docs)
+    return found(state, ctx, [query], [docs])
 
 
 retrieve = ModelNode(retrieve_body, "retrieve")
@@ -69,9 +84,9 @@ retrieve = ModelNode(retrieve_body, "retrieve")
 def make_retrieve_many(*, fuse: bool = False, with_question: bool = True) -> ModelNode:
     """Build a node that searches ``subqueries`` (and the question) in one batch.
 
-    ``fuse=False`` keeps the unique union of the hits (multi-query, step-back);
-    ``fuse=True`` keeps the top ``k`` of their reciprocal rank fusion
-    (RAG-Fusion, ``RagContext.rrf_k``). Queries already searched in this run
+    The hits join ``documents`` ranked by reciprocal rank fusion (as every
+    retrieval does); ``fuse=True`` (RAG-Fusion) also answers from the top ``k``
+    of that fusion only (``evidence``). Queries already searched in this run
     are skipped. One step per query records what it found; the searches count
     as one hop, since they run side by side.
     """
@@ -84,12 +99,12 @@ def make_retrieve_many(*, fuse: bool = False, with_question: bool = True) -> Mod
             return repeated(wanted)
         emit("start", queries=queries)
         rankings = yield Call(searcher_for(ctx), queries)
-        if not fuse:
-            return found(queries, rankings, unique_union(rankings))
-        docs = reciprocal_rank_fusion(rankings, k=ctx.rrf_k, top_k=ctx.k)
-        scores = ", ".join(f"{d.id}: {d.metadata['rrf_score']:.4f}" for d in docs)
-        update = found(queries, rankings, docs)
-        update["steps"].append(step("note", text=f"RRF k={ctx.rrf_k}: {scores}"))
+        update = found(state, ctx, queries, rankings)
+        if fuse:  # RAG-Fusion answers from the top k of the fused ranking
+            top = update["documents"].value[: ctx.k]
+            scores = ", ".join(f"{d.id}: {d.metadata['rrf_score']:.4f}" for d in top)
+            update["evidence"] = top
+            update["steps"].append(step("note", text=f"RRF k={ctx.rrf_k}, top {ctx.k}: {scores}"))
         return update
 
     return ModelNode(retrieve_many, "retrieve_many")

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
+from langchain_core.documents import Document
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
@@ -17,6 +18,7 @@ from rag_graphs.calls import Batch, Call, adrive, drive
 from rag_graphs.faults import RunFailed, guard
 from rag_graphs.methods import get_graph
 from rag_graphs.nodes.loop import ENOUGH, Budget, loop_stop
+from rag_graphs.retrieval import reciprocal_rank_fusion
 
 ROOT = Path(__file__).resolve().parents[2]
 QUESTION = "In which town was the founder of the Velmora Institute born?"
@@ -156,3 +158,16 @@ def test_guard_awaits_an_async_node_and_keeps_the_chain():
         asyncio.run(wrapped(state))
     assert "broken failed (not retried" in str(failed.value)
     assert [s["node"] for s in failed.value.result["steps"]] == ["retrieve", "broken"]
+
+
+def test_a_multi_hop_run_returns_its_hops_fused_into_one_ranking(loaded, make_context):
+    """``documents`` is a ranking: each hop's best passage ranks near the top, not after hop one's tail."""
+    replies = ["Ilsa Brandt founded it.", '{"enough": false, "next_query": "Where was Ilsa Brandt born?"}']
+    replies += ["Korvik.", '{"enough": true}', "Korvik [1]."]
+    out = get_graph("iterative").invoke({"question": QUESTION}, context=make_context(*replies, k=3))
+    hops = [s["doc_ids"] for s in out["steps"] if s["kind"] == "retrieve"]
+    assert len(hops) == 2 and hops[0] != hops[1]
+    rankings = [[Document(id=i, page_content="") for i in hop] for hop in hops]
+    assert [d.id for d in out["documents"]] == [d.id for d in reciprocal_rank_fusion(rankings, k=60)]
+    assert out["documents"][1].id in {hops[0][0], hops[1][0]}  # hop two's best is not pushed to rank 4
+    assert out["stop_reason"] == ENOUGH and out["usage"]["hops"] == 2
