@@ -7,7 +7,7 @@ import sys
 from collections.abc import Iterable
 from importlib import resources
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -44,11 +44,16 @@ def _context(store: str | None, collection: str | None, **overrides) -> RagConte
     return RagContext(**values)
 
 
-def _fail(message: str) -> None:
+def _fail(message: str) -> NoReturn:
     from rag_graphs.tracing import redact
 
     err.print(f"[bold red]error:[/] {redact(message)}")  # errors can quote a URL with a key in it
     raise typer.Exit(1)
+
+
+def _eval_store(store: str | None) -> dict[str, Any]:
+    """``eval_store=`` when ``--store`` is given; else the evaluator's own default store."""
+    return {"eval_store": store} if store else {}
 
 
 @app.command()
@@ -368,7 +373,7 @@ def eval_command(
                 concurrency=concurrency,
                 run_dir=resume,
                 runs_root=out,
-                **({"eval_store": store} if store else {}),
+                **_eval_store(store),
             )
         path = write_report(report)
     except (ValueError, FileNotFoundError, RuntimeError) as exc:
@@ -434,7 +439,7 @@ def mine_demos(
             offset=offset,
             limit=limit,
             keep=keep,
-            **({"eval_store": store} if store else {}),
+            **_eval_store(store),
         )
     except (ValueError, FileNotFoundError, RuntimeError) as exc:
         _fail(str(exc))

@@ -192,7 +192,7 @@ class _Run:
     result: dict[str, Any] = field(default_factory=dict)
     steps: int = 0
 
-    def graph(self, saver: BaseCheckpointSaver | None) -> CompiledStateGraph:
+    def graph(self, saver: BaseCheckpointSaver[Any] | None) -> CompiledStateGraph[Any, Any, Any, Any]:
         """The method's graph; a fresh compilation bound to ``saver`` when there is a thread."""
         from rag_graphs.methods import get_graph
 
@@ -204,7 +204,9 @@ class _Run:
         from rag_graphs.tracing import trace_config
 
         ctx = self.context or RagContext()
-        config = dict(self.config) if self.config is not None else dict(trace_config(ctx, self.method))
+        config: dict[str, Any] = dict(
+            self.config if self.config is not None else trace_config(ctx, self.method)
+        )
         if self.thread_id is not None:
             config["configurable"] = {**config.get("configurable", {}), "thread_id": self.thread_id}
         return {"context": ctx, "config": config, "stream_mode": list(self.modes)}
