@@ -71,8 +71,28 @@ class RagContext:
     k: int = _env("RAG_GRAPHS_K", 4, int)
     """Chunks returned per retrieval."""
 
-    search_mode: Literal["dense", "hybrid"] = _env("RAG_GRAPHS_SEARCH_MODE", "hybrid")
-    """``hybrid`` = BM25 + dense fused by RRF in Milvus; ``dense`` = embeddings only."""
+    search_mode: Literal["dense", "hybrid", "graph"] = _env("RAG_GRAPHS_SEARCH_MODE", "hybrid")
+    """``hybrid`` = BM25 + dense fused by RRF in Milvus; ``dense`` = embeddings only; ``graph`` =
+    hybrid hits re-ranked by Personalized PageRank over the entities chunks share (HippoRAG;
+    needs the collection's entity graph: ``rag-graphs graph build``)."""
+
+    graph_damping: float = _env("RAG_GRAPHS_GRAPH_DAMPING", 0.5, float)
+    """Graph search: probability of following an edge at each PageRank step (HippoRAG: 0.5);
+    the rest restarts at the question's entities."""
+
+    graph_blend: float = _env("RAG_GRAPHS_GRAPH_BLEND", 0.5, float)
+    """Graph search: weight of the PageRank score against the dense/hybrid score (1 = graph only)."""
+
+    graph_neighbourhood: int = _env("RAG_GRAPHS_GRAPH_NEIGHBOURHOOD", 1000, int)
+    """Graph search: most chunks fetched from the store around the question's entities and
+    first hits (the walk never loads the whole store)."""
+
+    graph_seeds: int = _env("RAG_GRAPHS_GRAPH_SEEDS", 20, int)
+    """Graph search: most entities the walk restarts at (the best-matching question entities)."""
+
+    graph_link_threshold: float = _env("RAG_GRAPHS_GRAPH_LINK_THRESHOLD", 0.75, float)
+    """Graph search: cosine similarity a stored entity name needs to a question mention
+    (or the question) to seed the walk. A MiniLM number: retune it for another embedding model."""
 
     search_filter: str | None = _env("RAG_GRAPHS_SEARCH_FILTER", None)
     """A Milvus boolean expression every search must satisfy, e.g.
@@ -149,6 +169,9 @@ class RagContext:
     max_answer_tokens: int = _env("RAG_GRAPHS_MAX_ANSWER_TOKENS", 256, int)
     """Upper bound on tokens the chat model may generate per call."""
 
+    max_concurrency: int = _env("RAG_GRAPHS_MAX_CONCURRENCY", 4, int)
+    """Most model calls one node runs at once when it fans out (grading each passage, ...)."""
+
     def __post_init__(self) -> None:
         for name in ("tags", "sources"):  # a bare string is one value, not a sequence of letters
             value = getattr(self, name)
@@ -157,8 +180,13 @@ class RagContext:
                 raise ValueError(f"RagContext.{name}={value!r}: expected non-empty strings")
         if self.tenant is not None and not isinstance(self.tenant, str):
             raise ValueError(f"RagContext.tenant={self.tenant!r}: expected a string")
-        if self.search_mode not in ("dense", "hybrid"):
-            raise ValueError(f"RagContext.search_mode={self.search_mode!r}: use 'dense' or 'hybrid'")
+        if self.search_mode not in ("dense", "hybrid", "graph"):
+            raise ValueError(
+                f"RagContext.search_mode={self.search_mode!r}: use 'dense', 'hybrid' or 'graph'"
+            )
+        for name in ("graph_damping", "graph_blend", "graph_link_threshold"):
+            if not 0 <= getattr(self, name) <= 1:
+                raise ValueError(f"RagContext.{name}={getattr(self, name)!r}: must be between 0 and 1")
         if self.tool_calling not in ("auto", "native", "text"):
             raise ValueError(f"RagContext.tool_calling={self.tool_calling!r}: use 'auto', 'native' or 'text'")
         if self.raptor_mode not in ("collapsed", "traversal"):
@@ -178,6 +206,9 @@ class RagContext:
             "fixed_hops",
             "max_steps",
             "max_answer_tokens",
+            "max_concurrency",
+            "graph_neighbourhood",
+            "graph_seeds",
         ):
             if getattr(self, name) < 1:
                 raise ValueError(f"RagContext.{name}={getattr(self, name)!r}: must be >= 1")

@@ -7,14 +7,14 @@ the stored chunk id, so citations always resolve.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable, RunnableLambda
-from pydantic import ConfigDict
+from pydantic import ConfigDict, Field
 
 from ingestion import ChunkIndex, load_embeddings, open_index
 from ingestion.captioning import redact_url
@@ -36,28 +36,51 @@ class ChunkRetriever(BaseRetriever):
 
     Graphs search through it so every search is a retriever run: LangSmith
     shows it in the trace tree and callbacks (the evaluator's timer) see it.
+    In ``graph`` mode the hybrid hits are re-ranked by Personalized PageRank
+    over the chunk-entity graph (``ingestion.ppr.graph_search``); every hit then
+    carries the walk's seeds in ``metadata["graph_seeds"]`` for the reasoning chain.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
     index: ChunkIndex
     k: int = 4
-    mode: Literal["dense", "hybrid"] = "hybrid"
+    mode: Literal["dense", "hybrid", "graph"] = "hybrid"
     expr: str | None = None
+    graph: dict[str, Any] = Field(default_factory=dict)  # graph_search knobs (damping, blend, ...)
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun
     ) -> list[Document]:
-        hits = self.index.search(query, k=self.k, mode=self.mode, expr=self.expr)
-        return [_scored(doc, score) for doc, score in hits]
+        if self.mode != "graph":
+            hits = self.index.search(query, k=self.k, mode=self.mode, expr=self.expr)
+            return [_scored(doc, score) for doc, score in hits]
+        from ingestion.ppr import graph_search
+
+        found = graph_search(self.index, query, k=self.k, expr=self.expr, **self.graph)
+        seeds = [name for name, _ in found.seeds]
+        run_manager.on_text(found.describe())
+        return [_scored(doc, score, graph_seeds=seeds) for doc, score in found.hits]
+
+
+def graph_options(ctx: RagContext) -> dict[str, Any]:
+    """The context's graph-search knobs, as ``ingestion.ppr.graph_search`` arguments."""
+    return {
+        "damping": ctx.graph_damping,
+        "blend": ctx.graph_blend,
+        "neighbourhood": ctx.graph_neighbourhood,
+        "max_seeds": ctx.graph_seeds,
+        "link_threshold": ctx.graph_link_threshold,
+    }
 
 
 def retriever_for(ctx: RagContext, *, k: int | None = None) -> ChunkRetriever:
-    """The retriever the context describes (store, collection, k, mode, filter)."""
+    """The retriever the context describes (store, collection, k, mode, filter, graph knobs)."""
     return ChunkRetriever(
         index=index_for(ctx),
         k=k or ctx.k,
         mode=ctx.search_mode,
         expr=ctx.search_expr(),
+        graph=graph_options(ctx) if ctx.search_mode == "graph" else {},
         tags=["rag-graphs"],
         metadata=_where(ctx),
     )
@@ -74,7 +97,10 @@ SEARCH_TAG = "rag-graphs:search"
 
 def searcher_for(ctx: RagContext, *, k: int | None = None) -> Runnable[list[str], list[list[Document]]]:
     """A runnable that searches a list of queries as one batch (one embedding call, one store
-    request) and returns one ranking per query; traced as ``search_many``."""
+    request) and returns one ranking per query; traced as ``search_many``. In ``graph`` mode
+    each query gets its own graph search (the walk is per question)."""
+    if ctx.search_mode == "graph":
+        return retriever_for(ctx, k=k).map().with_config(run_name="search_many", tags=[SEARCH_TAG])
 
     def run(batch: list[str]) -> list[list[Document]]:
         hits = index_for(ctx).search_many(batch, k=k or ctx.k, mode=ctx.search_mode, expr=ctx.search_expr())
@@ -93,8 +119,10 @@ def _where(ctx: RagContext) -> dict[str, str]:
     return {"store_uri": redact_url(ctx.store_uri), "collection": ctx.collection}
 
 
-def _scored(doc: Document, score: float) -> Document:
-    return Document(id=doc.id, page_content=doc.page_content, metadata={**doc.metadata, "score": score})
+def _scored(doc: Document, score: float, **extra: Any) -> Document:
+    return Document(
+        id=doc.id, page_content=doc.page_content, metadata={**doc.metadata, "score": score, **extra}
+    )
 
 
 def unique_union(rankings: list[list[Document]]) -> list[Document]:

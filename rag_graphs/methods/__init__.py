@@ -38,6 +38,7 @@ METHODS: dict[str, str] = {
     "drag": "DRAG: k documents (most relevant last) plus m solved demonstrations in one long context",
     "iterdrag": "IterDRAG: DRAG with interleaved 'Follow up:' retrievals and intermediate answers",
     "raptor": "RAPTOR: search a tree of cluster summaries (collapsed or top-down); build it first",
+    "hipporag": "HippoRAG: one graph search (PageRank over the entities chunks share), then an answer",
     "auto": "adaptive router: classify the question, dispatch to the method RagContext.routes names",
 }
 """Method name -> one-line description, in the order they are usually compared."""

@@ -58,9 +58,22 @@ def found(state: RagState, ctx: RagContext, queries: list[str], rankings: list[l
         "hops": 1,
         "latest": ids,
         "latest_repeated": False,
-        "steps": [step("retrieve", query=s["query"], doc_ids=s["doc_ids"]) for s in searches],
+        "steps": [
+            step("retrieve", query=s["query"], doc_ids=s["doc_ids"], **_how(ranking))
+            for s, ranking in zip(searches, rankings, strict=True)
+        ],
         "usage": usage(retrievals=len(queries), hops=1),
     }
+
+
+def _how(ranking: list[Document]) -> dict:
+    """What the step says about how the hits were found (graph search names its seed entities)."""
+    seeds = ranking[0].metadata.get("graph_seeds") if ranking else None
+    return (
+        {"text": f"graph seeds: {', '.join(seeds[:8]) or 'none (dense/hybrid order)'}"}
+        if seeds is not None
+        else {}
+    )
 
 
 def retrieve_body(state: RagState, ctx: RagContext) -> Body[dict]:

@@ -65,6 +65,7 @@ def test_every_graph_publishes_json_schemas_for_langgraph_studio():
             "documents",
             "steps",
             "usage",
+            "stop_reason",
         }
         context = graph.get_context_jsonschema()["properties"]
         assert context["chat_model"]["type"] == "string" and context["k"]["type"] == "integer"

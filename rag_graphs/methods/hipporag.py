@@ -1,0 +1,39 @@
+"""HippoRAG (Gutiérrez et al. 2024): one retrieval over the entity graph, then an answer.
+
+    START -> retrieve (graph search) -> generate -> END
+
+The multi-hop links live in the index, not in model-written queries: the
+question's entities seed a Personalized PageRank over the chunk-entity graph
+kept in Milvus (``ingestion.graph``, built at ingest or by ``rag-graphs graph
+build``), blended with the hybrid scores, so a passage that shares an entity
+with the question's passages ranks without a second query. This is naive RAG
+with ``search_mode="graph"``; every other method gets the same retrieval by
+setting ``RagContext.search_mode="graph"`` (IRCoT + HippoRAG is one setting).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from langgraph.graph import StateGraph
+
+from rag_graphs.calls import Body
+from rag_graphs.context import RagContext
+from rag_graphs.methods import compile_method, linear_builder
+from rag_graphs.nodes import generate
+from rag_graphs.nodes.common import ModelNode
+from rag_graphs.nodes.retrieve import retrieve_body
+from rag_graphs.state import RagState
+
+
+def graph_retrieve(state: RagState, ctx: RagContext) -> Body[dict]:
+    """The shared retrieve step with graph search, whatever the context's search mode."""
+    return (yield from retrieve_body(state, dataclasses.replace(ctx, search_mode="graph")))
+
+
+def build() -> StateGraph:
+    """The uncompiled graph."""
+    return linear_builder(("retrieve", ModelNode(graph_retrieve, "retrieve")), ("generate", generate))
+
+
+graph = compile_method(build(), "hipporag")
