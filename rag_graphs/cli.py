@@ -335,7 +335,17 @@ def eval_command(
     seed: Annotated[int, typer.Option(help="seed of --sample")] = 0,
     model: Annotated[str | None, typer.Option(help="chat model spec [env RAG_GRAPHS_CHAT_MODEL]")] = None,
     embeddings: Annotated[str | None, typer.Option(help="embedding spec [env RAG_GRAPHS_EMBEDDINGS]")] = None,
-    k: Annotated[int | None, typer.Option(help="chunks per retrieval [env RAG_GRAPHS_K]")] = None,
+    k: Annotated[
+        int | None,
+        typer.Option(min=1, help="context size: chunks per retrieval (R@5 needs k >= 5) [env RAG_GRAPHS_K]"),
+    ] = None,
+    retrieval_only: Annotated[
+        bool,
+        typer.Option(
+            "--retrieval-only",
+            help="stop each run before its answer: passage recall and R@2/R@5 only, no answer call",
+        ),
+    ] = False,
     concurrency: Annotated[int, typer.Option(help="questions run in parallel")] = 1,
     out: Annotated[Path, typer.Option(help="folder for new run directories")] = Path("runs"),
     resume: Annotated[Path | None, typer.Option(help="a run directory to continue")] = None,
@@ -345,15 +355,20 @@ def eval_command(
     store: StoreOpt = None,
     collection: CollOpt = None,
 ) -> None:
-    """Compare methods on a QA set: EM/F1, passage recall, LLM calls, tokens, seconds; table and plots."""
+    """Compare methods on a QA set: EM/F1, passage recall and R@2/R@5, LLM calls, tokens, seconds;
+    table and plots. With --retrieval-only, retrieval alone, fast enough for hundreds of questions."""
     from rag_graphs.eval import evaluate, markdown_table, read_rows, summarize, write_report
-    from rag_graphs.eval.runner import read_config
+    from rag_graphs.eval.runner import CONFIG, read_config
     from rag_graphs.methods import METHODS
 
     try:
         if report is None:
-            if resume is not None and dataset is None:
-                dataset = Path(read_config(resume)["dataset"])
+            if resume is not None and (dataset is None or (resume / CONFIG).is_file()):
+                # A resumed run keeps its dataset, context size and mode unless told otherwise.
+                stored = read_config(resume)
+                dataset = dataset or Path(stored["dataset"])
+                k = k if k is not None else stored.get("k")
+                retrieval_only = retrieval_only or bool(stored.get("retrieval_only"))
             if dataset is None:
                 _fail("--dataset is required (or --resume RUN_DIR, or --report RUN_DIR)")
             chosen = (
@@ -373,6 +388,7 @@ def eval_command(
                 concurrency=concurrency,
                 run_dir=resume,
                 runs_root=out,
+                retrieval_only=retrieval_only,
                 **_eval_store(store),
             )
         path = write_report(report)

@@ -18,6 +18,11 @@ reuse them:
   thread returns its stored result without running anything; a different
   question on the thread is refused with ``ThreadConflict``, because continuing
   someone else's chain would answer the wrong question.
+- **Stop before the answer** (``stop_before_answer=True``): the run ends where the
+  method would write its answer (LangGraph's ``interrupt_before`` on ``ANSWER_NODES``),
+  so its final context (``documents``, one ranking, best first), ``steps`` and
+  ``usage`` cost no answer call: how ``rag-graphs eval --retrieval-only`` measures
+  retrieval. See ``RunOptions.stop_before_answer`` for the methods that answer elsewhere.
 
 Example::
 
@@ -33,6 +38,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import uuid
 from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,6 +59,10 @@ if TYPE_CHECKING:
 
 DEFAULT_CHECKPOINTS = Path(".rag-graphs/checkpoints.sqlite")
 """Where ``thread_id`` checkpoints go unless told otherwise (relative to the working folder)."""
+
+ANSWER_NODES = ("generate", "answer_directly")
+"""The nodes that write a method's answer (the same names in every method): where
+``stop_before_answer`` stops a run."""
 
 STREAM_MODES = ("custom", "updates", "values")
 """Progress events, each node's update (for its steps), and the state after each step (the result)."""
@@ -125,6 +135,18 @@ class RunOptions(TypedDict, total=False):
     raise_on_failure: bool
     """True (default) raises ``RunFailed`` when a node fails for good; False ends the run
     with its partial result instead (with ``error`` set): for loops that must go on."""
+    stop_before_answer: bool
+    """True ends the run right before a node of ``ANSWER_NODES`` would run: the result
+    is the state so far (``documents``, the final context as one ranking; ``steps``;
+    ``usage``), with ``answer`` empty, ``citations`` empty and ``stopped_before`` naming
+    the node. Without ``thread_id`` the run checkpoints in memory (an ``InMemorySaver``
+    of its own, gone with the run); on a ``thread_id``, calling again with this False
+    writes the answer from the stored context, and calling with it True returns the
+    stored context again. Some runs end without reaching such a node, and then carry
+    an answer and no ``stopped_before``: IterDRAG when its ``iterate`` step writes the
+    final answer itself, ReAct when its agent does; ``auto`` stops before
+    ``answer_directly`` but runs the method it dispatches to in full, answer included
+    (the dispatched graph runs inside one node, where no interrupt reaches)."""
 
 
 def run(
@@ -186,6 +208,7 @@ class _Run:
     checkpoints: str | Path = DEFAULT_CHECKPOINTS
     config: RunnableConfig | None = None
     raise_on_failure: bool = True
+    stop_before_answer: bool = False
     modes: tuple[str, ...] = STREAM_MODES
     inputs: dict[str, Any] | None = None
     done: bool = False
@@ -199,6 +222,20 @@ class _Run:
         return get_graph(self.method, checkpointer=saver)
 
     @functools.cached_property
+    def checkpoint_thread(self) -> str | None:
+        """The thread the run checkpoints under: the caller's, or a private one when
+        ``stop_before_answer`` needs a checkpointer for its interrupt; None: no checkpoints."""
+        if self.thread_id is None and self.stop_before_answer:
+            return f"stop-before-answer-{uuid.uuid4().hex}"
+        return self.thread_id
+
+    def interrupts(self, graph: CompiledStateGraph[Any, Any, Any, Any]) -> dict[str, Any]:
+        """``interrupt_before=`` the graph's answer nodes when the run stops before its answer."""
+        if not self.stop_before_answer:
+            return {}
+        return {"interrupt_before": [node for node in ANSWER_NODES if node in graph.nodes]}
+
+    @functools.cached_property
     def stream_args(self) -> dict[str, Any]:
         """Keyword arguments of ``graph.stream`` / ``graph.astream`` (besides the input)."""
         from rag_graphs.tracing import trace_config
@@ -207,8 +244,8 @@ class _Run:
         config: dict[str, Any] = dict(
             self.config if self.config is not None else trace_config(ctx, self.method)
         )
-        if self.thread_id is not None:
-            config["configurable"] = {**config.get("configurable", {}), "thread_id": self.thread_id}
+        if self.checkpoint_thread is not None:
+            config["configurable"] = {**config.get("configurable", {}), "thread_id": self.checkpoint_thread}
         return {"context": ctx, "config": config, "stream_mode": list(self.modes)}
 
     def begin(self, state: StateSnapshot | None) -> list[RunEvent]:
@@ -216,7 +253,8 @@ class _Run:
 
         A thread never run (or no thread) starts from the question. A saved run of
         the same question continues (LangGraph's input ``None`` means "from the last
-        checkpoint"), or, finished, yields its stored result and sets ``done``.
+        checkpoint"), or, finished, yields its stored result and sets ``done``; so does
+        a run stopped before its answer when this run stops there too.
         """
         if state is None or not state.values or self.thread_id is None:
             self.inputs = {"question": self.question}
@@ -228,8 +266,24 @@ class _Run:
                 "use a new --thread-id"
             )
         resumed = Resumed(self.thread_id, tuple(state.next))
-        self.done = resumed.finished
-        return [resumed, Finished(output_of(state.values))] if self.done else [resumed]
+        stopped = self.stopped_at(state)
+        self.done = resumed.finished or stopped is not None
+        if not self.done:
+            return [resumed]
+        return [resumed, Finished(self.stopped(output_of(state.values), stopped))]
+
+    def stopped_at(self, state: StateSnapshot) -> str | None:
+        """The answer node this run stops before, when the checkpointed run waits there."""
+        if not self.stop_before_answer:
+            return None
+        return next((node for node in state.next if node in ANSWER_NODES), None)
+
+    @staticmethod
+    def stopped(result: dict[str, Any], node: str | None) -> dict[str, Any]:
+        """The result of a run stopped before ``node`` (the answer contract, no answer yet)."""
+        if node is None:
+            return result
+        return {**result, "answer": "", "citations": [], "stopped_before": node}
 
     def read(self, mode: str, chunk: Any) -> list[RunEvent]:
         """Events of one ``(mode, chunk)`` of LangGraph's stream; the latest state is kept."""
@@ -257,37 +311,41 @@ class _Run:
 def _events(run: _Run) -> Iterator[RunEvent]:
     from rag_graphs.faults import RunFailed  # langgraph's runtime: imported when a run starts
 
-    with _saver(run.thread_id, run.checkpoints) as saver:
+    with _saver(run) as saver:
         graph = run.graph(saver)
-        yield from run.begin(graph.get_state(run.stream_args["config"]) if saver else None)
+        config = run.stream_args["config"]
+        yield from run.begin(graph.get_state(config) if run.thread_id is not None else None)
         if run.done:
             return
         try:
-            for mode, chunk in graph.stream(run.inputs, **run.stream_args):
+            for mode, chunk in graph.stream(run.inputs, **run.stream_args, **run.interrupts(graph)):
                 yield from run.read(mode, chunk)
         except RunFailed as error:
             yield run.fail(error)
             return
-        yield Finished(run.result)
+        stopped = run.stopped_at(graph.get_state(config)) if run.stop_before_answer else None
+        yield Finished(run.stopped(run.result, stopped))
 
 
 async def _aevents(run: _Run) -> AsyncIterator[RunEvent]:
     from rag_graphs.faults import RunFailed
 
-    async with _asaver(run.thread_id, run.checkpoints) as saver:
+    async with _asaver(run) as saver:
         graph = run.graph(saver)
-        for event in run.begin(await graph.aget_state(run.stream_args["config"]) if saver else None):
+        config = run.stream_args["config"]
+        for event in run.begin(await graph.aget_state(config) if run.thread_id is not None else None):
             yield event
         if run.done:
             return
         try:
-            async for mode, chunk in graph.astream(run.inputs, **run.stream_args):
+            async for mode, chunk in graph.astream(run.inputs, **run.stream_args, **run.interrupts(graph)):
                 for event in run.read(mode, chunk):
                     yield event
         except RunFailed as error:
             yield run.fail(error)
             return
-        yield Finished(run.result)
+        stopped = run.stopped_at(await graph.aget_state(config)) if run.stop_before_answer else None
+        yield Finished(run.stopped(run.result, stopped))
 
 
 def _checkpoint_file(checkpoints: str | Path) -> str:
@@ -296,25 +354,35 @@ def _checkpoint_file(checkpoints: str | Path) -> str:
     return str(path)
 
 
+def _memory_saver(run: _Run) -> Any:
+    """The in-memory checkpointer of a run that stops before its answer without a thread
+    (LangGraph's interrupts need one); None when the run checkpoints nothing."""
+    if run.checkpoint_thread is None:
+        return None
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    return InMemorySaver()
+
+
 @contextlib.contextmanager
-def _saver(thread_id: str | None, checkpoints: str | Path) -> Iterator[Any]:
-    """A SQLite checkpointer on ``checkpoints`` for a thread; None without one (nothing saved)."""
-    if thread_id is None:
-        yield None
+def _saver(run: _Run) -> Iterator[Any]:
+    """A SQLite checkpointer on ``run.checkpoints`` for a thread; else ``_memory_saver``."""
+    if run.thread_id is None:
+        yield _memory_saver(run)
         return
     from langgraph.checkpoint.sqlite import SqliteSaver
 
-    with SqliteSaver.from_conn_string(_checkpoint_file(checkpoints)) as saver:
+    with SqliteSaver.from_conn_string(_checkpoint_file(run.checkpoints)) as saver:
         yield saver
 
 
 @contextlib.asynccontextmanager
-async def _asaver(thread_id: str | None, checkpoints: str | Path) -> AsyncIterator[Any]:
+async def _asaver(run: _Run) -> AsyncIterator[Any]:
     """``_saver`` for async runs (an async checkpointer: the sync one refuses ``astream``)."""
-    if thread_id is None:
-        yield None
+    if run.thread_id is None:
+        yield _memory_saver(run)
         return
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-    async with AsyncSqliteSaver.from_conn_string(_checkpoint_file(checkpoints)) as saver:
+    async with AsyncSqliteSaver.from_conn_string(_checkpoint_file(run.checkpoints)) as saver:
         yield saver

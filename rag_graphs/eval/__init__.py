@@ -5,6 +5,8 @@
     write_report(run)
 
 The same from the shell: ``rag-graphs eval --dataset ../shared/eval/hotpotqa -m naive,ircot --limit 30``.
+Retrieval alone (R@2, R@5, no answer call), on many more questions:
+``rag-graphs eval --dataset ../shared/eval/hotpotqa -m naive --retrieval-only --k 5 --limit 500``.
 """
 
 from rag_graphs.eval.datasets import Dataset, Example, load_dataset
@@ -14,6 +16,7 @@ from rag_graphs.eval.metrics import (
     exact_match,
     f1_score,
     normalize_answer,
+    recall_at_k,
     supporting_recall,
 )
 from rag_graphs.eval.report import common_questions, markdown_table, summarize, write_report
@@ -32,6 +35,7 @@ __all__ = [
     "markdown_table",
     "normalize_answer",
     "read_rows",
+    "recall_at_k",
     "run_one",
     "summarize",
     "supporting_recall",

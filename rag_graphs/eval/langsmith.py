@@ -6,7 +6,7 @@
 
 Each method becomes one LangSmith experiment (``metadata["method"]`` names
 it, with the model specs), scored by the evaluator's own EM / F1 /
-contains / supporting-recall functions and cost counters. Optional: nothing
+contains / supporting-recall / R@k functions and cost counters. Optional: nothing
 else in the package imports this module, and the offline evaluator never needs it.
 """
 
@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from rag_graphs.context import RagContext
+from rag_graphs.eval import metrics
 from rag_graphs.eval.datasets import Dataset
 from rag_graphs.eval.metrics import answer_contained, exact_match, f1_score, supporting_recall
 from rag_graphs.methods import get_graph
@@ -73,11 +74,24 @@ def recall_evaluator(outputs: dict, reference_outputs: dict) -> dict:
     return {"key": "supporting_recall", "score": recall}
 
 
+def recall_at_k_evaluator(outputs: dict, reference_outputs: dict) -> list[dict]:
+    """R@2 and R@5 of the final context (``retrieved_ids`` is ``documents``, one ranking)."""
+    ranked, gold = outputs.get("retrieved_ids", []), reference_outputs.get("supporting_ids", [])
+    return [{"key": f"recall_at_{k}", "score": metrics.recall_at_k(ranked, gold, k)} for k in metrics.RANKS]
+
+
 def cost_evaluator(outputs: dict) -> list[dict]:
     return [{"key": key, "score": outputs.get(key, 0)} for key in ("llm_calls", "retrievals", "hops")]
 
 
-EVALUATORS = [exact_match_evaluator, f1_evaluator, contains_evaluator, recall_evaluator, cost_evaluator]
+EVALUATORS = [
+    exact_match_evaluator,
+    f1_evaluator,
+    contains_evaluator,
+    recall_evaluator,
+    recall_at_k_evaluator,
+    cost_evaluator,
+]
 
 
 def upload_dataset(dataset: Dataset, name: str, *, limit: int | None = None, client: Any = None) -> Any:

@@ -12,7 +12,10 @@ import random
 import re
 import string
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
+
+RANKS = (2, 5)
+"""The k of the R@k the evaluator reports (``recall_at_2``, ``recall_at_5``): HippoRAG's columns."""
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCTUATION = set(string.punctuation)
@@ -57,12 +60,46 @@ def answer_contained(prediction: str, golds: Sequence[str]) -> float:
     return float(any(f" {normalize_answer(g)} " in pred for g in golds if normalize_answer(g)))
 
 
-def supporting_recall(retrieved: Iterable[str], gold: Sequence[str]) -> float | None:
-    """Share of gold passage ids among the retrieved ids (None when there is no gold)."""
-    if not gold:
+def supporting_recall(retrieved: Iterable[str], gold: Iterable[str]) -> float | None:
+    """Share of gold passage ids among the retrieved ids (None when there is no gold).
+
+    Gold ids are a set: a repeated gold id counts once.
+    """
+    golds = set(gold)
+    if not golds:
         return None
-    found = set(retrieved)
-    return sum(1 for g in gold if g in found) / len(gold)
+    return len(golds & set(retrieved)) / len(golds)
+
+
+def recall_at_k(ranked_ids: Sequence[str | Collection[str]], gold: Iterable[str], k: int) -> float | None:
+    """R@k, the papers' passage recall: |gold ∩ top-k| / |gold| (None when there is no gold).
+
+    ``ranked_ids`` is the ranking, best first. A position is one id, or the several
+    names of one passage (its chunk id and its source file name, as the evaluator
+    passes them), any of which may match a gold id. A repeated position counts once
+    and takes no place in the top k; a ranking shorter than ``k`` is read whole.
+    Gold ids are a set, as in ``supporting_recall``, which R@k equals once ``k``
+    covers the ranking.
+
+    Raises:
+        ValueError: ``k`` below 1.
+    """
+    if k < 1:
+        raise ValueError(f"R@k needs k >= 1, got {k}")
+    golds = set(gold)
+    if not golds:
+        return None
+    seen: set[frozenset[str]] = set()
+    top: set[str] = set()
+    for position in ranked_ids:
+        names = frozenset((position,) if isinstance(position, str) else position)
+        if names in seen:
+            continue
+        seen.add(names)
+        top |= names
+        if len(seen) == k:
+            break
+    return len(golds & top) / len(golds)
 
 
 def bootstrap_ci(

@@ -7,15 +7,30 @@ asking a single question again.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from statistics import mean
+from typing import Any
 
-from rag_graphs.eval.metrics import bootstrap_ci
-from rag_graphs.eval.runner import CONFIG, read_config, read_rows
+from rag_graphs.eval.metrics import RANKS, bootstrap_ci
+from rag_graphs.eval.runner import ANSWER_METRICS, CONFIG, read_config, read_rows
 from rag_graphs.jsonl import existing_path
 
-QUALITY = ("em", "f1", "contains", "recall")
+COLUMNS = {
+    "em": "EM",
+    "f1": "F1",
+    "contains": "contains",
+    "recall": "SP recall",
+    **{f"recall_at_{k}": f"R@{k}" for k in RANKS},
+}
+"""Quality metric (row field) -> its column in the table, in column order."""
+QUALITY = tuple(COLUMNS)
+LABELS = {
+    "f1": "answer F1",
+    "recall": "SP recall (all retrieved)",
+    **{f"recall_at_{k}": f"R@{k} (top {k} of the ranking)" for k in RANKS},
+}
 
 
 @dataclass
@@ -88,79 +103,142 @@ def _pct(value: tuple[float, float, float]) -> str:
     return f"{100 * mean_:.1f} [{100 * low:.0f}-{100 * high:.0f}]"
 
 
+def _answered(summaries: list[Summary]) -> bool:
+    """True when some method has answer scores (False for a retrieval-only run)."""
+    return any(not math.isnan(s.quality[m][0]) for s in summaries for m in ANSWER_METRICS)
+
+
 def markdown_table(summaries: list[Summary]) -> str:
-    """Methods x metrics; quality in percent with its 95% interval in brackets."""
-    head = (
-        "| method | n | EM | F1 | contains | SP recall | LLM calls | tokens | retrievals "
-        "| s/question | model | search | overhead |\n"
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
-    )
-    lines = [head]
+    """Methods x metrics; quality in percent with its 95% interval in brackets.
+
+    The answer columns (EM, F1, contains) are left out when no method has answer
+    scores (a retrieval-only run); a method without a metric shows ``n/a``, never 0.
+    """
+    shown = [m for m in QUALITY if m not in ANSWER_METRICS or _answered(summaries)]
+    cost = ("LLM calls", "tokens", "retrievals", "s/question", "model", "search", "overhead")
+    columns = ("method", "n", *(COLUMNS[m] for m in shown), *cost)
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     for s in summaries:
-        q = s.quality
         errors = f" ({s.errors} failed)" if s.errors else ""
-        lines.append(
-            f"| {s.method} | {s.n}{errors} | {_pct(q['em'])} | {_pct(q['f1'])} | {_pct(q['contains'])} "
-            f"| {_pct(q['recall'])} | {s.llm_calls:.1f} | {s.tokens:.0f} | {s.retrievals:.1f} "
-            f"| {s.seconds:.1f} | {100 * s.model_share:.0f}% | {100 * s.search_share:.0f}% "
-            f"| {100 * s.overhead_share:.1f}% |"
-        )
+        cells = [
+            s.method,
+            f"{s.n}{errors}",
+            *(_pct(s.quality[m]) for m in shown),
+            f"{s.llm_calls:.1f}",
+            f"{s.tokens:.0f}",
+            f"{s.retrievals:.1f}",
+            f"{s.seconds:.1f}",
+            f"{100 * s.model_share:.0f}%",
+            f"{100 * s.search_share:.0f}%",
+            f"{100 * s.overhead_share:.1f}%",
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
-def plot_quality_cost(summaries: list[Summary], path: Path) -> Path:
-    """F1 (with its interval) against mean LLM calls per question, one point per method."""
+def _figure(width: float = 6.4) -> tuple[Any, Any]:
+    """A new figure and its axes (matplotlib without a display)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=120)
-    for s in summaries:
-        f1, low, high = (100 * v for v in s.quality["f1"])
-        ax.errorbar(s.llm_calls, f1, yerr=[[f1 - low], [high - f1]], fmt="o", capsize=3)
-        ax.annotate(s.method, (s.llm_calls, f1), textcoords="offset points", xytext=(5, 4), fontsize=8)
-    ax.set_xlabel("LLM calls per question (mean)")
-    ax.set_ylabel("answer F1 (%) with 95% interval")
-    ax.set_title("Quality vs cost")
-    ax.grid(alpha=0.3)
+    return plt.subplots(figsize=(width, 4.2), dpi=120)
+
+
+def _save_bars(fig: Any, ax: Any, path: Path, labels: list[str], ylabel: str, title: str) -> Path:
+    """Finish a grouped bar chart in percent (one group per label) and write it to ``path``."""
+    ax.set_xticks(range(len(labels)), labels, rotation=30, ha="right")
+    ax.set_ylim(0, 100)
+    ax.legend(fontsize=8)
+    ax.grid(axis="y", alpha=0.3)
+    return _save(fig, ax, path, ylabel, title)
+
+
+def _save(fig: Any, ax: Any, path: Path, ylabel: str, title: str) -> Path:
+    import matplotlib.pyplot as plt
+
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
     return path
+
+
+def _bar_offsets(groups: int, bars: int, index: int) -> tuple[list[float], float]:
+    """The x positions of bar ``index`` of ``bars`` side by side in each of ``groups`` groups."""
+    width = 0.8 / max(1, bars)
+    return [g + index * width - 0.4 + width / 2 for g in range(groups)], width
+
+
+def plot_quality_cost(summaries: list[Summary], path: Path, metric: str = "f1") -> Path:
+    """``metric`` (F1 by default; R@5 for a run without answers), with its interval, against
+    mean LLM calls per question, one point per method (methods without the metric are left out)."""
+    fig, ax = _figure()
+    for s in summaries:
+        value, low, high = (100 * v for v in s.quality[metric])
+        if math.isnan(value):
+            continue
+        ax.errorbar(s.llm_calls, value, yerr=[[value - low], [high - value]], fmt="o", capsize=3)
+        ax.annotate(s.method, (s.llm_calls, value), textcoords="offset points", xytext=(5, 4), fontsize=8)
+    ax.set_xlabel("LLM calls per question (mean)")
+    ax.grid(alpha=0.3)
+    ylabel = f"{LABELS.get(metric, metric)} (%) with 95% interval"
+    return _save(
+        fig, ax, path, ylabel, "Quality vs cost" if metric in ANSWER_METRICS else "Retrieval vs cost"
+    )
+
+
+def plot_recall_at_k(summaries: list[Summary], path: Path) -> Path:
+    """Per method, SP recall over everything retrieved beside R@2 and R@5 of the final
+    ranking, as bars with their 95% intervals (metrics no method has are left out)."""
+    metrics = [
+        m
+        for m in ("recall", *(f"recall_at_{k}" for k in RANKS))
+        if any(not math.isnan(s.quality[m][0]) for s in summaries)
+    ]
+    fig, ax = _figure(max(6.4, 1.2 * len(summaries)))
+    for i, metric in enumerate(metrics):
+        values = [[0.0 if math.isnan(v) else 100 * v for v in s.quality[metric]] for s in summaries]
+        errors = [[v - low for v, low, _ in values], [high - v for v, _, high in values]]
+        xs, width = _bar_offsets(len(summaries), len(metrics), i)
+        ax.bar(xs, [v for v, _, _ in values], width=width, yerr=errors, capsize=2, label=LABELS[metric])
+    title = "Passage recall: everything retrieved vs the top of the final context"
+    methods = [s.method for s in summaries]
+    return _save_bars(fig, ax, path, methods, "gold passages found (%) with 95% interval", title)
 
 
 def plot_recall_by_group(rows: list[dict], path: Path) -> Path:
     """Supporting-passage recall per method, grouped by hop count (or question type when all
     questions have the same hop count)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     scored = [r for r in rows if r.get("recall") is not None]
     key = "hops" if len({r.get("hops") for r in scored}) > 1 else "type"
     groups = sorted({str(r.get(key)) for r in scored})
     methods = list(dict.fromkeys(r["method"] for r in scored))
-    fig, ax = plt.subplots(figsize=(max(6.4, 1.2 * len(methods)), 4.2), dpi=120)
-    width = 0.8 / max(1, len(groups))
+    fig, ax = _figure(max(6.4, 1.2 * len(methods)))
     for g, group in enumerate(groups):
         heights = []
         for method in methods:
             values = [r["recall"] for r in scored if r["method"] == method and str(r.get(key)) == group]
             heights.append(100 * mean(values) if values else 0.0)
-        xs = [m + g * width - 0.4 + width / 2 for m in range(len(methods))]
+        xs, width = _bar_offsets(len(methods), len(groups), g)
         ax.bar(xs, heights, width=width, label=f"{key} = {group}")
-    ax.set_xticks(range(len(methods)), methods, rotation=30, ha="right")
-    ax.set_ylabel("supporting-passage recall (%)")
-    ax.set_ylim(0, 100)
-    ax.set_title(f"Recall of the gold passages, by {key}")
-    ax.legend(fontsize=8)
-    ax.grid(axis="y", alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    title = f"Recall of the gold passages, by {key}"
+    return _save_bars(fig, ax, path, methods, "supporting-passage recall (%)", title)
+
+
+def _recall_note(k: object) -> str:
+    """What the recall columns measure (and what a small k means for R@k)."""
+    ranks = " / ".join(f"R@{r}" for r in RANKS)
+    tops = " / ".join(str(r) for r in RANKS)
+    note = (
+        f"SP recall: the gold passages among everything a run retrieved; {ranks}: among the top "
+        f"{tops} of its final context (`documents`, one ranking, best first)"
+    )
+    if isinstance(k, int) and k < max(RANKS):
+        return f"{note}; with k={k}, a method that retrieves once has at most {k} passages to rank."
+    return f"{note}."
 
 
 def write_report(run_dir: str | Path) -> Path:
@@ -172,18 +250,32 @@ def write_report(run_dir: str | Path) -> Path:
     config = read_config(run_dir) if (run_dir / CONFIG).exists() else {}
     summaries = summarize(rows)
     common = common_questions(rows) or rows
-    # The plot compares methods, so it uses the questions all of them answered.
-    plots = [plot_quality_cost(summarize(common), run_dir / "quality_vs_cost.png")]
+    # The plots compare methods, so they use the questions all of them answered.
+    fair = summarize(common)
+    headline = "f1" if _answered(fair) else "recall_at_5"
+    plots = [plot_quality_cost(fair, run_dir / "quality_vs_cost.png", headline)]
+    if any(r.get(f"recall_at_{k}") is not None for r in rows for k in RANKS):
+        plots.append(plot_recall_at_k(fair, run_dir / "recall_at_k.png"))
     if any(r.get("recall") is not None for r in rows):
         plots.append(plot_recall_by_group(rows, run_dir / "recall_by_group.png"))
     questions = len({r["id"] for r in rows})
+    k = config.get("k")
     lines = [
         f"# Evaluation: {config.get('dataset_name', run_dir.name)} ({config.get('setting', '?')} setting)",
         "",
         f"{questions} questions; chat model `{config.get('chat_model')}`, embeddings "
-        f"`{config.get('embeddings')}`, k={config.get('k')}, search `{config.get('search_mode')}`.",
+        f"`{config.get('embeddings')}`, k={k}, search `{config.get('search_mode')}`.",
+        *(
+            [
+                "Retrieval only (`--retrieval-only`): every run stopped before its answer, so there are "
+                "no answer scores, and the cost is what retrieval took."
+            ]
+            if config.get("retrieval_only")
+            else []
+        ),
         "Quality in percent with a 95% bootstrap interval; cost as means per question; "
         "time split as shares of wall time (overhead = graph orchestration outside model and search).",
+        _recall_note(k),
         "",
         markdown_table(summaries),
         "",
@@ -193,7 +285,7 @@ def write_report(run_dir: str | Path) -> Path:
         lines += [
             f"Methods ran on different questions; on the {shared} questions every method answered:",
             "",
-            markdown_table(summarize(common)),
+            markdown_table(fair),
             "",
         ]
     lines += [

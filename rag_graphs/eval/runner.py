@@ -3,6 +3,13 @@
 Rows are appended to ``rows.jsonl`` and flushed as each run completes, so an
 interrupted evaluation loses at most the runs in flight; ``resume`` reads the
 rows back and runs only what is missing. ``config.json`` records what was run.
+
+A row scores the answer (EM, F1, contains) and the retrieval: ``recall`` over
+every passage the run retrieved, and ``recall_at_2`` / ``recall_at_5`` (R@k)
+over the top of its final context, ``documents``, which every method returns as
+one ranking, best first. ``retrieval_only`` stops each run before its answer
+(``rag_graphs.run``'s ``stop_before_answer``): the answer metrics are then None,
+not 0, and the cost is what retrieval took.
 """
 
 from __future__ import annotations
@@ -24,7 +31,14 @@ from ingestion import ids_filter
 from rag_graphs.context import RagContext
 from rag_graphs.eval.corpus import open_corpus
 from rag_graphs.eval.datasets import Dataset, Example, load_dataset
-from rag_graphs.eval.metrics import answer_contained, exact_match, f1_score, supporting_recall
+from rag_graphs.eval.metrics import (
+    RANKS,
+    answer_contained,
+    exact_match,
+    f1_score,
+    recall_at_k,
+    supporting_recall,
+)
 from rag_graphs.eval.timing import Timer
 from rag_graphs.jsonl import existing_path, read_json_object
 from rag_graphs.methods import METHODS, get_graph
@@ -34,6 +48,8 @@ from rag_graphs.tracing import redact, spec_name, trace_config
 
 Setting = Literal["open", "distractor", "oracle"]
 ROWS, CONFIG = "rows.jsonl", "config.json"
+ANSWER_METRICS = ("em", "f1", "contains")
+"""The row fields that score the answer (None in retrieval-only rows)."""
 
 
 def read_rows(run_dir: str | Path) -> list[dict]:
@@ -80,25 +96,50 @@ def _repair_tail(path: Path) -> None:
         path.write_bytes(data[: data.rfind(b"\n") + 1])
 
 
-def score_row(method: str, example: Example, out: dict, seconds: float, timer: Timer) -> dict:
-    """The result row of one run: prediction, metrics, cost and the time split."""
+def score_row(
+    method: str,
+    example: Example,
+    out: dict,
+    seconds: float,
+    timer: Timer,
+    *,
+    retrieval_only: bool = False,
+) -> dict:
+    """The result row of one run: prediction, metrics, cost and the time split.
+
+    A passage matches a gold id by its chunk id or its source file's name (a
+    user's questions may name the files that answer them). ``recall`` reads every
+    retrieved passage; ``recall_at_k`` the top k of ``documents``, in its order.
+    With ``retrieval_only``, the answer metrics are None. A failed run (``out``
+    carrying ``error``) is scored on what it did before failing, its cost included.
+    """
     docs = out.get("documents", [])
     retrieved = [str(d.id) for d in docs]
-    names = {Path(str(d.metadata.get("source", ""))).name for d in docs}
+    positions = [{str(d.id), Path(str(d.metadata.get("source", ""))).name} - {""} for d in docs]
     usage = out.get("usage", {})
     prediction = str(out.get("answer", ""))
+    gold = example.supporting_ids
+    answer = (
+        dict.fromkeys(ANSWER_METRICS)
+        if retrieval_only
+        else {
+            "em": exact_match(prediction, example.golds),
+            "f1": f1_score(prediction, example.golds),
+            "contains": answer_contained(prediction, example.golds),
+        }
+    )
+    error = out.get("error")
     return {
         "method": method,
         "id": example.id,
         "question": example.question,
         "golds": example.golds,
         "prediction": prediction,
-        "em": exact_match(prediction, example.golds),
-        "f1": f1_score(prediction, example.golds),
-        "contains": answer_contained(prediction, example.golds),
-        "recall": supporting_recall({*retrieved, *names}, example.supporting_ids),
+        **answer,
+        "recall": supporting_recall(set().union(*positions), gold),
+        **{f"recall_at_{k}": recall_at_k(positions, gold, k) for k in RANKS},
         "retrieved_ids": retrieved,
-        "supporting_ids": list(example.supporting_ids),
+        "supporting_ids": list(gold),
         "hops": example.hops,
         "type": example.type,
         "llm_calls": usage.get("llm_calls", 0),
@@ -109,24 +150,45 @@ def score_row(method: str, example: Example, out: dict, seconds: float, timer: T
         "seconds": seconds,
         "model_seconds": timer.model_seconds,
         "search_seconds": timer.search_seconds,
-        "error": None,
+        "retrieval_only": retrieval_only,
+        # where the run stopped (None: it answered anyway, e.g. ``auto``'s dispatched method)
+        **({"stopped_before": out.get("stopped_before")} if retrieval_only else {}),
+        # Error texts can quote a URL or header with a key in it (HTTP client errors).
+        "error": redact(str(error))[:500] if error else None,
     }
 
 
-def run_one(method: str, example: Example, ctx: RagContext) -> dict:
-    """Ask one question with one method; a failing run becomes a row with ``error`` set."""
+def run_one(method: str, example: Example, ctx: RagContext, *, retrieval_only: bool = False) -> dict:
+    """Ask one question with one method; a failing run becomes a row with ``error`` set.
+
+    A run that fails at a node is scored on its partial result (``RunFailed.result``:
+    the passages, steps and cost up to the failure), so failures count what they cost.
+    ``retrieval_only`` stops the run before its answer (see ``rag_graphs.run``).
+    """
     timer = Timer()
     config = trace_config(ctx, method, question_id=example.id)
     config["callbacks"] = [timer]
     config["tags"] = [*config["tags"], "rag-graphs-eval"]
     start = time.perf_counter()
     try:
-        out = run(method, example.question, ctx, config=config)
-    except Exception as exc:  # recorded, so one bad run never sinks an evaluation
-        row = score_row(method, example, {}, time.perf_counter() - start, timer)
-        # Exception texts can quote a URL or header with a key in it (HTTP client errors).
-        return row | {"error": redact(f"{type(exc).__name__}: {exc}")[:500]}
-    return score_row(method, example, out, time.perf_counter() - start, timer)
+        out = run(
+            method,
+            example.question,
+            ctx,
+            config=config,
+            raise_on_failure=False,
+            stop_before_answer=retrieval_only,
+        )
+    except Exception as exc:  # failed outside any node: recorded, so one bad run never sinks an evaluation
+        out = {"error": f"{type(exc).__name__}: {exc}"}
+    return score_row(method, example, out, time.perf_counter() - start, timer, retrieval_only=retrieval_only)
+
+
+def _postfix(row: dict) -> str:
+    """The progress bar's note on the latest row: its answer F1, or its R@5 without an answer."""
+    metric = "f1" if row["f1"] is not None else "recall_at_5"
+    value = row[metric]
+    return f"{row['method']} {metric}={'n/a' if value is None else f'{value:.2f}'}"
 
 
 def warm_up(ctx: RagContext, methods: list[str]) -> None:
@@ -163,6 +225,7 @@ def evaluate(
     run_dir: str | Path | None = None,
     runs_root: str | Path = "runs",
     eval_store: str = ".rag-graphs/eval.db",
+    retrieval_only: bool = False,
     progress: bool = True,
 ) -> Path:
     """Run ``methods`` over the dataset's questions; return the run directory.
@@ -173,6 +236,11 @@ def evaluate(
     questions about their own ingested documents), the context's store and
     collection are searched. An existing ``run_dir`` is resumed: its
     ``config.json`` must match, and only missing rows are run.
+
+    ``retrieval_only`` stops every run before its answer, so retrieval (SP recall,
+    R@2, R@5) is measured on hundreds of questions in minutes: rows carry no answer
+    metrics, and their cost is the retrieval's. ``context.k`` is the context size:
+    R@5 needs ``k >= 5`` for methods that retrieve once.
     """
     ds = dataset if isinstance(dataset, Dataset) else load_dataset(dataset)
     methods = list(methods)
@@ -201,14 +269,16 @@ def evaluate(
         "router": ctx.router,
         "demonstrations": ctx.demonstrations,
         "concurrency": concurrency,
+        "retrieval_only": retrieval_only,
     }
     run_dir = _run_folder(run_dir, runs_root, ds.name)
     config_path = run_dir / CONFIG
     if config_path.exists():
         stored = read_config(run_dir)
+        stored.setdefault("retrieval_only", False)  # runs from before the option answered
         different = [
             k
-            for k in ("dataset", "setting", "question_ids", "chat_model", "embeddings", "k")
+            for k in ("dataset", "setting", "question_ids", "chat_model", "embeddings", "k", "retrieval_only")
             if (
                 Path(stored.get(k, "")).resolve() != Path(config[k])
                 if k == "dataset"
@@ -248,13 +318,13 @@ def evaluate(
 
         def work(item: tuple[str, Example]) -> None:
             method, example = item
-            row = run_one(method, example, contexts[example.id])
+            row = run_one(method, example, contexts[example.id], retrieval_only=retrieval_only)
             with lock:
                 sink.write(json.dumps(row, default=str) + "\n")
                 sink.flush()
                 os.fsync(sink.fileno())
                 bar.update(1)
-                bar.set_postfix_str(f"{method} f1={row['f1']:.2f}")
+                bar.set_postfix_str(_postfix(row))
 
         if concurrency <= 1:
             for item in todo:

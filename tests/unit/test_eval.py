@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
+import re
 from pathlib import Path
+from statistics import mean
 
 import pytest
+from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 from typer.testing import CliRunner
@@ -20,13 +24,17 @@ from rag_graphs.eval import (
     exact_match,
     f1_score,
     load_dataset,
+    markdown_table,
     normalize_answer,
     read_rows,
+    recall_at_k,
     summarize,
     supporting_recall,
     write_report,
 )
+from rag_graphs.eval.langsmith import recall_at_k_evaluator
 from tests.conftest import write_jsonl
+from tests.unit.test_faults import StatusError, scripted
 
 # -- metrics -------------------------------------------------------------------
 
@@ -66,6 +74,45 @@ def test_supporting_recall_is_by_id():
     assert supporting_recall(["a", "b", "c"], ["a", "d"]) == 0.5
     assert supporting_recall(["a", "d"], ["a", "d"]) == 1.0
     assert supporting_recall(["a"], []) is None
+    assert supporting_recall(["a"], ["a", "a", "b"]) == 0.5  # gold is a set, as in R@k
+
+
+def test_recall_at_k_reads_the_top_k_of_the_ranking():
+    ranking = ["x", "y", "g1", "z", "g2"]
+    assert recall_at_k(ranking, ["g1", "g2"], 2) == 0.0
+    assert recall_at_k(ranking, ["g1", "g2"], 3) == 0.5
+    assert recall_at_k(ranking, ["g1", "g2"], 5) == 1.0
+    assert recall_at_k(ranking, ["g1", "nowhere"], 5) == 0.5
+    assert recall_at_k(ranking, [], 5) is None
+
+
+def test_recall_at_k_beyond_the_ranking_is_the_recall_of_all_of_it():
+    assert recall_at_k(["a", "g"], ["g", "h"], 5) == 0.5 == supporting_recall(["a", "g"], ["g", "h"])
+    assert recall_at_k([], ["g"], 2) == 0.0
+
+
+def test_recall_at_k_counts_duplicates_once():
+    # a repeated passage takes no place in the top k; a repeated gold id is one gold passage
+    assert recall_at_k(["a", "a", "a", "g"], ["g"], 2) == 1.0
+    assert recall_at_k(["g", "g"], ["g", "g"], 1) == 1.0
+    assert recall_at_k(["a", "g"], ["g", "g", "h"], 2) == 0.5
+
+
+def test_recall_at_k_positions_may_name_a_passage_several_ways():
+    # the evaluator passes each passage as {chunk id, source file name}: either may be the gold
+    ranking = [{"c1", "intro.md"}, {"c2", "intro.md"}, {"c3", "korvik.txt"}]
+    assert recall_at_k(ranking, ["korvik.txt"], 2) == 0.0
+    assert recall_at_k(ranking, ["korvik.txt", "c1"], 3) == 1.0
+
+
+def test_recall_at_k_needs_a_positive_k():
+    with pytest.raises(ValueError, match="k >= 1"):
+        recall_at_k(["a"], ["a"], 0)
+
+
+def test_langsmith_scores_r_at_k_of_the_retrieved_ranking():
+    scores = recall_at_k_evaluator({"retrieved_ids": ["x", "y", "g"]}, {"supporting_ids": ["g"]})
+    assert scores == [{"key": "recall_at_2", "score": 0.0}, {"key": "recall_at_5", "score": 1.0}]
 
 
 def test_bootstrap_interval_brackets_the_mean_and_is_seeded():
@@ -200,6 +247,16 @@ def test_a_failing_run_becomes_an_error_row(tiny, eval_ctx, tmp_path):
     assert summarize([row])[0].errors == 1
 
 
+def test_a_run_failing_mid_chain_is_scored_on_what_it_did_and_cost(tiny, eval_ctx, tmp_path):
+    # fixed_step: first_query and the first intermediate answer work, next_query's call fails for good
+    broken = scripted("Ilsa Brandt", "She was born in Korvik.", StatusError(401, "bad key sk-live-abcdef"))
+    run = _evaluate(tiny, eval_ctx(broken, k=2), tmp_path, methods=["fixed_step"], limit=1)
+    (row,) = read_rows(run)
+    assert "next_query failed" in row["error"] and "bad key" in row["error"]
+    assert (row["llm_calls"], row["retrievals"]) == (2, 1)  # not an empty result with 0 cost
+    assert row["retrieved_ids"] and row["recall_at_5"] is not None and row["f1"] == 0.0
+
+
 def test_report_has_the_table_and_plots_and_rerenders_from_rows(tiny, eval_ctx, tmp_path):
     run = _evaluate(tiny, eval_ctx(k=2), tmp_path)
     report = write_report(run)
@@ -269,3 +326,140 @@ def test_a_run_resumes_from_another_folder_with_a_relative_dataset_path(
     with pytest.raises(ValueError, match="holds a run with other dataset"):
         other_set = write_jsonl(other / "q.jsonl", [{"question": "Q?", "answer": "A"}])
         _evaluate(other_set, eval_ctx(k=2), tmp_path)
+
+
+# -- ranked contexts: R@k, retrieval only --------------------------------------
+
+
+class RankedEmbeddings(DeterministicFakeEmbedding):
+    """A passage marked ``#n`` sits at cosine ``1 - n/10`` from every question, so dense search
+    ranks passages by their mark (#1 first); unmarked texts (questions) point one way."""
+
+    def _get_embedding(self) -> list[float]:  # unused: every text is embedded below
+        raise AssertionError
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self.embed_query(t) for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        mark = re.search(r"#(\d+)", text)
+        cosine = 1.0 - int(mark.group(1)) / 10 if mark else 1.0
+        return [cosine, math.sqrt(1 - cosine**2), *[0.0] * (self.size - 2)]
+
+
+@pytest.fixture
+def ranked_set(tmp_path: Path) -> Path:
+    """One question; six passages the dense search ranks p1..p6; the gold passage is p3."""
+    folder = tmp_path / "ranked"
+    folder.mkdir()
+    passages = [{"id": f"p{n}", "title": f"T{n}", "text": f"Passage #{n}."} for n in range(1, 7)]
+    question = {"id": "q", "question": "Where?", "answer": "Korvik", "supporting_ids": ["p3"]}
+    write_jsonl(folder / "dev.jsonl", [question])
+    write_jsonl(folder / "corpus.jsonl", passages)
+    return folder
+
+
+@pytest.mark.parametrize("retrieval_only", [False, True], ids=["answered", "retrieval-only"])
+def test_rows_carry_r_at_k_of_the_final_ranking(ranked_set, make_context, tmp_path, retrieval_only):
+    ctx = make_context(
+        chat_model=_constant_model(), embeddings=RankedEmbeddings(size=8), k=5, search_mode="dense"
+    )
+    run = _evaluate(ranked_set, ctx, tmp_path, methods=["naive"], retrieval_only=retrieval_only)
+    (row,) = read_rows(run)
+    assert row["retrieved_ids"] == ["p1", "p2", "p3", "p4", "p5"]  # the ranking, best first
+    assert (row["recall_at_2"], row["recall_at_5"], row["recall"]) == (0.0, 1.0, 1.0)  # gold 3rd
+    assert (row["f1"] is None) is retrieval_only
+
+
+def test_retrieval_only_makes_no_answer_call_and_still_reports_r_at_k(tiny, eval_ctx, tmp_path):
+    full_model, retrieval_model = scripted("Korvik [1]."), scripted("Korvik [1].")
+    methods = ["naive", "fixed_step"]
+    full = read_rows(_evaluate(tiny, eval_ctx(full_model, k=2), tmp_path / "full", methods=methods))
+    run = _evaluate(tiny, eval_ctx(retrieval_model, k=2), tmp_path, methods=methods, retrieval_only=True)
+    rows = read_rows(run)
+    assert len(retrieval_model.calls) < len(full_model.calls)
+    # naive: no call at all; fixed_step: its two queries and two intermediate answers, not the answer
+    assert [r["llm_calls"] for r in rows] == [0, 4] * 3
+    assert [r["llm_calls"] for r in full] == [1, 5] * 3
+    assert len(retrieval_model.calls) == 3 * 4 and len(full_model.calls) == 3 * 6
+    for row, answered in zip(rows, full, strict=True):
+        assert row["stopped_before"] == "generate" and row["prediction"] == "" and row["error"] is None
+        assert (row["em"], row["f1"], row["contains"]) == (None, None, None)  # absent, not 0
+        assert row["retrievals"] == answered["retrievals"] > 0
+        for metric in ("recall", "recall_at_2", "recall_at_5"):
+            assert row[metric] == answered[metric] is not None
+    assert json.loads((run / "config.json").read_text())["retrieval_only"] is True
+    naive = summarize(rows)[0]
+    assert naive.quality["f1"][0] != naive.quality["f1"][0]  # nan: no answers to average
+    assert naive.quality["recall_at_5"][0] == pytest.approx(mean(r["recall_at_5"] for r in rows[::2]))
+
+
+def test_a_retrieval_only_report_shows_r_at_k_and_no_answer_columns(tiny, eval_ctx, tmp_path):
+    run = _evaluate(tiny, eval_ctx(k=2), tmp_path, methods=["naive"], retrieval_only=True)
+    text = write_report(run).read_text()
+    header = next(line for line in text.splitlines() if line.startswith("| method"))
+    assert "R@2" in header and "R@5" in header and "SP recall" in header and "LLM calls" in header
+    assert "EM" not in header and "F1" not in header and "contains" not in header
+    assert "Retrieval only" in text and "with k=2, a method that retrieves once" in text
+    naive_line = next(line for line in text.splitlines() if line.startswith("| naive"))
+    assert naive_line.split(" | ")[2:5] == [
+        f"{100 * v[0]:.1f} [{100 * v[1]:.0f}-{100 * v[2]:.0f}]"
+        for v in (summarize(read_rows(run))[0].quality[m] for m in ("recall", "recall_at_2", "recall_at_5"))
+    ]
+    for plot in ("quality_vs_cost.png", "recall_at_k.png", "recall_by_group.png"):
+        assert (run / plot).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_an_answered_report_has_r_at_k_beside_the_answer_columns(tiny, eval_ctx, tmp_path):
+    run = _evaluate(tiny, eval_ctx(k=5), tmp_path, methods=["naive"])
+    text = write_report(run).read_text()
+    assert "| method | n | EM | F1 | contains | SP recall | R@2 | R@5 | LLM calls |" in text
+    assert "with k=" not in text and (run / "recall_at_k.png").is_file()
+
+
+def test_methods_without_answers_show_n_a_not_zero_beside_answered_ones(tiny, eval_ctx, tmp_path):
+    answered = read_rows(_evaluate(tiny, eval_ctx(k=2), tmp_path / "a", methods=["naive"]))
+    stopped = read_rows(_evaluate(tiny, eval_ctx(k=2), tmp_path, methods=["naive"], retrieval_only=True))
+    table = markdown_table(summarize(answered + [r | {"method": "naive-retrieval"} for r in stopped]))
+    line = next(line for line in table.splitlines() if line.startswith("| naive-retrieval"))
+    assert line.split(" | ")[2:5] == ["n/a", "n/a", "n/a"]
+
+
+def test_old_rows_without_r_at_k_still_report(tiny, eval_ctx, tmp_path):
+    run = _evaluate(tiny, eval_ctx(k=2), tmp_path, methods=["naive"])
+    old = [{k: v for k, v in r.items() if not k.startswith("recall_at_")} for r in read_rows(run)]
+    (run / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in old))
+    text = write_report(run).read_text()
+    naive_line = next(line for line in text.splitlines() if line.startswith("| naive"))
+    assert naive_line.split(" | ")[6:8] == ["n/a", "n/a"] and not (run / "recall_at_k.png").exists()
+
+
+def test_a_retrieval_only_run_is_not_resumed_with_answers(tiny, eval_ctx, tmp_path):
+    _evaluate(tiny, eval_ctx(), tmp_path, methods=["naive"], limit=1, retrieval_only=True)
+    with pytest.raises(ValueError, match="holds a run with other retrieval_only"):
+        _evaluate(tiny, eval_ctx(), tmp_path, methods=["naive"], limit=1)
+
+
+def test_cli_eval_passes_retrieval_only_and_k_and_a_resume_keeps_them(tiny, eval_ctx, tmp_path, monkeypatch):
+    import rag_graphs.eval
+
+    run = _evaluate(tiny, eval_ctx(k=5), tmp_path, methods=["naive"], retrieval_only=True)
+    calls: list[tuple[Path, dict]] = []
+
+    def fake_evaluate(dataset, methods, **kwargs):
+        calls.append((dataset, kwargs))
+        return run
+
+    monkeypatch.setattr(rag_graphs.eval, "evaluate", fake_evaluate)
+    args = ["eval", "--dataset", str(tiny), "-m", "naive", "--retrieval-only", "--k", "7"]
+    result = CliRunner().invoke(app, [*args, "--store", str(tmp_path / "eval.db")])
+    assert result.exit_code == 0, result.output
+    assert "R@5" in result.output and "| EM |" not in result.output
+    dataset, kwargs = calls[-1]
+    assert dataset == tiny and kwargs["retrieval_only"] is True and kwargs["context"].k == 7
+    result = CliRunner().invoke(app, ["eval", "--dataset", str(tiny), "-m", "naive"])
+    assert result.exit_code == 0 and calls[-1][1]["retrieval_only"] is False
+    result = CliRunner().invoke(app, ["eval", "--resume", str(run)])  # the run's mode and k stay
+    assert result.exit_code == 0, result.output
+    assert calls[-1][1]["retrieval_only"] is True and calls[-1][1]["context"].k == 5
+    assert CliRunner().invoke(app, ["eval", "--dataset", str(tiny), "--k", "0"]).exit_code == 2

@@ -179,3 +179,60 @@ def test_a_callers_config_is_used_and_keyed_by_the_thread(loaded, make_context, 
     )
     assert out["answer"] == "Korvik [1]." and Count.starts == 1
     assert config["configurable"] == {"user": "u1"}  # the caller's dict is not changed
+
+
+# -- stopping before the answer ------------------------------------------------
+
+
+def test_stop_before_answer_returns_the_context_without_an_answer_call(loaded, make_context):
+    idle = scripted(AssertionError("the answer must not be written"))
+    out = run("naive", QUESTION, make_context(chat_model=idle, k=2), stop_before_answer=True)
+    assert not idle.calls and out["stopped_before"] == "generate"
+    assert out["answer"] == "" and out["citations"] == [] and len(out["documents"]) == 2
+    assert [s["node"] for s in out["steps"]] == ["retrieve"] and out["usage"]["retrievals"] == 1
+
+
+def test_stop_before_answer_runs_a_multi_hop_chain_up_to_its_answer(loaded, make_context):
+    model = scripted(*FIRST_HALF, *SECOND_HALF[:2], AssertionError("no answer call"))
+    events = list(
+        stream("fixed_step", QUESTION, make_context(chat_model=model, k=1), stop_before_answer=True)
+    )
+    assert len(model.calls) == 4  # first_query, intermediate, next_query, intermediate
+    assert [e.step["node"] for e in events if isinstance(e, Step)] == CHAIN[:-1]
+    assert isinstance(events[-1], Finished) and not events[-1].failed
+    result = events[-1].result
+    assert result["stopped_before"] == "generate" and result["usage"]["llm_calls"] == 4
+    assert result["usage"]["retrievals"] == 2 and result["documents"]
+
+
+def test_arun_stops_before_the_answer_too(loaded, make_context):
+    idle = scripted(AssertionError("the answer must not be written"))
+    out = asyncio.run(arun("naive", QUESTION, make_context(chat_model=idle, k=1), stop_before_answer=True))
+    assert not idle.calls and out["stopped_before"] == "generate" and out["documents"]
+
+
+def test_stop_before_answer_also_stops_before_answer_directly(loaded, make_context):
+    # Self-RAG judging that the question needs no retrieval goes to answer_directly: stopped there
+    model = scripted('{"retrieve": false}', AssertionError("the answer must not be written"))
+    out = run("self_rag", QUESTION, make_context(chat_model=model, k=1), stop_before_answer=True)
+    assert out["stopped_before"] == "answer_directly" and len(model.calls) == 1
+    assert out["documents"] == [] and out["answer"] == ""
+    full = run("naive", QUESTION, make_context("Korvik [1].", k=1))
+    assert "stopped_before" not in full  # a run that answers carries no stop mark
+
+
+def test_a_thread_stopped_before_its_answer_answers_when_asked_again(loaded, make_context, tmp_path):
+    db = tmp_path / "checkpoints.sqlite"
+    idle = scripted(AssertionError("the answer must not be written"))
+    ctx = make_context(chat_model=idle, k=1)
+    first = run("naive", QUESTION, ctx, thread_id="s", checkpoints=db, stop_before_answer=True)
+    again = run("naive", QUESTION, ctx, thread_id="s", checkpoints=db, stop_before_answer=True)
+    assert not idle.calls and first["stopped_before"] == again["stopped_before"] == "generate"
+    assert [d.id for d in again["documents"]] == [d.id for d in first["documents"]]
+    answer = scripted("Korvik [1].")
+    events = list(
+        stream("naive", QUESTION, make_context(chat_model=answer, k=1), thread_id="s", checkpoints=db)
+    )
+    assert events[0] == Resumed("s", ("generate",)) and len(answer.calls) == 1
+    assert [e.step["node"] for e in events if isinstance(e, Step)] == ["generate"]  # retrieval not redone
+    assert events[-1].result["answer"] == "Korvik [1]." and "stopped_before" not in events[-1].result
