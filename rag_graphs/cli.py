@@ -431,6 +431,39 @@ def raptor_build(
     console.print(report.summary())
 
 
+graph_app = typer.Typer(no_args_is_help=True, help="The entity graph behind graph search (hipporag).")
+app.add_typer(graph_app, name="graph")
+
+
+@graph_app.command("build")
+def graph_build(
+    store: StoreOpt = None,
+    collection: CollOpt = None,
+    extractor: Annotated[
+        str, typer.Option(help="who finds entities: spacy (offline NER), spacy:<pipeline>, or llm")
+    ] = "spacy",
+    model: Annotated[str | None, typer.Option(help="chat model spec for --extractor llm")] = None,
+) -> None:
+    """Give a collection's chunks their entities (for one ingested before graphs existed);
+    re-running resumes where it stopped."""
+    from ingestion import StoreLockedError
+    from ingestion.entities import load_extractor
+    from ingestion.graph import build_graph
+    from rag_graphs.models import load_chat_model
+    from rag_graphs.retrieval import index_for
+
+    try:
+        ctx = _context(store, collection, chat_model=model)
+        llm = (
+            load_chat_model(ctx.chat_model, max_tokens=ctx.max_answer_tokens) if extractor == "llm" else None
+        )
+        find = load_extractor(extractor, chat_model=llm)  # a bad spec fails before the store opens
+        report = build_graph(index_for(ctx), find)
+    except (ValueError, ImportError, StoreLockedError, RuntimeError) as exc:
+        _fail(str(exc))
+    console.print(report.summary())
+
+
 @app.command("mine-demos")
 def mine_demos(
     dataset: Annotated[Path, typer.Option(help="a labelled set (../shared/eval layout or JSONL)")],
