@@ -216,13 +216,11 @@ def worker_overhead(folder: Path, rounds: int = 3) -> dict[str, float]:
     Best of ``rounds`` each, alternating, after one warm-up run of each (the worker's starts the
     forkserver and the worker). Run it with ``python -m tests.hostile_corpus``.
     """
-    import functools
     import time
 
     from langchain_core.embeddings import DeterministicFakeEmbedding
 
-    from ingestion import ChunkIndex, ingest, pipeline
-    from ingestion.convert import ConvertOptions
+    from ingestion import ChunkIndex, ingest
 
     folder.mkdir(parents=True, exist_ok=True)
     for make in (fx.docx, fx.xlsx, fx.pptx, fx.html, fx.pdf):
@@ -232,24 +230,19 @@ def worker_overhead(folder: Path, rounds: int = 3) -> dict[str, float]:
     index = ChunkIndex(
         uri=str(folder / ".store.db"), collection="overhead", embeddings=DeterministicFakeEmbedding(size=32)
     )
-    original = pipeline.ConvertOptions
 
     def run(timeout: float | None) -> float:
-        pipeline.ConvertOptions = functools.partial(ConvertOptions, timeout=timeout)
         start = time.perf_counter()
-        report = ingest([folder], index=index, progress=False)
+        report = ingest([folder], index=index, progress=False, timeout=timeout)
         assert len(report.ok) == 10, report.summary()
         return time.perf_counter() - start
 
-    try:
-        first_here = run(None)
-        startup = run(300.0)
-        times: dict[float | None, list[float]] = {None: [], 300.0: []}
-        for _ in range(rounds):
-            for timeout in times:
-                times[timeout].append(run(timeout))
-    finally:
-        pipeline.ConvertOptions = original
+    first_here = run(None)
+    startup = run(300.0)
+    times: dict[float | None, list[float]] = {None: [], 300.0: []}
+    for _ in range(rounds):
+        for timeout in times:
+            times[timeout].append(run(timeout))
     here, worker = min(times[None]), min(times[300.0])
     return {
         "in_process": here,

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from ingestion import ingest
+from ingestion import IngestOptions, ingest
 from ingestion.chunking import chunk_document
 from ingestion.convert import UnsupportedFormatError, convert, discover
 from ingestion.embeddings import chunk_tokenizer
+from ingestion.options import options_with
 
 
 def _ingest(paths, index, **kw):
@@ -160,3 +162,32 @@ def test_discover_takes_globs_and_include_patterns(tmp_path):
     assert [p.name for p in discover([tmp_path], include=["a/*"], exclude=["*.pdf"])] == ["one.md"]
     with pytest.raises(FileNotFoundError, match=r"no file matches .*\*\.docx"):
         list(discover([tmp_path / "*.docx"]))
+
+
+def test_ingest_options_object_and_keywords_build_the_same_settings(tmp_path, index):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "keep.md").write_text("# Keep\n\nThe glider surfaced at noon.\n")
+    (docs / "skip.html").write_text("<p>Skipped by the include pattern.</p>")
+    options = IngestOptions(include="*.md", tenant="acme", tags=["public"], timeout=None)
+    assert options.include == ("*.md",) and options.tags == ("public",)  # one pattern, not its letters
+    report = _ingest([docs], index, options=options)
+    assert [Path(f.path).name for f in report.ok] == ["keep.md"] and not report.failed
+    (stored,) = [d for d, _ in index.search("glider")]
+    assert stored.metadata["tenant"] == "acme" and stored.metadata["tags"] == ["public"]
+    # A keyword overrides that field of the options and keeps the rest.
+    again = _ingest([docs], index, options=options, include=["*.html"])
+    assert [Path(f.path).name for f in again.ok] == ["skip.html"]
+    assert options_with(options, {"include": ["*.html"]}) == replace(options, include=("*.html",))
+
+
+def test_ingest_names_unknown_keywords_and_checks_options_when_built(tmp_path, index):
+    with pytest.raises(TypeError, match=r"'captoiner'.*captioner"):
+        _ingest([tmp_path], index, captoiner="fallback")
+    with pytest.raises(TypeError, match=r"'bogus', 'other'"):
+        _ingest([tmp_path], index, bogus=1, other=2)
+    with pytest.raises(ValueError, match="ingest: tenant='': expected a non-empty string"):
+        IngestOptions(tenant="")
+    with pytest.raises(ValueError, match="ingest: tags=.*expected non-empty strings"):
+        IngestOptions(tags=["ok", ""])
+    assert index.count() == 0

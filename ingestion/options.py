@@ -1,0 +1,113 @@
+"""``IngestOptions``: what an ingest does with its files, as one typed, checked value.
+
+Which files to take, how to convert, caption and label them: a dozen settings
+that used to be separate keyword arguments threaded through ``ingest``. As
+one frozen object they can be built once (from CLI flags, a config, a
+notebook cell), reused across calls and compared, and they are checked when
+built, so a bad label fails before any file is read. ``ingest`` still takes
+each setting as a keyword (``options_with``) for callers that name one or two.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+from ingestion.captioning import Captioner, CaptionPrompt
+from ingestion.converter import TIMEOUT_SECONDS, ConvertOptions
+from ingestion.guards import MAX_FILE_BYTES
+from ingestion.store import TAGS_FIELD, TENANT_FIELD
+
+
+@dataclass(frozen=True)
+class IngestOptions:
+    """How ``ingest`` turns files into stored chunks (where they go is ``ingest``'s own arguments).
+
+    Attributes:
+        include: glob patterns of the only files to take (all when empty).
+        exclude: glob patterns of files to skip.
+        captioner: who describes pictures: a spec (``fallback``, ``tesseract``,
+            ``api:<url>#<model>``, ``ollama:granite3.2-vision``...) or a ``Captioner``.
+        caption_prompt: ``describe``, ``extract_text`` or ``chart``.
+        allow_fetch: let HTML/Markdown fetch the remote or local images they reference.
+        max_file_bytes: files over this size are refused (reported, not read).
+        docling_serve: URL of a Docling Serve instance to convert with (instead of in process).
+        timeout: seconds one file may spend in Docling (which then runs in a worker process,
+            killed and replaced when a file overruns: the file is reported, the batch goes on);
+            None converts in this process with no limit.
+        tenant: access label stored on every chunk; searches with ``RagContext(tenant=...)``
+            see only their tenant's chunks.
+        tags: access labels stored on every chunk (``RagContext(tags=...)`` admits a chunk
+            carrying any of them). Re-ingesting with other labels replaces the file's chunks.
+
+    ``include``, ``exclude`` and ``tags`` accept any iterable of strings (or one string)
+    and are kept as tuples.
+
+    Raises:
+        ValueError: ``tenant`` is not a non-empty string, or a tag is not one.
+    """
+
+    include: Sequence[str] = ()
+    exclude: Sequence[str] = ()
+    captioner: str | Captioner | None = None
+    caption_prompt: CaptionPrompt = "describe"
+    allow_fetch: bool = False
+    max_file_bytes: int = MAX_FILE_BYTES
+    docling_serve: str | None = None
+    timeout: float | None = TIMEOUT_SECONDS
+    tenant: str | None = None
+    tags: Sequence[str] = ()
+
+    def __post_init__(self) -> None:
+        for name in ("include", "exclude", "tags"):
+            value: Iterable[str] = getattr(self, name)
+            object.__setattr__(self, name, (value,) if isinstance(value, str) else tuple(value))
+        access_labels(self.tenant, self.tags)
+
+    @property
+    def labels(self) -> dict[str, Any]:
+        """The access labels stored on every chunk (see ``access_labels``)."""
+        return access_labels(self.tenant, self.tags)
+
+    def convert_options(self) -> ConvertOptions:
+        """The conversion settings among these options."""
+        return ConvertOptions(
+            allow_fetch=self.allow_fetch,
+            max_file_bytes=self.max_file_bytes,
+            docling_serve=self.docling_serve,
+            timeout=self.timeout,
+        )
+
+
+OPTION_NAMES: tuple[str, ...] = tuple(f.name for f in fields(IngestOptions))
+
+
+def options_with(options: IngestOptions | None, overrides: Mapping[str, Any]) -> IngestOptions:
+    """``options`` (default: ``IngestOptions()``) with the settings named in ``overrides`` replaced.
+
+    Raises:
+        TypeError: an override names no ``IngestOptions`` field (the message names it).
+    """
+    unknown = sorted(set(overrides) - set(OPTION_NAMES))
+    if unknown:
+        raise TypeError(
+            f"ingest() got unexpected keyword argument(s) {', '.join(map(repr, unknown))}; "
+            f"its settings are {', '.join(OPTION_NAMES)} (or pass options=IngestOptions(...))"
+        )
+    return replace(options or IngestOptions(), **overrides)
+
+
+def access_labels(tenant: str | None, tags: Iterable[str]) -> dict[str, Any]:
+    """The access labels to store on chunks, checked: a tenant string, a list of tag strings."""
+    tags = [tags] if isinstance(tags, str) else list(tags)
+    if tenant is not None and (not isinstance(tenant, str) or not tenant):
+        raise ValueError(f"ingest: tenant={tenant!r}: expected a non-empty string")
+    if not all(isinstance(t, str) and t for t in tags):
+        raise ValueError(f"ingest: tags={tags!r}: expected non-empty strings")
+    labels: dict[str, Any] = {}
+    if tenant is not None:
+        labels[TENANT_FIELD] = tenant
+    if tags:
+        labels[TAGS_FIELD] = sorted(set(tags))
+    return labels

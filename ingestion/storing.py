@@ -1,0 +1,78 @@
+"""Storing a group of files' chunks: all of a file or none of it, and the error on the right file.
+
+Chunks are embedded and inserted a group of files at a time (one large
+embedding call pads far less than one per file). When the group's embedding
+or its insert fails, each file is stored on its own, so the error lands on
+the file that caused it and the others are still stored. Earlier versions of
+the stored files are removed afterwards, in one query for the group.
+"""
+
+from __future__ import annotations
+
+from langchain_core.documents import Document
+
+from ingestion.report import FileResult
+from ingestion.store import ChunkIndex
+
+Group = list[tuple[FileResult, list[Document]]]
+"""Files ready to store: each file's result (filled in here) and its complete list of chunks."""
+Vectors = dict[str, list[float]]
+
+
+def store_group(index: ChunkIndex, group: Group) -> None:
+    """Store the group's chunks, setting each result's ``added``, ``removed_stale`` or ``error``."""
+    vectors = embed_new(index, [c for _, chunks in group for c in chunks])
+    if vectors is None or not _store_together(index, group, vectors):
+        _store_each(index, group, vectors)
+    _remove_stale(index, [(r, c) for r, c in group if r.error is None and c])
+
+
+def embed_new(index: ChunkIndex, chunks: list[Document]) -> Vectors | None:
+    """Vectors of the chunks not stored yet, by chunk id, in one embedding call (None if it failed)."""
+    known = index.existing_ids([str(c.id) for c in chunks])
+    fresh = {str(c.id): c.page_content for c in chunks if str(c.id) not in known}
+    if not fresh:
+        return {}
+    try:
+        return dict(zip(fresh, index.embeddings.embed_documents(list(fresh.values())), strict=True))
+    except Exception:  # noqa: BLE001 - retried file by file, where the error gets a name
+        return None
+
+
+def _store_together(index: ChunkIndex, group: Group, vectors: Vectors) -> bool:
+    """The group's new chunks in one insert (all or none); False when it failed."""
+    try:
+        _add_embedded(index, [c for _, chunks in group for c in chunks], vectors)
+    except Exception:  # noqa: BLE001 - retried file by file, where the error gets a name
+        return False
+    for result, chunks in group:
+        result.added = sum(1 for c in chunks if c.id in vectors)
+    return True
+
+
+def _store_each(index: ChunkIndex, group: Group, vectors: Vectors | None) -> None:
+    """Each file's chunks in its own insert (embedded on its own when the group's embedding failed)."""
+    for result, chunks in group:
+        try:
+            result.added = index.add(chunks) if vectors is None else _add_embedded(index, chunks, vectors)
+        except Exception as exc:  # one bad file must not stop the batch
+            result.error = f"{result.path}: {exc}"
+
+
+def _add_embedded(index: ChunkIndex, chunks: list[Document], vectors: Vectors) -> int:
+    """Insert the chunks that have a vector in ``vectors`` (the new ones), with those vectors."""
+    fresh = [c for c in chunks if c.id in vectors]
+    return index.add(fresh, vectors=[vectors[str(c.id)] for c in fresh])
+
+
+def _remove_stale(index: ChunkIndex, stored: Group) -> None:
+    """Delete earlier versions of the stored files, in one query for the group."""
+    try:
+        removed = index.delete_stale_many(
+            {c[0].metadata["source"]: c[0].metadata["doc_hash"] for _, c in stored}
+        )
+        for result, chunks in stored:
+            result.removed_stale = removed[chunks[0].metadata["source"]]
+    except Exception as exc:  # noqa: BLE001 - the files are stored; their old versions stay
+        for result, _ in stored:
+            result.error = f"{result.path}: stored, but its earlier version could not be removed: {exc}"
