@@ -23,7 +23,6 @@ from __future__ import annotations
 import base64
 import logging
 import os
-import re
 import shutil
 import subprocess
 import tempfile
@@ -32,8 +31,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from io import BytesIO
 from typing import TYPE_CHECKING, Any, Literal, Protocol
-from urllib.parse import unquote, urlsplit, urlunsplit
+from urllib.parse import urlsplit, urlunsplit
 
+from ingestion.redaction import MASK as MASK  # re-exported: redaction used to live here
+from ingestion.redaction import SECRET_NAME as SECRET_NAME
+from ingestion.redaction import SecretScrubber, url_secrets
+from ingestion.redaction import redact_url as redact_url
 from prompts import load_prompt
 from prompts.fencing import fence
 
@@ -51,9 +54,6 @@ TEMPLATES: dict[str, str] = {
 }
 PROMPTS: tuple[str, ...] = tuple(TEMPLATES)
 FALLBACK = "fallback"
-MASK = "***"
-SECRET_NAME = re.compile(r"key|token|secret|pass|pwd|sig|auth|cred", re.IGNORECASE)
-"""URL query parameter names whose values are treated as secrets (``api_key``, ``key``, ``sig`` ...)."""
 
 
 @dataclass(frozen=True)
@@ -131,85 +131,7 @@ class TesseractCaptioner:
         return Caption(f"{prefix}Text in the picture: {read}", self.name)
 
 
-def redact_url(url: str) -> str:
-    """``url`` with its user info and secret-looking query values masked.
-
-    A URL becomes a captioner's name (stored with every picture chunk and
-    logged), a trace's store URI or a results file's field; a key in it
-    (``https://user:pw@host``, ``?api_key=``, ``?key=``) must not. Anything
-    that is not an absolute URL (a path, a model spec) is returned unchanged.
-    Lives here because ingestion cannot import ``rag_graphs``; ``rag_graphs.tracing``
-    reuses it.
-    """
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return url
-    if not parts.scheme or not parts.netloc:
-        return url
-    netloc = f"{MASK}@{parts.netloc.rpartition('@')[2]}" if "@" in parts.netloc else parts.netloc
-    query = "&".join(
-        f"{name}={MASK}" if sep and SECRET_NAME.search(unquote(name)) else f"{name}{sep}{value}"
-        for name, sep, value in (piece.partition("=") for piece in parts.query.split("&") if piece)
-    )
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
-
-
-def _url_secrets(url: str) -> set[str]:
-    """The secret parts of ``url`` as they appear in text: user info and secret query values."""
-    parts = urlsplit(url)
-    found = {parts.netloc.rpartition("@")[0]} if "@" in parts.netloc else set()
-    found |= {
-        unquote(p.split(":")[-1]) for p in found
-    }  # the password alone (requests sends it as Basic auth)
-    for piece in parts.query.split("&"):
-        name, sep, value = piece.partition("=")
-        if sep and SECRET_NAME.search(unquote(name)):
-            found |= {value, unquote(value)}
-    return {s for s in found if len(s) >= 4}
-
-
-class _Scrub(logging.Filter):
-    """Masks known secrets in log records, including third-party ones.
-
-    Docling's API client and urllib3 log the request URL (query string
-    included) when a call fails or is retried; a key in the URL would land
-    in the user's logs. Attached to those loggers (and this module's) by
-    ``ApiCaptioner``; it only rewrites records that contain a secret.
-    """
-
-    LOGGERS = (
-        "ingestion.captioning",
-        "docling.utils.api_image_request",
-        "urllib3.connectionpool",
-        "urllib3.util.retry",
-    )
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.secrets: frozenset[str] = frozenset()  # replaced, never mutated: other threads may be logging
-
-    def text(self, text: str) -> str:
-        for secret in sorted(self.secrets, key=len, reverse=True):
-            text = text.replace(secret, MASK)
-        return text
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        clean = self.text(message)
-        if clean != message:
-            record.msg, record.args = clean, None
-        return True
-
-    def watch(self, secrets: set[str]) -> None:
-        self.secrets = self.secrets | secrets
-        for name in self.LOGGERS:
-            logger = logging.getLogger(name)
-            if self not in logger.filters:
-                logger.addFilter(self)
-
-
-_SCRUB = _Scrub()
+_SCRUB = SecretScrubber()
 
 
 def _endpoint(url: str) -> str:
@@ -277,7 +199,7 @@ class ApiCaptioner:
         # The name is stored with every chunk and logged: the URL without its keys.
         self.name = f"api:{redact_url(url)}" + (f"#{model}" if model else "")
         header_secrets = {v.split(" ")[-1] for v in self.headers.values()} | set(self.headers.values())
-        _SCRUB.watch(_url_secrets(url) | {s for s in header_secrets if len(s) >= 4})
+        _SCRUB.watch(url_secrets(url) | {s for s in header_secrets if len(s) >= 4})
 
     def describe(self, picture: PictureInput) -> Caption:
         if picture.image is None:
