@@ -9,22 +9,37 @@ object is created, never cached globally), so a notebook, the CLI and
 ``langgraph dev`` can all be pointed at other models or stores without code.
 Model and embedding fields also accept ready objects, which is how tests pass
 scripted fake models.
+
+The field types are the validation: it is a pydantic dataclass, so a value is
+checked (and an environment string converted) against its annotation when the
+object is created and when a field is assigned. A new setting is one annotated
+field, e.g. ``knob: Fraction = _env("RAG_GRAPHS_KNOB", 0.5)``; an error names the
+field, and the environment variable when the value came from one.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, fields
-from typing import Any, Literal
+from collections.abc import Callable
+from dataclasses import field, fields
+from typing import Annotated, Any, Literal
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
-from pydantic import InstanceOf
+from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, InstanceOf, model_validator
+from pydantic.dataclasses import dataclass
 from pydantic.json_schema import SkipJsonSchema
+from pydantic_core import ArgsKwargs, ErrorDetails, InitErrorDetails, PydanticCustomError, ValidationError
 
 DEFAULT_STORE_URI = ".rag-graphs/milvus.db"
 DEFAULT_COLLECTION = "rag_graphs"
+ROUTED_KINDS = ("single_hop", "multi_hop", "global_summary")
+"""Question kinds ``routes`` maps to methods (``no_retrieval`` is answered directly)."""
+
+Positive = Annotated[int, Field(ge=1)]
+NonNegative = Annotated[int, Field(ge=0)]
+Fraction = Annotated[float, Field(ge=0, le=1)]
 
 
 def _names(raw: str) -> tuple[str, ...]:
@@ -32,20 +47,108 @@ def _names(raw: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in raw.split(",") if part.strip())
 
 
-def _env(name: str, default: Any, cast: Any = str) -> Any:
+def _one_or_many(value: Any) -> Any:
+    """A bare string is one value, not a sequence of letters; None is none."""
+    return (value,) if isinstance(value, str) else (() if value is None else value)
+
+
+Labels = Annotated[tuple[Annotated[str, Field(min_length=1)], ...], BeforeValidator(_one_or_many)]
+
+
+def _parse_routes(value: Any) -> Any:
+    """``"single_hop=naive,multi_hop=ircot"`` (the environment's and the CLI's form) -> a dict."""
+    if isinstance(value, dict) and not all(isinstance(x, str) for x in (*value, *value.values())):
+        raise ValueError(f"RagContext.routes={value!r}: expected question kind -> method name strings")
+    if not isinstance(value, str):
+        return value
+    table = {}
+    for part in filter(None, (p.strip() for p in value.split(","))):
+        kind, sep, method = part.partition("=")
+        if not sep or not method.strip():
+            raise ValueError(f"RagContext.routes: {part!r} is not 'kind=method'")
+        table[kind.strip()] = method.strip()
+    return table
+
+
+def check_route(kind: str, method: str) -> str:
+    """``method`` when it is a method ``routes`` may send questions of ``kind`` to, else ValueError."""
+    from rag_graphs.methods import METHODS  # the registry sits above this module: read it lazily
+
+    if kind not in ROUTED_KINDS:
+        raise ValueError(f"RagContext.routes: unknown question kind {kind!r}; use {', '.join(ROUTED_KINDS)}")
+    if method not in METHODS or method == "auto":
+        available = ", ".join(m for m in METHODS if m != "auto")
+        raise ValueError(f"RagContext.routes: {kind}={method!r} is not a method; available: {available}")
+    return method
+
+
+def _check_routes(table: dict[str, str]) -> dict[str, str]:
+    unknown = sorted(set(table) - set(ROUTED_KINDS))
+    if unknown:
+        raise ValueError(
+            f"RagContext.routes: unknown question kind(s) {unknown}; use {', '.join(ROUTED_KINDS)}"
+        )
+    for kind, method in table.items():
+        check_route(kind, method)
+    return table
+
+
+Routes = Annotated[
+    dict[str, str],
+    BeforeValidator(_parse_routes, json_schema_input_type=dict[str, str] | str),
+    AfterValidator(_check_routes),
+]
+
+
+def _env(name: str, default: Any, cast: Callable[[str], Any] | None = None) -> Any:
+    """A field whose default is environment variable ``name`` (converted by the field's type)."""
+
     def factory() -> Any:
         raw = os.environ.get(name)
         if raw is None or raw == "":
             return default
-        try:
-            return cast(raw)
-        except ValueError as exc:
-            raise ValueError(f"environment variable {name}={raw!r}: expected {cast.__name__}") from exc
+        return cast(raw) if cast else raw
 
     return field(default_factory=factory, metadata={"env": name})
 
 
-@dataclass(kw_only=True)
+def _named(exc: ValidationError, data: Any) -> ValidationError:
+    """``exc`` with one message per wrong value, naming ``RagContext.<field>=<value>``, and the
+    environment variable when the value came from one (the field was not passed)."""
+    passed = (data.kwargs or {}) if isinstance(data, ArgsKwargs) else None
+    env = RagContext.env_vars()
+    groups: dict[tuple[str | int, ...], list[ErrorDetails]] = {}
+    for error in exc.errors():
+        name, *rest = error["loc"] or ("",)
+        # ints index a tuple; a str is the member of a union pydantic tried: one message per value
+        groups.setdefault((name, *(p for p in rest if isinstance(p, int))), []).append(error)
+    errors: list[InitErrorDetails] = []
+    for loc, group in groups.items():
+        first, name = group[0], str(loc[0])
+        if first["type"] == "value_error":  # our validators' messages name the field themselves
+            text = str(first["ctx"]["error"])
+        elif first["type"] == "unexpected_positional_argument":
+            text = f"RagContext takes keyword arguments only, got {first['input']!r}"
+        else:
+            where = name + "".join(f"[{p}]" for p in loc[1:])
+            text = f"RagContext.{where}={first['input']!r}: " + "; or ".join(e["msg"] for e in group)
+        variable = env.get(name)
+        if passed is not None and variable and name not in passed and os.environ.get(variable):
+            text += f" (from environment variable {variable}={os.environ[variable]!r})"
+        errors.append({"type": PydanticCustomError(first["type"], text), "loc": loc, "input": None})
+    return ValidationError.from_exception_data("RagContext", errors)
+
+
+@dataclass(
+    kw_only=True,
+    config=ConfigDict(
+        validate_default=True,  # environment strings are converted and checked like passed values
+        validate_assignment=True,
+        extra="forbid",  # a misspelt setting is an error, not silently ignored
+        hide_input_in_errors=True,  # messages quote the value themselves
+        use_attribute_docstrings=True,  # field docs become descriptions in LangGraph Studio
+    ),
+)
 class RagContext:
     """Run-time settings shared by all methods.
 
@@ -68,7 +171,7 @@ class RagContext:
     collection: str = _env("RAG_GRAPHS_COLLECTION", DEFAULT_COLLECTION)
     """Milvus collection name."""
 
-    k: int = _env("RAG_GRAPHS_K", 4, int)
+    k: Positive = _env("RAG_GRAPHS_K", 4)
     """Chunks returned per retrieval."""
 
     search_mode: Literal["dense", "hybrid", "graph"] = _env("RAG_GRAPHS_SEARCH_MODE", "hybrid")
@@ -76,21 +179,21 @@ class RagContext:
     hybrid hits re-ranked by Personalized PageRank over the entities chunks share (HippoRAG;
     needs the collection's entity graph: ``rag-graphs graph build``)."""
 
-    graph_damping: float = _env("RAG_GRAPHS_GRAPH_DAMPING", 0.5, float)
+    graph_damping: Fraction = _env("RAG_GRAPHS_GRAPH_DAMPING", 0.5)
     """Graph search: probability of following an edge at each PageRank step (HippoRAG: 0.5);
     the rest restarts at the question's entities."""
 
-    graph_blend: float = _env("RAG_GRAPHS_GRAPH_BLEND", 0.5, float)
+    graph_blend: Fraction = _env("RAG_GRAPHS_GRAPH_BLEND", 0.5)
     """Graph search: weight of the PageRank score against the dense/hybrid score (1 = graph only)."""
 
-    graph_neighbourhood: int = _env("RAG_GRAPHS_GRAPH_NEIGHBOURHOOD", 1000, int)
+    graph_neighbourhood: Positive = _env("RAG_GRAPHS_GRAPH_NEIGHBOURHOOD", 1000)
     """Graph search: most chunks fetched from the store around the question's entities and
     first hits (the walk never loads the whole store)."""
 
-    graph_seeds: int = _env("RAG_GRAPHS_GRAPH_SEEDS", 20, int)
+    graph_seeds: Positive = _env("RAG_GRAPHS_GRAPH_SEEDS", 20)
     """Graph search: most entities the walk restarts at (the best-matching question entities)."""
 
-    graph_link_threshold: float = _env("RAG_GRAPHS_GRAPH_LINK_THRESHOLD", 0.75, float)
+    graph_link_threshold: Fraction = _env("RAG_GRAPHS_GRAPH_LINK_THRESHOLD", 0.75)
     """Graph search: cosine similarity a stored entity name needs to a question mention
     (or the question) to seed the walk. A MiniLM number: retune it for another embedding model."""
 
@@ -104,19 +207,19 @@ class RagContext:
     """Access control: search only chunks ingested with this tenant (``ingest(tenant=...)``);
     chunks without one are then out of reach. None: no tenant restriction."""
 
-    tags: tuple[str, ...] = _env("RAG_GRAPHS_TAGS", (), _names)
+    tags: Labels = _env("RAG_GRAPHS_TAGS", (), _names)
     """Access control: search only chunks carrying at least one of these tags
     (``ingest(tags=...)``; env: comma-separated). Empty: no tag restriction."""
 
-    sources: tuple[str, ...] = _env("RAG_GRAPHS_SOURCES", (), _names)
+    sources: Labels = _env("RAG_GRAPHS_SOURCES", (), _names)
     """Access control: search only chunks of these sources (the stored ``source``: a resolved
     file path or a URL; see ``rag-graphs sources``). Empty: every source."""
 
-    num_queries: int = _env("RAG_GRAPHS_NUM_QUERIES", 3, int)
+    num_queries: Positive = _env("RAG_GRAPHS_NUM_QUERIES", 3)
     """Queries the model writes for multi-query and RAG-Fusion (the question is searched too),
     and the most sub-questions decomposition keeps."""
 
-    rrf_k: int = _env("RAG_GRAPHS_RRF_K", 60, int)
+    rrf_k: Positive = _env("RAG_GRAPHS_RRF_K", 60)
     """Reciprocal rank fusion constant: score = sum of 1 / (rrf_k + rank)."""
 
     decomposition_mode: Literal["parallel", "recursive"] = _env("RAG_GRAPHS_DECOMPOSITION_MODE", "parallel")
@@ -127,18 +230,20 @@ class RagContext:
     """JSONL of solved examples (question, answer, documents) for DRAG and IterDRAG;
     ``rag-graphs eval mine-demos`` writes one. None: no demonstrations."""
 
-    num_demos: int = _env("RAG_GRAPHS_NUM_DEMOS", 2, int)
+    num_demos: NonNegative = _env("RAG_GRAPHS_NUM_DEMOS", 2)
     """In-context demonstrations (m) DRAG and IterDRAG show, from ``demonstrations``."""
 
-    iterdrag_iterations: int = _env("RAG_GRAPHS_ITERDRAG_ITERATIONS", 5, int)
+    iterdrag_iterations: Positive = _env("RAG_GRAPHS_ITERDRAG_ITERATIONS", 5)
     """Most follow-up sub-queries IterDRAG may ask (the paper's n)."""
 
     raptor_mode: Literal["collapsed", "traversal"] = _env("RAG_GRAPHS_RAPTOR_MODE", "collapsed")
     """RAPTOR query: ``collapsed`` searches every tree level at once; ``traversal`` descends from
     the top level, keeping the ``k`` best children at each level."""
 
-    routes: str = _env("RAG_GRAPHS_ROUTES", "single_hop=naive,multi_hop=ircot,global_summary=rag_fusion")
-    """The ``auto`` router's method per question kind (``no_retrieval`` answers directly)."""
+    routes: Routes = _env("RAG_GRAPHS_ROUTES", "single_hop=naive,multi_hop=ircot,global_summary=rag_fusion")
+    """The ``auto`` router's method per question kind (``single_hop``, ``multi_hop``,
+    ``global_summary``; ``no_retrieval`` answers directly; a kind left out goes to ``naive``).
+    Also accepts the environment's string form ``"single_hop=naive,multi_hop=ircot"``."""
 
     router: Literal["examples", "llm"] = _env("RAG_GRAPHS_ROUTER", "examples")
     """How ``auto`` classifies a question: ``examples`` (nearest labelled example questions under
@@ -149,13 +254,13 @@ class RagContext:
     """JSON file of labelled example questions per kind for ``router="examples"``; None: the
     shipped ``prompts/question_kinds.json``."""
 
-    max_hops: int = _env("RAG_GRAPHS_MAX_HOPS", 3, int)
+    max_hops: Positive = _env("RAG_GRAPHS_MAX_HOPS", 3)
     """Budget of retrieval hops for multi-hop methods."""
 
-    fixed_hops: int = _env("RAG_GRAPHS_FIXED_HOPS", 2, int)
+    fixed_hops: Positive = _env("RAG_GRAPHS_FIXED_HOPS", 2)
     """Number of hops of the fixed-step method."""
 
-    max_steps: int = _env("RAG_GRAPHS_MAX_STEPS", 8, int)
+    max_steps: Positive = _env("RAG_GRAPHS_MAX_STEPS", 8)
     """Budget of loop iterations (agent steps, rewrites) for looping methods."""
 
     web_search: SkipJsonSchema[InstanceOf[BaseTool]] | None = None
@@ -166,60 +271,19 @@ class RagContext:
     ``text`` (Thought/Action lines, for any model) or ``auto`` (native when the
     model can choose among tools itself, else text)."""
 
-    max_answer_tokens: int = _env("RAG_GRAPHS_MAX_ANSWER_TOKENS", 256, int)
+    max_answer_tokens: Positive = _env("RAG_GRAPHS_MAX_ANSWER_TOKENS", 256)
     """Upper bound on tokens the chat model may generate per call."""
 
-    max_concurrency: int = _env("RAG_GRAPHS_MAX_CONCURRENCY", 4, int)
+    max_concurrency: Positive = _env("RAG_GRAPHS_MAX_CONCURRENCY", 4)
     """Most model calls one node runs at once when it fans out (grading each passage, ...)."""
 
-    def __post_init__(self) -> None:
-        for name in ("tags", "sources"):  # a bare string is one value, not a sequence of letters
-            value = getattr(self, name)
-            setattr(self, name, (value,) if isinstance(value, str) else tuple(value or ()))
-            if not all(isinstance(v, str) and v for v in getattr(self, name)):
-                raise ValueError(f"RagContext.{name}={value!r}: expected non-empty strings")
-        if self.tenant is not None and not isinstance(self.tenant, str):
-            raise ValueError(f"RagContext.tenant={self.tenant!r}: expected a string")
-        if self.search_mode not in ("dense", "hybrid", "graph"):
-            raise ValueError(
-                f"RagContext.search_mode={self.search_mode!r}: use 'dense', 'hybrid' or 'graph'"
-            )
-        for name in ("graph_damping", "graph_blend", "graph_link_threshold"):
-            if not 0 <= getattr(self, name) <= 1:
-                raise ValueError(f"RagContext.{name}={getattr(self, name)!r}: must be between 0 and 1")
-        if self.tool_calling not in ("auto", "native", "text"):
-            raise ValueError(f"RagContext.tool_calling={self.tool_calling!r}: use 'auto', 'native' or 'text'")
-        if self.raptor_mode not in ("collapsed", "traversal"):
-            raise ValueError(f"RagContext.raptor_mode={self.raptor_mode!r}: use 'collapsed' or 'traversal'")
-        if self.router not in ("examples", "llm"):
-            raise ValueError(f"RagContext.router={self.router!r}: use 'examples' or 'llm'")
-        if self.decomposition_mode not in ("parallel", "recursive"):
-            raise ValueError(
-                f"RagContext.decomposition_mode={self.decomposition_mode!r}: use 'parallel' or 'recursive'"
-            )
-        for name in (
-            "k",
-            "num_queries",
-            "rrf_k",
-            "iterdrag_iterations",
-            "max_hops",
-            "fixed_hops",
-            "max_steps",
-            "max_answer_tokens",
-            "max_concurrency",
-            "graph_neighbourhood",
-            "graph_seeds",
-        ):
-            if getattr(self, name) < 1:
-                raise ValueError(f"RagContext.{name}={getattr(self, name)!r}: must be >= 1")
-        if self.num_demos < 0:
-            raise ValueError(f"RagContext.num_demos={self.num_demos!r}: must be >= 0")
-        unknown = set(self.route_table()) - {"single_hop", "multi_hop", "global_summary"}
-        if unknown:
-            raise ValueError(
-                f"RagContext.routes: unknown question kind(s) {sorted(unknown)}; "
-                "use single_hop, multi_hop, global_summary"
-            )
+    @model_validator(mode="wrap")
+    @classmethod
+    def _name_the_field(cls, data: Any, handler: Callable[[Any], Any]) -> Any:
+        try:
+            return handler(data)
+        except ValidationError as exc:
+            raise _named(exc, data) from None
 
     def search_expr(self) -> str | None:
         """The Milvus expression every search of this run applies: ``search_filter`` and the
@@ -229,16 +293,6 @@ class RagContext:
 
         access = access_filter(tenant=self.tenant, tags=self.tags, sources=self.sources)
         return all_of(self.search_filter, access)
-
-    def route_table(self) -> dict[str, str]:
-        """``routes`` parsed: question kind -> method name."""
-        table = {}
-        for part in filter(None, (p.strip() for p in self.routes.split(","))):
-            kind, sep, method = part.partition("=")
-            if not sep or not method.strip():
-                raise ValueError(f"RagContext.routes: {part!r} is not 'kind=method'")
-            table[kind.strip()] = method.strip()
-        return table
 
     @classmethod
     def env_vars(cls) -> dict[str, str]:

@@ -23,8 +23,8 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel
 
 from prompts import load_prompt
-from rag_graphs.context import RagContext, get_context
-from rag_graphs.methods import METHODS, compile_method, get_graph, new_builder
+from rag_graphs.context import RagContext, check_route, get_context
+from rag_graphs.methods import compile_method, get_graph, new_builder
 from rag_graphs.nodes import make_generate
 from rag_graphs.nodes.common import calls_usage, chat_model, emit, step
 from rag_graphs.question_kinds import Kind, classify_by_examples, examples_file
@@ -47,13 +47,10 @@ class QuestionKind(BaseModel):
 
 
 def chosen_method(kind: str, ctx: RagContext) -> str:
-    """The method for ``kind`` under ``RagContext.routes`` (naive when the kind has no route)."""
-    method = ctx.route_table().get(kind, FALLBACK_METHOD)
-    if method not in METHODS or method == "auto":
-        raise ValueError(
-            f"RagContext.routes: {kind}={method!r} is not a method; available: {', '.join(METHODS)}"
-        )
-    return method
+    """The method for ``kind`` under ``RagContext.routes`` (naive when the kind has no route).
+
+    ``routes`` is checked when set; checked again here, as the dict can be changed in place."""
+    return check_route(kind, ctx.routes.get(kind, FALLBACK_METHOD))
 
 
 def classify(state: AutoState, runtime: Runtime[RagContext]) -> dict:
