@@ -38,6 +38,8 @@ _SPARSE_INDEX = {"index_type": "SPARSE_INVERTED_INDEX", "metric_type": "BM25"}
 _DENSE_SEARCH = {"metric_type": "COSINE", "params": {}}
 _SPARSE_SEARCH = {"metric_type": "BM25", "params": {}}
 _BATCH = 256
+RRF_K = 60
+"""Hybrid search's default reciprocal rank fusion constant (``RagContext.rrf_k`` passes its own)."""
 
 
 class StoreLockedError(RuntimeError):
@@ -299,18 +301,29 @@ class ChunkIndex:
 
     # -- reading -----------------------------------------------------------------
     def search(
-        self, query: str, k: int = 4, mode: SearchMode = "hybrid", expr: str | None = None
+        self,
+        query: str,
+        k: int = 4,
+        mode: SearchMode = "hybrid",
+        expr: str | None = None,
+        rrf_k: int = RRF_K,
     ) -> list[tuple[Document, float]]:
         """Top-``k`` chunks for ``query`` with scores (higher is better).
 
-        ``hybrid`` fuses BM25 and dense results by RRF (k=60) inside Milvus; on a
-        dense-only collection it falls back to ``dense``. One query and a batch
-        take the same path, so they rank alike.
+        ``hybrid`` fuses BM25 and dense results inside Milvus by reciprocal rank
+        fusion, each chunk scoring the sum of ``1 / (rrf_k + rank)`` over the two
+        rankings; on a dense-only collection it falls back to ``dense`` (cosine
+        scores; ``rrf_k`` unused). One query and a batch take the same path, so they rank alike.
         """
-        return self.search_many([query], k=k, mode=mode, expr=expr)[0]
+        return self.search_many([query], k=k, mode=mode, expr=expr, rrf_k=rrf_k)[0]
 
     def search_many(
-        self, queries: list[str], k: int = 4, mode: SearchMode = "hybrid", expr: str | None = None
+        self,
+        queries: list[str],
+        k: int = 4,
+        mode: SearchMode = "hybrid",
+        expr: str | None = None,
+        rrf_k: int = RRF_K,
     ) -> list[list[tuple[Document, float]]]:
         """``search`` for several queries in one batch: one embedding call, one Milvus request.
 
@@ -332,7 +345,7 @@ class ChunkIndex:
                 ),
             ]
             results = self.client.hybrid_search(
-                self.collection, requests, RRFRanker(60), limit=k, output_fields=self._result_fields()
+                self.collection, requests, RRFRanker(rrf_k), limit=k, output_fields=self._result_fields()
             )
         else:
             results = self.client.search(

@@ -17,7 +17,8 @@ from langchain_core.runnables import Runnable, RunnableLambda
 from pydantic import ConfigDict, Field
 
 from ingestion import ChunkIndex, load_embeddings, open_index
-from ingestion.captioning import redact_url
+from ingestion.redaction import redact_url
+from ingestion.store import RRF_K
 from rag_graphs.context import RagContext
 
 
@@ -46,13 +47,14 @@ class ChunkRetriever(BaseRetriever):
     k: int = 4
     mode: Literal["dense", "hybrid", "graph"] = "hybrid"
     expr: str | None = None
+    rrf_k: int = RRF_K  # hybrid search's reciprocal rank fusion constant (RagContext.rrf_k)
     graph: dict[str, Any] = Field(default_factory=dict)  # graph_search knobs (damping, blend, ...)
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun
     ) -> list[Document]:
         if self.mode != "graph":
-            hits = self.index.search(query, k=self.k, mode=self.mode, expr=self.expr)
+            hits = self.index.search(query, k=self.k, mode=self.mode, expr=self.expr, rrf_k=self.rrf_k)
             return [_scored(doc, score) for doc, score in hits]
         from ingestion.ppr import graph_search
 
@@ -80,6 +82,7 @@ def retriever_for(ctx: RagContext, *, k: int | None = None) -> ChunkRetriever:
         k=k or ctx.k,
         mode=ctx.search_mode,
         expr=ctx.search_expr(),
+        rrf_k=ctx.rrf_k,
         graph=graph_options(ctx) if ctx.search_mode == "graph" else {},
         tags=["rag-graphs"],
         metadata=_where(ctx),
@@ -103,7 +106,9 @@ def searcher_for(ctx: RagContext, *, k: int | None = None) -> Runnable[list[str]
         return retriever_for(ctx, k=k).map().with_config(run_name="search_many", tags=[SEARCH_TAG])
 
     def run(batch: list[str]) -> list[list[Document]]:
-        hits = index_for(ctx).search_many(batch, k=k or ctx.k, mode=ctx.search_mode, expr=ctx.search_expr())
+        hits = index_for(ctx).search_many(
+            batch, k=k or ctx.k, mode=ctx.search_mode, expr=ctx.search_expr(), rrf_k=ctx.rrf_k
+        )
         return [[_scored(doc, score) for doc, score in ranking] for ranking in hits]
 
     return RunnableLambda(run, name="search_many").with_config(tags=[SEARCH_TAG], metadata=_where(ctx))
