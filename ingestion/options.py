@@ -16,6 +16,7 @@ from typing import Any
 
 from ingestion.captioning import Captioner, CaptionPrompt
 from ingestion.converter import TIMEOUT_SECONDS, ConvertOptions
+from ingestion.entities import Extractor
 from ingestion.guards import MAX_FILE_BYTES
 from ingestion.store import TAGS_FIELD, TENANT_FIELD
 
@@ -40,6 +41,11 @@ class IngestOptions:
             see only their tenant's chunks.
         tags: access labels stored on every chunk (``RagContext(tags=...)`` admits a chunk
             carrying any of them). Re-ingesting with other labels replaces the file's chunks.
+        entities: who finds each chunk's entities for graph search (``search_mode="graph"``,
+            the ``hipporag`` method): ``spacy`` (offline NER), ``spacy:<pipeline>``, or a callable
+            ``texts -> mentions per text`` (e.g. ``load_extractor("llm", chat_model=m)``).
+            None: none, unless the collection already has a graph, which then stays current
+            with ``spacy``.
 
     ``include``, ``exclude`` and ``tags`` accept any iterable of strings (or one string)
     and are kept as tuples.
@@ -58,6 +64,7 @@ class IngestOptions:
     timeout: float | None = TIMEOUT_SECONDS
     tenant: str | None = None
     tags: Sequence[str] = ()
+    entities: str | Extractor | None = None
 
     def __post_init__(self) -> None:
         for name in ("include", "exclude", "tags"):

@@ -25,6 +25,8 @@ from ingestion.chunking import chunk_document
 from ingestion.convert import convert
 from ingestion.discover import discover
 from ingestion.embeddings import EMBEDDED, chunk_tokenizer, load_embeddings
+from ingestion.entities import Extractor, load_extractor
+from ingestion.graph import has_graph
 from ingestion.options import IngestOptions, access_labels, options_with
 from ingestion.report import FileResult, IngestReport
 from ingestion.store import ChunkIndex, open_index
@@ -69,7 +71,7 @@ def ingest(
             (``IngestOptions``; its defaults when not given).
         **settings: any ``IngestOptions`` field by name (``include``, ``exclude``,
             ``captioner``, ``caption_prompt``, ``allow_fetch``, ``max_file_bytes``,
-            ``docling_serve``, ``timeout``, ``tenant``, ``tags``), replacing that
+            ``docling_serve``, ``timeout``, ``tenant``, ``tags``, ``entities``), replacing that
             field of ``options``.
 
     Raises:
@@ -83,17 +85,19 @@ def ingest(
     options = options_with(options, settings)
     uri, collection, embeddings, model = _store_settings(uri, collection, embeddings, context)
     files = list(discover(paths, options.exclude, options.include))
+    chosen = load_extractor(options.entities) if options.entities is not None else None  # bad spec: now
     if index is None:
         if not uri or not collection:
             raise ValueError("ingest needs uri and collection (or context=RagContext(...))")
         index = open_index(uri, collection, model or load_embeddings(embeddings), hybrid=hybrid)
+    extractor = chosen or _graph_extractor(index)
     prepare = _preparer(options, embeddings)
     # One thread converts locally (Docling's converter is used by one thread at a time), several
     # when a Docling Serve instance does the work.
     workers = 4 if options.docling_serve else 1
     report = IngestReport()
     with tqdm(total=len(files), desc="ingest", unit="file", disable=not progress) as bar:
-        for result in _ingest_files(index, files, prepare, workers):
+        for result in _ingest_files(index, files, prepare, workers, extractor):
             report.files.append(result)
             bar.update(1)
             if on_file:
@@ -136,8 +140,17 @@ def _preparer(options: IngestOptions, embeddings: str) -> Callable[[Path], list[
     return prepare
 
 
+def _graph_extractor(index: ChunkIndex) -> Extractor | None:
+    """spaCy when the collection already has an entity graph (so it stays current), else none."""
+    return load_extractor("spacy") if index.count() and has_graph(index) else None
+
+
 def _ingest_files(
-    index: ChunkIndex, files: list[Path], prepare: Callable[[Path], list[Document]], workers: int
+    index: ChunkIndex,
+    files: list[Path],
+    prepare: Callable[[Path], list[Document]],
+    workers: int,
+    extractor: Extractor | None = None,
 ) -> Iterator[FileResult]:
     """Each file's result, once it is stored or has failed.
 
@@ -155,9 +168,9 @@ def _ingest_files(
             continue
         group.append((result, chunks))
         if sum(len(c) for _, c in group) >= EMBED_GROUP:
-            yield from _stored(index, group)
+            yield from _stored(index, group, extractor)
             group = []
-    yield from _stored(index, group)
+    yield from _stored(index, group, extractor)
 
 
 def _prepared(path: Path, prepared: Future[list[Document]]) -> tuple[FileResult, list[Document]]:
@@ -174,10 +187,10 @@ def _prepared(path: Path, prepared: Future[list[Document]]) -> tuple[FileResult,
     return result, chunks
 
 
-def _stored(index: ChunkIndex, group: Group) -> list[FileResult]:
+def _stored(index: ChunkIndex, group: Group, extractor: Extractor | None) -> list[FileResult]:
     """Store the group (see ``ingestion.storing``) and return its files' results."""
     if group:
-        store_group(index, group)
+        store_group(index, group, extractor)
     return [result for result, _ in group]
 
 

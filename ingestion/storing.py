@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from langchain_core.documents import Document
 
+from ingestion.entities import ENTITIES_FIELD, Extractor, annotate
+from ingestion.graph import add_entities
 from ingestion.report import FileResult
 from ingestion.store import ChunkIndex
 
@@ -19,12 +21,28 @@ Group = list[tuple[FileResult, list[Document]]]
 Vectors = dict[str, list[float]]
 
 
-def store_group(index: ChunkIndex, group: Group) -> None:
-    """Store the group's chunks, setting each result's ``added``, ``removed_stale`` or ``error``."""
+def store_group(index: ChunkIndex, group: Group, extractor: Extractor | None = None) -> None:
+    """Store the group's chunks, setting each result's ``added``, ``removed_stale`` or ``error``.
+
+    With an entity ``extractor`` (a graph-enabled collection), the new chunks get
+    their entities first (stored on the chunk rows) and the stored ones are
+    recorded in the entity collection, so graph search sees them at once.
+    """
+    names = _annotate_new(index, group, extractor) if extractor else None
     vectors = embed_new(index, [c for _, chunks in group for c in chunks])
     if vectors is None or not _store_together(index, group, vectors):
         _store_each(index, group, vectors)
+    if names is not None:
+        stored = [c for r, chunks in group if r.error is None for c in chunks if ENTITIES_FIELD in c.metadata]
+        add_entities(index, stored, names)
     _remove_stale(index, [(r, c) for r, c in group if r.error is None and c])
+
+
+def _annotate_new(index: ChunkIndex, group: Group, extractor: Extractor) -> dict[str, str]:
+    """Entities for the group's chunks not stored yet (stored ones have theirs); a surface form per key."""
+    chunks = [c for _, chunks in group for c in chunks]
+    known = index.existing_ids([str(c.id) for c in chunks])
+    return annotate([c for c in chunks if str(c.id) not in known], extractor)
 
 
 def embed_new(index: ChunkIndex, chunks: list[Document]) -> Vectors | None:

@@ -92,6 +92,13 @@ def ingest(
     ] = None,
     tenant: TenantOpt = None,
     tag: TagOpt = None,
+    entities: Annotated[
+        str | None,
+        typer.Option(
+            help="find each chunk's entities for graph search (-m hipporag, --search-mode graph): "
+            "spacy (offline NER) or spacy:<pipeline>; a collection with a graph keeps it current anyway"
+        ),
+    ] = None,
 ) -> None:
     """Convert files with Docling, chunk, embed and store them in Milvus.
 
@@ -137,8 +144,9 @@ def ingest(
             timeout=timeout or None,
             tenant=tenant,
             tags=tag or (),
+            entities=entities,
         )
-    except (FileNotFoundError, StoreLockedError, ValueError, RuntimeError) as exc:
+    except (FileNotFoundError, StoreLockedError, ValueError, ImportError, RuntimeError) as exc:
         _fail(str(exc))
     console.print(report.summary())
     if report.failed and not report.ok:
