@@ -54,6 +54,7 @@ SKIPPED_LABELS = frozenset({"CARDINAL", "ORDINAL", "QUANTITY", "PERCENT", "MONEY
 EXTRACTOR_CHOICES = ("spacy", "spacy:<installed spaCy pipeline>", "llm", "a callable")
 MAX_KEY_CHARS = 200
 
+_QUALIFIER = re.compile(r"\s*\([^()]*\)\s*$")
 _LEADING_ARTICLE = re.compile(r"^(the|a|an)\s+")
 _NON_WORD = re.compile(r"[^0-9a-z]+")
 
@@ -97,7 +98,9 @@ def load_spacy(model: str = SPACY_MODEL, *, noun_chunks: bool = False):
     except ImportError as exc:
         raise _missing_spacy("the 'spacy' package") from exc
     optional = {"tok2vec", "tagger", "parser", "attribute_ruler", "lemmatizer", "senter"}
-    exclude = sorted(optional - ({"tok2vec", "tagger", "attribute_ruler", "parser"} if noun_chunks else set()))
+    exclude = sorted(
+        optional - ({"tok2vec", "tagger", "attribute_ruler", "parser"} if noun_chunks else set())
+    )
     candidates = [model] + ([_SPACY_FALLBACK] if model == SPACY_MODEL else [])
     for name in candidates:
         try:
@@ -263,7 +266,13 @@ def title_mentions(chunk: Document) -> list[str]:
     headings = chunk.metadata.get("headings") or []
     found = [title] if isinstance(title, str) else []
     found += [h for h in headings if isinstance(h, str)]
-    return [t for t in found if t.strip()]
+    out = []
+    for text in found:
+        out.append(text)
+        base = _QUALIFIER.sub("", text)  # "Henry King (director)" is also "Henry King"
+        if base != text:
+            out.append(base)
+    return [t for t in out if t.strip()]
 
 
 def extract(
@@ -284,13 +293,14 @@ def extract(
     for i, mentions in enumerate(found):
         extra = list(titles[i]) if titles is not None else []
         keys: dict[str, None] = {}
-        for mention in [*extra, *(mentions or [])]:
-            if not isinstance(mention, str):
+        for found_mention in [*extra, *(mentions or [])]:
+            if not isinstance(found_mention, str):
                 continue
-            key = normalize(mention)
-            if key:
-                keys.setdefault(key)
-                names.setdefault(key, " ".join(mention.split())[:MAX_KEY_CHARS])
+            for mention in found_mention.splitlines():  # NER spans can run across a title line
+                key = normalize(mention)
+                if key:
+                    keys.setdefault(key)
+                    names.setdefault(key, " ".join(mention.split())[:MAX_KEY_CHARS])
         keys_per_text.append(list(keys))
     return keys_per_text, names
 
