@@ -14,7 +14,16 @@ NOTEBOOKS = sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("*.i
 SHOWS = {
     "01_quickstart.ipynb": ["file(s) ingested, 0 failed", "explicit="],
     "02_ingestion.ipynb": ["3 file(s) ingested, 1 failed", "broken.pdf", "| Petrel", "image/png"],
-    "03_iterative_and_agentic.ipynb": ["== fixed_step", "== iterative", "== react", "== ircot", "== auto"],
+    "03_iterative_and_agentic.ipynb": [
+        "== fixed_step",
+        "== iterative",
+        "== react",
+        "== ircot",
+        "== auto",
+        "== hipporag",
+        "graph seeds:",
+        "ircot + graph search:",
+    ],
     "04_self_reflective.ipynb": ["== self_rag", "== crag"],
     "05_query_transformation.ipynb": [
         "== hyde",
