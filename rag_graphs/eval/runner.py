@@ -306,6 +306,12 @@ def evaluate(
         from rag_graphs.retrieval import index_for
 
         build_tree(index_for(ctx), chat_model(ctx), progress=progress)
+    if "hipporag" in methods or ctx.search_mode == "graph":  # graph search needs the entity graph
+        from ingestion.entities import load_extractor
+        from ingestion.graph import build_graph
+        from rag_graphs.retrieval import index_for
+
+        build_graph(index_for(ctx), load_extractor("spacy"), progress=progress)  # resumes; no-op when built
     contexts = {e.id: _question_context(ctx, e, setting) for e in examples}  # fails before any run
     warm_up(ctx, methods)
     done = {(r["method"], r["id"]) for r in read_rows(run_dir)}
