@@ -23,6 +23,7 @@ The steps (HippoRAG, Gutiérrez et al. 2024, adapted to a graph kept in Milvus):
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Literal
@@ -116,6 +117,57 @@ def _minmax(values: np.ndarray) -> np.ndarray:
     return (values - low) / (high - low) if high > low else (values > 0).astype(float)
 
 
+_WORD = re.compile(r"[\w][\w'’.\-]*")
+_STOP_WORDS = frozenset(
+    "a an and are as at be by did do does for from had has have he her his how in is it its "
+    "of on or she than that the their them they this to was were what when where which who "
+    "whom whose why will with".split()
+)
+
+
+def _capitalised(word: str) -> bool:
+    return word[:1].isupper() or word[:1].isdigit()
+
+
+def ngram_keys(text: str, max_words: int = 8) -> dict[str, tuple[int, int]]:
+    """Entity keys of the question's name-like word n-grams (up to ``max_words``) -> word span.
+
+    Where the question capitalises names (any capitalised word after the
+    first), an n-gram must start and end with a capitalised word or a number
+    ("Reaching For The Sun", not "born" or "came out"); in an all-lower-case
+    question, any n-gram of two or more words that are not all stop words.
+    Looked up by key in the entity collection, they find the stored entities a
+    question names where NER misses them (title-cased film names).
+    """
+    words = [w.group(0) for w in _WORD.finditer(text)]
+    matches = list(_WORD.finditer(text))
+    cased = any(_capitalised(w) for w in words[1:])
+    out: dict[str, tuple[int, int]] = {}
+    for i in range(len(words)):
+        for j in range(i + 1, min(i + max_words, len(words)) + 1):
+            if cased:
+                if not (_capitalised(words[i]) and _capitalised(words[j - 1])) or (i == 0 and j == 1):
+                    continue
+            elif j - i < 2 or all(w.casefold() in _STOP_WORDS for w in words[i:j]):
+                continue
+            key = normalize(text[matches[i].start() : matches[j - 1].end()])
+            if key and key not in out:
+                out[key] = (i, j)
+    return out
+
+
+def longest_matches(spans: dict[str, tuple[int, int]], found: set[str]) -> list[str]:
+    """The found keys whose spans are not inside a longer found span (longest first)."""
+    chosen: list[str] = []
+    taken: set[int] = set()
+    for key in sorted(found, key=lambda k: (spans[k][0] - spans[k][1], spans[k][0])):
+        words = set(range(*spans[key]))
+        if not words & taken:
+            chosen.append(key)
+            taken |= words
+    return chosen
+
+
 def link_entities(
     index: ChunkIndex,
     vectors: list[list[float]],
@@ -173,6 +225,7 @@ def graph_search(
     link_k: int = 3,
     query_link_k: int = 5,
     link_threshold: float = 0.75,
+    max_ngram: int = 8,
     max_seeds: int = 20,
     damping: float = 0.5,
     passage_weight: float = 0.05,
@@ -195,6 +248,8 @@ def graph_search(
         link_k: nearest entities per question mention.
         query_link_k: nearest entities to the whole question.
         link_threshold: cosine similarity an embedding match needs to seed the walk.
+        max_ngram: question word n-grams up to this length are looked up as entity keys
+            (the longest found ones seed the walk); 0 turns this off.
         max_seeds: seeds kept (the highest match similarity first).
         damping: probability of following an edge at each step (HippoRAG: 0.5).
         passage_weight: restart weight of the dense hits, relative to the seeds' total.
@@ -228,13 +283,23 @@ def graph_search(
     result.mentions = mentions
     vectors = embed_queries(index.embeddings, [query, *mentions])
     lap("mentions")
+    keys = [normalize(m) for m in mentions]
+    exact = entity_rows(index, keys, [NAME_FIELD, CHUNKS_FIELD, COUNT_FIELD])
+    unmatched = [i for i, key in enumerate(keys) if key not in exact]  # only these are matched by meaning
     matched = link_entities(
         index,
-        vectors if query_link_k else vectors[1:],
-        [normalize(m) for m in mentions],
-        limits=([query_link_k] if query_link_k else []) + [link_k] * len(mentions),
+        ([vectors[0]] if query_link_k else []) + [vectors[1 + i] for i in unmatched],
+        [],
+        limits=([query_link_k] if query_link_k else []) + [link_k] * len(unmatched),
         threshold=link_threshold,
     )
+    for key, row in exact.items():
+        matched[key] = {**row, "similarity": 1.0}
+    if max_ngram:
+        spans = ngram_keys(query, max_ngram)
+        named = entity_rows(index, list(spans), [NAME_FIELD, CHUNKS_FIELD, COUNT_FIELD])
+        for key in longest_matches(spans, set(named)):
+            matched[key] = {**named[key], "similarity": 1.0}
     seeds = dict(sorted(matched.items(), key=lambda kv: -kv[1]["similarity"])[:max_seeds])
     lap("link")
 

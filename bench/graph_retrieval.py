@@ -1,0 +1,219 @@
+"""Graph retrieval (entities in the store + Personalized PageRank) against dense and hybrid search.
+
+For each dataset under ``../shared/eval`` (read in place, never copied): the corpus is
+indexed once into a Milvus Lite store (``rag_graphs.eval.corpus.open_corpus``), copied
+(stored vectors, no second embedding) into a graph collection per extractor variant, and
+the graph is built there with ``ingestion.graph.build_graph``. Then every dev question is
+searched three ways (dense, hybrid, graph) and scored by supporting-passage recall
+R@k = |gold ∩ top-k| / |gold| (gold = ``supporting_ids``), averaged over questions.
+
+Also reported: graph build time beside the time to embed the same passages (measured in
+the same run, so machine load mostly cancels), the number of entities, and search p50
+with and without the graph.
+
+Run:
+    .venv/bin/python bench/graph_retrieval.py                      # the three corpora
+    .venv/bin/python bench/graph_retrieval.py --datasets 2wikimultihopqa_hippocorpus --limit 50
+    .venv/bin/python bench/graph_retrieval.py --set blend=0.7 --set damping=0.5   # tuning
+
+The store is ``.rag-graphs/graph_bench.db`` (its own path: Milvus Lite allows one process
+per path, and the evaluator's ``eval.db`` may be in use). ``--rebuild`` drops the graph
+collections and builds them again (to re-time the build).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+ROOT = Path(__file__).resolve().parent.parent
+EVAL = ROOT.parent / "shared" / "eval"
+DATASETS = ["2wikimultihopqa_hippocorpus", "musique", "hotpotqa"]
+PUBLISHED = {  # HippoRAG paper, Table 2: passage R@5
+    "BM25": {"musique": 41.2, "2wikimultihopqa_hippocorpus": 61.9, "hotpotqa": 72.2},
+    "ColBERTv2": {"musique": 49.2, "2wikimultihopqa_hippocorpus": 68.2, "hotpotqa": 79.3},
+    "HippoRAG (ColBERTv2)": {"musique": 51.9, "2wikimultihopqa_hippocorpus": 89.1, "hotpotqa": 77.7},
+}
+VARIANTS = {
+    # name: (extractor options, titles)
+    "ner+title": ({}, True),
+    "ner": ({}, False),
+    "ner+nouns+title": ({"noun_chunks": True}, True),
+}
+
+
+def recall(ranked: list[str], gold: tuple[str, ...], k: int) -> float:
+    return len(set(ranked[:k]) & set(gold)) / len(gold) if gold else 0.0
+
+
+def parse_knobs(pairs: list[str]) -> dict:
+    knobs = {}
+    for pair in pairs:
+        key, _, value = pair.partition("=")
+        try:
+            knobs[key] = json.loads(value)
+        except ValueError:
+            knobs[key] = value
+    return knobs
+
+
+def graph_index(base, variant: str, *, rebuild: bool, n_process: int, timings: dict):
+    """The graph collection of ``variant``: a copy of ``base`` (its vectors), graph built."""
+    from ingestion import open_index
+    from ingestion.entities import load_extractor
+    from ingestion.graph import build_graph, entity_collection
+
+    name = f"{base.collection}_{variant.replace('+', '_')}"
+    client = base.client
+    if rebuild:
+        for coll in (name, entity_collection(name)):
+            if client.has_collection(coll):
+                client.drop_collection(coll)
+    index = open_index(base.uri, name, base.embeddings)
+    if index.count() < base.count():
+        rows = base.iter_chunks()
+        docs = []
+        for doc, _ in rows:
+            doc.metadata["chunk_id"] = doc.id
+            docs.append(doc)
+        index.add(docs, vectors=[v for _, v in rows])
+        index.flush()
+    options, titles = VARIANTS[variant]
+    extractor = load_extractor("spacy", n_process=n_process, **options)
+    report = build_graph(index, extractor, titles=titles, progress=True)
+    if report.annotated:
+        timings["build"] = report.__dict__
+    return index
+
+
+def embed_seconds(dataset, embeddings) -> float:
+    from rag_graphs.eval.corpus import passage_document
+
+    texts = [passage_document(p, dataset).page_content for p in dataset.passages()]
+    start = time.perf_counter()
+    embeddings.embed_documents(texts)
+    return time.perf_counter() - start
+
+
+def evaluate(index, graph, examples, knobs: dict, k_max: int = 5) -> dict[str, dict]:
+    from ingestion.ppr import graph_search
+
+    out = {}
+    runs = {
+        "dense": lambda q: [d.id for d, _ in index.search(q, k=k_max, mode="dense")],
+        "hybrid": lambda q: [d.id for d, _ in index.search(q, k=k_max, mode="hybrid")],
+        "graph": lambda q: [d.id for d, _ in graph_search(graph, q, k=k_max, **knobs).hits],
+    }
+    for name, run in runs.items():
+        run(examples[0].question)  # warm up (model loads)
+        r2, r5, ms = [], [], []
+        for example in examples:
+            start = time.perf_counter()
+            ranked = run(example.question)
+            ms.append((time.perf_counter() - start) * 1000)
+            r2.append(recall(ranked, example.supporting_ids, 2))
+            r5.append(recall(ranked, example.supporting_ids, 5))
+        out[name] = {
+            "R@2": 100 * statistics.mean(r2),
+            "R@5": 100 * statistics.mean(r5),
+            "ms": statistics.mean(ms),
+            "p50": statistics.median(ms),
+        }
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--datasets", nargs="+", default=DATASETS)
+    parser.add_argument("--limit", type=int, default=None, help="first N dev questions (default: all)")
+    parser.add_argument("--store", default=str(ROOT / ".rag-graphs" / "graph_bench.db"))
+    parser.add_argument("--variant", default="ner+title", choices=sorted(VARIANTS))
+    parser.add_argument("--set", dest="knobs", action="append", default=[], help="graph_search knob=value")
+    parser.add_argument("--rebuild", action="store_true", help="drop and rebuild the graph (re-time it)")
+    parser.add_argument("--n-process", type=int, default=1, help="spaCy worker processes for the build")
+    parser.add_argument("--no-embed-timing", action="store_true", help="skip timing the passage embedding")
+    args = parser.parse_args()
+
+    from ingestion import load_embeddings
+    from ingestion.graph import entity_collection
+    from rag_graphs.eval.corpus import open_corpus
+    from rag_graphs.eval.datasets import load_dataset
+
+    knobs = parse_knobs(args.knobs)
+    embeddings = load_embeddings("embedded")
+    results_path = ROOT / "bench_runs" / "graph_retrieval.json"
+    results_path.parent.mkdir(exist_ok=True)
+    saved = json.loads(results_path.read_text()) if results_path.exists() else {}
+    rows = []
+    for name in args.datasets:
+        dataset = load_dataset(EVAL / name)
+        examples = dataset.select(limit=args.limit)
+        base = open_corpus(dataset, args.store, embeddings, "embedded")
+        entry = saved.setdefault(f"{name}/{args.variant}", {})
+        timings: dict = {}
+        graph = graph_index(
+            base, args.variant, rebuild=args.rebuild, n_process=args.n_process, timings=timings
+        )
+        if "build" in timings:
+            entry["build"] = timings["build"]
+            if not args.no_embed_timing:
+                entry["embed_seconds"] = embed_seconds(dataset, embeddings)
+        entry["entities"] = graph.client.query(
+            entity_collection(graph.collection), filter="", output_fields=["count(*)"]
+        )[0]["count(*)"]
+        entry["passages"] = base.count()
+        scores = evaluate(base, graph, examples, knobs)
+        entry["scores"] = scores
+        entry["knobs"] = knobs
+        entry["questions"] = len(examples)
+        results_path.write_text(json.dumps(saved, indent=2))
+        rows.append((name, entry))
+        print(f"{name}: {json.dumps(scores)}", flush=True)
+
+    print(
+        f"\n### Retrieval: R@2 / R@5 (%) and ms per question ({args.variant}, knobs {knobs or 'default'})\n"
+    )
+    print("| dataset | questions | dense | hybrid | graph | published R@5 BM25 / ColBERTv2 / HippoRAG |")
+    print("|---|---|---|---|---|---|")
+    for name, entry in rows:
+        cells = [
+            f"{s['R@2']:.1f} / {s['R@5']:.1f} / {s['ms']:.0f} ms"
+            for s in (entry["scores"][m] for m in ("dense", "hybrid", "graph"))
+        ]
+        published = " / ".join(f"{PUBLISHED[r][name]:.1f}" for r in PUBLISHED)
+        print(f"| {name} | {entry['questions']} | {' | '.join(cells)} | {published} |")
+    print("\n### Graph build and search\n")
+    print(
+        "| dataset | passages | entities | embed passages (s) | graph build (s) | build / embed "
+        "| extract / entity rows / chunk writes (s) | p50 dense | p50 hybrid | p50 graph |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for name, entry in rows:
+        build = entry.get("build") or {}
+        embed = entry.get("embed_seconds")
+        ratio = f"{build['seconds'] / embed:.2f}x" if build and embed else "-"
+        parts = (
+            f"{build['extract_seconds']:.0f} / {build['entity_seconds']:.0f} / {build['write_seconds']:.0f}"
+            if build
+            else "-"
+        )
+        s = entry["scores"]
+        print(
+            f"| {name} | {entry['passages']} | {entry['entities']} | {embed or 0:.0f} "
+            f"| {build.get('seconds', 0):.0f} | {ratio} | {parts} | {s['dense']['p50']:.0f} ms "
+            f"| {s['hybrid']['p50']:.0f} ms | {s['graph']['p50']:.0f} ms |"
+        )
+
+
+if __name__ == "__main__":
+    main()
