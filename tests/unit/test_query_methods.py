@@ -198,10 +198,13 @@ def test_auto_answers_directly_without_retrieval(loaded, make_context):
 
 
 def test_auto_rejects_routes_to_unknown_methods(loaded, make_context):
+    # Refused when the context is built, before any graph runs ...
+    with pytest.raises(ValueError, match="RagContext.routes: multi_hop='nope' is not a method"):
+        make_context('{"kind": "multi_hop"}', routes="multi_hop=nope", router="llm")
+    # ... and when the mapping was changed in place afterwards, by the router when it runs.
+    ctx = make_context('{"kind": "multi_hop"}', router="llm")
+    ctx.routes["multi_hop"] = "nope"
     with pytest.raises(RunFailed, match="RagContext.routes: multi_hop='nope' is not a method"):
-        get_graph("auto").invoke(
-            {"question": QUESTION},
-            context=make_context('{"kind": "multi_hop"}', routes="multi_hop=nope", router="llm"),
-        )
+        get_graph("auto").invoke({"question": QUESTION}, context=ctx)
     with pytest.raises(ValueError, match="unknown question kind"):
         make_context(routes="weird=naive")
