@@ -1,0 +1,227 @@
+"""The chunk-entity graph in Milvus Lite and Personalized PageRank search over it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from langchain_core.documents import Document
+
+from ingestion import ChunkIndex
+from ingestion.entities import ENTITIES_FIELD, annotate
+from ingestion.graph import (
+    CHUNKS_FIELD,
+    COUNT_FIELD,
+    add_entities,
+    build_graph,
+    entity_collection,
+    entity_rows,
+    has_graph,
+    prune_entities,
+    upsert_fields,
+)
+from ingestion.linking import longest_matches, ngram_keys, search_with_vector
+from ingestion.ppr import graph_search, personalized_pagerank
+
+VOCAB = ["Ilsa Brandt", "Korvik", "Osric Vale", "Arden Moss", "Lunmar", "Velm", "Tarn Guild", "Hessa"]
+
+
+def vocab_extractor(texts: list[str]) -> list[list[str]]:
+    """A deterministic stand-in for NER: the vocabulary names each text contains."""
+    return [[name for name in VOCAB if name in text] for text in texts]
+
+
+PASSAGES = {
+    "p1": ("Ilsa Brandt", "Ilsa Brandt was a painter, born in Korvik."),
+    "p2": ("Korvik", "Korvik is a harbour town; its mayor is Osric Vale."),  # the answer, two hops away
+    "d1": ("Arden Moss", "Arden Moss was born in Lunmar."),
+    "d2": ("Lunmar", "Lunmar is a mountain village ruled by the Tarn Guild."),
+    "d3": ("Velm", "Velm exports granite and wool."),
+    "d4": ("Hessa", "Hessa is a river in Velm."),
+}
+QUESTION = "Who is the mayor of the town where Ilsa Brandt was born?"
+
+
+def chunk(cid: str, **labels) -> Document:
+    title, text = PASSAGES[cid]
+    return Document(
+        page_content=f"{title}\n{text}",
+        metadata={"chunk_id": cid, "source": f"corpus/{title}", "title": title, "kind": "text", **labels},
+    )
+
+
+def ingest(index: ChunkIndex, docs: list[Document]) -> None:
+    """The ingest path: annotate, add the chunks, record their entities."""
+    names = annotate(docs, vocab_extractor)
+    index.add(docs)
+    add_entities(index, docs, names)
+    index.flush()
+
+
+def hits_of(index: ChunkIndex, ids: list[str]) -> list[tuple[Document, float]]:
+    """Dense hits as a retriever would return them (scores falling)."""
+    return [(d, 1.0 - i / 10) for i, d in enumerate(index.get(ids))]
+
+
+def test_entities_are_stored_on_chunk_rows_and_in_the_entity_collection(index):
+    ingest(index, [chunk(c) for c in PASSAGES])
+    stored = {d.id: d for d in index.get(list(PASSAGES))}
+    assert stored["p1"].metadata[ENTITIES_FIELD] == ["ilsa brandt", "korvik"]
+    assert has_graph(index)
+    rows = entity_rows(index, ["korvik", "velm"], [CHUNKS_FIELD, COUNT_FIELD, "name"])
+    assert sorted(rows["korvik"][CHUNKS_FIELD]) == ["p1", "p2"] and rows["korvik"][COUNT_FIELD] == 2
+    assert rows["velm"]["name"] == "Velm"
+    # the dynamic field filters like the project's tags
+    found = index.client.query(
+        index.collection, filter='json_contains_any(entities, ["osric vale"])', output_fields=["pk"]
+    )
+    assert [r["pk"] for r in found] == ["p2"]
+    # ingesting again adds nothing twice
+    ingest(index, [chunk(c) for c in PASSAGES])
+    assert entity_rows(index, ["korvik"], [COUNT_FIELD])["korvik"][COUNT_FIELD] == 2
+
+
+def test_ppr_ranks_the_two_hop_chain_above_distractors(index):
+    ingest(index, [chunk(c) for c in PASSAGES])
+    dense = hits_of(index, ["p1", "d1", "d2", "d3"])  # dense search misses the answer passage p2
+    result = graph_search(index, QUESTION, k=3, dense_hits=dense, extractor=vocab_extractor)
+    ranked = [d.id for d, _ in result.hits]
+    assert ranked[:2] == ["p1", "p2"]
+    assert result.seeds and result.seeds[0][0] == "Ilsa Brandt"
+    assert result.chunks >= 5 and result.entities >= 5
+    assert "Ilsa Brandt" in result.describe()
+    scores = [s for _, s in result.hits]
+    assert scores == sorted(scores, reverse=True)
+    # p2 is neither a seed's chunk nor a dense hit: only the second hop reaches it
+    near = graph_search(index, QUESTION, k=3, dense_hits=dense, extractor=vocab_extractor, expand=False)
+    assert "p2" not in [d.id for d, _ in near.hits]
+    # dense only (blend 0) keeps the dense order
+    flat = graph_search(index, QUESTION, k=3, dense_hits=dense, extractor=vocab_extractor, blend=0.0)
+    assert [d.id for d, _ in flat.hits] == ["p1", "d1", "d2"]
+
+
+def test_search_without_a_graph_or_seeds_is_the_dense_ranking(index, store_uri, fake_embeddings):
+    index.add([chunk(c) for c in PASSAGES])
+    dense = hits_of(index, ["d3", "p1"])
+    assert [d.id for d, _ in graph_search(index, QUESTION, k=2, dense_hits=dense).hits] == ["d3", "p1"]
+    ingest(index, [chunk(c) for c in PASSAGES])
+    none = graph_search(index, "nothing known", k=2, dense_hits=dense, extractor=vocab_extractor)
+    assert [d.id for d, _ in none.hits] == ["d3", "p1"] and none.seeds == []
+
+
+def test_a_deleted_chunk_takes_its_links_with_it(index):
+    docs = [chunk(c) for c in PASSAGES]
+    docs[1].metadata["source"] = "corpus/to-delete"
+    ingest(index, docs)
+    assert index.delete_source("corpus/to-delete") == 1
+    dense = hits_of(index, ["p1", "d1"])
+    result = graph_search(index, QUESTION, k=5, dense_hits=dense, extractor=vocab_extractor)
+    assert "p2" not in [d.id for d, _ in result.hits]
+    assert "Osric Vale" not in [name for name, _ in result.seeds]
+    # the stale list entry is harmless; pruning rewrites lists and drops orphan entities
+    assert entity_rows(index, ["korvik"], [CHUNKS_FIELD])["korvik"][CHUNKS_FIELD] == ["p1", "p2"]
+    assert prune_entities(index) == 1  # "osric vale" was only in p2
+    assert entity_rows(index, ["korvik"], [CHUNKS_FIELD])["korvik"][CHUNKS_FIELD] == ["p1"]
+    assert "osric vale" not in entity_rows(index, ["osric vale"], [])
+
+
+def test_every_read_honours_the_filter(index):
+    docs = [chunk(c, tenant="a") for c in PASSAGES]
+    for doc in docs:
+        if doc.metadata["chunk_id"] in {"p2", "d2"}:
+            doc.metadata["tenant"] = "b"
+    ingest(index, docs)
+    expr = 'tenant == "a"'
+    dense = index.search(QUESTION, k=4, mode="dense", expr=expr)
+    result = graph_search(index, QUESTION, k=6, expr=expr, dense_hits=dense, extractor=vocab_extractor)
+    assert {d.metadata["tenant"] for d, _ in result.hits} == {"a"}
+    assert result.chunks == 4  # the walk itself never saw tenant b's chunks
+    own = graph_search(index, "Where is Osric Vale mayor?", k=6, expr=expr, extractor=vocab_extractor)
+    assert all(name != "Osric Vale" for name, _ in own.seeds)  # only in tenant b's chunk
+
+
+def test_build_graph_annotates_an_existing_collection_and_resumes(index):
+    index.add([chunk(c) for c in PASSAGES])  # ingested before entities existed
+    calls: list[int] = []
+
+    def flaky(texts: list[str]) -> list[list[str]]:
+        calls.append(len(texts))
+        if len(calls) == 2:
+            raise RuntimeError("interrupted")
+        return vocab_extractor(texts)
+
+    with pytest.raises(RuntimeError, match="interrupted"):
+        build_graph(index, flaky, batch=2, progress=False)
+    report = build_graph(index, flaky, batch=2, progress=False)
+    assert report.skipped == 2 and report.annotated == 4 and report.chunks == 6
+    assert sum(calls) == 2 + 2 + 4  # done chunks were not extracted again
+    assert {d.id: d.metadata[ENTITIES_FIELD] for d in index.get(["p2"])}["p2"] == ["korvik", "osric vale"]
+    assert build_graph(index, flaky, progress=False).annotated == 0
+    # the rows keep their text, vectors and labels: dense and BM25 search still find them
+    assert index.search("harbour town mayor", k=1, mode="hybrid")[0][0].id == "p2"
+    assert index.search(chunk("p2").page_content, k=1, mode="dense")[0][0].id == "p2"
+    dense = hits_of(index, ["p1", "d1"])
+    assert "p2" in [
+        d.id for d, _ in graph_search(index, QUESTION, k=2, dense_hits=dense, extractor=vocab_extractor).hits
+    ]
+
+
+def test_build_graph_on_an_empty_collection_is_a_clear_error(index):
+    with pytest.raises(ValueError, match="is empty"):
+        build_graph(index, vocab_extractor, progress=False)
+
+
+def test_whole_row_upsert_where_partial_updates_are_missing(index, monkeypatch):
+    index.add([chunk("p1"), chunk("d3")])
+    upsert = index.client.upsert
+
+    def no_partial(collection, rows, partial_update=False, **kwargs):
+        if partial_update:
+            raise TypeError("upsert() got an unexpected keyword argument 'partial_update'")
+        return upsert(collection, rows, **kwargs)
+
+    monkeypatch.setattr(index.client, "upsert", no_partial)
+    upsert_fields(index, index.collection, [{"pk": "p1", ENTITIES_FIELD: ["korvik"]}])
+    [row] = index.client.query(index.collection, filter='pk == "p1"', output_fields=["*"])
+    assert row[ENTITIES_FIELD] == ["korvik"] and row["title"] == "Ilsa Brandt"
+    assert index.search(chunk("p1").page_content, k=1, mode="hybrid")[0][0].id == "p1"
+
+
+def test_entity_collection_sits_beside_the_chunks(index):
+    ingest(index, [chunk("p1")])
+    assert entity_collection(index.collection) == f"{index.collection}_entities"
+    assert index.client.has_collection(f"{index.collection}_entities")
+
+
+def test_personalized_pagerank_prefers_what_is_near_the_seed():
+    # chunks c0..c2, entities e0..e2: c0-e0, c0-e1, c1-e1, c1-e2, c2-e2
+    incidence = sp.csr_matrix(np.array([[1, 1, 0], [0, 1, 1], [0, 0, 1]], dtype=float))
+    reset = np.zeros(6)
+    reset[3] = 1.0  # seed e0
+    rank = personalized_pagerank(incidence, reset, damping=0.5)
+    assert rank.sum() == pytest.approx(1.0)
+    assert rank[0] > rank[1] > rank[2]
+    assert personalized_pagerank(incidence, np.zeros(6)).sum() == 0
+
+
+@pytest.mark.parametrize("mode", ["dense", "hybrid"])
+def test_the_first_search_ranks_as_the_index_does(index, mode):
+    index.add([chunk(c) for c in PASSAGES])
+    query = "harbour town mayor"
+    vector = index.embeddings.embed_query(query)
+    ours = search_with_vector(index, query, vector, k=4, mode=mode, expr=None).result()
+    theirs = index.search(query, k=4, mode=mode)
+    assert [(d.id, d.page_content, d.metadata) for d, _ in ours] == [
+        (d.id, d.page_content, d.metadata) for d, _ in theirs
+    ]
+    assert [s for _, s in ours] == pytest.approx([s for _, s in theirs])
+
+
+def test_question_ngrams_find_names_ner_misses():
+    spans = ngram_keys("Which film has the director born first, Reaching For The Sun or Trifling Women?")
+    assert "reaching for the sun" in spans and "trifling women" in spans
+    assert "born" not in spans and "which" not in spans and "director" not in spans
+    found = {"reaching for the sun", "sun", "trifling women", "women"}
+    assert longest_matches(spans, found) == ["reaching for the sun", "trifling women"]
+    lower = ngram_keys("where was the mayor of korvik born")
+    assert "mayor of korvik" in lower and "korvik" not in lower  # one word alone is too ambiguous
