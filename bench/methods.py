@@ -31,6 +31,12 @@ GRAPHS_II = [
 RAPTOR_DATASETS = {"2wikimultihopqa"}
 """Corpora RAPTOR runs on by default. Its tree costs ~1 summary per 6,000 characters of corpus:
 2Wiki's 0.56 M characters ~45 min of SmolLM2 on one core; HotpotQA's 5.5 M ~3 h; MuSiQue's 2.3 M ~1.2 h."""
+PLOTS = {
+    "quality_vs_cost.png": "quality vs cost",
+    "recall_at_k.png": "recall and R@k",
+    "recall_by_group.png": "recall by type",
+}
+"""The report's plots BENCHMARKS.md shows, with their alt text."""
 TITLES = {"hotpotqa": "HotpotQA", "musique": "MuSiQue", "2wikimultihopqa": "2WikiMultihopQA"}
 
 
@@ -71,7 +77,8 @@ def run(dataset: str, methods: list[str], limit: int, store: str, *, report_only
     write_report(run_dir)
     results = ROOT / "bench" / "results"
     results.mkdir(exist_ok=True)
-    for plot in ("quality_vs_cost.png", "recall_by_group.png"):
+    plots = [p for p in PLOTS if (run_dir / p).exists()]  # rows from before R@k have no recall_at_k.png
+    for plot in plots:
         shutil.copy(run_dir / plot, results / f"{dataset}_{plot}")
     rows = read_rows(run_dir)
     summaries = summarize(rows)
@@ -109,12 +116,14 @@ def run(dataset: str, methods: list[str], limit: int, store: str, *, report_only
             f"Produced by `.venv/bin/python bench/methods.py --dataset {dataset} --limit {limit} "
             f"{' '.join(ran)}` (part of `make bench`); the same as "
             f"`rag-graphs eval --dataset ../shared/eval/{dataset} -m {','.join(ran)} --limit {limit}`.",
+            "SP recall counts the gold passages among everything a method retrieved; R@2 / R@5 among "
+            "the top 2 / 5 of its final context (`documents`, one ranking: multi-hop methods fuse their "
+            "hops by reciprocal rank fusion), so with k=4 a method that retrieves once ranks at most 4.",
             "",
             markdown_table(summaries),
             *fair,
             "",
-            f"![quality vs cost](bench/results/{dataset}_quality_vs_cost.png) "
-            f"![recall by type](bench/results/{dataset}_recall_by_group.png)",
+            " ".join(f"![{PLOTS[p]}](bench/results/{dataset}_{p})" for p in plots),
         ]
     )
     replace_section(dataset, body, heading=f"Methods on {title} (open retrieval)")
