@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
@@ -406,8 +406,30 @@ def eval_command(
     console.print(f"[bold]report[/]: {path}  (plots beside it)")
 
 
+def _build_over(store: str | None, collection: str | None, model: str | None, build: Callable) -> None:
+    """Run ``build(index, chat)`` on the collection the options name and print its report's summary.
+
+    ``index()`` opens the collection and ``chat()`` loads the chat model, each only when the build
+    asks, so a build can check its own settings before the store opens.
+    """
+    from ingestion import StoreLockedError
+    from rag_graphs.models import load_chat_model
+    from rag_graphs.retrieval import index_for
+
+    try:
+        ctx = _context(store, collection, chat_model=model)
+        report = build(
+            lambda: index_for(ctx), lambda: load_chat_model(ctx.chat_model, max_tokens=ctx.max_answer_tokens)
+        )
+    except (ValueError, ImportError, StoreLockedError, RuntimeError) as exc:
+        _fail(str(exc))
+    console.print(report.summary())
+
+
 raptor_app = typer.Typer(no_args_is_help=True, help="RAPTOR summary trees.")
+graph_app = typer.Typer(no_args_is_help=True, help="The entity graph behind graph search (hipporag).")
 app.add_typer(raptor_app, name="raptor")
+app.add_typer(graph_app, name="graph")
 
 
 @raptor_app.command("build")
@@ -421,55 +443,37 @@ def raptor_build(
     ] = 6000,  # ingestion.raptor.MAX_CLUSTER_CHARS
 ) -> None:
     """Build (or finish) the RAPTOR tree of a collection; re-running resumes, never re-summarises."""
-    from ingestion import StoreLockedError
     from ingestion.raptor import build_tree
-    from rag_graphs.models import load_chat_model
-    from rag_graphs.retrieval import index_for
 
-    try:
-        ctx = _context(store, collection, chat_model=model)
-        report = build_tree(
-            index_for(ctx),
-            load_chat_model(ctx.chat_model, max_tokens=ctx.max_answer_tokens),
-            max_levels=max_levels,
-            cluster_chars=cluster_chars,
-        )
-    except (ValueError, StoreLockedError, RuntimeError) as exc:
-        _fail(str(exc))
-    console.print(report.summary())
-
-
-graph_app = typer.Typer(no_args_is_help=True, help="The entity graph behind graph search (hipporag).")
-app.add_typer(graph_app, name="graph")
+    _build_over(
+        store,
+        collection,
+        model,
+        lambda index, chat: build_tree(index(), chat(), max_levels=max_levels, cluster_chars=cluster_chars),
+    )
 
 
 @graph_app.command("build")
 def graph_build(
-    store: StoreOpt = None,
-    collection: CollOpt = None,
     extractor: Annotated[
         str, typer.Option(help="who finds entities: spacy (offline NER), spacy:<pipeline>, or llm")
     ] = "spacy",
+    store: StoreOpt = None,
+    collection: CollOpt = None,
     model: Annotated[str | None, typer.Option(help="chat model spec for --extractor llm")] = None,
 ) -> None:
     """Give a collection's chunks their entities (for one ingested before graphs existed);
     re-running resumes where it stopped."""
-    from ingestion import StoreLockedError
     from ingestion.entities import load_extractor
     from ingestion.graph import build_graph
-    from rag_graphs.models import load_chat_model
-    from rag_graphs.retrieval import index_for
 
-    try:
-        ctx = _context(store, collection, chat_model=model)
-        llm = (
-            load_chat_model(ctx.chat_model, max_tokens=ctx.max_answer_tokens) if extractor == "llm" else None
-        )
-        find = load_extractor(extractor, chat_model=llm)  # a bad spec fails before the store opens
-        report = build_graph(index_for(ctx), find)
-    except (ValueError, ImportError, StoreLockedError, RuntimeError) as exc:
-        _fail(str(exc))
-    console.print(report.summary())
+    def build(index: Callable, chat: Callable) -> Any:  # a GraphBuildReport
+        find = load_extractor(
+            extractor, chat_model=chat() if extractor == "llm" else None
+        )  # before the store
+        return build_graph(index(), find)
+
+    _build_over(store, collection, model, build)
 
 
 @app.command("mine-demos")
