@@ -118,7 +118,7 @@ class TesseractCaptioner:
             path = os.path.join(tmp, "picture.png")
             picture.image.convert("RGB").save(path)
             proc = subprocess.run(
-                [self.binary, path, "stdout", "-l", self.lang],
+                [str(self.binary), path, "stdout", "-l", self.lang],
                 capture_output=True,
                 text=True,
                 timeout=self.timeout,
@@ -209,7 +209,12 @@ class ApiCaptioner:
         messages = _prompt_messages(self.prompt, picture)
         prompt = "\n\n".join(str(m.content) for m in messages)
         result = api_image_request(
-            picture.image, prompt, self.url, timeout=self.timeout, headers=self.headers, **self.params
+            picture.image,
+            prompt,
+            self.url,  # type: ignore[arg-type]  # pydantic coerces the string to its URL type
+            timeout=self.timeout,
+            headers=self.headers,
+            **self.params,
         )
         if result.error or not result.text.strip():
             log.warning("captioner %s failed on a picture (%s); using the fallback", self.name, result.error)

@@ -137,7 +137,8 @@ def _table_pieces(markdown: str, prefix: str, tokenizer) -> list[str]:
         return [whole]
     lines = markdown.splitlines()
     header, rows = lines[:2], lines[2:]
-    pieces, current = [], []
+    pieces: list[str] = []
+    current: list[str] = []
     for row in rows:
         candidate = "\n".join([*header, *current, row])
         if current and tokenizer.count_tokens(prefix + candidate) > tokenizer.get_max_tokens():
@@ -209,15 +210,16 @@ def chunk_document(
     chunker = HybridChunker(tokenizer=tokenizer, merge_peers=True, serializer_provider=TextOnly())
     for chunk in chunker.chunk(dl_doc=doc):
         text = chunker.contextualize(chunk=chunk).strip()
-        items = [i for i in chunk.meta.doc_items if not isinstance(i, TableItem | PictureItem)]
+        meta: Any = chunk.meta  # a DocMeta: HybridChunker declares the base type
+        items = [i for i in meta.doc_items if not isinstance(i, TableItem | PictureItem)]
         if text and items:
-            add(text, items, "text", list(chunk.meta.headings or []))
+            add(text, items, "text", list(meta.headings or []))
 
     # A picture with neither pixels nor a caption (an <img> whose source was not fetched)
     # has nothing to describe: it gets no chunk. Pixels and captions are read once each.
     placed, inputs = [], []
     for p in _placed_items(doc):
-        caption = p.item.caption_text(doc)
+        caption = p.item.caption_text(doc)  # type: ignore[attr-defined]  # tables and pictures
         if isinstance(p.item, PictureItem):
             image = p.item.get_image(doc)
             if image is None and not caption:

@@ -127,12 +127,13 @@ def converter(options: ConvertOptions = ConvertOptions()) -> DocumentConverter:
         "enable_remote_fetch": options.allow_fetch,
         "enable_local_fetch": options.allow_fetch,
     }
+    web: dict[str, Any] = fetch  # Docling's backend options take these as keywords
     return DocumentConverter(
         allowed_formats=sorted(set(SUPPORTED.values()) - {InputFormat.IMAGE}, key=str),
         format_options={
             InputFormat.PDF: _pdf_option(options),
-            InputFormat.HTML: HTMLFormatOption(backend_options=HTMLBackendOptions(**fetch)),
-            InputFormat.MD: MarkdownFormatOption(backend_options=MarkdownBackendOptions(**fetch)),
+            InputFormat.HTML: HTMLFormatOption(backend_options=HTMLBackendOptions(**web)),
+            InputFormat.MD: MarkdownFormatOption(backend_options=MarkdownBackendOptions(**web)),
         },
     )
 
@@ -145,7 +146,7 @@ def convert_here(path: Path, data: bytes, fmt: InputFormat, options: ConvertOpti
         return image_document(path, data)
     if fmt is InputFormat.HTML:
         check_html_depth(path, data)
-    kwargs = {"max_num_pages": options.max_pages} if options.max_pages else {}
+    kwargs: dict[str, Any] = {"max_num_pages": options.max_pages} if options.max_pages else {}
     try:
         result = converter(options).convert(
             DocumentStream(name=stream_name(path, fmt), stream=BytesIO(data)), raises_on_error=False, **kwargs

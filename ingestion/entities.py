@@ -34,6 +34,7 @@ import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Any
 
 from langchain_core.documents import Document
 
@@ -124,7 +125,7 @@ class SpacyExtractor:
     skipped_labels: frozenset[str] = SKIPPED_LABELS
     batch_size: int = 256
     n_process: int = 1
-    _nlp: object = field(default=None, init=False, repr=False)
+    _nlp: Any = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self._nlp = load_spacy(self.model, noun_chunks=self.noun_chunks)
@@ -132,7 +133,7 @@ class SpacyExtractor:
     def __call__(self, texts: list[str]) -> list[list[str]]:
         texts = [str(t) for t in texts]
         n_process = self.n_process if len(texts) >= 4 * self.batch_size else 1
-        out = []
+        out: list[list[str]] = []
         for doc in self._nlp.pipe(texts, batch_size=self.batch_size, n_process=n_process):
             mentions = [e.text for e in doc.ents if e.label_ not in self.skipped_labels]
             if self.noun_chunks:
@@ -209,7 +210,7 @@ def parse_openie(reply: str) -> list[str]:
 class LLMExtractor:
     """OpenIE by a chat model: one call per text (``max_concurrency`` in flight)."""
 
-    model: object
+    model: Any  # a LangChain chat model
     max_concurrency: int = 4
 
     def __call__(self, texts: list[str]) -> list[list[str]]:
@@ -220,7 +221,7 @@ class LLMExtractor:
         replies = self.model.batch(
             inputs, config={"max_concurrency": self.max_concurrency}, return_exceptions=True
         )
-        out = []
+        out: list[list[str]] = []
         for reply in replies:
             if isinstance(reply, BaseException):
                 log.warning("entity extraction call failed: %s", reply)
@@ -289,7 +290,8 @@ def extract(
             f"entity extractor returned {len(found) if isinstance(found, list) else type(found).__name__} "
             f"results for {len(texts)} texts"
         )
-    keys_per_text, names = [], {}
+    keys_per_text: list[list[str]] = []
+    names: dict[str, str] = {}
     for i, mentions in enumerate(found):
         extra = list(titles[i]) if titles is not None else []
         keys: dict[str, None] = {}

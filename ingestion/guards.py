@@ -11,6 +11,7 @@ from __future__ import annotations
 import zipfile
 from io import BytesIO
 from pathlib import Path
+from typing import cast
 
 MAX_FILE_BYTES = 100 * 1024 * 1024
 MAX_UNZIPPED_BYTES = 1024**3  # an Office file's parts may unpack to at most this (and 20x the file limit)
@@ -75,7 +76,7 @@ def html_depth(data: bytes) -> int:
     """How deep the tree Docling's HTML reader walks (same parser) is nested, without recursion."""
     from bs4 import BeautifulSoup, Tag
 
-    deepest, stack = 0, [(BeautifulSoup(data, "html.parser"), 0)]
+    deepest, stack = 0, [(cast(Tag, BeautifulSoup(data, "html.parser")), 0)]
     while stack:
         node, depth = stack.pop()
         deepest = max(deepest, depth)

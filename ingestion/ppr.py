@@ -232,7 +232,7 @@ def graph_search(
     )
     seeds = dict(sorted(matched.items(), key=lambda kv: -kv[1]["similarity"])[:max_seeds])
     lap("link")
-    dense_hits = list(pending.result() if pending is not None else dense_hits)
+    dense_hits = list(pending.result() if pending is not None else dense_hits or [])
     lap("search")
     result = GraphHits(hits=dense_hits[:k], mentions=mentions, milliseconds=timings)
     edges, hubs = fetch_neighbourhood(
@@ -245,10 +245,10 @@ def graph_search(
     chunk_ids = list(edges)
     entity_ids: dict[str, int] = {}
     rows, cols = [], []
-    for row, cid in enumerate(chunk_ids):
+    for position_, cid in enumerate(chunk_ids):
         for key in dict.fromkeys(edges[cid]):
             if key not in hubs:
-                rows.append(row)
+                rows.append(position_)
                 cols.append(entity_ids.setdefault(key, len(entity_ids)))
     incidence = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(chunk_ids), len(entity_ids)))
     visible = np.asarray(incidence.sum(axis=0)).ravel()

@@ -77,6 +77,7 @@ def _mixture_groups(vectors: np.ndarray, seed: int, components: int | None = Non
         bic = gmm.bic(reduced)
         if bic < best_bic:
             best, best_bic = gmm, bic
+    assert best is not None  # the loop ran at least once: k >= 1
     labels = best.predict(reduced)
     return [list(map(int, np.flatnonzero(labels == label))) for label in sorted(set(labels))]
 

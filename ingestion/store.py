@@ -103,7 +103,11 @@ def embed_queries(embeddings: Embeddings, queries: list[str]) -> list[list[float
         from langchain_huggingface import HuggingFaceEmbeddings
     except ImportError:  # pragma: no cover - core dependency
         HuggingFaceEmbeddings = None  # type: ignore[assignment,misc]
-    if len(queries) > 1 and HuggingFaceEmbeddings and isinstance(embeddings, HuggingFaceEmbeddings):
+    if (
+        len(queries) > 1
+        and HuggingFaceEmbeddings is not None
+        and isinstance(embeddings, HuggingFaceEmbeddings)
+    ):
         return embeddings._embed(queries, embeddings.query_encode_kwargs or embeddings.encode_kwargs)
     return [embeddings.embed_query(q) for q in queries]
 
@@ -371,7 +375,7 @@ class ChunkIndex:
         """Every stored chunk with its dense vector (for building over a whole collection)."""
         if not self._exists():
             return []
-        out = []
+        out: list[tuple[Document, list[float]]] = []
         iterator = self.client.query_iterator(
             self.collection, batch_size=batch_size, filter="", output_fields=["*"]
         )

@@ -78,6 +78,7 @@ def _worker_pool() -> ProcessPool:
 
     with _pool_lock:
         if _pool is None or not _pool.active:
+            context: multiprocessing.context.BaseContext
             if "forkserver" in multiprocessing.get_all_start_methods():
                 context = multiprocessing.get_context("forkserver")
                 context.set_forkserver_preload([__name__, "docling.document_converter"])

@@ -137,7 +137,7 @@ def ingest(
             exclude=exclude or (),
             include=include or (),
             captioner=captioner,
-            caption_prompt=caption_prompt,  # type: ignore[arg-type]
+            caption_prompt=caption_prompt,
             allow_fetch=allow_fetch,
             max_file_bytes=int(max_file_mb * 1024 * 1024),
             docling_serve=docling_serve,

@@ -107,7 +107,7 @@ class RunFailed(RuntimeError):
 def _attempt() -> int:
     """Which attempt of the current node this is (LangGraph counts from 1)."""
     try:
-        return int(get_runtime().execution_info.node_attempt)
+        return int(get_runtime().execution_info.node_attempt)  # type: ignore[union-attr]  # None: caught
     except (RuntimeError, AttributeError, TypeError):  # outside a run, or no execution info
         return 1
 

@@ -60,7 +60,7 @@ def _embedded(max_tokens: int) -> BaseChatModel:
             result = super()._create_chat_result(response)
             counts = response.get("usage") or {}
             for gen in result.generations:
-                gen.message.usage_metadata = {
+                gen.message.usage_metadata = {  # type: ignore[attr-defined]  # an AIMessage here
                     "input_tokens": int(counts.get("prompt_tokens", 0)),
                     "output_tokens": int(counts.get("completion_tokens", 0)),
                     "total_tokens": int(counts.get("total_tokens", 0)),
@@ -151,7 +151,7 @@ def chooses_tools(model: BaseChatModel) -> bool:
     try:
         from langchain_community.chat_models import ChatLlamaCpp
     except ImportError:  # pragma: no cover
-        ChatLlamaCpp = ()  # type: ignore[assignment]  # noqa: N806
+        ChatLlamaCpp = ()  # type: ignore[assignment,misc]  # noqa: N806
     if isinstance(model, ChatLlamaCpp):
         return False
     return type(model).bind_tools is not BaseChatModel.bind_tools

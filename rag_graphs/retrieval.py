@@ -106,8 +106,9 @@ def searcher_for(ctx: RagContext, *, k: int | None = None) -> Runnable[list[str]
         return retriever_for(ctx, k=k).map().with_config(run_name="search_many", tags=[SEARCH_TAG])
 
     def run(batch: list[str]) -> list[list[Document]]:
+        mode: Literal["dense", "hybrid"] = "dense" if ctx.search_mode == "dense" else "hybrid"
         hits = index_for(ctx).search_many(
-            batch, k=k or ctx.k, mode=ctx.search_mode, expr=ctx.search_expr(), rrf_k=ctx.rrf_k
+            batch, k=k or ctx.k, mode=mode, expr=ctx.search_expr(), rrf_k=ctx.rrf_k
         )
         return [[_scored(doc, score) for doc, score in ranking] for ranking in hits]
 

@@ -70,9 +70,9 @@ class SubAnswer(TypedDict):
 
 def add_usage(left: Usage | None, right: Usage | None) -> Usage:
     """Sum two usage dicts key by key."""
-    out: dict[str, int] = dict(left or {})
+    out: dict[str, int] = {k: int(v) for k, v in (left or {}).items()}  # type: ignore[call-overload]
     for key, value in (right or {}).items():
-        out[key] = out.get(key, 0) + int(value)
+        out[key] = out.get(key, 0) + int(value)  # type: ignore[call-overload]
     return out  # type: ignore[return-value]
 
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 import ast
 import hashlib
 import operator
+from collections.abc import Callable
 from typing import Any
 
 from langchain_core.documents import Document
 
-_OPS = {
+_OPS: dict[type, Callable[..., float]] = {
     ast.Add: operator.add,
     ast.Sub: operator.sub,
     ast.Mult: operator.mul,

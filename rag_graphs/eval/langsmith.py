@@ -84,7 +84,7 @@ def cost_evaluator(outputs: dict) -> list[dict]:
     return [{"key": key, "score": outputs.get(key, 0)} for key in ("llm_calls", "retrievals", "hops")]
 
 
-EVALUATORS = [
+EVALUATORS: list[Any] = [
     exact_match_evaluator,
     f1_evaluator,
     contains_evaluator,

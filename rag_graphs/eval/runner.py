@@ -280,7 +280,7 @@ def evaluate(
             k
             for k in ("dataset", "setting", "question_ids", "chat_model", "embeddings", "k", "retrieval_only")
             if (
-                Path(stored.get(k, "")).resolve() != Path(config[k])
+                Path(str(stored.get(k, ""))).resolve() != Path(str(config[k]))
                 if k == "dataset"
                 else stored.get(k) != config[k]
             )

@@ -49,7 +49,7 @@ def get_graph(
     *,
     checkpointer: BaseCheckpointSaver | None = None,
     retry_policy: RetryPolicy | None = None,
-) -> CompiledStateGraph:
+) -> CompiledStateGraph[Any, Any, Any, Any]:
     """The compiled graph of ``method`` (module ``rag_graphs.methods.<method>``).
 
     With a ``checkpointer`` (``InMemorySaver``, ``SqliteSaver``...), a fresh
@@ -71,7 +71,7 @@ def compile_method(
     *,
     checkpointer: BaseCheckpointSaver | None = None,
     retry_policy: RetryPolicy | None = None,
-) -> CompiledStateGraph:
+) -> CompiledStateGraph[Any, Any, Any, Any]:
     """Compile ``builder`` as method ``name``.
 
     Every node retries transient errors (``retry_policy``, default
@@ -85,7 +85,7 @@ def compile_method(
     return builder.compile(name=name, checkpointer=checkpointer).with_config(method_config(name))
 
 
-class MethodGraph(StateGraph):
+class MethodGraph(StateGraph[Any, Any, Any, Any]):
     """A ``StateGraph`` whose function nodes are wrapped by ``rag_graphs.faults.guard``,
     so a failure anywhere ends the run with ``RunFailed`` and the chain so far.
 
@@ -93,7 +93,7 @@ class MethodGraph(StateGraph):
     points, so ``invoke`` runs it synchronously and ``ainvoke`` natively async.
     """
 
-    def add_node(self, node: Any, action: Any = None, **kwargs: Any) -> MethodGraph:  # type: ignore[override]
+    def add_node(self, node: Any, action: Any = None, **kwargs: Any) -> MethodGraph:
         if isinstance(node, str) and isinstance(action, ModelNode):
             action = RunnableCallable(
                 guard(node, action.__call__), guard(node, action.acall), name=node, trace=False
@@ -103,13 +103,13 @@ class MethodGraph(StateGraph):
         return super().add_node(node, action, **kwargs)
 
 
-def new_builder(state: type = RagState) -> StateGraph:
+def new_builder(state: type = RagState) -> MethodGraph:
     """An empty graph with the shared state (or a method's extension of it), the one
     input/output contract and ``RagContext``."""
     return MethodGraph(state, context_schema=RagContext, input_schema=InputState, output_schema=OutputState)
 
 
-def linear_builder(*nodes: tuple[str, Callable[..., dict]], state: type = RagState) -> StateGraph:
+def linear_builder(*nodes: tuple[str, Callable[..., Any]], state: type = RagState) -> MethodGraph:
     """A graph that runs ``nodes`` once, in order: the whole wiring of single-pass methods."""
     builder = new_builder(state)
     for name, node in nodes:

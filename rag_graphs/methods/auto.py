@@ -63,7 +63,8 @@ def classify(state: AutoState, runtime: Runtime[RagContext]) -> dict:
     if ctx.router == "llm":
         messages = _CLASSIFY.format_messages(question=state["question"])
         out = invoke_structured(chat_model(ctx), messages, QuestionKind, QuestionKind(kind="single_hop"))
-        kind, why, spent = out.value.kind, "", calls_usage(out.calls)
+        kind: str = out.value.kind
+        why, spent = "", calls_usage(out.calls)
     else:
         examples = examples_file(ctx.router_examples)
         vote = classify_by_examples(state["question"], embeddings_for(ctx), examples)

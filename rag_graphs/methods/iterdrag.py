@@ -83,7 +83,7 @@ def iterate(state: IterDragState, ctx: RagContext) -> Body[dict]:
 def route_after_iterate(state: IterDragState) -> Literal["follow_up", "generate", "__end__"]:
     """Done on a final answer; answer from what was gathered when stopped; else follow up."""
     if state.get("stop_reason") == ENOUGH:
-        return END
+        return "__end__"
     return "generate" if state.get("stop_reason") else "follow_up"
 
 

@@ -27,7 +27,7 @@ import re
 from typing import Annotated, Literal
 
 from langchain_core.documents import Document
-from langchain_core.messages import AnyMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AnyMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import StructuredTool
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
@@ -45,7 +45,7 @@ from rag_graphs.nodes.common import chat_model, emit, format_notes, llm_usage, m
 from rag_graphs.nodes.loop import ENOUGH, Budget, already_searched, loop_stop
 from rag_graphs.nodes.retrieve import found
 from rag_graphs.retrieval import retriever_for
-from rag_graphs.state import RagState, merge_documents
+from rag_graphs.state import RagState, Step, merge_documents
 from rag_graphs.tools import calculate
 
 _TEXT_PROMPT = load_prompt("react_text")
@@ -199,7 +199,11 @@ def _run_tool(ctx: RagContext, state: ReactState, request: ToolRequest) -> Body[
 @model_node
 def act(state: ReactState, ctx: RagContext) -> Body[dict]:
     """Run every pending tool request; observations go back as tool messages or notes."""
-    messages, scratchpad, steps, queries, rankings = [], [], [], [], []
+    messages: list[BaseMessage] = []
+    scratchpad: list[str] = []
+    steps: list[Step] = []
+    queries: list[str] = []
+    rankings: list[list[Document]] = []
     for request in state.get("tool_calls", []):
         seen = {  # later requests of this turn see this turn's searches
             **state,
@@ -228,7 +232,7 @@ def act(state: ReactState, ctx: RagContext) -> Body[dict]:
 def route_after_agent(state: ReactState) -> Literal["act", "generate", "__end__"]:
     """Finish on an answer; answer from the gathered passages when the loop was stopped."""
     if state.get("stop_reason") == ENOUGH:
-        return END
+        return "__end__"
     if state.get("stop_reason"):
         return "generate"
     return "act" if state.get("tool_calls") else "generate"

@@ -91,7 +91,7 @@ def route_after_need(state: SelfRagState) -> Literal["retrieve", "answer_directl
 
 def route_after_check(state: SelfRagState) -> Literal["rewrite", "__end__"]:
     """Finish when the check node says stop; otherwise rewrite and retrieve a follow-up."""
-    return END if state.get("stop_reason") else "rewrite"
+    return "__end__" if state.get("stop_reason") else "rewrite"
 
 
 def build() -> StateGraph:

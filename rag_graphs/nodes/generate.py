@@ -20,10 +20,10 @@ from rag_graphs.nodes.common import (
     template_inputs,
 )
 from rag_graphs.nodes.loop import ENOUGH
-from rag_graphs.state import RagState
+from rag_graphs.state import RagState, Step
 
 
-def _stop_note(state: RagState) -> list[dict]:
+def _stop_note(state: RagState) -> list[Step]:
     reason = state.get("stop_reason")
     if not reason or reason == ENOUGH:
         return []

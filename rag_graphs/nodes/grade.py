@@ -17,7 +17,7 @@ from rag_graphs.calls import Batch, Body
 from rag_graphs.context import RagContext
 from rag_graphs.nodes.common import ModelNode, calls_usage, chat_model, emit, latest_documents, step
 from rag_graphs.nodes.loop import hop_budget, loop_stop
-from rag_graphs.state import RagState, add_usage
+from rag_graphs.state import RagState, Usage, add_usage
 from rag_graphs.structured import structured
 
 
@@ -58,7 +58,7 @@ def make_grade(prompt: str = "grade_correctness") -> ModelNode:
             reason += " without a correct passage"
         text = ", ".join(f"{d.id}: {g}" for d, g in grades) or "nothing new to grade"
         emit("end", grades={str(d.id): g for d, g in grades})
-        used: dict = {}
+        used: Usage = {}
         for out in outs:
             used = add_usage(used, calls_usage(out.calls))
         return {

@@ -9,14 +9,15 @@ it. The plan's length (capped by ``RagContext.num_queries``) bounds the loop.
 from __future__ import annotations
 
 import re
-from typing import Literal
-
-from langgraph.graph import StateGraph
+from typing import TYPE_CHECKING, Literal
 
 from rag_graphs.nodes.common import emit, step
 from rag_graphs.nodes.generate import make_intermediate
 from rag_graphs.nodes.retrieve import retrieve
 from rag_graphs.state import RagState
+
+if TYPE_CHECKING:  # the methods package builds on these nodes
+    from rag_graphs.methods import MethodGraph
 
 ANSWER_NODE = "answer_in_order"
 _REFERENCE = re.compile(r"#(\d+)")
@@ -52,7 +53,7 @@ def route_plan(state: RagState) -> Literal["next_subquestion", "generate"]:
     return "next_subquestion" if len(answers_so_far(state)) < len(plan) else "generate"
 
 
-def add_plan_walk(builder: StateGraph) -> str:
+def add_plan_walk(builder: MethodGraph) -> str:
     """Add the loop that walks the plan, ending at a ``generate`` node the caller adds.
 
         next_subquestion -> retrieve -> answer_in_order --(more)--> next_subquestion
