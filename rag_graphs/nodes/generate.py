@@ -19,7 +19,7 @@ from rag_graphs.nodes.common import (
     step,
     template_inputs,
 )
-from rag_graphs.nodes.loop import ENOUGH
+from rag_graphs.nodes.loop import ENOUGH, SINGLE_PASS
 from rag_graphs.state import RagState, Step
 
 
@@ -58,6 +58,8 @@ def make_generate(
             "citations": citations,
             "steps": [*_stop_note(state), answered],
             "usage": used,
+            # Every output says why the run stopped looking; a method without a loop made one pass.
+            "stop_reason": state.get("stop_reason") or SINGLE_PASS,
         }
 
     return ModelNode(generate, "generate")

@@ -53,8 +53,8 @@ def make_grade(prompt: str = "grade_correctness") -> ModelNode:
         kept = list(state.get("evidence") or [])
         kept += [d for d, g in grades if g != "incorrect" and d.id not in {k.id for k in kept}]
         correct = any(g == "correct" for _, g in grades)
-        reason = "" if correct else loop_stop(state, hop_budget(state, ctx.max_hops))
-        if reason:
+        reason = loop_stop(state, hop_budget(state, ctx.max_hops), done=correct)
+        if reason and not correct:
             reason += " without a correct passage"
         text = ", ".join(f"{d.id}: {g}" for d, g in grades) or "nothing new to grade"
         emit("end", grades={str(d.id): g for d, g in grades})

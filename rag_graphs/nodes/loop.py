@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from rag_graphs.state import RagState, searched
 
 ENOUGH = "enough"
+SINGLE_PASS = "single pass"  # the stop reason of methods without a loop
 
 
 def normalize_query(query: str) -> str:

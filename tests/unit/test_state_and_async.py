@@ -143,7 +143,7 @@ def test_grading_runs_in_one_bounded_batch_on_both_entry_points(loaded, make_con
     else:
         out = asyncio.run(graph.ainvoke({"question": QUESTION}, context=ctx))
     graded = next(s for s in out["steps"] if s["kind"] == "grade")
-    assert len(graded["doc_ids"]) == 4 and out["stop_reason"] == ""
+    assert len(graded["doc_ids"]) == 4 and out["stop_reason"] == ENOUGH
     assert model.peak == 2  # side by side, never more than max_concurrency at once
 
 
