@@ -130,6 +130,50 @@ def evaluate(index, graph, examples, knobs: dict, k_max: int = 5) -> dict[str, d
     return out
 
 
+def ppr_speed(graph, examples, knobs: dict, n: int = 50) -> dict[str, float]:
+    """Median ms of one PPR walk on the questions' neighbourhoods: scipy sparse power
+    iteration (what graph_search uses) against networkx's pagerank on the same graph."""
+    import networkx as nx
+    import numpy as np
+
+    import ingestion.ppr as ppr
+
+    captured = []
+    original = ppr.personalized_pagerank
+
+    def capture(incidence, reset, **kwargs):
+        captured.append((incidence, reset, kwargs))
+        return original(incidence, reset, **kwargs)
+
+    ppr.personalized_pagerank = capture
+    try:
+        for example in examples[:n]:
+            ppr.graph_search(graph, example.question, k=5, **knobs)
+    finally:
+        ppr.personalized_pagerank = original
+    scipy_ms, nx_ms = [], []
+    for incidence, reset, kwargs in captured:
+        start = time.perf_counter()
+        original(incidence, reset, **kwargs)
+        scipy_ms.append((time.perf_counter() - start) * 1000)
+        start = time.perf_counter()
+        n_chunks = incidence.shape[0]
+        g = nx.Graph()
+        g.add_nodes_from(range(incidence.shape[0] + incidence.shape[1]))
+        coo = incidence.tocoo()
+        g.add_edges_from(zip(coo.row.tolist(), (coo.col + n_chunks).tolist(), strict=True))
+        personal = {i: float(w) for i, w in enumerate(reset) if w > 0}
+        nx.pagerank(g, alpha=kwargs.get("damping", 0.5), personalization=personal, tol=1e-8)
+        nx_ms.append((time.perf_counter() - start) * 1000)
+    sizes = [int(np.sum(i.shape)) for i, _, _ in captured]
+    return {
+        "walks": len(captured),
+        "nodes p50": statistics.median(sizes) if sizes else 0,
+        "scipy ms p50": statistics.median(scipy_ms) if scipy_ms else 0,
+        "networkx ms p50": statistics.median(nx_ms) if nx_ms else 0,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -141,6 +185,7 @@ def main() -> None:
     parser.add_argument("--set", dest="knobs", action="append", default=[], help="graph_search knob=value")
     parser.add_argument("--rebuild", action="store_true", help="drop and rebuild the graph (re-time it)")
     parser.add_argument("--n-process", type=int, default=1, help="spaCy worker processes for the build")
+    parser.add_argument("--ppr", action="store_true", help="also time scipy PPR against networkx")
     parser.add_argument("--no-embed-timing", action="store_true", help="skip timing the passage embedding")
     args = parser.parse_args()
 
@@ -176,6 +221,9 @@ def main() -> None:
         entry["scores"] = scores
         entry["knobs"] = knobs
         entry["questions"] = len(examples)
+        if args.ppr:
+            entry["ppr"] = ppr_speed(graph, examples, knobs)
+            print(f"{name}: PPR {entry['ppr']}", flush=True)
         results_path.write_text(json.dumps(saved, indent=2))
         rows.append((name, entry))
         print(f"{name}: {json.dumps(scores)}", flush=True)

@@ -3,13 +3,16 @@
 Three ways, all against the entity collection (``ingestion.graph``):
 
 * **mentions**: the question extractor's mentions (spaCy NER by default),
-  matched by key, else (a mention no key matches) to the ``link_k`` nearest
-  entity names at cosine >= ``threshold``;
+  matched by key, else (a mention no key matches) to the nearest entity
+  names by embedding, above a cosine threshold;
 * **name n-grams**: the question's name-like word n-grams looked up as keys
   (finds the title-cased film and book names NER misses); the longest found
   ones are kept;
-* **the whole question**: its ``query_link_k`` nearest entity names at cosine
-  >= ``threshold``.
+* **the whole question** (optional): its nearest entity names by embedding.
+
+Key look-ups are by primary key (~1 ms); a match by embedding is a vector
+search over every entity (~30 ms on 64,000 entities here), so it runs only
+for mentions no key matched.
 
 Also the first dense/hybrid hits, searched with the question vector already
 computed for linking (one embedding per question, the search overlapping the
@@ -116,34 +119,18 @@ def nearest_entities(
     return found
 
 
-def find_seeds(
-    index: ChunkIndex,
-    query: str,
-    mentions: list[str],
-    vectors: list[list[float]],
-    *,
-    link_k: int,
-    query_link_k: int,
-    threshold: float,
-    max_ngram: int,
-) -> dict[str, dict]:
-    """The question's entities: key -> row (name, chunks, n) plus ``similarity`` (1.0 for a key
-    match). ``vectors`` are the question's and then each mention's embedding."""
+def named_seeds(
+    index: ChunkIndex, query: str, mentions: list[str], *, max_ngram: int
+) -> tuple[dict[str, dict], list[str]]:
+    """Entities the question names by key: its mentions' keys and its longest name-like
+    n-grams (``similarity`` 1.0); and the mentions no key matched (to match by meaning)."""
     keys = [normalize(m) for m in mentions]
     spans = ngram_keys(query, max_ngram) if max_ngram else {}
     stored = entity_rows(index, [*keys, *spans], ENTITY_FIELDS)
-    unmatched = [i for i, key in enumerate(keys) if key not in stored]  # matched by meaning instead
-    seeds = nearest_entities(
-        index,
-        ([vectors[0]] if query_link_k else []) + [vectors[1 + i] for i in unmatched],
-        ([query_link_k] if query_link_k else []) + [link_k] * len(unmatched),
-        threshold,
-    )
     named = [k for k in keys if k in stored]
     named += longest_matches(spans, {k for k in spans if k in stored})
-    for key in named:
-        seeds[key] = {**stored[key], "similarity": 1.0}
-    return seeds
+    seeds = {key: {**stored[key], "similarity": 1.0} for key in named}
+    return seeds, [m for m, key in zip(mentions, keys, strict=True) if key not in stored]
 
 
 _FIELDS: dict[tuple[int, str], list[str]] = {}

@@ -35,7 +35,7 @@ from langchain_core.documents import Document
 
 from ingestion.entities import ENTITIES_FIELD, Extractor, normalize
 from ingestion.graph import CHUNKS_FIELD, COUNT_FIELD, NAME_FIELD, entity_rows, has_graph, in_filter
-from ingestion.linking import find_seeds, question_extractor, search_with_vector
+from ingestion.linking import named_seeds, nearest_entities, question_extractor, search_with_vector
 from ingestion.store import PRIMARY_FIELD, ChunkIndex, all_of, embed_queries
 
 _LOOKUP_BATCH = 512
@@ -153,18 +153,18 @@ def graph_search(
     *,
     k: int = 5,
     expr: str | None = None,
-    mode: Literal["dense", "hybrid"] = "hybrid",
+    mode: Literal["dense", "hybrid"] = "dense",
     dense_hits: list[tuple[Document, float]] | None = None,
     dense_k: int = 20,
     extractor: Extractor | None | Literal["default"] = "default",
     link_k: int = 3,
-    query_link_k: int = 5,
+    query_link_k: int = 0,
     link_threshold: float = 0.75,
     max_ngram: int = 8,
     max_seeds: int = 20,
-    damping: float = 0.7,
+    damping: float = 0.6,
     passage_weight: float = 0.05,
-    neighbourhood: int = 1000,
+    neighbourhood: int = 500,
     expand: bool = True,
     hub_chunks: int = 100,
     blend: float = 1.0,
@@ -215,21 +215,20 @@ def graph_search(
     if extractor == "default":
         extractor = question_extractor()
     mentions = [m for m in (extractor([query])[0] if extractor else []) if normalize(m)]
-    vectors = embed_queries(index.embeddings, [query, *mentions])
+    matched, unmatched = named_seeds(index, query, mentions, max_ngram=max_ngram)
+    vectors = embed_queries(index.embeddings, [query, *unmatched])
     lap("mentions")
     pending = None
     if dense_hits is None:
         pending = search_with_vector(index, query, vectors[0], k=max(k, dense_k), mode=mode, expr=expr)
-    matched = find_seeds(
+    nearest = nearest_entities(
         index,
-        query,
-        mentions,
-        vectors,
-        link_k=link_k,
-        query_link_k=query_link_k,
-        threshold=link_threshold,
-        max_ngram=max_ngram,
+        ([vectors[0]] if query_link_k else []) + vectors[1:],
+        ([query_link_k] if query_link_k else []) + [link_k] * len(unmatched),
+        link_threshold,
     )
+    for key, row in nearest.items():
+        matched.setdefault(key, row)
     seeds = dict(sorted(matched.items(), key=lambda kv: -kv[1]["similarity"])[:max_seeds])
     lap("link")
     dense_hits = list(pending.result() if pending is not None else dense_hits or [])
