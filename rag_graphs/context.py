@@ -179,14 +179,14 @@ class RagContext:
     hybrid hits re-ranked by Personalized PageRank over the entities chunks share (HippoRAG;
     needs the collection's entity graph: ``rag-graphs graph build``)."""
 
-    graph_damping: Fraction = _env("RAG_GRAPHS_GRAPH_DAMPING", 0.7)
+    graph_damping: Fraction = _env("RAG_GRAPHS_GRAPH_DAMPING", 0.6)
     """Graph search: probability of following an edge at each PageRank step (HippoRAG: 0.5);
     the rest restarts at the question's entities."""
 
     graph_blend: Fraction = _env("RAG_GRAPHS_GRAPH_BLEND", 1.0)
     """Graph search: weight of the PageRank score against the dense/hybrid score (1 = graph only)."""
 
-    graph_neighbourhood: Positive = _env("RAG_GRAPHS_GRAPH_NEIGHBOURHOOD", 1000)
+    graph_neighbourhood: Positive = _env("RAG_GRAPHS_GRAPH_NEIGHBOURHOOD", 500)
     """Graph search: most chunks fetched from the store around the question's entities and
     first hits (the walk never loads the whole store)."""
 
