@@ -42,6 +42,15 @@ NonNegative = Annotated[int, Field(ge=0)]
 Fraction = Annotated[float, Field(ge=0, le=1)]
 
 
+def _check_filter(expr: str) -> str:
+    from ingestion.store import check_filter
+
+    return check_filter(expr)
+
+
+SearchFilter = Annotated[str, AfterValidator(_check_filter)]
+
+
 def _names(raw: str) -> tuple[str, ...]:
     """``"a, b"`` -> ``("a", "b")``: list-valued settings in environment variables."""
     return tuple(part.strip() for part in raw.split(",") if part.strip())
@@ -197,11 +206,13 @@ class RagContext:
     """Graph search: cosine similarity a stored entity name needs to a question mention
     (or the question) to seed the walk. A MiniLM number: retune it for another embedding model."""
 
-    search_filter: str | None = _env("RAG_GRAPHS_SEARCH_FILTER", None)
+    search_filter: SearchFilter | None = _env("RAG_GRAPHS_SEARCH_FILTER", None)
     """A Milvus boolean expression every search must satisfy, e.g.
     ``source like "%annual_report%"`` or ``chunk_id in ["a", "b"]``; None searches all.
     Written by the operator, used as is: never build it from user input (use the
-    access fields below, whose values are quoted)."""
+    access fields below, whose values are quoted). It must be one balanced expression
+    (``ingestion.store.check_filter``): it is parenthesised beside the access fields, and a
+    filter such as ``1==1) or (1==1`` that would close that parenthesis is refused."""
 
     tenant: str | None = _env("RAG_GRAPHS_TENANT", None)
     """Access control: search only chunks ingested with this tenant (``ingest(tenant=...)``);
