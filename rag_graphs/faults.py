@@ -3,7 +3,10 @@
 Every method's nodes share one LangGraph ``RetryPolicy`` that retries
 *transient* errors only: timeouts, dropped connections, rate limits (HTTP 429)
 and server errors (5xx), with exponential backoff and jitter, a bounded number
-of times. Anything else (a bad API key, a missing model, a bug), or a transient
+of times. A request the server rejected as invalid is never retried: the same
+request fails the same way (``rejected_as_invalid``: a 4xx, or a 500 whose body
+is a request-validation error, as llama.cpp's server answers an unsupported
+``response_format``). Anything else (a bad API key, a missing model, a bug), or a transient
 error that outlasts its attempts, ends the run with ``RunFailed``: its message
 names the node and the cause, and its ``result`` is the answer contract as far
 as the run got (the reasoning chain up to the failure included). Every node is
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -59,11 +63,38 @@ def status_code(exc: BaseException) -> int | None:
     return None
 
 
+_INVALID_BODY = re.compile(
+    r"validation error|input should be|invalid request|invalid_request|is not supported|"
+    r"not supported|unsupported|unrecognized|extra inputs are not permitted|unexpected keyword",
+    re.IGNORECASE,
+)
+"""What a server error's body says when the *request* was invalid (some servers answer 500)."""
+
+
+def rejected_as_invalid(exc: BaseException) -> bool:
+    """True when the server refused the request itself: the same request would fail again.
+
+    That is a 4xx other than the transient ones (408, 425, 429), or a 5xx whose body
+    is a request-validation error: llama.cpp's server answers an unsupported
+    ``response_format`` with HTTP 500 and pydantic's "Input should be 'text' or
+    'json_object'". Callers use it to learn what a server supports (see
+    ``rag_graphs.models.capabilities``); the retry policy never retries such a request.
+    """
+    code = status_code(exc)
+    if code is None:
+        return False
+    if 400 <= code < 500:
+        return code not in TRANSIENT_STATUS
+    body = getattr(exc, "body", None)
+    return code == 500 and bool(_INVALID_BODY.search(f"{exc} {body if body is not None else ''}"))
+
+
 def is_transient(exc: BaseException) -> bool:
     """True for errors that may pass if the same call is tried again a little later.
 
-    Decided by type and HTTP status, never by message text; provider SDK errors
-    are recognised by class name so no SDK has to be installed to classify them.
+    Decided by type and HTTP status; a 500 is transient unless its body says the
+    request was invalid (``rejected_as_invalid``). Provider SDK errors are
+    recognised by class name so no SDK has to be installed to classify them.
     A node's ``RunFailed`` (see ``guard``) is transient when its cause is.
     """
     if isinstance(exc, RunFailed):
@@ -72,7 +103,7 @@ def is_transient(exc: BaseException) -> bool:
         return True
     code = status_code(exc)
     if code is not None:
-        return code in TRANSIENT_STATUS or code >= 500
+        return not rejected_as_invalid(exc) and (code in TRANSIENT_STATUS or code >= 500)
     return any(cls.__name__ in _TRANSIENT_NAMES for cls in type(exc).__mro__)
 
 
@@ -119,6 +150,8 @@ def describe(error: BaseException, node: str, attempt: int) -> str:
     cause = redact(f"{type(error).__name__}: {error}").strip().rstrip(":")
     if is_transient(error):
         return f"{node} failed after {attempt} attempts (transient error, retried): {cause}"
+    if rejected_as_invalid(error) and (status_code(error) or 0) >= 500:  # a 500 that is not transient
+        return f"{node} failed (not retried: the server rejected the request as invalid): {cause}"
     return f"{node} failed (not retried: the error is not transient): {cause}"
 
 

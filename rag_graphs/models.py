@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import threading
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -146,7 +147,9 @@ def chooses_tools(model: BaseChatModel) -> bool:
     """True when ``model`` can pick among bound tools itself (native tool calling).
 
     llama.cpp's LangChain binding (the embedded model) only calls a tool it is
-    forced to, so it counts as no; so do models without ``bind_tools``.
+    forced to, so it counts as no; so do models without ``bind_tools``, and models
+    whose server rejected tools or that answered without calling one when they
+    should have (``Capabilities.tools`` is False: see ``rag_graphs.methods.react``).
     """
     try:
         from langchain_community.chat_models import ChatLlamaCpp
@@ -154,7 +157,9 @@ def chooses_tools(model: BaseChatModel) -> bool:
         ChatLlamaCpp = ()  # type: ignore[assignment,misc]  # noqa: N806
     if isinstance(model, ChatLlamaCpp):
         return False
-    return type(model).bind_tools is not BaseChatModel.bind_tools
+    if type(model).bind_tools is BaseChatModel.bind_tools:
+        return False
+    return capabilities(model).tools is not False
 
 
 def model_name(model: Any) -> str:
@@ -164,3 +169,79 @@ def model_name(model: Any) -> str:
         if isinstance(value, str) and value:
             return Path(value).name if attr == "model_path" else value
     return type(model).__name__
+
+
+STRUCTURED_MODES = ("json_schema", "json_object", "function_calling")
+"""How an OpenAI-compatible server can be asked for a schema, best first: ``json_schema``
+(OpenAI, vLLM, LM Studio, llama.cpp's ``llama-server``), ``json_object`` with the schema
+attached (llama-cpp-python's server decodes it under a grammar; others at least return
+JSON), ``function_calling`` (a forced tool call)."""
+
+
+@dataclass
+class Capabilities:
+    """What one served model accepts, learned from its own answers, once per process.
+
+    Servers differ in what they support behind the same API: llama-cpp-python's
+    server rejects ``response_format: json_schema`` (HTTP 500), some chat formats
+    never emit tool calls. Guessing from the model's name would be wrong for
+    every self-hosted server; asking costs one rejected request, so each mode is
+    tried once and remembered (``rejected``), and every later call goes straight
+    to the best mode left.
+    """
+
+    modes: tuple[str, ...]
+    rejected: dict[str, str] = field(default_factory=dict)
+    """Structured-output mode -> why the server refused it."""
+    tools: bool | None = None
+    """Native tool calls: None untried, True seen working, False rejected or never used."""
+    tools_note: str = ""
+
+    def structured_modes(self) -> list[str]:
+        """The structured-output modes still believed to work, best first."""
+        return [m for m in self.modes if m not in self.rejected]
+
+    def reject(self, mode: str, why: object) -> None:
+        """Remember that the server refused ``mode`` (``why``: its error, for diagnostics)."""
+        with _CAPS_LOCK:
+            self.rejected.setdefault(mode, str(why)[:300])
+
+    def no_tools(self, why: str) -> None:
+        """Remember that native tool calls do not work with this model (first reason kept)."""
+        with _CAPS_LOCK:
+            if self.tools is None:
+                self.tools, self.tools_note = False, why
+
+    def tools_work(self) -> None:
+        with _CAPS_LOCK:
+            if self.tools is None:
+                self.tools = True
+
+
+_CAPS: dict[str, Capabilities] = {}
+_CAPS_LOCK = threading.Lock()
+
+
+def is_openai_compatible(model: BaseChatModel) -> bool:
+    """True for langchain-openai's chat models (OpenAI itself or any server at ``OPENAI_BASE_URL``)."""
+    return any(cls.__name__ == "BaseChatOpenAI" for cls in type(model).__mro__)
+
+
+def model_key(model: BaseChatModel) -> str:
+    """Identity of a served model: class, endpoint and name (the instance when it has no name)."""
+    name = model_name(model)
+    if name == type(model).__name__:
+        return f"{type(model).__qualname__}@{id(model)}"
+    endpoint = next((str(v) for a in ("openai_api_base", "base_url") if (v := getattr(model, a, None))), "")
+    return f"{type(model).__qualname__}|{endpoint}|{name}"
+
+
+def capabilities(model: BaseChatModel) -> Capabilities:
+    """The capabilities learned so far for ``model`` (shared by every instance of the same
+    class, endpoint and model name in this process)."""
+    key = model_key(model)
+    with _CAPS_LOCK:
+        if key not in _CAPS:
+            modes = STRUCTURED_MODES if is_openai_compatible(model) else ("with_structured_output",)
+            _CAPS[key] = Capabilities(modes=modes)
+        return _CAPS[key]

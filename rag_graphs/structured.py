@@ -6,7 +6,10 @@ the strongest way the model supports, and never raises on a bad reply
 
 1. ``grammar``: llama.cpp models (the embedded default) decode under a JSON
    grammar compiled from the schema, so the reply is always valid JSON;
-2. ``native``: models with ``with_structured_output`` (tool calling / JSON mode);
+2. ``native``: models with ``with_structured_output``; OpenAI-compatible servers
+   get the best of JSON schema, JSON mode with the schema attached (a grammar on
+   llama-cpp-python's server) and a forced tool call that the server has not
+   refused (learned once per model: ``rag_graphs.models.capabilities``);
 3. ``parsed``: everything else gets the schema as text instructions
    (``prompts/templates/json_format_instructions.txt``) and a lenient parser
    that digs the JSON object out of prose or code fences and, for a single
@@ -28,6 +31,8 @@ from pydantic import BaseModel, ValidationError
 
 from prompts import load_prompt
 from rag_graphs.calls import Body, Call, adrive, drive
+from rag_graphs.faults import is_transient, rejected_as_invalid
+from rag_graphs.models import capabilities
 
 T = TypeVar("T", bound=BaseModel)
 Method = Literal["grammar", "native", "parsed", "default"]
@@ -132,29 +137,68 @@ def structured(
 ) -> Body[Structured[T]]:
     """The calls of one structured decision, as a body for ``rag_graphs.calls`` (nodes ``yield from`` it).
 
-    A native structured call that fails for any reason falls back to the text
-    path; transport errors (network, rate limits) then raise from that plain
-    call, since they are not a malformed reply: the caller retries or reports.
+    Native modes are tried best first among those the model's server has not
+    refused (``rag_graphs.models.capabilities``): a mode the server rejects as an
+    invalid request is remembered and never sent again, so a server without
+    ``json_schema`` costs one rejected request per process, not one per decision.
+    Any other failure of a native call (a reply the SDK cannot parse, a local
+    ``NotImplementedError``) falls back to the text path for this call. Transient
+    errors (network, rate limits, a dead server) raise: the caller retries or reports.
     """
     if _is_llama_cpp(model):
         grammar = {"type": "json_object", "schema": schema.model_json_schema()}
         raw = yield Call(model.bind(response_format=grammar), _with_instructions(messages, schema))
         return _from_text(raw, schema, default, "grammar", [])
+    caps = capabilities(model)
     earlier: list[AIMessage] = []
-    try:
-        out = yield Call(model.with_structured_output(schema, include_raw=True), messages)
-    except Exception:  # no native support, or the server rejected tools/JSON mode
-        out = None
-    if out is not None:
-        raw = out.get("raw")
-        if isinstance(out.get("parsed"), schema):
-            return Structured(out["parsed"], "native", raw, calls=[raw] if raw is not None else [])
-        if isinstance(raw, AIMessage):
-            if isinstance(raw.content, str) and raw.content:
-                return _from_text(raw, schema, default, "parsed", [])
-            earlier.append(raw)
+    for mode in caps.structured_modes():
+        try:
+            result = yield from _native(model, mode, messages, schema, default, earlier)
+        except NotImplementedError as exc:  # no native structured output at all
+            caps.reject(mode, exc)
+            continue
+        except Exception as exc:
+            if rejected_as_invalid(exc):
+                caps.reject(mode, exc)
+                continue
+            if is_transient(exc):
+                raise
+            break  # this reply failed in a way that says nothing about the server: use text
+        if result is not None:
+            return result
+        break
     raw = yield Call(model, _with_instructions(messages, schema))
     return _from_text(raw, schema, default, "parsed", earlier)
+
+
+def _native(
+    model: BaseChatModel,
+    mode: str,
+    messages: list[BaseMessage],
+    schema: type[T],
+    default: T,
+    earlier: list[AIMessage],
+) -> Body[Structured[T] | None]:
+    """One native attempt in ``mode``; None when the reply held no usable object
+    (its message is added to ``earlier``, so its tokens still count)."""
+    if mode == "json_object":
+        fmt = {"type": "json_object", "schema": schema.model_json_schema()}
+        raw = yield Call(model.bind(response_format=fmt), _with_instructions(messages, schema))
+        value = parse_lenient(str(raw.content), schema)
+        if value is None:
+            earlier.append(raw)
+            return None
+        return Structured(value, "native", raw, calls=[*earlier, raw])
+    options = {} if mode == "with_structured_output" else {"method": mode}
+    out = yield Call(model.with_structured_output(schema, include_raw=True, **options), messages)
+    raw = out.get("raw")
+    if isinstance(out.get("parsed"), schema):
+        return Structured(out["parsed"], "native", raw, calls=[*earlier, raw] if raw is not None else [])
+    if isinstance(raw, AIMessage):
+        if isinstance(raw.content, str) and raw.content:
+            return _from_text(raw, schema, default, "parsed", earlier)
+        earlier.append(raw)
+    return None
 
 
 def invoke_structured(

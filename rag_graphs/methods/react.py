@@ -10,7 +10,10 @@ LangChain tool (off by default). Two protocols, chosen by
 ``RagContext.tool_calling``:
 
 * native: the model's own tool-calling API (``bind_tools``); results come
-  back as ``ToolMessage``s in ``messages``. For models that choose tools.
+  back as ``ToolMessage``s in ``messages``. For models that choose tools;
+  with ``auto``, a model whose server rejects tools or that answers its first
+  step without calling one is switched to the text protocol (learned once per
+  model, see ``rag_graphs.models.Capabilities``).
 * text: ``Thought: / Action: tool[input] / Final Answer:`` lines parsed by a
   lenient parser, for every chat model, including the embedded one (whose
   llama.cpp runtime cannot choose among tools).
@@ -38,14 +41,15 @@ from prompts.fencing import fence
 from rag_graphs.calls import Body, Call
 from rag_graphs.citations import extract_citations, numbered_passage
 from rag_graphs.context import RagContext
+from rag_graphs.faults import rejected_as_invalid
 from rag_graphs.methods import compile_method, new_builder
-from rag_graphs.models import chooses_tools
+from rag_graphs.models import capabilities, chooses_tools
 from rag_graphs.nodes import make_generate
 from rag_graphs.nodes.common import chat_model, emit, format_notes, llm_usage, model_node, step
 from rag_graphs.nodes.loop import ENOUGH, Budget, already_searched, loop_stop
 from rag_graphs.nodes.retrieve import found
 from rag_graphs.retrieval import retriever_for
-from rag_graphs.state import RagState, Step, merge_documents
+from rag_graphs.state import RagState, Step, add_usage, merge_documents
 from rag_graphs.tools import calculate
 
 _TEXT_PROMPT = load_prompt("react_text")
@@ -53,6 +57,7 @@ _TOOLS_PROMPT = load_prompt("react_tools")
 _FINAL = re.compile(r"final\s+answer\s*:\s*(.+?)\s*$|finish\s*\[(.+?)\]", re.IGNORECASE | re.DOTALL)
 _ACTION_BRACKET = re.compile(r"action\s*:\s*([a-z_]+)\s*\[(.*?)\]", re.IGNORECASE | re.DOTALL)
 _ACTION_LINES = re.compile(r"action\s*:\s*([a-z_]+)\s*\n\s*action\s+input\s*:\s*(.+)", re.IGNORECASE)
+_TO_TEXT = "native tool calls unused, switching to the text protocol: "
 TOOLS = {
     "search": "search[query]: search the document collection; returns numbered passages",
     "calculator": "calculator[expression]: arithmetic such as 1200000 / 850000",
@@ -113,15 +118,36 @@ def _native(ctx: RagContext) -> bool:
 
 
 def _ask_native(state: ReactState, ctx: RagContext) -> Body[tuple[dict, str, str, list[ToolRequest]]]:
-    """One tool-calling turn: (state update, kind, answer, requests)."""
+    """One tool-calling turn: (state update, kind, answer, requests).
+
+    With ``tool_calling=auto`` a model that cannot do native tool calls is found
+    out here, once per model (``Capabilities.tools``): a server that rejects the
+    ``tools`` parameter, or a model that answers its first step without calling
+    any tool (a chat format that never emits tool calls would otherwise answer
+    from memory, with no retrieval and no citations). Such a turn comes back as
+    kind ``"text"``: the agent asks again in the text protocol, now and from then on.
+    """
     start = [] if state.get("messages") else _TOOLS_PROMPT.format_messages(question=state["question"])
-    model = chat_model(ctx).bind_tools(native_tools(ctx))
-    reply = yield Call(model, [*state.get("messages", []), *start])
+    model = chat_model(ctx)
+    auto = ctx.tool_calling == "auto"
+    try:
+        reply = yield Call(model.bind_tools(native_tools(ctx)), [*state.get("messages", []), *start])
+    except Exception as exc:
+        if not (auto and rejected_as_invalid(exc)):
+            raise
+        capabilities(model).no_tools(f"the server rejected tools ({type(exc).__name__})")
+        return {"steps": [step("decide", text=_TO_TEXT + capabilities(model).tools_note)]}, "text", "", []
     requests = [
         ToolRequest(tool=c["name"], input=str(next(iter(c["args"].values()), "")), id=c["id"])
         for c in getattr(reply, "tool_calls", [])
     ]
     text = str(reply.content).strip()
+    if requests:
+        capabilities(model).tools_work()
+    elif auto and start and text and not state.get("searches") and capabilities(model).tools is None:
+        capabilities(model).no_tools("it answered its first step without calling a tool")
+        note = f"{_TO_TEXT}{capabilities(model).tools_note}: {text[:200]}"
+        return {"usage": llm_usage(reply), "steps": [step("decide", text=note)]}, "text", "", []
     kind = "action" if requests else "final" if text else "invalid"
     shown = text or "; ".join(f"{r['tool']}({r['input']})" for r in requests)
     update = {"messages": [*start, reply], "usage": llm_usage(reply), "steps": [step("decide", text=shown)]}
@@ -150,6 +176,13 @@ def agent(state: ReactState, ctx: RagContext) -> Body[dict]:
     """One reasoning step: tool requests for ``act``, or the answer with citations."""
     ask = _ask_native if _native(ctx) else _ask_text
     update, kind, answer, requests = yield from ask(state, ctx)
+    if kind == "text":  # native tool calls do not work with this model: the text protocol instead
+        first = update
+        update, kind, answer, requests = yield from _ask_text(state, ctx)
+        update |= {
+            "usage": add_usage(first.get("usage"), update.get("usage")),
+            "steps": [*first["steps"], *update["steps"]],
+        }
     turns = state.get("turns", 0) + 1
     update["turns"] = 1
     emit("end", step=kind)

@@ -10,19 +10,45 @@ from rag_graphs.context import RagContext
 from rag_graphs.nodes.common import ModelNode, chat, emit, step, template_inputs
 from rag_graphs.state import RagState
 
-_PREFIX = re.compile(r"^\s*(?:next\s+)?(?:search\s+)?(?:query|question)\s*[:\-]\s*", re.IGNORECASE)
+_PREFIX = re.compile(
+    r"^\s*(?:(?:next|better|new|rewritten|improved)\s+)?(?:search\s+)?(?:query|question)\s*[:\-]\s*",
+    re.IGNORECASE,
+)
+_WORD = re.compile(r"[^\W_]{4,}")  # content words: short function words say nothing about an echo
 MAX_QUERY_CHARS = 300
+ECHO_SHARE = 0.6
+"""A line whose content words are at least this share the prompt's own instructions is an echo."""
 
 
-def clean_query(text: str, fallback: str) -> str:
-    """The first non-empty line of a model reply, without labels or quotes.
+def content_words(text: str) -> set[str]:
+    """The lower-cased words of four letters or more in ``text``."""
+    return {w.lower() for w in _WORD.findall(text)}
+
+
+def echoes(line: str, instructions: set[str]) -> bool:
+    """True when ``line`` repeats the prompt's own words instead of naming what to search.
+
+    Small models copy the instruction they were given ("The earlier search found
+    nothing useful. Use other words, ...") as their query; searching it finds
+    noise. ``instructions`` holds the prompt's words that are not in its inputs,
+    so a query that reuses the question's own words is never an echo.
+    """
+    words = [w.lower() for w in _WORD.findall(line)]
+    if len(words) < 3 or not instructions:
+        return False
+    return sum(w in instructions for w in words) / len(words) >= ECHO_SHARE
+
+
+def clean_query(text: str, fallback: str, *, instructions: set[str] | frozenset[str] = frozenset()) -> str:
+    """The first usable line of a model reply, without labels or quotes.
 
     Small models wrap queries in prefixes ("Search query: ..."), quotes or
-    explanations; an empty or runaway reply falls back to ``fallback``.
+    explanations, or repeat the prompt (a line that ``echoes`` ``instructions``
+    is skipped); an empty or runaway reply falls back to ``fallback``.
     """
     for line in text.splitlines():
         line = _PREFIX.sub("", line).strip().strip("\"'`*").strip()
-        if line:
+        if line and not echoes(line, set(instructions)):
             return line if len(line) <= MAX_QUERY_CHARS else fallback
     return fallback
 
@@ -32,14 +58,18 @@ def make_rewrite(prompt: str, *, name: str = "rewrite") -> ModelNode:
 
     The template may use ``question``, ``notes``, ``query`` and ``context``;
     the node passes those it asks for. Falls back to the question when the
-    reply holds no usable query.
+    reply holds no usable query, or only lines repeating the prompt's instructions.
     """
     template = load_prompt(prompt)
+    blank = template.format_messages(**dict.fromkeys(template.input_variables, ""))
+    own_words = content_words(" ".join(str(m.content) for m in blank))
 
     def rewrite(state: RagState, ctx: RagContext) -> Body[dict]:
-        messages = template.format_messages(**template_inputs(template, state))
+        inputs = template_inputs(template, state)
+        messages = template.format_messages(**inputs)
         reply, used = yield from chat(ctx, messages)
-        query = clean_query(str(reply.content), fallback=state["question"])
+        instructions = own_words - content_words(" ".join(inputs.values()))
+        query = clean_query(str(reply.content), fallback=state["question"], instructions=instructions)
         emit("end", query=query)
         return {
             "query": query,
