@@ -31,6 +31,7 @@ from ingestion.options import IngestOptions, access_labels, options_with
 from ingestion.report import FileResult, IngestReport
 from ingestion.store import ChunkIndex, open_index
 from ingestion.storing import Group, store_group
+from ingestion.urls import UrlSources
 
 __all__ = ["FileResult", "IngestOptions", "IngestReport", "access_labels", "ingest"]
 
@@ -56,7 +57,8 @@ def ingest(
     """Ingest files and folders into the Milvus collection ``collection`` at ``uri``.
 
     Args:
-        paths: files or folders (folders recurse; hidden files skipped).
+        paths: files or folders (folders recurse; hidden files skipped), or ``http(s)://``
+            URLs, fetched first under an SSRF guard (see ``ingestion.urls``).
         uri: Milvus Lite path or Milvus server URI.
         collection: collection name.
         embeddings: embedding model spec (see ``ingestion.embeddings``); its
@@ -83,6 +85,10 @@ def ingest(
     """
     start = time.perf_counter()
     options = options_with(options, settings)
+    sources = UrlSources.fetch(
+        list(paths), max_bytes=options.max_file_bytes, allow_private=options.allow_fetch
+    )
+    paths = sources.paths  # URLs replaced by their fetched files
     uri, collection, embeddings, model = _store_settings(uri, collection, embeddings, context)
     files = list(discover(paths, options.exclude, options.include))
     chosen = load_extractor(options.entities) if options.entities is not None else None  # bad spec: now
@@ -91,7 +97,7 @@ def ingest(
             raise ValueError("ingest needs uri and collection (or context=RagContext(...))")
         index = open_index(uri, collection, model or load_embeddings(embeddings), hybrid=hybrid)
     extractor = chosen or _graph_extractor(index)
-    prepare = _preparer(options, embeddings)
+    prepare = _preparer(options, embeddings, sources.source)
     # One thread converts locally (Docling's converter is used by one thread at a time), several
     # when a Docling Serve instance does the work.
     workers = 4 if options.docling_serve else 1
@@ -104,6 +110,10 @@ def ingest(
                 on_file(result)
     position = {str(path): i for i, path in enumerate(files)}
     report.files.sort(key=lambda r: position[r.path])
+    report.files += [FileResult(path=url, error=why) for url, why in sources.failed.items()]
+    for result in report.files:
+        result.path = sources.origin.get(result.path, result.path)  # a fetched page shows as its URL
+    sources.close()
     index.flush()
     report.total_chunks_in_store = index.count()
     report.seconds = time.perf_counter() - start
@@ -125,8 +135,11 @@ def _store_settings(
     return uri or context.store_uri, collection or context.collection, embeddings, model
 
 
-def _preparer(options: IngestOptions, embeddings: str) -> Callable[[Path], list[Document]]:
-    """The function that turns one file into its complete list of chunks (convert, chunk, caption)."""
+def _preparer(
+    options: IngestOptions, embeddings: str, source: Callable[[Path], str]
+) -> Callable[[Path], list[Document]]:
+    """The function that turns one file into its complete list of chunks (convert, chunk, caption);
+    ``source`` names the file in its chunks (its real path, or the URL it was fetched from)."""
     tokenizer = chunk_tokenizer(embeddings)
     describer = load_captioner(options.captioner, prompt=options.caption_prompt)
     convert_options, labels = options.convert_options(), options.labels
@@ -134,7 +147,7 @@ def _preparer(options: IngestOptions, embeddings: str) -> Callable[[Path], list[
     def prepare(path: Path) -> list[Document]:
         doc = convert(path, convert_options)
         return chunk_document(
-            doc, source=str(path.resolve()), tokenizer=tokenizer, captioner=describer, labels=labels
+            doc, source=source(path), tokenizer=tokenizer, captioner=describer, labels=labels
         )
 
     return prepare

@@ -58,7 +58,10 @@ def _eval_store(store: str | None) -> dict[str, Any]:
 
 @app.command()
 def ingest(
-    paths: Annotated[list[Path] | None, typer.Argument(help="files or folders (folders recurse)")] = None,
+    paths: Annotated[
+        list[str] | None,
+        typer.Argument(help="files or folders (folders recurse), or http(s):// URLs (fetched, SSRF-guarded)"),
+    ] = None,
     store: StoreOpt = None,
     collection: CollOpt = None,
     exclude: Annotated[list[str] | None, typer.Option(help="glob of files to skip (repeatable)")] = None,
@@ -81,7 +84,11 @@ def ingest(
         str, typer.Option(help="picture prompt: describe, extract_text or chart")
     ] = "describe",
     allow_fetch: Annotated[
-        bool, typer.Option(help="let HTML/Markdown fetch the remote and local images they reference")
+        bool,
+        typer.Option(
+            help="let HTML/Markdown fetch the remote and local images they reference, and URL sources "
+            "reach loopback or private addresses"
+        ),
     ] = False,
     max_file_mb: Annotated[float, typer.Option(help="refuse files larger than this")] = 100.0,
     timeout: Annotated[
@@ -534,7 +541,7 @@ def demo(
 
     corpus = Path(str(resources.files("rag_graphs").joinpath("demo_corpus")))
     console.print(f"[bold]Demo corpus[/]: {corpus}")
-    ingest([corpus], store=store, collection=collection, exclude=None, dense_only=False)
+    ingest([str(corpus)], store=store, collection=collection, exclude=None, dense_only=False)
     console.print("[bold]RAPTOR[/]: summarising clusters of chunks into a tree (once; re-runs resume)")
     raptor_build(store=store, collection=collection, model=None, max_levels=3)
     ctx = _context(store, collection)

@@ -1,0 +1,108 @@
+"""``http(s)://`` sources: fetched under the SSRF guard, converted like files, cited by URL.
+
+Every page is served by a loopback HTTP server started here; loopback is exactly what the
+guard refuses by default, so the tests that ingest opt in with ``allow_fetch`` as a user would.
+"""
+
+from __future__ import annotations
+
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from ingestion import ingest
+from ingestion.urls import check_url, fetch_url
+
+PAGE = b"""<html><head><title>Ilsa Brandt</title></head><body>
+<h1>Ilsa Brandt</h1><p>Ilsa Brandt, the founder of the Velmora Institute, was born in Korvik.</p>
+</body></html>"""
+
+
+@pytest.fixture
+def site():
+    """A loopback site: /brandt (HTML, no suffix), /moved (redirects to it), /loop (redirects
+    to itself), /huge (2 MB). Yields its base URL and the paths requested."""
+    requested: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            requested.append(self.path)
+            if self.path in ("/moved", "/loop"):
+                self.send_response(302)
+                self.send_header("Location", "/brandt" if self.path == "/moved" else "/loop")
+                self.end_headers()
+                return
+            body = PAGE if self.path == "/brandt" else b"x" * 2_000_000
+            self.send_response(200 if self.path in ("/brandt", "/huge") else 404)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_port}", requested
+    server.shutdown()
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1/",
+        "http://localhost:8080/admin",
+        "http://169.254.169.254/latest/meta-data/",  # a cloud's credentials service
+        "http://10.0.0.7/",
+        "http://192.168.1.1/",
+        "http://[::1]/",
+        "http://0.0.0.0/",
+    ],
+)
+def test_the_guard_refuses_addresses_that_are_not_public(url):
+    with pytest.raises(ValueError, match="non-public address"):
+        check_url(url)
+
+
+def test_the_guard_refuses_other_schemes_and_credentials_and_passes_public_addresses():
+    for url in ("file:///etc/passwd", "ftp://93.184.216.34/x", "http:///nohost"):
+        with pytest.raises(ValueError, match="only http:// and https://"):
+            check_url(url)
+    with pytest.raises(ValueError, match="credentials") as refused:
+        check_url("https://user:hunter2@93.184.216.34/")
+    assert "hunter2" not in str(refused.value)
+    check_url("https://93.184.216.34/page")  # a public literal: no lookup, no request
+    check_url("http://127.0.0.1/", allow_private=True)
+
+
+def test_a_url_source_is_refused_by_default_and_nothing_is_fetched(site, index):
+    base, requested = site
+    report = ingest([f"{base}/brandt"], index=index, progress=False)
+    assert requested == [] and index.count() == 0
+    [failed] = report.files
+    assert failed.path == f"{base}/brandt" and "non-public address" in (failed.error or "")
+
+
+def test_an_allowed_url_is_fetched_through_redirects_and_cited_by_its_url(site, index):
+    base, requested = site
+    report = ingest([f"{base}/moved"], index=index, progress=False, allow_fetch=True)
+    assert requested == ["/moved", "/brandt"]
+    [page] = report.files
+    assert page.error is None and page.path == f"{base}/moved" and page.chunks >= 1
+    hits = index.search("Ilsa Brandt was born in Korvik", k=3)
+    assert hits and {d.metadata["source"] for d, _ in hits} == {f"{base}/moved"}
+    assert any("born in Korvik" in d.page_content for d, _ in hits)
+    again = ingest([f"{base}/moved"], index=index, progress=False, allow_fetch=True)
+    assert again.files[0].added == 0 and again.total_chunks_in_store == report.total_chunks_in_store
+
+
+def test_redirect_loops_and_oversized_pages_are_refused(site):
+    base, _ = site
+    with pytest.raises(ValueError, match="more than 5 redirects"):
+        fetch_url(f"{base}/loop", max_bytes=10_000, allow_private=True)
+    with pytest.raises(ValueError, match="over the 1 MB limit"):
+        fetch_url(f"{base}/huge", max_bytes=1_000_000, allow_private=True)
+    with pytest.raises(ValueError, match="HTTP 404"):
+        fetch_url(f"{base}/missing", max_bytes=10_000, allow_private=True)
