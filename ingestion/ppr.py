@@ -164,7 +164,7 @@ def graph_search(
     max_seeds: int = 20,
     damping: float = 0.6,
     passage_weight: float = 0.05,
-    neighbourhood: int = 500,
+    neighbourhood: int = 300,
     expand: bool = True,
     hub_chunks: int = 100,
     blend: float = 1.0,

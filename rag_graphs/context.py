@@ -195,9 +195,10 @@ class RagContext:
     graph_blend: Fraction = _env("RAG_GRAPHS_GRAPH_BLEND", 1.0)
     """Graph search: weight of the PageRank score against the dense/hybrid score (1 = graph only)."""
 
-    graph_neighbourhood: Positive = _env("RAG_GRAPHS_GRAPH_NEIGHBOURHOOD", 500)
+    graph_neighbourhood: Positive = _env("RAG_GRAPHS_GRAPH_NEIGHBOURHOOD", 300)
     """Graph search: most chunks fetched from the store around the question's entities and
-    first hits (the walk never loads the whole store)."""
+    first hits (the walk never loads the whole store). Each chunk and entity read costs
+    ~0.06 ms in Milvus Lite; 300 gave the same R@5 as 500 on 2Wiki/MuSiQue/HotpotQA dev."""
 
     graph_seeds: Positive = _env("RAG_GRAPHS_GRAPH_SEEDS", 20)
     """Graph search: most entities the walk restarts at (the best-matching question entities)."""
