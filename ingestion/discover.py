@@ -1,10 +1,26 @@
 """Which files an ingest takes: folders, globs, include/exclude patterns, and symlinks.
 
 Discovery runs before anything is converted, so a path that matches nothing is
-an error up front rather than an empty report. Symlinks are a trust boundary:
-a folder of documents must not pull in files from outside it through a link,
-and a broken link is kept so that conversion reports it by name instead of
-losing the file silently.
+an error up front rather than an empty report. Every way of naming files goes
+through one path policy:
+
+- A folder, or a glob, has a *root*: the folder itself, or the part of the glob
+  before its first wildcard (``docs/**/*.md`` -> ``docs``). Nothing that
+  resolves outside the root is read: a link to ``/etc/passwd`` or ``../other``
+  is skipped and reported. ``follow_links=True`` opts in to following links
+  anywhere (off by default).
+- Links to folders are not descended (their files are read where they really
+  are, under the root) unless ``follow_links``; even then a folder already
+  walked is never walked again, so ``loop -> .`` cannot expand.
+- A file reached twice (two links to one file, a path named twice) is read once.
+- Only regular files are read: a FIFO or a device would block or never end.
+- Files a user names one by one are taken as named, links included.
+- A broken link (dangling, looping) is kept so that conversion reports it by
+  name instead of losing the file silently.
+
+The globs are matched here, against a walk of their root, never expanded by
+``glob.glob``: two self-links would make that expand 2^depth paths before a
+single file is read.
 """
 
 from __future__ import annotations
@@ -12,67 +28,176 @@ from __future__ import annotations
 import fnmatch
 import glob
 import logging
+import os
+import stat
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 log = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True)
+class Skipped:
+    """A path discovery saw and did not take, with why (reported, never silent)."""
+
+    path: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.reason}"
+
+
+@dataclass
+class Found:
+    """The files to ingest, in order, and the paths passed over."""
+
+    files: list[Path] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+
+
 def discover(
-    paths: Iterable[str | Path], exclude: Iterable[str] = (), include: Iterable[str] = ()
+    paths: Iterable[str | Path],
+    exclude: Iterable[str] = (),
+    include: Iterable[str] = (),
+    *,
+    follow_links: bool = False,
 ) -> Iterator[Path]:
-    """Yield the files under ``paths`` (folders recurse; hidden files are skipped).
+    """Yield the files under ``paths`` (see ``find_files``; skipped paths are logged)."""
+    found = find_files(paths, exclude=exclude, include=include, follow_links=follow_links)
+    for skip in found.skipped:
+        log.warning("skipping %s", skip)
+    yield from found.files
+
+
+def find_files(
+    paths: Iterable[str | Path],
+    *,
+    exclude: Iterable[str] = (),
+    include: Iterable[str] = (),
+    follow_links: bool = False,
+) -> Found:
+    """The files under ``paths`` (folders recurse; hidden files are skipped) and what was skipped.
 
     A path may be a glob (``reports/**/*.pdf``). ``include`` keeps only files
     matching one of its patterns, ``exclude`` drops files matching one of its
-    patterns; patterns match the path relative to the folder given, or the
-    file name. A path (or glob) that matches nothing raises ``FileNotFoundError``
-    naming it, before anything is ingested.
+    patterns; patterns match the path relative to the folder (or glob root)
+    given, or the file name. A path (or glob) that matches nothing raises
+    ``FileNotFoundError`` naming it, before anything is ingested.
     """
     keep, drop = list(include), list(exclude)
+    found = Found()
+    seen: dict[tuple[int, int] | str, Path] = {}
     for raw in paths:
-        for file, rel in _roots(Path(raw).expanduser()):
+        for file, rel in _named(Path(raw).expanduser(), follow_links, found.skipped):
             if any(part.startswith(".") for part in rel.parts):
                 continue
             if keep and not _matches(rel, file.name, keep):
                 continue
             if _matches(rel, file.name, drop):
                 continue
-            yield file
+            key = _identity(file)
+            if key in seen:
+                found.skipped.append(Skipped(str(file), f"the same file as {seen[key]} (read once)"))
+                continue
+            seen[key] = file
+            found.files.append(file)
+    return found
 
 
-def _roots(path: Path) -> list[tuple[Path, Path]]:
-    """The files ``path`` names (a file, a folder or a glob), each with its path relative to it."""
-    if not path.exists() and glob.has_magic(str(path)):
-        found = sorted(Path(p) for p in glob.glob(str(path), recursive=True) if Path(p).is_file())
+def _named(path: Path, follow: bool, skipped: list[Skipped]) -> list[tuple[Path, Path]]:
+    """The files ``path`` names (a file, a folder or a glob), each with its path relative to its root."""
+    if not path.exists() and not path.is_symlink() and glob.has_magic(str(path)):
+        root, pattern = split_glob(path)
+        if not root.is_dir():
+            raise FileNotFoundError(f"no file matches {path} (no folder {root})")
+        found = [(f, rel) for f, rel in _walk(root, follow, skipped) if _glob_match(pattern, rel.parts)]
         if not found:
             raise FileNotFoundError(f"no file matches {path}")
-        return [(f, Path(f.name)) for f in found]
-    if not path.exists():
+        return found
+    if not path.exists() and not path.is_symlink():
         raise FileNotFoundError(f"no such file or folder: {path}")
-    if path.is_file():
-        return [(path, Path(path.name))]
-    # broken symlinks (dangling, looping) are kept: convert reports them by name
-    return [
-        (f, f.relative_to(path))
-        for f in sorted(path.rglob("*"))
-        if (f.is_file() or _broken(f)) and _inside(f, path)
-    ]
+    if path.is_dir():
+        return _walk(path, follow, skipped)
+    return [(path, Path(path.name))]  # named one by one: taken as named (convert reports a bad one)
+
+
+def split_glob(path: Path) -> tuple[Path, tuple[str, ...]]:
+    """The glob's root (the folders before its first wildcard) and the pattern parts below it."""
+    parts = path.parts
+    first = next(i for i, part in enumerate(parts) if glob.has_magic(part))
+    return Path(*parts[:first]) if first else Path("."), parts[first:]
+
+
+def _walk(root: Path, follow: bool, skipped: list[Skipped]) -> list[tuple[Path, Path]]:
+    """Every file under ``root`` the path policy admits, sorted, with its path relative to ``root``."""
+    top = root.resolve()
+    walked = {top}
+    out: list[tuple[Path, Path]] = []
+    pending = [(root, Path())]
+    while pending:
+        folder, rel = pending.pop()
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError as exc:
+            skipped.append(Skipped(str(folder), f"cannot be listed ({exc.strerror or exc})"))
+            continue
+        for entry in entries:
+            path, inner = Path(entry.path), rel / entry.name
+            if entry.name.startswith("."):
+                continue
+            reason = _refused(path, top, follow)
+            if reason:
+                skipped.append(Skipped(str(path), reason))
+            elif path.is_dir():
+                real = path.resolve()
+                if real in walked or top.is_relative_to(real):
+                    skipped.append(Skipped(str(path), f"a link back to {real}, already walked (a loop)"))
+                    continue
+                walked.add(real)
+                pending.append((path, inner))
+            elif path.is_file() or _broken(path):  # broken links are kept: convert names them
+                out.append((path, inner))
+            else:
+                skipped.append(Skipped(str(path), "not a regular file (a FIFO, socket or device)"))
+    return sorted(out)
+
+
+def _refused(path: Path, top: Path, follow: bool) -> str | None:
+    """Why the link ``path`` under ``top`` is not taken (None: it is, or it is not a link)."""
+    if not path.is_symlink() or _broken(path):
+        return None
+    target = path.resolve()
+    if follow:
+        return None
+    if not target.is_relative_to(top):
+        return f"a symlink to {target}, outside {top} (not followed; follow_links to allow)"
+    if target.is_dir():
+        return f"a symlink to the folder {target} (not followed: its files are read where they are)"
+    return None
+
+
+def _glob_match(pattern: tuple[str, ...], parts: tuple[str, ...]) -> bool:
+    """``parts`` (a path under the glob root) matches ``pattern`` (``**`` spans any folders)."""
+    if not pattern:
+        return not parts
+    head, rest = pattern[0], pattern[1:]
+    if head == "**":
+        return any(_glob_match(rest, parts[i:]) for i in range(len(parts) + 1))
+    return bool(parts) and fnmatch.fnmatchcase(parts[0], head) and _glob_match(rest, parts[1:])
+
+
+def _identity(file: Path) -> tuple[int, int] | str:
+    """What makes two paths one file: device and inode (links, hard links), else the resolved path."""
+    try:
+        info = file.stat()
+    except OSError:  # a broken link (dangling or looping: resolve() would raise on the loop)
+        return os.path.abspath(file)
+    return (info.st_dev, info.st_ino) if stat.S_ISREG(info.st_mode) else os.path.realpath(file)
 
 
 def _matches(rel: Path, name: str, patterns: list[str]) -> bool:
     return any(fnmatch.fnmatch(str(rel), pat) or fnmatch.fnmatch(name, pat) for pat in patterns)
-
-
-def _inside(file: Path, folder: Path) -> bool:
-    """False (and logged) for a symlink in ``folder`` that leads outside it: a folder of
-    documents must not pull in ``/etc/passwd`` or another user's files through a link."""
-    if not file.is_symlink() or _broken(file):
-        return True
-    if file.resolve().is_relative_to(folder.resolve()):
-        return True
-    log.warning("skipping %s: a symlink to %s, outside %s", file, file.resolve(), folder)
-    return False
 
 
 def _broken(path: Path) -> bool:

@@ -8,6 +8,7 @@ one ``ValueError`` naming the file, never the batch or the machine.
 
 from __future__ import annotations
 
+import stat
 import zipfile
 from io import BytesIO
 from pathlib import Path
@@ -22,7 +23,10 @@ MAX_HTML_DEPTH = 256  # Docling's HTML reader recurses per level (RecursionError
 def read_checked(path: Path, max_bytes: int) -> bytes:
     """The bytes of ``path``, refused when it is over ``max_bytes``, unreadable or empty."""
     try:
-        size = path.stat().st_size
+        info = path.stat()
+        if not stat.S_ISREG(info.st_mode):  # reading a FIFO blocks, a device never ends
+            raise ValueError(f"{path}: not a regular file (a FIFO, socket or device), not read")
+        size = info.st_size
         if size > max_bytes:
             raise ValueError(
                 f"{path}: {size / 1e6:.1f} MB is over the {max_bytes / 1e6:.0f} MB limit "

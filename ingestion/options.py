@@ -28,6 +28,8 @@ class IngestOptions:
     Attributes:
         include: glob patterns of the only files to take (all when empty).
         exclude: glob patterns of files to skip.
+        follow_links: follow symlinks that lead outside the folder or glob root, and links to
+            folders (off: such links are skipped and reported; see ``ingestion.discover``).
         captioner: who describes pictures: a spec (``fallback``, ``tesseract``,
             ``api:<url>#<model>``, ``ollama:granite3.2-vision``...) or a ``Captioner``.
         caption_prompt: ``describe``, ``extract_text`` or ``chart``.
@@ -56,6 +58,7 @@ class IngestOptions:
 
     include: Sequence[str] = ()
     exclude: Sequence[str] = ()
+    follow_links: bool = False
     captioner: str | Captioner | None = None
     caption_prompt: CaptionPrompt = "describe"
     allow_fetch: bool = False

@@ -23,7 +23,7 @@ from tqdm.auto import tqdm
 from ingestion.captioning import load_captioner
 from ingestion.chunking import chunk_document
 from ingestion.convert import convert
-from ingestion.discover import discover
+from ingestion.discover import find_files
 from ingestion.embeddings import EMBEDDED, chunk_tokenizer, load_embeddings
 from ingestion.entities import Extractor, load_extractor
 from ingestion.graph import has_graph
@@ -72,7 +72,7 @@ def ingest(
         options: which files to take and how to convert, caption and label them
             (``IngestOptions``; its defaults when not given).
         **settings: any ``IngestOptions`` field by name (``include``, ``exclude``,
-            ``captioner``, ``caption_prompt``, ``allow_fetch``, ``max_file_bytes``,
+            ``follow_links``, ``captioner``, ``caption_prompt``, ``allow_fetch``, ``max_file_bytes``,
             ``docling_serve``, ``timeout``, ``tenant``, ``tags``, ``entities``), replacing that
             field of ``options``.
 
@@ -90,7 +90,10 @@ def ingest(
     )
     paths = sources.paths  # URLs replaced by their fetched files
     uri, collection, embeddings, model = _store_settings(uri, collection, embeddings, context)
-    files = list(discover(paths, options.exclude, options.include))
+    found = find_files(
+        paths, exclude=options.exclude, include=options.include, follow_links=options.follow_links
+    )
+    files = found.files
     chosen = load_extractor(options.entities) if options.entities is not None else None  # bad spec: now
     if index is None:
         if not uri or not collection:
@@ -101,7 +104,7 @@ def ingest(
     # One thread converts locally (Docling's converter is used by one thread at a time), several
     # when a Docling Serve instance does the work.
     workers = 4 if options.docling_serve else 1
-    report = IngestReport()
+    report = IngestReport(skipped=found.skipped)
     with tqdm(total=len(files), desc="ingest", unit="file", disable=not progress) as bar:
         for result in _ingest_files(index, files, prepare, workers, extractor):
             report.files.append(result)

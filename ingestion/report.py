@@ -2,12 +2,16 @@
 
 A bad file never stops a batch, so the report is where failures go: each
 carries the file's name in its error, and ``summary`` prints them under the
-counts (files, chunks per kind, new versus already stored).
+counts (files, chunks per kind, new versus already stored), followed by the
+paths discovery passed over (links out of the folder, loops, duplicates,
+FIFOs) and the documents that gave no chunk, each named.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+from ingestion.discover import Skipped
 
 
 @dataclass
@@ -29,6 +33,7 @@ class IngestReport:
     files: list[FileResult] = field(default_factory=list)
     seconds: float = 0.0
     total_chunks_in_store: int = 0
+    skipped: list[Skipped] = field(default_factory=list)  # paths discovery did not take, and why
 
     @property
     def ok(self) -> list[FileResult]:
@@ -37,6 +42,11 @@ class IngestReport:
     @property
     def failed(self) -> list[FileResult]:
         return [f for f in self.files if f.error is not None]
+
+    @property
+    def empty(self) -> list[FileResult]:
+        """Files converted without error that gave no chunk (a lone heading): nothing to find."""
+        return [f for f in self.ok if f.chunks == 0]
 
     @property
     def chunks(self) -> int:
@@ -57,10 +67,14 @@ class IngestReport:
 
     def summary(self) -> str:
         kinds = ", ".join(f"{n} {kind}" for kind, n in sorted(self.kinds.items())) or "none"
+        stored = len(self.ok) - len(self.empty)
         lines = [
-            f"{len(self.ok)} file(s) ingested, {len(self.failed)} failed; "
-            f"{self.chunks} chunks ({kinds}; {self.added} new, {self.chunks - self.added} already stored); "
+            f"{stored} file(s) ingested, {len(self.failed)} failed, {len(self.empty)} without text, "
+            f"{len(self.skipped)} skipped; {self.chunks} chunks "
+            f"({kinds}; {self.added} new, {self.chunks - self.added} already stored); "
             f"{self.total_chunks_in_store} chunks in the store; {self.seconds:.1f}s"
         ]
         lines += [f"  FAILED {f.error}" for f in self.failed]
+        lines += [f"  NO CHUNKS {f.path}: converted, but no text to store" for f in self.empty]
+        lines += [f"  SKIPPED {s}" for s in self.skipped]
         return "\n".join(lines)

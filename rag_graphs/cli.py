@@ -69,6 +69,10 @@ def ingest(
         list[str] | None, typer.Option(help="glob of the only files to take, e.g. '*.pdf' (repeatable)")
     ] = None,
     dense_only: Annotated[bool, typer.Option(help="create the collection without BM25")] = False,
+    follow_links: Annotated[
+        bool,
+        typer.Option(help="follow symlinks out of the folder or glob root, and links to folders"),
+    ] = False,
     delete: Annotated[
         list[Path] | None,
         typer.Option("--delete", help="remove a source (file, or every file under a folder) from the store"),
@@ -143,6 +147,7 @@ def ingest(
             hybrid=not dense_only,
             exclude=exclude or (),
             include=include or (),
+            follow_links=follow_links,
             captioner=captioner,
             caption_prompt=caption_prompt,
             allow_fetch=allow_fetch,

@@ -17,6 +17,10 @@ Decisions the expectations encode:
 - Dangling and looping symlinks are reported as unreadable, not skipped silently.
 - ``HANG``: 400 KB of ``[a](`` is quadratic in marko's link parser (about an
   hour of CPU): a genuine input that only the per-file timeout stops.
+
+``make_hostile_paths(base)`` is the other half: hostile *names and links*
+(links out of the folder, loops, a FIFO, a device, names with newlines,
+quotes, ``%`` and filter syntax), for every way of naming files.
 """
 
 from __future__ import annotations
@@ -164,6 +168,74 @@ def make_hostile_corpus(folder: Path, *, remote: str, canary: Path, max_file_byt
     expect["sub dir ünïcode/results.pptx"] = Expect("ok", contains="14 missions")
     write("empty.html", "<!doctype html><html><head></head><body>  </body></html>", error("no text, table"))
     return expect
+
+
+OUTSIDE_CANARY = "CANARY-outside-the-root-3f9a"
+
+
+@dataclass(frozen=True)
+class HostilePaths:
+    """A folder of hostile names and links (``make_hostile_paths``) and what ingesting it must give.
+
+    Attributes:
+        root: the folder to ingest (by folder, glob, include/exclude, CLI or Python).
+        stored: names (relative to ``root``) whose text must be stored, with a phrase each holds.
+        empty: names that convert but give no chunk (reported as such, not as ingested).
+        skipped: names discovery must pass over and report (links out, loops, duplicates, FIFOs).
+        outside: a folder beside ``root`` whose files no ingest of ``root`` may read.
+    """
+
+    root: Path
+    stored: dict[str, str]
+    empty: tuple[str, ...]
+    skipped: tuple[str, ...]
+    outside: Path
+
+
+def make_hostile_paths(base: Path) -> HostilePaths:
+    """Write the hostile-paths tree under ``base`` (the attack from issue 19, and more).
+
+    ``root/`` holds good files with hostile names (a newline, quotes, ``%``, filter
+    syntax), a heading-only Markdown file, a file linked twice, links to
+    ``/etc/passwd``, ``/dev/zero`` and a folder outside, three links back to the
+    root (``loop``, ``l1``, ``l2``: a glob that followed them expands 2^depth
+    paths), and a FIFO (reading it blocks forever). ``outside/`` holds a canary.
+    """
+    root, outside = base / "root", base / "outside"
+    (root / "sub").mkdir(parents=True)
+    outside.mkdir()
+    (outside / "canary.md").write_text(f"# Canary\n\n{OUTSIDE_CANARY} must never be stored.\n")
+    stored = {
+        "ok.md": "The Osprey glider surfaced at dawn.",
+        "new\nline.md": "A name with a newline in it.",
+        'it\'s "quoted".md': "A name with both quotes.",
+        "100% sure %s %(x)s.md": "A name with percent signs.",
+        'x") or (1==1.md': "A name that is filter syntax.",
+        "sub/deeper.md": "The Petrel glider logged salinity.",
+    }
+    for name, text in stored.items():
+        (root / name).write_text(f"# Note\n\n{text}\n")
+    (root / "heading only.md").write_text("# Only a heading\n")
+    links = {
+        "twin.md": root / "ok.md",  # the same file twice: read once
+        "sub/twin again.md": root / "ok.md",
+        "passwd.md": Path("/etc/passwd"),
+        "zero.md": Path("/dev/zero"),
+        "outdir": Path("..") / "outside",  # a relative link to a folder out of the root
+        "loop": Path("."),
+        "l1": Path("."),
+        "l2": Path("."),
+    }
+    for name, target in links.items():
+        (root / name).symlink_to(target)
+    os.mkfifo(root / "fifo.md")
+    return HostilePaths(
+        root=root,
+        stored=stored,
+        empty=("heading only.md",),
+        skipped=(*links, "fifo.md"),
+        outside=outside,
+    )
 
 
 def _office_zip(parts: dict[str, str | bytes]) -> bytes:
