@@ -232,7 +232,9 @@ def model_key(model: BaseChatModel) -> str:
     name = model_name(model)
     if name == type(model).__name__:
         return f"{type(model).__qualname__}@{id(model)}"
-    endpoint = next((str(v) for a in ("openai_api_base", "base_url") if (v := getattr(model, a, None))), "")
+    client = getattr(model, "root_client", None)  # langchain-openai: the URL OPENAI_BASE_URL set
+    holders = ((model, "openai_api_base"), (model, "base_url"), (client, "base_url"))
+    endpoint = next((str(v) for obj, a in holders if (v := getattr(obj, a, None))), "")
     return f"{type(model).__qualname__}|{endpoint}|{name}"
 
 

@@ -130,8 +130,11 @@ def _ask_native(state: ReactState, ctx: RagContext) -> Body[tuple[dict, str, str
     start = [] if state.get("messages") else _TOOLS_PROMPT.format_messages(question=state["question"])
     model = chat_model(ctx)
     auto = ctx.tool_calling == "auto"
+    # The first step must search (as a reply in no form before any search does): small models
+    # left to choose answer from memory. Later steps choose between a tool and the answer.
+    first = {"tool_choice": "search"} if start and not state.get("searches") else {}
     try:
-        reply = yield Call(model.bind_tools(native_tools(ctx)), [*state.get("messages", []), *start])
+        reply = yield Call(model.bind_tools(native_tools(ctx), **first), [*state.get("messages", []), *start])
     except Exception as exc:
         if not (auto and rejected_as_invalid(exc)):
             raise
