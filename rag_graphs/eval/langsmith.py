@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from rag_graphs.answers import short_answer
 from rag_graphs.context import RagContext
 from rag_graphs.eval import metrics
 from rag_graphs.eval.datasets import Dataset
@@ -55,11 +56,17 @@ def _golds(reference: dict) -> list[str]:
 
 
 def exact_match_evaluator(outputs: dict, reference_outputs: dict) -> dict:
-    return {"key": "exact_match", "score": exact_match(outputs.get("answer", ""), _golds(reference_outputs))}
+    return {
+        "key": "exact_match",
+        "score": exact_match(short_answer(outputs.get("answer", "")), _golds(reference_outputs)),
+    }
 
 
 def f1_evaluator(outputs: dict, reference_outputs: dict) -> dict:
-    return {"key": "f1", "score": f1_score(outputs.get("answer", ""), _golds(reference_outputs))}
+    return {
+        "key": "f1",
+        "score": f1_score(short_answer(outputs.get("answer", "")), _golds(reference_outputs)),
+    }
 
 
 def contains_evaluator(outputs: dict, reference_outputs: dict) -> dict:

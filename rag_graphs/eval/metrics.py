@@ -4,6 +4,10 @@ Answer normalisation is SQuAD/HotpotQA's (lower case, no punctuation, no
 articles, single spaces); a prediction scores the best over the gold answer
 and its aliases. Supporting-passage recall asks whether the method retrieved
 the gold passages at all, the ceiling for any answer built on them.
+
+EM and F1 score the short answer (``rag_graphs.answers.short_answer``: the first
+line, which answer prompts reserve for it), FlashRAG's convention; "contains"
+reads the whole answer, explanation included.
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ import re
 import string
 from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
+
+from rag_graphs.answers import short_answer
 
 RANKS = (2, 5)
 """The k of the R@k the evaluator reports (``recall_at_2``, ``recall_at_5``): HippoRAG's columns."""
@@ -58,6 +64,20 @@ def answer_contained(prediction: str, golds: Sequence[str]) -> float:
     """
     pred = f" {normalize_answer(prediction)} "
     return float(any(f" {normalize_answer(g)} " in pred for g in golds if normalize_answer(g)))
+
+
+def answer_scores(prediction: str, golds: Sequence[str]) -> dict[str, float | str]:
+    """A prediction's answer metrics: EM and F1 of its short answer, "contains" over all of it.
+
+    ``short`` is the text EM and F1 scored, kept in the row so a reader sees what was compared.
+    """
+    short = short_answer(prediction)
+    return {
+        "short": short,
+        "em": exact_match(short, golds),
+        "f1": f1_score(short, golds),
+        "contains": answer_contained(prediction, golds),
+    }
 
 
 def supporting_recall(retrieved: Iterable[str], gold: Iterable[str]) -> float | None:

@@ -33,9 +33,7 @@ from rag_graphs.eval.corpus import open_corpus
 from rag_graphs.eval.datasets import Dataset, Example, load_dataset
 from rag_graphs.eval.metrics import (
     RANKS,
-    answer_contained,
-    exact_match,
-    f1_score,
+    answer_scores,
     recall_at_k,
     supporting_recall,
 )
@@ -120,13 +118,9 @@ def score_row(
     prediction = str(out.get("answer", ""))
     gold = example.supporting_ids
     answer = (
-        dict.fromkeys(ANSWER_METRICS)
+        dict.fromkeys(["short", *ANSWER_METRICS])
         if retrieval_only
-        else {
-            "em": exact_match(prediction, example.golds),
-            "f1": f1_score(prediction, example.golds),
-            "contains": answer_contained(prediction, example.golds),
-        }
+        else answer_scores(prediction, example.golds)
     )
     error = out.get("error")
     return {

@@ -21,6 +21,7 @@ from typing import Annotated, Literal
 from langgraph.graph import END, START, StateGraph
 
 from prompts import load_prompt
+from rag_graphs.answers import clean_answer
 from rag_graphs.calls import Body
 from rag_graphs.citations import extract_citations
 from rag_graphs.context import RagContext
@@ -65,7 +66,7 @@ def iterate(state: IterDragState, ctx: RagContext) -> Body[dict]:
     update: dict = {"usage": used, "steps": [step("decide", text=text)]}
     asked = state.get("follow_ups", [])
     if decision and decision[0] == "final":
-        answer = decision[1]
+        answer = clean_answer(decision[1])
         citations = extract_citations(answer, state.get("documents", []))
         return update | {"answer": answer, "citations": citations, "stop_reason": ENOUGH}
     if decision is None:

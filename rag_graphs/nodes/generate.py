@@ -5,22 +5,33 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from langchain_core.messages import AIMessage, BaseMessage
+
 from prompts import load_prompt
-from rag_graphs.calls import Body
+from rag_graphs.answers import ANSWER_STOPS, UNKNOWN, clean_answer
+from rag_graphs.calls import Body, Call
 from rag_graphs.citations import extract_citations, format_context
 from rag_graphs.context import RagContext
 from rag_graphs.nodes.common import (
     ModelNode,
     answer_documents,
-    chat,
+    chat_model,
     demonstrations_input,
     emit,
     latest_documents,
+    llm_usage,
     step,
     template_inputs,
 )
 from rag_graphs.nodes.loop import ENOUGH, SINGLE_PASS
-from rag_graphs.state import RagState, Step
+from rag_graphs.state import RagState, Step, Usage
+
+
+def answer_call(ctx: RagContext, messages: list[BaseMessage]) -> Body[tuple[AIMessage, Usage]]:
+    """One answer call: the chat model with ``ANSWER_STOPS``, so it stops where small models
+    start inventing the prompt's next turn (``clean_answer`` cuts whatever still gets through)."""
+    reply = yield Call(chat_model(ctx).bind(stop=ANSWER_STOPS), messages)
+    return reply, llm_usage(reply)
 
 
 def _stop_note(state: RagState) -> list[Step]:
@@ -48,8 +59,8 @@ def make_generate(
         extra = demonstrations_input(template, ctx) | ({"notes": notes(state)} if notes else {})
         messages = template.format_messages(**template_inputs(template, state, **extra))
         emit("start", passages=len(docs))
-        reply, used = yield from chat(ctx, messages)
-        answer = str(reply.content).strip()
+        reply, used = yield from answer_call(ctx, messages)
+        answer = clean_answer(str(reply.content))
         citations = extract_citations(answer, docs)
         emit("end", answer=answer)
         answered = step("generate", text=answer, doc_ids=[c["chunk_id"] for c in citations])
@@ -78,9 +89,9 @@ def make_intermediate(prompt: str = "intermediate_answer", *, name: str = "inter
         docs = latest_documents(state)
         query = state.get("query") or state["question"]
         inputs = template_inputs(template, state, context=format_context(docs), query=query)
-        reply, used = yield from chat(ctx, template.format_messages(**inputs))
-        text = str(reply.content).strip()
-        answer = text.splitlines()[0] if text else "unknown"
+        reply, used = yield from answer_call(ctx, template.format_messages(**inputs))
+        text = clean_answer(str(reply.content))
+        answer = text.splitlines()[0] if text != UNKNOWN else "unknown"
         emit("end", query=query, answer=answer)
         return {
             "sub_answers": [{"query": query, "answer": answer}],
