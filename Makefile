@@ -20,7 +20,7 @@ export HF_DATASETS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 export DO_NOT_TRACK := 1
 
-.PHONY: install demo test test-fast bench lint clean
+.PHONY: install demo notebooks test test-fast bench lint clean
 
 install: $(STAMP)
 
@@ -33,14 +33,20 @@ $(STAMP): pyproject.toml constraints.txt
 	  && { echo "error: CUDA packages or torchvision were installed; see constraints.txt"; exit 1; } || true
 	touch $@
 
+# About 4 minutes on 2 cores after install: ingest, a RAPTOR tree, every method on one question.
 demo: install
 	$(BIN)/rag-graphs demo
+
+# JupyterLab on the notebooks, with this environment's Python as the kernel ("python3").
+notebooks: install
+	test -x $(BIN)/jupyter-lab || $(BIN)/python -m pip install --quiet -c constraints.txt -e ".[notebooks]"
+	$(BIN)/python -m jupyter lab notebooks
 
 test: install
 	$(BIN)/python -m pytest
 
 test-fast: install
-	$(BIN)/python -m pytest -m "not embedded"
+	$(BIN)/python -m pytest -m "not embedded and not server"
 
 # Foundation numbers (~5 min), the router's classifications (~2 min), then every method on
 # the first 30 HotpotQA and the first 10 MuSiQue dev questions (RAPTOR aside), and naive vs

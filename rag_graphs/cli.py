@@ -20,13 +20,6 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 console = Console()
 err = Console(stderr=True)
 
-# (question, the answer the corpus supports): one hop, two hops, four facts chained.
-DEMO_QUESTIONS = (
-    ("Where was Ilsa Brandt born?", "Korvik"),
-    ("In which town was the founder of the Velmora Institute born?", "Korvik"),
-    ("What is the capital of the province where the founder of the Velmora Institute was born?", "Lunmar"),
-)
-
 StoreOpt = Annotated[
     str | None, typer.Option("--store", help="Milvus Lite path or server URI [env RAG_GRAPHS_STORE_URI]")
 ]
@@ -41,7 +34,14 @@ def _context(store: str | None, collection: str | None, **overrides) -> RagConte
         values["store_uri"] = store
     if collection:
         values["collection"] = collection
-    return RagContext(**values)
+    ctx = RagContext(**values)
+    from ingestion.store import check_store_path
+
+    try:
+        check_store_path(ctx.store_uri)  # a file or unwritable path: one clear error, before any work
+    except ValueError as exc:
+        _fail(str(exc))
+    return ctx
 
 
 def _fail(message: str) -> NoReturn:
@@ -316,6 +316,8 @@ def ask(
     from ingestion import StoreLockedError
     from rag_graphs.faults import RunFailed
 
+    if not question.strip():
+        _fail("the question is empty: ask something, e.g. rag-graphs ask 'Where was Ilsa Brandt born?'")
     try:
         sources = [source_key(s) for s in source or []]
         ctx = _context(
@@ -418,18 +420,25 @@ def eval_command(
     console.print(f"[bold]report[/]: {path}  (plots beside it)")
 
 
-def _build_over(store: str | None, collection: str | None, model: str | None, build: Callable) -> None:
+def _build_over(
+    store: str | None,
+    collection: str | None,
+    model: str | None,
+    build: Callable,
+    max_tokens: int | None = None,
+) -> None:
     """Run ``build(index, chat)`` on the collection the options name and print its report's summary.
 
     ``index()`` opens the collection and ``chat()`` loads the chat model, each only when the build
-    asks, so a build can check its own settings before the store opens.
+    asks, so a build can check its own settings before the store opens. ``max_tokens`` caps each
+    reply (the demo's short summaries); by default, the context's answer budget.
     """
     from ingestion import StoreLockedError
     from rag_graphs.models import load_chat_model
     from rag_graphs.retrieval import index_for
 
     try:
-        ctx = _context(store, collection, chat_model=model)
+        ctx = _context(store, collection, chat_model=model, max_answer_tokens=max_tokens)
         report = build(
             lambda: index_for(ctx), lambda: load_chat_model(ctx.chat_model, max_tokens=ctx.max_answer_tokens)
         )
@@ -539,39 +548,33 @@ def demo(
     store: StoreOpt = None,
     collection: CollOpt = None,
 ) -> None:
-    """Ingest the bundled multi-document corpus and ask multi-hop questions about it."""
-    from rich.table import Table
+    """Ingest the bundled corpus and run every method on a four-file multi-hop question: what each
+    searched, which of the chain's files it retrieved, whether its answer holds the gold."""
+    import time
 
+    from rag_graphs import demo as shown
     from rag_graphs.methods import METHODS
 
+    steps = shown.Steps(console, total=3)
     corpus = Path(str(resources.files("rag_graphs").joinpath("demo_corpus")))
-    console.print(f"[bold]Demo corpus[/]: {corpus}")
-    ingest([str(corpus)], store=store, collection=collection, exclude=None, dense_only=False)
-    console.print("[bold]RAPTOR[/]: summarising clusters of chunks into a tree (once; re-runs resume)")
-    raptor_build(store=store, collection=collection, model=None, max_levels=3)
-    ctx = _context(store, collection)
-    question, _ = DEMO_QUESTIONS[0]
-    console.rule(f"[bold magenta]naive: {question}")
-    _run("naive", question, ctx, as_json=False)
-    for question, expected in DEMO_QUESTIONS[1:]:
-        console.rule(f"[bold magenta]every method: {question}")
-        table = Table()
-        for column in ("method", "right", "LLM calls", "searches"):
-            table.add_column(column, no_wrap=True)
-        table.add_column("answer", no_wrap=True, overflow="ellipsis", max_width=32)
-        for method in METHODS:
-            out = _run(method, question, ctx, as_json=None)
-            usage = out.get("usage", {})
-            right = "yes" if expected.lower() in out.get("answer", "").lower() else "no"
-            calls, hits = str(usage.get("llm_calls", 0)), str(usage.get("retrievals", 0))
-            table.add_row(method, right, calls, hits, out.get("answer", "").replace("\n", " "))
-        console.print(table)
-    console.print(
-        "[bold]Why the last questions are hard:[/] the answer needs facts from several files "
-        "(velmora_institute.md -> ilsa_brandt.html -> korvik.txt -> provinces.csv). Naive RAG "
-        "retrieves once, with the question's words; multi-hop methods chain retrievals. The embedded "
-        "SmolLM2-135M is a smoke-level model: set RAG_GRAPHS_CHAT_MODEL to a real model to see them work."
-    )
+    with steps.step(f"ingest {corpus}", shown.STEP_ESTIMATES["ingest"]):
+        ingest([str(corpus)], store=store, collection=collection, exclude=None, dense_only=False)
+    with steps.step("RAPTOR summary tree", shown.STEP_ESTIMATES["raptor"]):
+        _build_over(store, collection, None, shown.build_raptor_tree, max_tokens=shown.ANSWER_TOKENS)
+    ctx = _context(store, collection, max_answer_tokens=shown.ANSWER_TOKENS)
+    rows = []
+    with steps.step(f"{len(METHODS)} methods, one question", shown.STEP_ESTIMATES["methods"]):
+        for number, method in enumerate(METHODS, start=1):
+            console.print(f"[dim]  {number}/{len(METHODS)} {method}[/]")
+            began = time.monotonic()
+            out = _run(method, shown.QUESTION, ctx, as_json=None)
+            rows.append(shown.method_row(method, out, time.monotonic() - began))
+    console.rule(f"[bold]{shown.QUESTION}[/] (gold: {shown.GOLD})")
+    for row in rows:
+        console.print("\n".join(shown.method_lines(row)), highlight=False)
+    console.print(shown.summary_line(rows))
+    console.print(shown.SMALL_MODEL_NOTE)
+    console.print(f"[dim]demo finished in {steps.elapsed():.0f} s[/]")
 
 
 def main() -> None:  # pragma: no cover

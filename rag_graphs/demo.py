@@ -1,0 +1,167 @@
+"""What ``rag-graphs demo`` shows: every method on one multi-hop question, and what it did.
+
+The answer to the demo question is at the end of a chain of four files
+(``CHAIN``): the institute's page names its founder, her biography names her
+home town, the town's notes name its province, the provinces table names the
+capital. The embedded 135M model rarely composes the final answer, but the
+methods already differ in what they *retrieve*: which of the chain's files each
+one reached, with which queries, is the part of the demo that carries over to a
+real model. This module holds that reading of a run and the step banner; the
+``demo`` command in ``rag_graphs.cli`` drives the steps.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+from rich.markup import escape
+
+from rag_graphs.answers import scaffolding, short_answer
+from rag_graphs.eval.metrics import answer_contained
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+
+    from ingestion import ChunkIndex
+    from ingestion.raptor import RaptorReport
+
+QUESTION = "What is the capital of the province where the founder of the Velmora Institute was born?"
+GOLD = "Lunmar"
+CHAIN = ("velmora_institute.md", "ilsa_brandt.html", "korvik.txt", "provinces.csv")
+"""The files the answer is chained through, in hop order."""
+
+ANSWER_TOKENS = 128
+"""The demo's budget per model reply (answers and RAPTOR summaries): a short answer and two
+sentences. The 256 default doubles the slowest calls, the RAPTOR build most of all."""
+
+# Seconds each step took on the 2-core reference machine after install (warm caches);
+# shown beside each step so a newcomer knows what to wait for.
+STEP_ESTIMATES = {
+    "ingest": "25 s; seconds when already ingested",
+    "raptor": "40 s the first time; re-runs resume",
+    "methods": "150 s",
+}
+
+SMALL_MODEL_NOTE = (
+    "[bold]Reading this table.[/] The answer needs four files chained "
+    f"({' -> '.join(CHAIN)}). Naive RAG searches once with the question's words; multi-hop "
+    "methods search again with what they found. The embedded SmolLM2-135M (a smoke-test model, "
+    "offline, in-process) limits the answers: it rarely chains two facts, writes weak follow-up "
+    "queries and ignores most formatting rules, so 'gold in answer' stays low for every method. "
+    "The retrieval columns are where methods differ even on it.\n"
+    "[bold]For a real model[/], set RAG_GRAPHS_CHAT_MODEL, e.g. an OpenAI-compatible server "
+    "(vLLM, llama.cpp server, LM Studio):\n"
+    "  export RAG_GRAPHS_CHAT_MODEL=openai:<model> OPENAI_BASE_URL=http://127.0.0.1:8000/v1 "
+    "OPENAI_API_KEY=<key or any string>\n"
+    "or a local Ollama model: RAG_GRAPHS_CHAT_MODEL=ollama:qwen2.5:7b-instruct (pip install "
+    "'rag-graphs\\[ollama]'); then run `rag-graphs demo` again (ingest and the RAPTOR tree are reused)."
+)
+
+
+def build_raptor_tree(index: Callable[[], ChunkIndex], chat: Callable[[], BaseChatModel]) -> RaptorReport:
+    """The demo's RAPTOR tree (three levels at most), in ``_build_over``'s ``build(index, chat)`` form."""
+    from ingestion.raptor import build_tree
+
+    return build_tree(index(), chat(), max_levels=3)
+
+
+@dataclass(frozen=True)
+class MethodRow:
+    """What one method did on the demo question."""
+
+    method: str
+    queries: list[str]
+    chain: list[bool]  # one per CHAIN file: was it among the retrieved passages?
+    gold: bool
+    clean: bool  # the answer carries no prompt scaffolding
+    llm_calls: int
+    seconds: float
+    answer: str
+
+
+def retrieved_files(result: dict[str, Any]) -> set[str]:
+    """File names of every passage a run retrieved."""
+    return {Path(str(d.metadata.get("source", ""))).name for d in result.get("documents", [])}
+
+
+def issued_queries(result: dict[str, Any]) -> list[str]:
+    """The search queries a run issued, in order, each once."""
+    searched = [s for s in result.get("steps", []) if s.get("kind") == "retrieve" and s.get("query")]
+    return list(dict.fromkeys(str(s["query"]) for s in searched))
+
+
+def method_row(method: str, result: dict[str, Any], seconds: float) -> MethodRow:
+    """Read one finished run of ``method`` on ``QUESTION``."""
+    answer = str(result.get("answer", ""))
+    files = retrieved_files(result)
+    return MethodRow(
+        method=method,
+        queries=issued_queries(result),
+        chain=[name in files for name in CHAIN],
+        gold=bool(answer_contained(answer, [GOLD])),
+        clean=scaffolding(answer) is None,
+        llm_calls=int(result.get("usage", {}).get("llm_calls", 0)),
+        seconds=seconds,
+        answer=short_answer(answer),
+    )
+
+
+def method_lines(row: MethodRow) -> list[str]:
+    """One method's block (rich markup): the chain files it reached, the gold, its queries, its answer.
+
+    Lines, not a table: the queries are the interesting part and a table squeezes them out
+    on an 80-column terminal.
+    """
+    marks = ("[green]✓[/]" if hit else "[red]✗[/]" for hit in row.chain)
+    files = "  ".join(f"{name} {mark}" for name, mark in zip(CHAIN, marks, strict=True))
+    gold = "[green]gold in answer[/]" if row.gold else "gold not in answer"
+    lines = [
+        f"[bold cyan]{row.method}[/]  {sum(row.chain)}/4 chain files · {gold} · "
+        f"{row.llm_calls} LLM calls · {row.seconds:.0f} s",
+        f"   retrieved: {files}",
+    ]
+    queries = [escape(q if len(q) <= 90 else q[:89] + "…") for q in row.queries]
+    lines += [f"   searched: {q}" for q in queries[:4]] or ["   searched: [dim](nothing)[/]"]
+    if len(queries) > 4:
+        lines.append(f"   [dim]… and {len(queries) - 4} more searches[/]")
+    answer = row.answer if len(row.answer) <= 90 else row.answer[:89] + "…"
+    lines.append(f"   short answer: {escape(answer)}")
+    return lines
+
+
+def summary_line(rows: list[MethodRow]) -> str:
+    """How far down the chain the methods got, and how many answers hold the gold."""
+    deepest = max(rows, key=lambda r: (sum(r.chain), r.gold), default=None)
+    reached = sum(all(r.chain) for r in rows)
+    dirty = [r.method for r in rows if not r.clean]
+    return (
+        f"{reached} of {len(rows)} methods retrieved all four chain files; "
+        f"{sum(r.gold for r in rows)} answers contain {GOLD!r}; "
+        + (f"best retrieval: {deepest.method} ({sum(deepest.chain)}/4 files). " if deepest else "")
+        + (f"Scaffolding left in: {', '.join(dirty)}." if dirty else "No answer carries prompt scaffolding.")
+    )
+
+
+class Steps:
+    """Numbered step banners with the measured estimate, and the time each step took."""
+
+    def __init__(self, console: Console, total: int) -> None:
+        self.console, self.total, self.number = console, total, 0
+        self.started = time.monotonic()
+
+    @contextmanager
+    def step(self, title: str, estimate: str) -> Iterator[None]:
+        self.number += 1
+        self.console.rule(f"[bold]step {self.number}/{self.total}: {title}[/] [dim](about {estimate})[/]")
+        began = time.monotonic()
+        yield
+        self.console.print(f"[dim]step {self.number} done in {time.monotonic() - began:.0f} s[/]")
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
