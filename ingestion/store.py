@@ -174,6 +174,29 @@ def _lock_message(uri: str) -> str:
     )
 
 
+def check_store_path(uri: str) -> None:
+    """Refuse, naming it, a local store path Milvus Lite cannot use, before anything runs.
+
+    A Milvus Lite store is a folder. A regular file at the path, a file where a parent
+    folder should be, or a folder this user cannot write would otherwise surface as
+    pymilvus's bare "Open local milvus failed" in the middle of a run.
+
+    Raises:
+        ValueError: the path is a file, lies under a file, or is not writable.
+    """
+    if not is_local(uri):
+        return
+    path = Path(uri).expanduser()
+    hint = "choose another path (--store, RAG_GRAPHS_STORE_URI)"
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"store path {uri!r} is a regular file, not a Milvus Lite store folder: {hint}")
+    existing = next(p for p in (path, *path.parents) if p.exists())
+    if not existing.is_dir():
+        raise ValueError(f"store path {uri!r} lies under {str(existing)!r}, a regular file: {hint}")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ValueError(f"store path {uri!r}: {str(existing)!r} is not writable by this user: {hint}")
+
+
 def _held_by_other_process(uri: str) -> bool:
     """True when another process holds Milvus Lite's advisory lock on ``uri``.
 
@@ -212,7 +235,10 @@ class ChunkIndex:
         from langchain_milvus import BM25BuiltInFunction, Milvus
 
         if is_local(self.uri):
+            check_store_path(self.uri)
             Path(self.uri).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            if _held_by_other_process(self.uri):  # before Milvus Lite logs its own traceback
+                raise StoreLockedError(_lock_message(self.uri))
         connection = {"uri": self.uri}
         if token := os.environ.get("MILVUS_TOKEN"):
             connection["token"] = token

@@ -40,6 +40,8 @@ ROUTED_KINDS = ("single_hop", "multi_hop", "global_summary")
 Positive = Annotated[int, Field(ge=1)]
 NonNegative = Annotated[int, Field(ge=0)]
 Fraction = Annotated[float, Field(ge=0, le=1)]
+MAX_K = 16_384  # Milvus (Lite and server) refuses a larger top-k, after a long wait
+TopK = Annotated[int, Field(ge=1, le=MAX_K)]
 
 
 def _check_filter(expr: str) -> str:
@@ -180,8 +182,8 @@ class RagContext:
     collection: str = _env("RAG_GRAPHS_COLLECTION", DEFAULT_COLLECTION)
     """Milvus collection name."""
 
-    k: Positive = _env("RAG_GRAPHS_K", 4)
-    """Chunks returned per retrieval."""
+    k: TopK = _env("RAG_GRAPHS_K", 4)
+    """Chunks returned per retrieval (at most 16,384: Milvus's top-k limit)."""
 
     search_mode: Literal["dense", "hybrid", "graph"] = _env("RAG_GRAPHS_SEARCH_MODE", "hybrid")
     """``hybrid`` = BM25 + dense fused by RRF in Milvus; ``dense`` = embeddings only; ``graph`` =
