@@ -1,0 +1,91 @@
+"""Conversion by a real Docling Serve instance on loopback gives the chunks in-process conversion gives.
+
+Docling Serve is not a dependency of this project: it pulls in Ray, Kubernetes and cloud-storage
+clients, OpenCV, and a torchvision its startup imports unconditionally (about 2.9 GB installed),
+and the torchvision wheel the registry offers does not load with the CPU torch these machines use
+("operator torchvision::nms does not exist"). Run it from its own virtualenv, where it works, and
+point ``DOCLING_SERVE_COMMAND`` at it (or install it beside this package); the test is skipped,
+saying so, when neither is there.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from importlib.util import find_spec
+from pathlib import Path
+
+import httpx
+import pytest
+
+from ingestion import ingest
+from tests import doc_fixtures as fx
+
+
+def _command() -> list[str] | None:
+    if given := os.environ.get("DOCLING_SERVE_COMMAND"):
+        return shlex.split(given)
+    return [sys.executable, "-m", "docling_serve"] if find_spec("docling_serve") else None
+
+
+pytestmark = [
+    pytest.mark.server,
+    pytest.mark.skipif(
+        _command() is None,
+        reason="no Docling Serve: set DOCLING_SERVE_COMMAND (e.g. /opt/docling-serve/bin/docling-serve)",
+    ),
+]
+STARTUP_SECONDS = 180.0
+
+
+@pytest.fixture(scope="module")
+def docling_serve(tmp_path_factory) -> Iterator[str]:
+    """``docling-serve run`` on a free loopback port; its base URL while it runs."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    log = tmp_path_factory.mktemp("docling-serve") / "server.log"
+    command = [*(_command() or []), "run", "--host", "127.0.0.1", "--port", str(port)]
+    with log.open("wb") as out:
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + STARTUP_SECONDS
+        while True:
+            if process.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"docling-serve did not start:\n{log.read_text(errors='replace')[-2000:]}")
+            try:
+                if httpx.get(f"{url}/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.5)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def _chunks(index) -> list[tuple[str, str]]:
+    return sorted((d.metadata["kind"], d.page_content) for d, _ in index.iter_chunks())
+
+
+@pytest.mark.parametrize("make", [fx.docx, fx.html], ids=["docx", "html"])
+def test_docling_serve_converts_like_docling_in_process(docling_serve, make, tmp_path, fake_embeddings):
+    from ingestion import ChunkIndex
+
+    source: Path = make(tmp_path)
+    here = ChunkIndex(uri=str(tmp_path / "here.db"), collection="c", embeddings=fake_embeddings)
+    served = ChunkIndex(uri=str(tmp_path / "served.db"), collection="c", embeddings=fake_embeddings)
+    local = ingest([source], index=here, progress=False)
+    remote = ingest([source], index=served, progress=False, docling_serve=docling_serve)
+    assert not local.failed and not remote.failed, remote.summary()
+    assert remote.chunks == local.chunks > 0
+    assert _chunks(served) == _chunks(here)

@@ -1,0 +1,130 @@
+"""Every method through a real OpenAI-compatible server: ``RAG_GRAPHS_CHAT_MODEL=openai:smollm2``
+with ``OPENAI_BASE_URL`` at llama-cpp-python's server on loopback (see ``conftest.py``).
+
+What only a real server shows: which structured-output modes it refuses (HTTP 500 for
+``json_schema``), whether its chat format emits tool calls, the token counts in its
+responses, streamed chunks, and what a run does when the server dies under it.
+Kept cheap for ``make test`` on 2 cores: one question per method, k=2, short answers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import time
+
+import pytest
+from pydantic import BaseModel
+
+from ingestion import ingest, load_embeddings, open_index
+from ingestion.raptor import build_tree
+from rag_graphs.context import RagContext
+from rag_graphs.faults import RunFailed
+from rag_graphs.methods import METHODS, get_graph
+from rag_graphs.models import capabilities, load_chat_model
+from rag_graphs.run import Finished, Step, stream
+from rag_graphs.structured import invoke_structured
+
+pytestmark = pytest.mark.server
+
+SPEC = "openai:smollm2"
+QUESTION = "In which town was the founder of the Velmora Institute born?"
+ANSWER_TOKENS = 48
+
+
+@pytest.fixture(scope="module")
+def ctx(llama_server, tmp_path_factory, demo_corpus) -> RagContext:
+    """The demo corpus (MiniLM, Milvus Lite, RAPTOR tree summarised by the served model) and a
+    context whose chat model comes from the environment, as a user's would."""
+    uri = str(tmp_path_factory.mktemp("server") / "milvus.db")
+    report = ingest([demo_corpus], uri=uri, collection="demo", progress=False)
+    assert not report.failed, report.summary()
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("RAG_GRAPHS_CHAT_MODEL", SPEC)
+        ctx = RagContext(
+            store_uri=uri,
+            collection="demo",
+            k=2,
+            max_answer_tokens=ANSWER_TOKENS,
+            max_hops=2,
+            max_steps=4,
+            num_queries=2,
+            iterdrag_iterations=2,
+        )
+    assert ctx.chat_model == SPEC
+    model = load_chat_model(SPEC, max_tokens=ANSWER_TOKENS)
+    assert type(model).__name__ == "ChatOpenAI"
+    assert str(model.root_client.base_url).rstrip("/") == llama_server.base_url  # from OPENAI_BASE_URL
+    build_tree(open_index(uri, "demo", load_embeddings("embedded")), model, progress=False)
+    return ctx
+
+
+@pytest.mark.parametrize("method", [m for m in METHODS if m != "react"])
+def test_every_method_answers_through_the_server_with_usage_from_its_responses(ctx, method):
+    out = get_graph(method).invoke({"question": QUESTION}, context=ctx)
+    assert out["answer"].strip() and "error" not in out, out.get("error")
+    usage = out["usage"]
+    assert usage["llm_calls"] >= 1, usage
+    # Token counts come from the server's ``usage`` field, one call at a time.
+    assert usage["prompt_tokens"] >= 20 * usage["llm_calls"] and usage["completion_tokens"] > 0, usage
+    assert out["documents"] or method == "self_rag", out["steps"]
+
+
+def test_structured_decisions_use_the_best_mode_the_server_accepts(llama_server):
+    class Relevant(BaseModel):
+        relevant: bool
+
+    model = load_chat_model(SPEC, max_tokens=ANSWER_TOKENS)
+    question = [("human", "Passage: Ilsa Brandt was born in Korvik.\nIs it relevant to: where was she born?")]
+    started = time.monotonic()
+    first = invoke_structured(model, question, Relevant, Relevant(relevant=False))
+    caps = capabilities(model)
+    # llama-cpp-python's server refuses json_schema (HTTP 500, "Input should be 'text' or
+    # 'json_object'"): refused once, not retried, then JSON mode under the schema's grammar.
+    assert "json_object" in caps.rejected["json_schema"] and caps.structured_modes()[0] == "json_object"
+    assert first.method == "native" and isinstance(first.value.relevant, bool)
+    assert first.calls[-1].usage_metadata["input_tokens"] > 20
+    again = invoke_structured(model, question, Relevant, Relevant(relevant=False))
+    assert again.method == "native" and len(again.calls) == 1  # no second rejected request
+    assert time.monotonic() - started < 60
+
+
+def test_react_searches_through_native_tool_calls(ctx):
+    out = get_graph("react").invoke({"question": "Where was Ilsa Brandt born?"}, context=ctx)
+    model = load_chat_model(SPEC, max_tokens=ANSWER_TOKENS)
+    assert capabilities(model).tools is True, out["steps"]
+    searches = [s for s in out["steps"] if s["kind"] == "retrieve"]
+    assert searches and out["usage"]["retrievals"] >= 1 and out["documents"]
+    assert out["steps"][0]["text"].startswith("search("), out["steps"][0]  # a tool call, not prose
+    assert out["answer"].strip()
+
+
+def test_streaming_through_the_server(ctx):
+    model = load_chat_model(SPEC, max_tokens=16)
+    chunks = list(model.stream("Name one colour."))
+    assert len(chunks) > 1 and "".join(str(c.content) for c in chunks).strip()  # token by token
+    events = list(stream("naive", "Where was Ilsa Brandt born?", ctx))
+    steps = [e for e in events if isinstance(e, Step)]
+    assert [s.step["node"] for s in steps] == ["retrieve", "generate"]
+    assert isinstance(events[-1], Finished) and events[-1].result["usage"]["completion_tokens"] > 0
+
+
+def test_a_server_killed_mid_run_is_retried_then_fails_clearly(ctx, doomed_server, monkeypatch):
+    monkeypatch.setenv("OPENAI_BASE_URL", doomed_server.base_url)
+    doomed = dataclasses.replace(ctx, chat_model=f"openai:{doomed_server.alias}")
+    started = time.monotonic()
+    with pytest.raises(RunFailed) as failed:
+        for event in stream("naive", "Where was Ilsa Brandt born?", doomed):
+            if isinstance(event, Step) and event.step["kind"] == "retrieve":
+                doomed_server.kill()  # between the search and the answer call
+    elapsed = time.monotonic() - started
+    message = str(failed.value)
+    # the openai SDK's connection error (APIConnectionError, OpenAIConnectionError in newer SDKs)
+    assert re.match(
+        r"generate failed after 4 attempts \(transient error, retried\): \w*ConnectionError", message
+    )
+    assert failed.value.transient
+    result = failed.value.result
+    assert [s["kind"] for s in result["steps"]] == ["retrieve", "error"] and result["documents"]
+    assert result["answer"] == "" and result["error"] == message
+    assert 7 <= elapsed < 120  # backoff of ~1 + 2 + 4 s between the four attempts, then the end
