@@ -197,6 +197,22 @@ def check_store_path(uri: str) -> None:
         raise ValueError(f"store path {uri!r}: {str(existing)!r} is not writable by this user: {hint}")
 
 
+def _served_here(uri: str) -> bool:
+    """True when this process already serves the Milvus Lite store at ``uri`` (its own lock, then).
+
+    Reads milvus-lite's per-path server table; False when that is not available, so the
+    lock probe only runs (and can only refuse) when no server of this process holds the path.
+    """
+    try:
+        from milvus_lite.server_manager import server_manager_instance
+    except ImportError:  # pragma: no cover - Milvus Lite is a dependency
+        return True
+    servers = getattr(server_manager_instance, "_servers", None)
+    if not isinstance(servers, dict):  # pragma: no cover - another milvus-lite layout: do not probe
+        return True
+    return any(os.path.abspath(p) in servers for p in (uri, os.path.expanduser(uri)))
+
+
 def _held_by_other_process(uri: str) -> bool:
     """True when another process holds Milvus Lite's advisory lock on ``uri``.
 
@@ -237,7 +253,8 @@ class ChunkIndex:
         if is_local(self.uri):
             check_store_path(self.uri)
             Path(self.uri).expanduser().parent.mkdir(parents=True, exist_ok=True)
-            if _held_by_other_process(self.uri):  # before Milvus Lite logs its own traceback
+            # probed before Milvus Lite starts, which would log its own traceback first
+            if not _served_here(self.uri) and _held_by_other_process(self.uri):
                 raise StoreLockedError(_lock_message(self.uri))
         connection = {"uri": self.uri}
         if token := os.environ.get("MILVUS_TOKEN"):
