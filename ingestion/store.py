@@ -204,7 +204,7 @@ def _served_here(uri: str) -> bool:
     lock probe only runs (and can only refuse) when no server of this process holds the path.
     """
     try:
-        from milvus_lite.server_manager import server_manager_instance
+        from milvus_lite.server_manager import server_manager_instance  # type: ignore[import-untyped]
     except ImportError:  # pragma: no cover - Milvus Lite is a dependency
         return True
     servers = getattr(server_manager_instance, "_servers", None)
