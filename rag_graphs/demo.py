@@ -40,8 +40,10 @@ ANSWER_TOKENS = 128
 """The demo's budget per model reply (answers and RAPTOR summaries): a short answer and two
 sentences. The 256 default doubles the slowest calls, the RAPTOR build most of all."""
 
-# Seconds each step took on the 2-core reference machine after install (warm caches);
-# shown beside each step so a newcomer knows what to wait for.
+# What each step should take on an idle 2-core machine after install, shown beside each step so
+# a newcomer knows what to wait for. Derived from the last uncontended demo measurement
+# (BENCHMARKS.md: ingest ~25 s, ~8 s per method run at 256 tokens) with the 128-token budget;
+# on a busy machine every step takes several times longer.
 STEP_ESTIMATES = {
     "ingest": "25 s; seconds when already ingested",
     "raptor": "40 s the first time; re-runs resume",
