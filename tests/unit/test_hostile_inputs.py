@@ -60,8 +60,20 @@ def test_a_store_path_under_a_file_or_unwritable_is_refused(tmp_path, monkeypatc
     check_store_path("http://localhost:19530")  # a server: nothing to check here
 
 
+OPEN_IN_A_FRESH_PROCESS = """
+import sys
+from langchain_core.embeddings import DeterministicFakeEmbedding
+from ingestion.store import ChunkIndex, StoreLockedError
+try:
+    ChunkIndex(uri=sys.argv[1], collection="c", embeddings=DeterministicFakeEmbedding(size=8))
+except StoreLockedError as exc:
+    sys.exit(f"error: {exc}")
+"""
+
+
 def test_a_locked_store_is_reported_without_a_traceback(tmp_path, fake_embeddings):
-    """As a user sees it: ``rag-graphs sources`` in a fresh process, the store locked by another."""
+    """As a user sees it: a fresh process (the CLI's ``_fail`` prints the same message), the
+    store locked by another; before, Milvus Lite logged its traceback ahead of the message."""
     from ingestion import ChunkIndex
 
     store = tmp_path / "locked.db"
@@ -71,7 +83,7 @@ def test_a_locked_store_is_reported_without_a_traceback(tmp_path, fake_embedding
         with pytest.raises(StoreLockedError, match="open in another process"):
             ChunkIndex(uri=str(store), collection="c", embeddings=fake_embeddings)
         run = subprocess.run(
-            [sys.executable, "-m", "rag_graphs.cli", "sources", "--store", str(store)],
+            [sys.executable, "-c", OPEN_IN_A_FRESH_PROCESS, str(store)],
             capture_output=True,
             text=True,
             timeout=120,
