@@ -51,18 +51,21 @@ STEP_ESTIMATES = {
 }
 
 SMALL_MODEL_NOTE = (
-    "[bold]Reading this table.[/] The answer needs four files chained "
+    "[bold]Reading this.[/] The answer needs four files chained "
     f"({' -> '.join(CHAIN)}). Naive RAG searches once with the question's words; multi-hop "
     "methods search again with what they found. The embedded SmolLM2-135M (a smoke-test model, "
     "offline, in-process) limits the answers: it rarely chains two facts, writes weak follow-up "
     "queries and ignores most formatting rules, so 'gold in answer' stays low for every method. "
-    "The retrieval columns are where methods differ even on it.\n"
+    "The retrieved files are where methods differ even on it.\n"
     "[bold]For a real model[/], set RAG_GRAPHS_CHAT_MODEL, e.g. an OpenAI-compatible server "
     "(vLLM, llama.cpp server, LM Studio):\n"
     "  export RAG_GRAPHS_CHAT_MODEL=openai:<model> OPENAI_BASE_URL=http://127.0.0.1:8000/v1 "
     "OPENAI_API_KEY=<key or any string>\n"
     "or a local Ollama model: RAG_GRAPHS_CHAT_MODEL=ollama:qwen2.5:7b-instruct (pip install "
-    "'rag-graphs\\[ollama]'); then run `rag-graphs demo` again (ingest and the RAPTOR tree are reused)."
+    "'rag-graphs\\[ollama]'); then run `rag-graphs demo` again (ingest and the RAPTOR tree are reused). "
+    "The OpenAI-compatible path is tested for real in tests/server (every method through "
+    "`python -m llama_cpp.server ... --chat_format chatml-function-calling`); README, 'Real models', "
+    "has the exact commands."
 )
 
 
