@@ -158,3 +158,21 @@ def test_crag_rewrite_searches_the_question_when_the_model_echoes_its_instructio
     state = {"question": "Where was Ilsa Brandt born?", "query": "Brandt birth"}
     out = node(state, type("R", (), {"context": ctx})())
     assert out["query"] == "Where was Ilsa Brandt born?"
+
+
+def test_react_forces_a_search_on_the_first_native_step_only(loaded, make_context):
+    from tests.conftest import FakeToolChat
+
+    class Recording(FakeToolChat):
+        choices: list = []
+
+        def bind_tools(self, tools, **kwargs):
+            self.choices.append(kwargs.get("tool_choice"))
+            return super().bind_tools(tools, **kwargs)
+
+    call = AIMessage(content="", tool_calls=[{"name": "search", "args": {"query": "Korvik"}, "id": "c1"}])
+    model = Recording(messages=iter([call, AIMessage(content="Korvik [1].")]), choices=[])
+    out = get_graph("react").invoke(
+        {"question": "Where was Ilsa Brandt born?"}, context=make_context(chat_model=model)
+    )
+    assert model.choices == ["search", None] and out["answer"] == "Korvik [1]."
