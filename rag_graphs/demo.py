@@ -131,7 +131,8 @@ def method_lines(row: MethodRow) -> list[str]:
         f"{row.llm_calls} LLM calls · {row.seconds:.0f} s",
         f"   retrieved: {files}",
     ]
-    queries = [escape(q if len(q) <= 90 else q[:89] + "…") for q in row.queries]
+    flat = [" ".join(q.split()) for q in row.queries]  # HyDE searches with a multi-line passage
+    queries = [escape(q if len(q) <= 90 else q[:89] + "…") for q in flat]
     lines += [f"   searched: {q}" for q in queries[:4]] or ["   searched: [dim](nothing)[/]"]
     if len(queries) > 4:
         lines.append(f"   [dim]… and {len(queries) - 4} more searches[/]")

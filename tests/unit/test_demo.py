@@ -26,11 +26,11 @@ def test_a_run_is_read_for_chain_files_queries_and_gold():
     result = _result(
         f"{GOLD}\n\nThe capital of Asterra is {GOLD} [2].",
         ["velmora_institute.md", "provinces.csv", "halden_foundation.md"],
-        ["founder of the Velmora Institute", "Ilsa Brandt birthplace", "founder of the Velmora Institute"],
+        ["founder of the Velmora Institute", "Ilsa Brandt\nbirthplace", "founder of the Velmora Institute"],
     )
     row = method_row("ircot", result, seconds=4.2)
     assert row.chain == [True, False, False, True]
-    assert row.queries == ["founder of the Velmora Institute", "Ilsa Brandt birthplace"]  # each once
+    assert row.queries == ["founder of the Velmora Institute", "Ilsa Brandt\nbirthplace"]  # each once
     assert row.gold and row.clean and row.answer == GOLD and row.llm_calls == 3
     text = "\n".join(method_lines(row))
     assert "2/4 chain files" in text and "searched: Ilsa Brandt birthplace" in text
