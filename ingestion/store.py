@@ -461,6 +461,13 @@ class ChunkIndex:
         by_id = {r[PRIMARY_FIELD]: self._to_document(r) for r in rows}
         return [by_id[i] for i in ids if i in by_id]
 
+    def vectors(self, ids: list[str]) -> dict[str, list[float]]:
+        """Stored dense vectors by chunk id (rerankers reuse them instead of embedding again)."""
+        if not ids or not self._exists():
+            return {}
+        rows = self.client.query(self.collection, filter=ids_filter(ids), output_fields=[DENSE_FIELD])
+        return {r[PRIMARY_FIELD]: list(r[DENSE_FIELD]) for r in rows}
+
     def iter_chunks(self, *, batch_size: int = 1000) -> list[tuple[Document, list[float]]]:
         """Every stored chunk with its dense vector (for building over a whole collection)."""
         if not self._exists():

@@ -26,6 +26,13 @@ StoreOpt = Annotated[
 CollOpt = Annotated[str | None, typer.Option("--collection", help="collection [env RAG_GRAPHS_COLLECTION]")]
 TenantOpt = Annotated[str | None, typer.Option(help="access label: the tenant chunks belong to")]
 TagOpt = Annotated[list[str] | None, typer.Option("--tag", help="access label (repeatable)")]
+RerankOpt = Annotated[
+    str | None,
+    typer.Option(help="reranker: none | mmr | cross-encoder:<local dir> [env RAG_GRAPHS_RERANKER]"),
+]
+FetchKOpt = Annotated[
+    int | None, typer.Option(help="candidates per search a reranker keeps k of [env RAG_GRAPHS_FETCH_K]")
+]
 
 
 def _context(store: str | None, collection: str | None, **overrides) -> RagContext:
@@ -311,6 +318,8 @@ def ask(
     checkpoints: Annotated[
         Path, typer.Option(help="SQLite file of --thread-id checkpoints")
     ] = DEFAULT_CHECKPOINTS,
+    reranker: RerankOpt = None,
+    fetch_k: FetchKOpt = None,
 ) -> None:
     """Answer a question with one method; print the answer, citations and steps."""
     from ingestion import StoreLockedError
@@ -321,7 +330,15 @@ def ask(
     try:
         sources = [source_key(s) for s in source or []]
         ctx = _context(
-            store, collection, k=k, chat_model=model, tenant=tenant, tags=tag or None, sources=sources or None
+            store,
+            collection,
+            k=k,
+            chat_model=model,
+            tenant=tenant,
+            tags=tag or None,
+            sources=sources or None,
+            reranker=reranker,
+            fetch_k=fetch_k,
         )
         thread = (thread_id, checkpoints) if thread_id else None
         _run(method, question, ctx, as_json, live=stream and not as_json, thread=thread)
@@ -376,6 +393,8 @@ def eval_command(
     ] = None,
     store: StoreOpt = None,
     collection: CollOpt = None,
+    reranker: RerankOpt = None,
+    fetch_k: FetchKOpt = None,
 ) -> None:
     """Compare methods on a QA set: EM/F1, passage recall and R@2/R@5, LLM calls, tokens, seconds;
     table and plots. With --retrieval-only, retrieval alone, fast enough for hundreds of questions."""
@@ -398,7 +417,15 @@ def eval_command(
                 if methods.strip() == "all"
                 else [m.strip() for m in methods.split(",") if m.strip()]
             )
-            ctx = _context(store, collection, k=k, chat_model=model, embeddings=embeddings)
+            ctx = _context(
+                store,
+                collection,
+                k=k,
+                chat_model=model,
+                embeddings=embeddings,
+                reranker=reranker,
+                fetch_k=fetch_k,
+            )
             report = evaluate(
                 dataset,
                 chosen,

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import field, fields
 from typing import Annotated, Any, Literal
 
+from langchain_core.documents import BaseDocumentCompressor
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
@@ -51,6 +52,17 @@ def _check_filter(expr: str) -> str:
 
 
 SearchFilter = Annotated[str, AfterValidator(_check_filter)]
+
+
+def _check_reranker(spec: Any) -> Any:
+    from rag_graphs.rerank import check_reranker
+
+    return check_reranker(spec)
+
+
+RerankerSpec = Annotated[
+    str | SkipJsonSchema[InstanceOf[BaseDocumentCompressor]], AfterValidator(_check_reranker)
+]
 
 
 def _names(raw: str) -> tuple[str, ...]:
@@ -235,6 +247,17 @@ class RagContext:
 
     rrf_k: Positive = _env("RAG_GRAPHS_RRF_K", 60)
     """Reciprocal rank fusion constant: score = sum of 1 / (rrf_k + rank)."""
+
+    reranker: RerankerSpec = _env("RAG_GRAPHS_RERANKER", "none")
+    """Reranker of every retrieval (``rag_graphs.rerank``): ``none``; ``mmr`` (diversity by the
+    store's embeddings, no extra model); ``cross-encoder:<local dir>`` (sentence-transformers);
+    or a LangChain ``BaseDocumentCompressor``. Searches ``fetch_k`` candidates, keeps ``k``."""
+
+    fetch_k: TopK = _env("RAG_GRAPHS_FETCH_K", 20)
+    """Candidates each search fetches for the reranker (used only when ``reranker`` is set)."""
+
+    mmr_lambda: Fraction = _env("RAG_GRAPHS_MMR_LAMBDA", 0.5)
+    """MMR reranker: weight of relevance against diversity (1 = relevance only)."""
 
     decomposition_mode: Literal["parallel", "recursive"] = _env("RAG_GRAPHS_DECOMPOSITION_MODE", "parallel")
     """``parallel``: answer sub-questions independently, then synthesise; ``recursive``: in order,

@@ -9,7 +9,15 @@ from rag_graphs.calls import Body, Call
 from rag_graphs.context import RagContext
 from rag_graphs.nodes.common import ModelNode, emit, step
 from rag_graphs.nodes.loop import normalize_query
-from rag_graphs.retrieval import reciprocal_rank_fusion, retriever_for, searcher_for, unique_union
+from rag_graphs.rerank import reranker_for
+from rag_graphs.retrieval import (
+    embeddings_for,
+    index_for,
+    reciprocal_rank_fusion,
+    retriever_for,
+    searcher_for,
+    unique_union,
+)
 from rag_graphs.state import RagState, Search, usage
 
 
@@ -42,9 +50,38 @@ def ranked(state: RagState, new: list[Search], hits: list[Document], rrf_k: int)
     return Overwrite(reciprocal_rank_fusion(rankings, k=rrf_k))
 
 
+def fetch_k(ctx: RagContext) -> int:
+    """How many candidates each search fetches: ``fetch_k`` when a reranker keeps ``k`` of them."""
+    return max(ctx.fetch_k, ctx.k) if ctx.reranker != "none" else ctx.k
+
+
+def reranked(ctx: RagContext, queries: list[str], rankings: list[list[Document]]) -> tuple[list, list]:
+    """Each query's candidates cut to ``k`` by the context's reranker, and a note step per query
+    saying what it kept and dropped (none when no reranker is set)."""
+    reranker = reranker_for(
+        ctx.reranker, embeddings_for(ctx), lambda_mult=ctx.mmr_lambda, stored=index_for(ctx).vectors
+    )
+    if reranker is None:
+        return rankings, []
+    kept, notes = [], []
+    for query, ranking in zip(queries, rankings, strict=True):
+        top = reranker.rerank(query, ranking, ctx.k)
+        ids = {d.id for d in top}
+        dropped = [str(d.id) for d in ranking if d.id not in ids]
+        emit("rerank", reranker=reranker.name, kept=[str(d.id) for d in top], dropped=dropped)
+        text = f"{reranker.name}: kept {len(top)} of {len(ranking)}; dropped {', '.join(dropped) or 'none'}"
+        notes.append(step("note", query=query, doc_ids=[str(d.id) for d in top], text=text))
+        kept.append(top)
+    return kept, notes
+
+
 def found(state: RagState, ctx: RagContext, queries: list[str], rankings: list[list[Document]]) -> dict:
     """The update of one retrieval round: the re-ranked documents, the searches, one hop, and
-    a step per query. ``latest`` is the round's unique hits in rank order."""
+    a step per query. ``latest`` is the round's unique hits in rank order.
+
+    With a reranker set the searches fetched ``fetch_k`` candidates; each is cut to ``k``
+    here (a note step per query names what was dropped) before the searches are recorded."""
+    rankings, notes = reranked(ctx, queries, rankings)
     searches: list[Search] = [
         {"query": q, "doc_ids": [str(d.id) for d in ranking]}
         for q, ranking in zip(queries, rankings, strict=True)
@@ -61,7 +98,8 @@ def found(state: RagState, ctx: RagContext, queries: list[str], rankings: list[l
         "steps": [
             step("retrieve", query=s["query"], doc_ids=s["doc_ids"], **_how(ranking))
             for s, ranking in zip(searches, rankings, strict=True)
-        ],
+        ]
+        + notes,
         "usage": usage(retrievals=len(queries), hops=1),
     }
 
@@ -87,7 +125,7 @@ def retrieve_body(state: RagState, ctx: RagContext) -> Body[dict]:
     if not new_queries(state, [query]):
         return repeated([query])
     emit("start", query=query)
-    docs = yield Call(retriever_for(ctx), query)
+    docs = yield Call(retriever_for(ctx, k=fetch_k(ctx)), query)
     return found(state, ctx, [query], [docs])
 
 
@@ -111,7 +149,7 @@ def make_retrieve_many(*, fuse: bool = False, with_question: bool = True) -> Mod
         if not queries:
             return repeated(wanted)
         emit("start", queries=queries)
-        rankings = yield Call(searcher_for(ctx), queries)
+        rankings = yield Call(searcher_for(ctx, k=fetch_k(ctx)), queries)
         update = found(state, ctx, queries, rankings)
         if fuse:  # RAG-Fusion answers from the top k of the fused ranking
             top = update["documents"].value[: ctx.k]

@@ -1,0 +1,104 @@
+"""Retrieval options of the shared retrieve step against the plain setting, in one run.
+
+For each dataset under ``../shared/eval`` (read in place), the corpus collection the
+evaluator builds (``rag_graphs.eval.corpus.open_corpus``: indexed once, reused) is searched
+for the first ``--limit`` dev questions with each option of ``OPTIONS``, through the same
+code the retrieve node runs (``retriever_for(ctx, k=fetch_k(ctx))`` then ``reranked``), so
+the numbers are what ``rag-graphs eval --retrieval-only -m naive --k 5`` reports for each
+setting. Reported per option: supporting-passage R@5 (gold = ``supporting_ids``), prompt
+tokens of the kept passages (the embedded chat model's tokenizer) and ms per question.
+
+Run:
+    .venv/bin/python bench/retrieval_options.py --store /tmp/ropt_bench.db --limit 100
+
+``--store`` should be a copy of a store that already holds the corpora (indexing runs at
+about 10 passages/s here); Milvus Lite allows one process per path.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+ROOT = Path(__file__).resolve().parent.parent
+EVAL = ROOT.parent / "shared" / "eval"
+DATASETS = ["hotpotqa", "musique"]
+OPTIONS: dict[str, dict] = {  # name: RagContext overrides
+    "plain (hybrid, k=5)": {},
+    "mmr lambda=0.5, fetch_k=20": {"reranker": "mmr", "mmr_lambda": 0.5, "fetch_k": 20},
+    "mmr lambda=0.7, fetch_k=20": {"reranker": "mmr", "mmr_lambda": 0.7, "fetch_k": 20},
+}
+
+
+def recall(ranked: list[str], gold: tuple[str, ...], k: int) -> float:
+    return len(set(ranked[:k]) & set(gold)) / len(gold) if gold else 0.0
+
+
+def run_option(base: dict, overrides: dict, examples, count_tokens) -> dict:
+    from rag_graphs.context import RagContext
+    from rag_graphs.nodes.retrieve import fetch_k, reranked
+    from rag_graphs.retrieval import retriever_for
+
+    ctx = RagContext(**base, **overrides)
+    r5, tokens, ms = [], [], []
+    for example in examples:
+        start = time.perf_counter()
+        docs = retriever_for(ctx, k=fetch_k(ctx)).invoke(example.question)
+        [kept], _ = reranked(ctx, [example.question], [docs])
+        ms.append((time.perf_counter() - start) * 1000)
+        r5.append(recall([str(d.id) for d in kept], example.supporting_ids, 5))
+        tokens.append(sum(count_tokens(d.page_content) for d in kept))
+    return {"R@5": 100 * statistics.mean(r5), "tokens": statistics.mean(tokens), "ms": statistics.mean(ms)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--store", required=True, help="Milvus Lite store holding (or to hold) the corpora")
+    parser.add_argument("--datasets", nargs="+", default=DATASETS)
+    parser.add_argument("--limit", type=int, default=100)
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "retrieval_options.json")
+    args = parser.parse_args()
+
+    from ingestion import load_embeddings
+    from rag_graphs.eval.corpus import open_corpus
+    from rag_graphs.eval.datasets import load_dataset
+    from rag_graphs.models import load_chat_model
+
+    embeddings = load_embeddings("embedded")
+    llama = load_chat_model("embedded").client  # type: ignore[attr-defined]
+
+    def count_tokens(text: str) -> int:
+        return len(llama.tokenize(text.encode(), add_bos=False))
+
+    results: dict[str, dict] = {}
+    for name in args.datasets:
+        dataset = load_dataset(EVAL / name)
+        index = open_corpus(dataset, args.store, embeddings, "embedded")
+        examples = dataset.select(limit=args.limit)
+        base = {"store_uri": args.store, "collection": index.collection, "embeddings": embeddings, "k": 5}
+        results[name] = {}
+        for option, overrides in OPTIONS.items():
+            results[name][option] = run_option(base, overrides, examples, count_tokens)
+            print(name, option, json.dumps(results[name][option]), flush=True)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=2))
+    print(f"| option | {' | '.join(f'{d} R@5 | {d} tokens' for d in args.datasets)} |")
+    for option in OPTIONS:
+        cells = " | ".join(
+            f"{results[d][option]['R@5']:.1f} | {results[d][option]['tokens']:.0f}" for d in args.datasets
+        )
+        print(f"| {option} | {cells} |")
+
+
+if __name__ == "__main__":
+    main()

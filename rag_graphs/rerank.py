@@ -1,0 +1,146 @@
+"""Reranking the shared retrieve step's candidates: search ``fetch_k``, keep ``k``.
+
+``RagContext.reranker`` names the reranker as a spec (``none``, ``mmr``,
+``cross-encoder:/local/dir``) or is a LangChain ``BaseDocumentCompressor``. The retrieve
+step searches ``fetch_k`` candidates when a reranker is set and keeps the reranker's top ``k``,
+so every method gets it without a change to its graph.
+
+- ``mmr``: maximal marginal relevance over the embedding model the store already uses
+  (no extra model): each pick trades similarity to the query against similarity to the
+  passages already picked, so a multi-hop question's second passage is not a paraphrase
+  of its first.
+- ``cross-encoder:<dir>``: a sentence-transformers ``CrossEncoder`` saved in a local
+  directory (no cross-encoder ships offline; nothing is downloaded).
+- a ``BaseDocumentCompressor`` (``CrossEncoderReranker``, ``FlashrankRerank``, ...): called
+  with the candidates and the query; its output order is kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+from langchain_core.documents import BaseDocumentCompressor, Document
+from langchain_core.embeddings import Embeddings
+from langchain_core.vectorstores.utils import maximal_marginal_relevance
+
+SPECS = "none, mmr, cross-encoder:<local dir>"
+CROSS_ENCODER = "cross-encoder:"
+
+
+class Reranker(Protocol):
+    """Candidates and the query in, the best ``k`` out (best first)."""
+
+    name: str
+
+    def rerank(self, query: str, docs: list[Document], k: int) -> list[Document]: ...
+
+
+def check_reranker(spec: Any) -> Any:
+    """``spec`` when it names a usable reranker, else ValueError naming the setting."""
+    if isinstance(spec, BaseDocumentCompressor):
+        return spec
+    if not isinstance(spec, str):
+        raise ValueError(f"RagContext.reranker: expected a spec ({SPECS}) or a BaseDocumentCompressor")
+    text = spec.strip()
+    if text.lower() in ("none", "mmr"):
+        return text.lower()
+    if text.startswith(CROSS_ENCODER):
+        where = Path(text[len(CROSS_ENCODER) :]).expanduser()
+        if not where.is_dir():
+            raise ValueError(f"RagContext.reranker={spec!r}: no cross-encoder directory at {str(where)!r}")
+        return text
+    raise ValueError(f"RagContext.reranker={spec!r}: unknown reranker; use {SPECS}")
+
+
+@dataclass
+class MMRReranker:
+    """Maximal marginal relevance over ``embeddings`` (``lambda_mult`` 1 = relevance only).
+
+    Passage vectors come from ``stored`` (the store's own vectors, by chunk id) when given;
+    only passages it lacks are embedded again (embedding 20 candidates per search costs
+    seconds on a small CPU, reading their stored vectors milliseconds)."""
+
+    embeddings: Embeddings
+    lambda_mult: float = 0.5
+    stored: Callable[[list[str]], dict[str, list[float]]] | None = None
+    name: str = "mmr"
+
+    def rerank(self, query: str, docs: list[Document], k: int) -> list[Document]:
+        if len(docs) <= 1:
+            return docs[:k]
+        query_vec = np.array(self.embeddings.embed_query(query))
+        doc_vecs = np.array(self._vectors(docs))
+        picks = maximal_marginal_relevance(query_vec, list(doc_vecs), lambda_mult=self.lambda_mult, k=k)
+        return [docs[i] for i in picks]
+
+    def _vectors(self, docs: list[Document]) -> list[list[float]]:
+        found = self.stored([str(d.id) for d in docs]) if self.stored else {}
+        missing = [d for d in docs if str(d.id) not in found]
+        if missing:
+            fresh = self.embeddings.embed_documents([d.page_content for d in missing])
+            found = {**found, **{str(d.id): v for d, v in zip(missing, fresh, strict=True)}}
+        return [found[str(d.id)] for d in docs]
+
+
+@dataclass
+class CrossEncoderReranker:
+    """A sentence-transformers ``CrossEncoder`` scoring (query, passage) pairs."""
+
+    path: str
+    name: str = "cross-encoder"
+
+    def rerank(self, query: str, docs: list[Document], k: int) -> list[Document]:
+        if not docs:
+            return []
+        scores = _cross_encoder(self.path).predict([(query, d.page_content) for d in docs])
+        order = sorted(range(len(docs)), key=lambda i: -float(scores[i]))
+        return [_with_score(docs[i], float(scores[i])) for i in order[:k]]
+
+
+@dataclass
+class CompressorReranker:
+    """Any LangChain ``BaseDocumentCompressor``: its output, in its order, cut to ``k``."""
+
+    compressor: BaseDocumentCompressor
+    name: str = "compressor"
+
+    def rerank(self, query: str, docs: list[Document], k: int) -> list[Document]:
+        return list(self.compressor.compress_documents(docs, query))[:k]
+
+
+@lru_cache(maxsize=4)
+def _cross_encoder(path: str) -> Any:
+    """The cross-encoder saved at ``path``, loaded once per process."""
+    from sentence_transformers import CrossEncoder
+
+    return CrossEncoder(path, device="cpu", local_files_only=True)
+
+
+def _with_score(doc: Document, score: float) -> Document:
+    return Document(
+        id=doc.id, page_content=doc.page_content, metadata={**doc.metadata, "rerank_score": score}
+    )
+
+
+def reranker_for(
+    spec: str | BaseDocumentCompressor,
+    embeddings: Embeddings,
+    *,
+    lambda_mult: float = 0.5,
+    stored: Callable[[list[str]], dict[str, list[float]]] | None = None,
+) -> Reranker | None:
+    """The reranker ``spec`` names (``None`` for ``none``); ``embeddings`` and the store's
+    vectors (``stored``) serve MMR."""
+    spec = check_reranker(spec)
+    if isinstance(spec, BaseDocumentCompressor):
+        return CompressorReranker(spec, name=type(spec).__name__)
+    if spec == "none":
+        return None
+    if spec == "mmr":
+        return MMRReranker(embeddings, lambda_mult=lambda_mult, stored=stored)
+    return CrossEncoderReranker(str(Path(spec[len(CROSS_ENCODER) :]).expanduser()))
