@@ -58,6 +58,8 @@ def fetch_k(ctx: RagContext) -> int:
 def reranked(ctx: RagContext, queries: list[str], rankings: list[list[Document]]) -> tuple[list, list]:
     """Each query's candidates cut to ``k`` by the context's reranker, and a note step per query
     saying what it kept and dropped (none when no reranker is set)."""
+    if ctx.reranker == "none":  # the default: no model loaded, no store read
+        return rankings, []
     reranker = reranker_for(
         ctx.reranker, embeddings_for(ctx), lambda_mult=ctx.mmr_lambda, stored=index_for(ctx).vectors
     )
