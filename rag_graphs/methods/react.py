@@ -38,6 +38,7 @@ from typing_extensions import TypedDict
 
 from prompts import load_prompt
 from prompts.fencing import fence
+from rag_graphs.answers import clean_answer
 from rag_graphs.calls import Body, Call
 from rag_graphs.citations import extract_citations, numbered_passage
 from rag_graphs.context import RagContext
@@ -191,6 +192,7 @@ def agent(state: ReactState, ctx: RagContext) -> Body[dict]:
     emit("end", step=kind)
     if kind == "final":
         docs = state.get("documents", [])
+        answer = clean_answer(answer)  # the agent's own final answer gets the same cut as generate's
         return update | {
             "answer": answer,
             "citations": extract_citations(answer, docs),

@@ -96,3 +96,16 @@ def test_generate_sends_the_stop_sequences_and_cleans_the_reply(loaded, make_con
     assert model.stops == [ANSWER_STOPS]
     assert out["answer"].startswith("Korvik\n\nIlsa Brandt was born in Korvik [2]")
     assert scaffolding(out["answer"]) is None
+
+
+def test_react_final_answer_gets_the_same_cut(loaded, make_context):
+    from rag_graphs.methods import get_graph
+
+    ctx = make_context(
+        "Thought: who founded it?\nAction: search[Velmora Institute founder]",
+        f"Thought: enough\nFinal Answer: {RAN_ON}",
+        tool_calling="text",
+    )
+    out = get_graph("react").invoke({"question": "Where was Ilsa Brandt born?"}, context=ctx)
+    assert out["answer"].startswith("Ilsa Brandt was born in Korvik [2]")
+    assert scaffolding(out["answer"]) is None
