@@ -51,6 +51,12 @@ def _context(store: str | None, collection: str | None, **overrides) -> RagConte
     return ctx
 
 
+def _print_summary(text: str) -> None:
+    """A report summary as written: never wrapped at the terminal width (a line broken inside
+    "2 table chunks" misleads a reader and any grep), and file names are not read as markup."""
+    console.print(text, soft_wrap=True, markup=False, highlight=False)
+
+
 def _fail(message: str) -> NoReturn:
     from rag_graphs.tracing import redact
 
@@ -167,7 +173,7 @@ def ingest(
         )
     except (FileNotFoundError, StoreLockedError, ValueError, ImportError, RuntimeError) as exc:
         _fail(str(exc))
-    console.print(report.summary())
+    _print_summary(report.summary())
     if report.failed and not report.ok:
         raise typer.Exit(1)
 
@@ -471,7 +477,7 @@ def _build_over(
         )
     except (ValueError, ImportError, StoreLockedError, RuntimeError) as exc:
         _fail(str(exc))
-    console.print(report.summary())
+    _print_summary(report.summary())
 
 
 raptor_app = typer.Typer(no_args_is_help=True, help="RAPTOR summary trees.")
