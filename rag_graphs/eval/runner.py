@@ -133,6 +133,13 @@ def score_row(
         "recall": supporting_recall(set().union(*positions), gold),
         **{f"recall_at_{k}": recall_at_k(positions, gold, k) for k in RANKS},
         "retrieved_ids": retrieved,
+        # each search in order (query, hit ids): how the final ranking fused them can be
+        # re-scored offline (e.g. another fusion) without running the model again
+        "searches": [
+            {"query": s.get("query", ""), "doc_ids": s.get("doc_ids", [])}
+            for s in out.get("steps", [])
+            if s.get("kind") == "retrieve" and "doc_ids" in s
+        ],
         "supporting_ids": list(gold),
         "hops": example.hops,
         "type": example.type,

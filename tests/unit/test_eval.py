@@ -369,6 +369,7 @@ def test_rows_carry_r_at_k_of_the_final_ranking(ranked_set, make_context, tmp_pa
     run = _evaluate(ranked_set, ctx, tmp_path, methods=["naive"], retrieval_only=retrieval_only)
     (row,) = read_rows(run)
     assert row["retrieved_ids"] == ["p1", "p2", "p3", "p4", "p5"]  # the ranking, best first
+    assert row["searches"] == [{"query": "Where?", "doc_ids": ["p1", "p2", "p3", "p4", "p5"]}]
     assert (row["recall_at_2"], row["recall_at_5"], row["recall"]) == (0.0, 1.0, 1.0)  # gold 3rd
     assert (row["f1"] is None) is retrieval_only
 
