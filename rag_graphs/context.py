@@ -314,6 +314,13 @@ class RagContext:
     max_concurrency: Positive = _env("RAG_GRAPHS_MAX_CONCURRENCY", 4)
     """Most model calls one node runs at once when it fans out (grading each passage, ...)."""
 
+    relevance_threshold: Annotated[int, Field(ge=0, le=10)] = _env("RAG_GRAPHS_RELEVANCE_THRESHOLD", 5)
+    """Self-RAG: a passage scored at least this (0-10) by the relevance grader is kept."""
+
+    hyde_search: Literal["passage", "question+passage"] = _env("RAG_GRAPHS_HYDE_SEARCH", "passage")
+    """HyDE: search the hypothetical passage alone (the paper's and LangChain's form) or the
+    question followed by the passage (keeps the question's own words for BM25)."""
+
     @model_validator(mode="wrap")
     @classmethod
     def _name_the_field(cls, data: Any, handler: Callable[[Any], Any]) -> Any:

@@ -1,7 +1,7 @@
 """The state every graph shares, and the reducers that merge node updates.
 
 The input is ``{"question": str}``; the output always carries ``answer``,
-``citations``, ``documents``, ``steps``, ``usage`` and ``stop_reason``
+``citations``, ``documents``, ``steps``, ``usage``, ``stop_reason`` and ``outcome``
 (DESIGN.md's one input / one output contract), so notebooks, the CLI and the
 evaluator loop over every method the same way.
 
@@ -87,6 +87,16 @@ def merge_documents(left: list[Document] | None, right: list[Document] | None) -
     return out
 
 
+Outcome = Literal["answered", "budget_exhausted", "unreliable", "no_evidence"]
+"""How a run ended, for callers that must not parse ``stop_reason`` or scan ``steps``:
+``answered``; ``budget_exhausted`` (a loop ran out of hops/steps before judging its
+information enough: the answer is from what was gathered and says so); ``unreliable``
+(the method's own check rejected its answer: Self-RAG); ``no_evidence`` (the run searched
+but answers from no passage, or the answer says it does not know)."""
+
+Confidence = Literal["high", "medium", "low"]
+
+
 class InputState(TypedDict):
     """What a caller passes."""
 
@@ -102,6 +112,8 @@ class OutputState(TypedDict, total=False):
     steps: Annotated[list[Step], operator.add]
     usage: Annotated[Usage, add_usage]
     stop_reason: str  # why the run stopped looking: "enough", a budget, a repeated query...
+    outcome: Outcome  # how the run ended (see ``Outcome``)
+    confidence: Confidence  # methods that check their own answer (Self-RAG) say how far to trust it
 
 
 class RagState(InputState, OutputState, total=False):
@@ -126,6 +138,9 @@ class RagState(InputState, OutputState, total=False):
     unset: every gathered document."""
     found_correct: bool
     """The latest grading judged at least one passage correct (CRAG's and Self-RAG's grader)."""
+    budget_exhausted: bool
+    """The loop stopped because its budget ran out (``nodes.loop.stop_update``), not because
+    it judged the information enough: the answer says so and ``outcome`` is ``budget_exhausted``."""
 
 
 def usage(**counts: Any) -> Usage:

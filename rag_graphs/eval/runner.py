@@ -148,6 +148,9 @@ def score_row(
         "completion_tokens": usage.get("completion_tokens", 0),
         "retrievals": usage.get("retrievals", 0),
         "graph_hops": usage.get("hops", 0),
+        # how the run ended (None for a failed run or one stopped before its answer)
+        "stop_reason": out.get("stop_reason"),
+        "outcome": out.get("outcome"),
         "seconds": seconds,
         "model_seconds": timer.model_seconds,
         "search_seconds": timer.search_seconds,

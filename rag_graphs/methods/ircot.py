@@ -24,7 +24,7 @@ from rag_graphs.methods import compile_method, new_builder
 from rag_graphs.nodes import make_generate, retrieve
 from rag_graphs.nodes.common import ModelNode, chat, emit, format_notes, model_node, step, template_inputs
 from rag_graphs.nodes.decide import retrieve_until_stopped
-from rag_graphs.nodes.loop import hop_budget, loop_stop
+from rag_graphs.nodes.loop import hop_budget, loop_stop, stop_update
 from rag_graphs.nodes.rewrite import clean_query
 from rag_graphs.state import RagState
 
@@ -44,16 +44,12 @@ def reason(state: IrcotState, ctx: RagContext) -> Body[dict]:
         ctx, _REASON.format_messages(**template_inputs(_REASON, state, notes=chain))
     )
     sentence = clean_query(str(reply.content), fallback="")
-    stop = loop_stop(
-        state,
-        hop_budget(state, ctx.max_hops),
-        done=bool(_ANSWER.search(sentence)),
-        next_query=sentence,
-    )
+    budget = hop_budget(state, ctx.max_hops)
+    stop = loop_stop(state, budget, done=bool(_ANSWER.search(sentence)), next_query=sentence)
     emit("end", thought=sentence, stop=stop)
     update: dict = {
         "thoughts": [sentence] if sentence else [],
-        "stop_reason": stop,
+        **stop_update(stop, budget),
         "steps": [step("decide", text=sentence + (f" [stop: {stop}]" if stop else ""))],
         "usage": used,
     }

@@ -47,7 +47,8 @@ from rag_graphs.methods import compile_method, new_builder
 from rag_graphs.models import capabilities, chooses_tools
 from rag_graphs.nodes import make_generate
 from rag_graphs.nodes.common import chat_model, emit, format_notes, llm_usage, model_node, step
-from rag_graphs.nodes.loop import ENOUGH, Budget, already_searched, loop_stop
+from rag_graphs.nodes.generate import finish
+from rag_graphs.nodes.loop import ENOUGH, Budget, already_searched, loop_stop, stop_update
 from rag_graphs.nodes.retrieve import found
 from rag_graphs.retrieval import retriever_for
 from rag_graphs.state import RagState, Step, add_usage, merge_documents
@@ -193,11 +194,11 @@ def agent(state: ReactState, ctx: RagContext) -> Body[dict]:
     if kind == "final":
         docs = state.get("documents", [])
         answer = clean_answer(answer)  # the agent's own final answer gets the same cut as generate's
-        return update | {
-            "answer": answer,
-            "citations": extract_citations(answer, docs),
-            "stop_reason": ENOUGH,
-        }
+        return (
+            update
+            | {"citations": extract_citations(answer, docs)}
+            | finish(state, answer, docs, stop_reason=ENOUGH)
+        )
     if kind == "invalid" and not state.get("searches"):
         # Safe default for a reply in no form before any search: search the question.
         update["scratchpad"] = [f"(step {turns} followed no form; searching the question)"]
@@ -206,7 +207,8 @@ def agent(state: ReactState, ctx: RagContext) -> Body[dict]:
         # After a search, a reply in no form ends the loop: answer from the passages.
         update["stop_reason"] = "the agent's reply followed no protocol form"
     if not update.get("stop_reason"):
-        update["stop_reason"] = loop_stop(state, Budget(turns, ctx.max_steps, "agent step"))
+        budget = Budget(turns, ctx.max_steps, "agent step")
+        update |= stop_update(loop_stop(state, budget), budget)
     return update | {"tool_calls": requests}
 
 

@@ -1,15 +1,27 @@
 """Self-RAG (Asai et al. 2023), as a graph of reflection decisions.
 
     START -> need_retrieval --(no)--> answer_directly -> END
-                  \\--(yes)--> retrieve -> grade -> generate -> check
-    check --(supported and useful | budget)--> END
-          \\--(unsupported or not useful)--> rewrite -> retrieve ...
+                  \\--(yes)--> retrieve -> grade --(a passage kept | stop)--> generate -> check
+                                              \\--(none kept)--> follow_up -> retrieve ...
+    check --(grounded and complete | out of attempts | repeat)--> END
+          \\--(otherwise)--> follow_up -> retrieve -> grade -> generate -> check ...
 
-Each reflection token of the paper is a structured decision here
-(retrieve?, is this passage relevant?, is the answer supported?, useful?).
-Unparseable decisions default to the choice that cannot loop: retrieve, keep
-the passage (ambiguous), accept the answer. Retrieval is bounded by
-``max_hops``; on exhaustion the last answer stands and ``steps`` says so.
+Each reflection token of the paper is a structured decision here: retrieve?
+(``NeedRetrieval``), how relevant is this passage? (a 0-10 score against
+``RagContext.relevance_threshold``, all passages graded in one batch), is the
+answer grounded in the passages? is it complete? (two separate checks, run side
+by side). A follow-up query is written from the answer so far, the passages and
+that verdict, so an incomplete answer searches for the missing part instead of
+rewording the question. Every attempt regenerates from all passages kept so far.
+Attempts are retrieval rounds, bounded by ``max_hops`` (default 3).
+
+The run ends with a ``confidence``: ``high`` when the answer is grounded and complete;
+``medium`` when it is grounded but incomplete (or a check could not be parsed);
+``low`` when it is not grounded, in which case the answer is the explicit
+unreliable text (``prompts/templates/unreliable_answer.txt``) and ``outcome`` is
+``unreliable``: an answer its own check rejected is not returned as the answer
+(it stays in ``steps``). Unparseable decisions default to what cannot loop:
+retrieve, keep the passage, accept the answer.
 """
 
 from __future__ import annotations
@@ -20,14 +32,23 @@ from langgraph.graph import END, START, StateGraph
 from pydantic import BaseModel, Field
 
 from prompts import load_prompt
-from rag_graphs.calls import Body
+from rag_graphs.calls import Batch, Body
 from rag_graphs.context import RagContext
 from rag_graphs.methods import compile_method, new_builder
 from rag_graphs.nodes import make_generate, make_rewrite, retrieve
-from rag_graphs.nodes.common import calls_usage, chat_model, emit, model_node, step, template_inputs
-from rag_graphs.nodes.grade import grade
-from rag_graphs.nodes.loop import ENOUGH, hop_budget, loop_stop
-from rag_graphs.state import RagState
+from rag_graphs.nodes.common import (
+    answer_documents,
+    calls_usage,
+    chat_model,
+    emit,
+    model_node,
+    step,
+    template_inputs,
+)
+from rag_graphs.nodes.generate import finish, prompt_text
+from rag_graphs.nodes.grade import RelevanceScore, make_grade
+from rag_graphs.nodes.loop import hop_budget, loop_stop, stop_update
+from rag_graphs.state import Confidence, RagState, add_usage
 from rag_graphs.structured import structured
 
 
@@ -37,19 +58,27 @@ class NeedRetrieval(BaseModel):
     retrieve: bool
 
 
-class AnswerCheck(BaseModel):
-    """Whether the answer is grounded in the passages and answers the question."""
+class Grounded(BaseModel):
+    """Whether every fact of the answer is stated in the passages."""
 
-    supported: bool = Field(description="every fact in the answer is in the passages")
-    useful: bool = Field(description="the answer answers the question")
+    grounded: bool = Field(description="every fact in the answer is in the passages")
+
+
+class Complete(BaseModel):
+    """Whether the answer answers the whole question."""
+
+    complete: bool = Field(description="the answer gives everything the question asks for")
 
 
 _NEED = load_prompt("decide_retrieval")
-_CHECK = load_prompt("check_answer")
+_GROUNDED = load_prompt("check_grounded")
+_COMPLETE = load_prompt("check_complete")
 
 
 class SelfRagState(RagState, total=False):
     needs_retrieval: bool  # the first reflection: does the question need the collection at all
+    grounded: bool  # the latest answer's checks (unset before the first answer)
+    complete: bool
 
 
 @model_node
@@ -65,23 +94,72 @@ def need_retrieval(state: SelfRagState, ctx: RagContext) -> Body[dict]:
     }
 
 
+def confidence_of(grounded: bool, complete: bool, parsed: bool) -> Confidence:
+    """``high``: grounded and complete, both checks parsed; ``medium``: grounded but incomplete
+    (or a check fell back to its default); ``low``: not grounded."""
+    if not grounded:
+        return "low"
+    return "high" if complete and parsed else "medium"
+
+
 @model_node
 def check(state: SelfRagState, ctx: RagContext) -> Body[dict]:
-    """Check the answer is supported and useful; stop when it is or the loop must stop."""
-    messages = _CHECK.format_messages(**template_inputs(_CHECK, state))
-    default = AnswerCheck(supported=True, useful=True)
-    out = yield from structured(chat_model(ctx), messages, AnswerCheck, default)
-    verdict = out.value
-    stop = loop_stop(state, hop_budget(state, ctx.max_hops), done=verdict.supported and verdict.useful)
-    if stop and stop != ENOUGH:
-        stop += "; keeping the last answer"
-    text = f"supported={verdict.supported}; useful={verdict.useful}; via {out.method}"
-    emit("end", supported=verdict.supported, useful=verdict.useful, stop=stop)
-    return {
-        "stop_reason": stop,
-        "steps": [step("grade", text=text + (f"; stop: {stop}" if stop else ""))],
-        "usage": calls_usage(out.calls),
+    """Check the answer is grounded and complete (two calls, one batch); stop when it is, or
+    when the loop must stop, and then finish the run with its confidence and outcome."""
+    docs = answer_documents(state)
+    budget = hop_budget(state, ctx.max_hops)
+    if not docs:  # nothing relevant was kept: nothing to check the answer against
+        stop = loop_stop(state, budget) or "no relevant passage was found"
+        noted = [step("grade", text=f"no relevant passage to check the answer against; stop: {stop}")]
+        return {"steps": noted, **stop_update(stop, budget), "confidence": "low", "outcome": "no_evidence"}
+    model = chat_model(ctx)
+    checks = yield Batch(
+        [
+            structured(
+                model,
+                _GROUNDED.format_messages(**template_inputs(_GROUNDED, state)),
+                Grounded,
+                Grounded(grounded=True),
+            ),
+            structured(
+                model,
+                _COMPLETE.format_messages(**template_inputs(_COMPLETE, state)),
+                Complete,
+                Complete(complete=True),
+            ),
+        ],
+        max_concurrency=ctx.max_concurrency,
+    )
+    grounded, complete = checks[0].value.grounded, checks[1].value.complete
+    parsed = all(c.method != "default" for c in checks)
+    stop = loop_stop(state, budget, done=grounded and complete)
+    text = f"grounded={grounded}; complete={complete}; via {checks[0].method}/{checks[1].method}"
+    emit("end", grounded=grounded, complete=complete, stop=stop)
+    update: dict = {
+        "grounded": grounded,
+        "complete": complete,
+        "usage": add_usage(calls_usage(checks[0].calls), calls_usage(checks[1].calls)),
+        **stop_update(stop, budget),
     }
+    if not stop:
+        return update | {"steps": [step("grade", text=text)]}
+    confidence = confidence_of(grounded, complete, parsed)
+    text += f"; stop: {stop}; confidence={confidence}"
+    update |= {"confidence": confidence, "steps": [step("grade", text=text)]}
+    if not grounded:  # its own check rejected the answer: say so instead of returning it
+        reason = "the answer is not supported by the passages found"
+        answer = prompt_text("unreliable_answer", reason=reason)
+        return update | {"answer": answer, "citations": [], "outcome": "unreliable"}
+    final = finish({**state, **update}, state.get("answer", ""), docs)  # type: ignore[typeddict-unknown-key]
+    return update | final
+
+
+def follow_up_inputs(state: SelfRagState) -> dict[str, str]:
+    """The latest check's verdict for the follow-up prompt ("not checked" before a first answer)."""
+    shown = {True: "yes", False: "no", None: "not checked"}
+    if "answer" not in state:
+        return {"answer": "(no answer yet)", "grounded": shown[None], "complete": shown[None]}
+    return {"grounded": shown[state.get("grounded")], "complete": shown[state.get("complete")]}
 
 
 def route_after_need(state: SelfRagState) -> Literal["retrieve", "answer_directly"]:
@@ -89,9 +167,14 @@ def route_after_need(state: SelfRagState) -> Literal["retrieve", "answer_directl
     return "retrieve" if state.get("needs_retrieval", True) else "answer_directly"
 
 
-def route_after_check(state: SelfRagState) -> Literal["rewrite", "__end__"]:
-    """Finish when the check node says stop; otherwise rewrite and retrieve a follow-up."""
-    return "__end__" if state.get("stop_reason") else "rewrite"
+def route_after_grade(state: SelfRagState) -> Literal["generate", "follow_up"]:
+    """Answer when a passage of this round was kept or the loop must stop; else search again."""
+    return "generate" if state.get("found_correct") or state.get("stop_reason") else "follow_up"
+
+
+def route_after_check(state: SelfRagState) -> Literal["follow_up", "__end__"]:
+    """Finish when the check node says stop; otherwise search for what the answer lacks."""
+    return "__end__" if state.get("stop_reason") else "follow_up"
 
 
 def build() -> StateGraph:
@@ -100,18 +183,19 @@ def build() -> StateGraph:
     builder.add_node("need_retrieval", need_retrieval)
     builder.add_node("answer_directly", make_generate("answer_directly"))
     builder.add_node("retrieve", retrieve)
-    builder.add_node("grade", grade)
-    builder.add_node("generate", make_generate())
+    builder.add_node("grade", make_grade("grade_relevance", RelevanceScore))
+    builder.add_node("generate", make_generate(final=False))
     builder.add_node("check", check)
-    builder.add_node("rewrite", make_rewrite("rewrite_for_search"))
+    follow_up = make_rewrite("self_rag_follow_up", name="follow_up", extra=follow_up_inputs)
+    builder.add_node("follow_up", follow_up)
     builder.add_edge(START, "need_retrieval")
     builder.add_conditional_edges("need_retrieval", route_after_need)
     builder.add_edge("answer_directly", END)
     builder.add_edge("retrieve", "grade")
-    builder.add_edge("grade", "generate")
+    builder.add_conditional_edges("grade", route_after_grade)
     builder.add_edge("generate", "check")
     builder.add_conditional_edges("check", route_after_check)
-    builder.add_edge("rewrite", "retrieve")
+    builder.add_edge("follow_up", "retrieve")
     return builder
 
 

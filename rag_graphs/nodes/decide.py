@@ -16,7 +16,7 @@ from prompts import load_prompt
 from rag_graphs.calls import Body
 from rag_graphs.context import RagContext
 from rag_graphs.nodes.common import ModelNode, calls_usage, chat_model, emit, step, template_inputs
-from rag_graphs.nodes.loop import hop_budget, loop_stop
+from rag_graphs.nodes.loop import hop_budget, loop_stop, stop_update
 from rag_graphs.state import RagState
 from rag_graphs.structured import structured
 
@@ -37,15 +37,14 @@ def make_decide(prompt: str = "decide_enough") -> ModelNode:
         default = Decision(enough=False, next_query="")
         out = yield from structured(chat_model(ctx), messages, Decision, default)
         decision = out.value
-        reason = loop_stop(
-            state, hop_budget(state, ctx.max_hops), done=decision.enough, next_query=decision.next_query
-        )
+        budget = hop_budget(state, ctx.max_hops)
+        reason = loop_stop(state, budget, done=decision.enough, next_query=decision.next_query)
         text = f"enough={decision.enough}; next_query={decision.next_query!r}; via {out.method}"
         if reason:
             text += f"; stop: {reason}"
         emit("end", enough=decision.enough, next_query=decision.next_query, stop=reason)
         update: dict = {
-            "stop_reason": reason,
+            **stop_update(reason, budget),
             "steps": [step("decide", query=decision.next_query, text=text)],
             "usage": calls_usage(out.calls),
         }

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
+from langchain_core.documents import Document
 from langchain_core.messages import AIMessage, BaseMessage
 
 from prompts import load_prompt
-from rag_graphs.answers import ANSWER_STOPS, UNKNOWN, clean_answer
+from rag_graphs.answers import ANSWER_STOPS, UNKNOWN, clean_answer, short_answer
 from rag_graphs.calls import Body, Call
 from rag_graphs.citations import extract_citations, format_context
 from rag_graphs.context import RagContext
@@ -24,7 +26,7 @@ from rag_graphs.nodes.common import (
     template_inputs,
 )
 from rag_graphs.nodes.loop import ENOUGH, SINGLE_PASS
-from rag_graphs.state import RagState, Step, Usage
+from rag_graphs.state import Outcome, RagState, Step, Usage
 
 
 def answer_call(ctx: RagContext, messages: list[BaseMessage]) -> Body[tuple[AIMessage, Usage]]:
@@ -32,6 +34,40 @@ def answer_call(ctx: RagContext, messages: list[BaseMessage]) -> Body[tuple[AIMe
     start inventing the prompt's next turn (``clean_answer`` cuts whatever still gets through)."""
     reply = yield Call(chat_model(ctx).bind(stop=ANSWER_STOPS), messages)
     return reply, llm_usage(reply)
+
+
+_DONT_KNOW = re.compile(
+    r"\b(?:do not|don't|does not|doesn't|cannot|can't) (?:know|say|tell)\b", re.IGNORECASE
+)
+"""A short answer that declines (the answer prompts ask for "I do not know" when the passages lack it)."""
+
+
+def prompt_text(name: str, **values: str) -> str:
+    """The text of one-message template ``name`` filled with ``values`` (answer texts users may reword)."""
+    return str(load_prompt(name).format_messages(**values)[-1].content)
+
+
+def outcome_of(state: RagState, answer: str, docs: list[Document]) -> Outcome:
+    """How the run ended, from typed state: a spent budget first (the answer is unconfirmed),
+    then no evidence (it searched yet answers from no passage, or the answer declines)."""
+    if state.get("budget_exhausted"):
+        return "budget_exhausted"
+    if (state.get("searches") and not docs) or _DONT_KNOW.search(short_answer(answer)):
+        return "no_evidence"
+    return "answered"
+
+
+def finish(state: RagState, answer: str, docs: list[Document], *, stop_reason: str = "") -> dict:
+    """The closing fields every final answer carries: ``outcome``, ``stop_reason`` (a method
+    without a loop made one pass) and the answer, which on a spent budget says so the way
+    the guide does (``prompts/templates/budget_exhausted.txt``, after the short answer, so
+    the first line stays the answer the evaluator scores). A node that answers and stops at
+    once (ReAct's and IterDRAG's final answer) passes its ``stop_reason``."""
+    outcome = outcome_of(state, answer, docs)
+    reason = stop_reason or state.get("stop_reason") or SINGLE_PASS
+    if outcome == "budget_exhausted":
+        answer = prompt_text("budget_exhausted", answer=answer, reason=reason)
+    return {"answer": answer, "outcome": outcome, "stop_reason": reason}
 
 
 def _stop_note(state: RagState) -> list[Step]:
@@ -42,7 +78,10 @@ def _stop_note(state: RagState) -> list[Step]:
 
 
 def make_generate(
-    prompt: str = "answer_with_citations", *, notes: Callable[[Any], str] | None = None
+    prompt: str = "answer_with_citations",
+    *,
+    notes: Callable[[Any], str] | None = None,
+    final: bool = True,
 ) -> ModelNode:
     """Build a generate node that answers from all gathered passages with template ``prompt``.
 
@@ -50,7 +89,8 @@ def make_generate(
     one that also shows intermediate answers as ``{notes}``); ``notes`` renders
     a method's own notes instead (IRCoT's chain of thought, ReAct's scratchpad).
     The node logic (numbered passages, citation parsing, usage, the budget
-    note) stays here.
+    note, ``finish``) stays here. ``final=False`` writes a draft a later node
+    judges and finishes (Self-RAG's check).
     """
     template = load_prompt(prompt)
 
@@ -64,14 +104,13 @@ def make_generate(
         citations = extract_citations(answer, docs)
         emit("end", answer=answer)
         answered = step("generate", text=answer, doc_ids=[c["chunk_id"] for c in citations])
-        return {
+        update = {
             "answer": answer,
             "citations": citations,
-            "steps": [*_stop_note(state), answered],
+            "steps": [*_stop_note(state), answered] if final else [answered],
             "usage": used,
-            # Every output says why the run stopped looking; a method without a loop made one pass.
-            "stop_reason": state.get("stop_reason") or SINGLE_PASS,
         }
+        return (update | finish(state, answer, docs)) if final else update
 
     return ModelNode(generate, "generate")
 

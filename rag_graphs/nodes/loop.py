@@ -40,6 +40,11 @@ class Budget:
     def spent(self) -> bool:
         return self.used >= self.limit
 
+    @property
+    def reason(self) -> str:
+        """The ``stop_reason`` of a loop this budget stopped."""
+        return f"{self.unit} budget reached ({self.limit} {self.unit}s)"
+
 
 def hop_budget(state: RagState, limit: int) -> Budget:
     """Retrieval rounds run against ``RagContext.max_hops``."""
@@ -67,7 +72,7 @@ def loop_stop(
     if state.get("latest_repeated"):
         return "repeated query: the last search found nothing new"
     if budget.spent:
-        return f"{budget.unit} budget reached ({budget.limit} {budget.unit}s)"
+        return budget.reason
     if next_query is not None:
         if not next_query.strip():
             return "no next query proposed"
@@ -75,3 +80,10 @@ def loop_stop(
         if normalize_query(next_query) in earlier:
             return f"repeated query: {next_query}"
     return ""
+
+
+def stop_update(reason: str, budget: Budget) -> dict:
+    """The state update of a loop turn that asked ``loop_stop``: its ``stop_reason`` (a node
+    may have added to it) and ``budget_exhausted``, typed, so the answer node knows the loop
+    ran out without reading the reason's words (``outcome`` = ``budget_exhausted``)."""
+    return {"stop_reason": reason, "budget_exhausted": reason.startswith(budget.reason)}

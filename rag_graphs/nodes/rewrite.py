@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import Any
 
 from prompts import load_prompt
 from rag_graphs.calls import Body
@@ -53,11 +55,14 @@ def clean_query(text: str, fallback: str, *, instructions: set[str] | frozenset[
     return fallback
 
 
-def make_rewrite(prompt: str, *, name: str = "rewrite") -> ModelNode:
+def make_rewrite(
+    prompt: str, *, name: str = "rewrite", extra: Callable[[Any], dict[str, str]] | None = None
+) -> ModelNode:
     """Build a node that fills template ``prompt`` and stores the reply as the next ``query``.
 
-    The template may use ``question``, ``notes``, ``query`` and ``context``;
-    the node passes those it asks for. Falls back to the question when the
+    The template may use ``question``, ``notes``, ``query``, ``context`` and
+    ``answer``; the node passes those it asks for, and what ``extra(state)``
+    renders for the rest (Self-RAG's verdict on the answer so far). Falls back to the question when the
     reply holds no usable query, or only lines repeating the prompt's instructions.
     """
     template = load_prompt(prompt)
@@ -65,7 +70,7 @@ def make_rewrite(prompt: str, *, name: str = "rewrite") -> ModelNode:
     own_words = content_words(" ".join(str(m.content) for m in blank))
 
     def rewrite(state: RagState, ctx: RagContext) -> Body[dict]:
-        inputs = template_inputs(template, state)
+        inputs = template_inputs(template, state, **(extra(state) if extra else {}))
         messages = template.format_messages(**inputs)
         reply, used = yield from chat(ctx, messages)
         instructions = own_words - content_words(" ".join(inputs.values()))

@@ -172,6 +172,8 @@ def test_every_graph_publishes_json_schemas_for_langgraph_studio():
             "steps",
             "usage",
             "stop_reason",
+            "outcome",
+            "confidence",
         }
         context = graph.get_context_jsonschema()["properties"]
         assert context["chat_model"]["type"] == "string" and context["k"]["type"] == "integer"

@@ -195,6 +195,8 @@ def test_a_run_writes_one_scored_row_per_method_and_question(tiny, eval_ctx, tmp
     assert first["prediction"] == "Korvik [1]." and first["short"] == "Korvik"
     assert (first["em"], first["f1"], first["contains"]) == (1.0, 1.0, 1.0)
     assert first["llm_calls"] == 1 and first["retrievals"] == 1 and first["error"] is None
+    # How each run ended, without scanning its steps.
+    assert (first["stop_reason"], first["outcome"]) == ("single pass", "answered")
     assert (
         0 < first["search_seconds"] and first["model_seconds"] + first["search_seconds"] <= first["seconds"]
     )

@@ -9,7 +9,7 @@ from ingestion import open_index
 from ingestion.raptor import build_tree, tree_collection
 from rag_graphs.methods import METHODS, get_graph
 from rag_graphs.nodes.rewrite import clean_query
-from tests.conftest import fake_chat, fake_tool_chat
+from tests.conftest import fake_chat, fake_tool_chat, recording_chat
 
 QUESTION = "In which town was the founder of the Velmora Institute born?"
 
@@ -106,7 +106,10 @@ def test_iterative_budget_stops_a_model_that_never_says_enough(loaded, make_cont
     ctx = make_context(*replies[: 2 * 3], "final answer", max_hops=3)
     out = get_graph("iterative").invoke({"question": QUESTION}, context=ctx)
     assert out["usage"]["retrievals"] == 3
-    assert out["answer"] == "final answer"
+    # The answer from what was gathered, then the guide's notice that the budget ran out.
+    assert out["answer"].startswith("final answer\n") and out["outcome"] == "budget_exhausted"
+    assert "unable to answer within the step budget (hop budget reached (3 hops))" in out["answer"]
+    assert out["stop_reason"] == "hop budget reached (3 hops)"
     note = [s for s in out["steps"] if s["kind"] == "note"]
     assert note and "hop budget reached (3 hops)" in note[0]["text"]
 
@@ -123,7 +126,7 @@ def test_iterative_survives_malformed_decisions(loaded, make_context):
     out = get_graph("iterative").invoke({"question": QUESTION}, context=ctx)
     decide = next(s for s in out["steps"] if s["node"] == "decide")
     assert "via default" in decide["text"] and "no next query" in decide["text"]
-    assert out["answer"] == "I do not know."
+    assert out["answer"] == "I do not know." and out["outcome"] == "no_evidence"
 
 
 @pytest.mark.parametrize("method", list(METHODS))
@@ -136,7 +139,8 @@ def test_every_method_keeps_the_output_contract(loaded, make_context, method):
         store = open_index(loaded.uri, tree_collection(loaded.collection), loaded.embeddings)
         build_tree(loaded, fake_chat(*["a summary"] * 20), progress=False)
     out = get_graph(method).invoke({"question": QUESTION}, context=ctx)
-    assert set(out) >= {"answer", "citations", "documents", "steps", "usage"}
+    assert set(out) >= {"answer", "citations", "documents", "steps", "usage", "stop_reason", "outcome"}
+    assert out["outcome"] in ("answered", "budget_exhausted", "unreliable", "no_evidence")
     stored = {d.id for d in store.get([c["chunk_id"] for c in out["citations"]])}
     assert stored == {c["chunk_id"] for c in out["citations"]} and stored
     assert out["citations"][0]["explicit"]
@@ -219,7 +223,8 @@ def test_crag_budget_and_malformed_grades_end_with_an_answer(loaded, make_contex
         *(["no idea"] * 2 + ["other query"]) + ["no idea"] * 2, "I do not know.", k=2, max_hops=2
     )
     out = get_graph("crag").invoke({"question": QUESTION}, context=ctx)
-    assert out["usage"]["retrievals"] == 2 and out["answer"] == "I do not know."
+    assert out["usage"]["retrievals"] == 2 and out["answer"].startswith("I do not know.\n")
+    assert out["outcome"] == "budget_exhausted"
     assert "hop budget reached" in next(s["text"] for s in out["steps"] if s["kind"] == "note")
     assert len(out["citations"]) == 4  # the four ambiguous passages were kept as context
 
@@ -260,60 +265,99 @@ def test_ircot_follows_each_thought_with_a_retrieval_until_the_answer(loaded, ma
 def test_ircot_budget_and_repeats_end_the_chain(loaded, make_context):
     ctx = make_context("thought one", "thought two", "final", max_hops=2)
     out = get_graph("ircot").invoke({"question": QUESTION}, context=ctx)
-    assert out["usage"]["retrievals"] == 2 and out["answer"] == "final"
+    assert out["usage"]["retrievals"] == 2 and out["answer"].startswith("final\n")
+    assert out["outcome"] == "budget_exhausted"
     assert any("hop budget reached" in s.get("text", "") for s in out["steps"])
     ctx = make_context("thought one", "Thought one.", "final")
     out = get_graph("ircot").invoke({"question": QUESTION}, context=ctx)
     assert out["usage"]["retrievals"] == 2 and "repeated query" in out["steps"][-2]["text"]
 
 
-GOOD = '{"supported": true, "useful": true}'
-BAD = '{"supported": false, "useful": true}'
+def _self_rag(make_context, *replies, **settings):
+    """A Self-RAG run with scripted replies; one call at a time, so replies go in script order."""
+    model = recording_chat(*replies)
+    ctx = make_context(chat_model=model, max_concurrency=1, **settings)
+    return get_graph("self_rag").invoke({"question": QUESTION}, context=ctx), model.seen
 
 
-def test_self_rag_accepts_a_supported_answer(loaded, make_context):
-    ctx = make_context(
-        '{"retrieve": true}',
-        '{"relevance": "correct"}',
-        '{"relevance": "incorrect"}',
-        "Korvik [1].",
-        GOOD,
-        k=2,
-    )
-    out = get_graph("self_rag").invoke({"question": QUESTION}, context=ctx)
+YES, NO = '{"grounded": true}', '{"grounded": false}'
+COMPLETE, PARTIAL = '{"complete": true}', '{"complete": false}'
+
+
+def test_self_rag_scores_passages_0_to_10_and_accepts_a_grounded_complete_answer(loaded, make_context):
+    replies = ['{"retrieve": true}', '{"score": 8}', '{"score": 3}', "Korvik [1].", YES, COMPLETE]
+    out, seen = _self_rag(make_context, *replies, k=2)
     assert _nodes(out) == ["need_retrieval", "retrieve", "grade", "generate", "check"]
-    assert out["answer"] == "Korvik [1]." and len(out["citations"]) == 1
+    graded = out["steps"][2]
+    assert graded["text"] == f"{graded['doc_ids'][0]}: 8/10, {graded['doc_ids'][1]}: 3/10"
+    # Only the passage scored at or above the threshold (5) was shown to the answer.
     assert (
-        out["citations"][0]["chunk_id"] == out["steps"][1]["doc_ids"][0]
-    )  # only the correct passage was shown
-
-
-def test_self_rag_unsupported_answer_is_retried_with_a_follow_up_retrieval(loaded, make_context):
-    ctx = make_context(
-        '{"retrieve": true}',
-        '{"relevance": "ambiguous"}',
-        "Dunmere.",
-        BAD,
-        "Ilsa Brandt birthplace",
-        '{"relevance": "correct"}',
-        "Korvik [2].",
-        GOOD,
-        k=1,
+        seen[3][-1].content.count("<passage>") == 1
+        and out["citations"][0]["chunk_id"] == graded["doc_ids"][0]
     )
-    out = get_graph("self_rag").invoke({"question": QUESTION}, context=ctx)
-    assert _nodes(out) == [
-        "need_retrieval",
-        "retrieve",
-        "grade",
-        "generate",
-        "check",
-        "rewrite",
+    # Grounded and complete are two separate checks.
+    assert "grounded" in seen[4][-1].content and "complete" in seen[5][-1].content
+    assert (out["answer"], out["outcome"], out["confidence"]) == ("Korvik [1].", "answered", "high")
+    assert out["stop_reason"] == "enough"
+
+
+def test_self_rag_relevance_threshold_is_a_setting(loaded, make_context):
+    # Same scores, threshold 9: nothing is kept, so there is no evidence to answer from.
+    replies = ['{"retrieve": true}', '{"score": 8}', '{"score": 3}', "I do not know."]
+    out, _ = _self_rag(make_context, *replies, k=2, relevance_threshold=9, max_hops=1)
+    assert _nodes(out) == ["need_retrieval", "retrieve", "grade", "generate", "check"]
+    assert out["outcome"] == "no_evidence" and out["confidence"] == "low" and out["citations"] == []
+    assert out["usage"]["llm_calls"] == 4  # no check calls without a passage to check against
+
+
+def test_self_rag_follows_up_from_the_partial_answer_and_regenerates_from_all_kept_passages(
+    loaded, make_context
+):
+    replies = ['{"retrieve": true}', '{"score": 7}', "Ilsa Brandt founded it [1].", YES, PARTIAL]
+    replies += ["Ilsa Brandt birthplace", '{"score": 9}', "Korvik [2].", YES, COMPLETE]
+    out, seen = _self_rag(make_context, *replies, k=1)
+    assert _nodes(out) == ["need_retrieval", "retrieve", "grade", "generate", "check"] + [
+        "follow_up",
         "retrieve",
         "grade",
         "generate",
         "check",
     ]
-    assert out["answer"] == "Korvik [2]." and out["usage"]["retrievals"] == 2
+    follow_up = seen[5][-1].content
+    assert "Answer so far: Ilsa Brandt founded it [1]." in follow_up
+    assert "Supported by the passages: yes" in follow_up and "completely: no" in follow_up
+    assert "found nothing useful" not in seen[5][0].content + follow_up
+    assert [s["query"] for s in out["steps"] if s["kind"] == "retrieve"][1] == "Ilsa Brandt birthplace"
+    first, second = (s["doc_ids"] for s in out["steps"] if s["kind"] == "retrieve")
+    assert first != second
+    assert seen[7][-1].content.count("<passage>") == 2  # regenerated from both rounds' kept passages
+    assert (out["answer"], out["outcome"], out["confidence"]) == ("Korvik [2].", "answered", "high")
+
+
+def test_self_rag_answer_its_check_never_grounds_is_reported_unreliable(loaded, make_context):
+    replies = ['{"retrieve": true}', '{"score": 6}', "Dunmere.", NO, COMPLETE]
+    replies += ["Velmora founder birthplace", '{"score": 6}', "Dunmere again.", NO, COMPLETE]
+    out, _ = _self_rag(make_context, *replies, k=1, max_hops=2)
+    assert out["usage"]["retrievals"] == 2 and out["stop_reason"] == "hop budget reached (2 hops)"
+    assert out["outcome"] == "unreliable" and out["confidence"] == "low" and out["citations"] == []
+    assert (
+        out["answer"]
+        == "Unable to provide a reliable answer: the answer is not supported by the passages found."
+    )
+    assert [s["text"] for s in out["steps"] if s["kind"] == "generate"][
+        -1
+    ] == "Dunmere again."  # kept in steps
+
+
+def test_self_rag_grounded_but_incomplete_at_the_budget_says_so(loaded, make_context):
+    out, _ = _self_rag(
+        make_context, '{"retrieve": true}', '{"score": 6}', "Ilsa Brandt.", YES, PARTIAL, k=1, max_hops=1
+    )
+    assert out["outcome"] == "budget_exhausted" and out["confidence"] == "medium"
+    assert (
+        out["answer"].startswith("Ilsa Brandt.\n")
+        and "unable to answer within the step budget" in out["answer"]
+    )
 
 
 def test_self_rag_can_answer_without_retrieval(loaded, make_context):
@@ -322,23 +366,24 @@ def test_self_rag_can_answer_without_retrieval(loaded, make_context):
     assert _nodes(out) == ["need_retrieval", "answer_directly"]
     assert out["answer"] == "Four." and out["documents"] == [] and out["citations"] == []
     assert "retrieve=False" in out["steps"][0]["text"]
+    assert out["outcome"] == "answered" and out["stop_reason"] == "single pass"
 
 
-def test_self_rag_budget_keeps_the_last_answer(loaded, make_context):
-    replies = ["yes"]
-    for i in range(2):
-        replies += ["no idea", "answer", BAD, f"follow-up query {i}"]
-    replies += ["no idea", "last answer", BAD]
-    ctx = make_context(*replies, k=1, max_hops=3)
-    out = get_graph("self_rag").invoke({"question": QUESTION}, context=ctx)
-    assert out["usage"]["retrievals"] == 3 and out["answer"] == "last answer"
-    assert "hop budget reached" in out["steps"][-1]["text"]
-
-
-def test_self_rag_repeated_rewrite_stops(loaded, make_context):
-    ctx = make_context("yes", "no idea", "answer", BAD, QUESTION, "answer again", BAD, k=1)
-    out = get_graph("self_rag").invoke({"question": QUESTION}, context=ctx)
-    assert out["usage"]["retrievals"] == 1 and "repeated query" in out["steps"][-1]["text"]
+def test_self_rag_repeated_follow_up_stops(loaded, make_context):
+    replies = [
+        '{"retrieve": true}',
+        '{"score": 6}',
+        "answer",
+        NO,
+        COMPLETE,
+        QUESTION,
+        "answer again",
+        NO,
+        COMPLETE,
+    ]
+    out, _ = _self_rag(make_context, *replies, k=1)
+    assert out["usage"]["retrievals"] == 1 and out["stop_reason"].startswith("repeated query")
+    assert out["outcome"] == "unreliable"  # it cannot search again, and its check still fails
 
 
 @pytest.mark.parametrize(
@@ -384,7 +429,11 @@ def test_react_step_budget_answers_from_what_was_gathered(loaded, make_context):
     out = get_graph("react").invoke({"question": QUESTION}, context=ctx)
     assert _nodes(out) == ["agent", "act", "agent", "act", "agent", "generate", "generate"]
     assert "step budget reached (3 agent steps)" in out["steps"][-2]["text"]
-    assert out["answer"] == "Korvik [1]." and out["usage"]["retrievals"] == 2
+    assert out["answer"].startswith("Korvik [1].\n") and out["usage"]["retrievals"] == 2
+    assert (
+        out["outcome"] == "budget_exhausted"
+        and out["stop_reason"] == "agent step budget reached (3 agent steps)"
+    )
 
 
 def test_react_replies_in_no_form_fall_back_to_search_then_answer(loaded, make_context):
