@@ -28,7 +28,8 @@ from rag_graphs.context import RagContext
 from rag_graphs.methods import compile_method, new_builder
 from rag_graphs.nodes import make_generate, make_intermediate, retrieve
 from rag_graphs.nodes.common import chat, demonstrations_input, emit, model_node, step, template_inputs
-from rag_graphs.nodes.loop import ENOUGH, Budget, loop_stop
+from rag_graphs.nodes.generate import finish
+from rag_graphs.nodes.loop import ENOUGH, Budget, loop_stop, stop_update
 from rag_graphs.nodes.rewrite import clean_query
 from rag_graphs.state import RagState
 
@@ -67,15 +68,16 @@ def iterate(state: IterDragState, ctx: RagContext) -> Body[dict]:
     asked = state.get("follow_ups", [])
     if decision and decision[0] == "final":
         answer = clean_answer(decision[1])
-        citations = extract_citations(answer, state.get("documents", []))
-        return update | {"answer": answer, "citations": citations, "stop_reason": ENOUGH}
+        docs = state.get("documents", [])
+        citations = extract_citations(answer, docs)
+        return update | {"citations": citations} | finish(state, answer, docs, stop_reason=ENOUGH)
     if decision is None:
         return update | {"stop_reason": "the reply had neither a follow-up nor a final answer"}
     query = clean_query(decision[1], fallback="")
     budget = Budget(len(asked), ctx.iterdrag_iterations, "follow-up")
     stop = loop_stop(state, budget, next_query=query, seen=[state["question"], *asked])
     if stop:
-        return update | {"stop_reason": stop}
+        return update | stop_update(stop, budget)
     update["steps"][0]["query"] = query
     emit("end", follow_up=query)
     return update | {"query": query, "follow_ups": [query]}

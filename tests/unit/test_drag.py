@@ -101,6 +101,7 @@ def test_iterdrag_with_an_immediate_final_answer_is_drag(loaded, make_context):
         {"question": QUESTION}, context=make_context("So the final answer is: Korvik [1].", k=2)
     )
     assert _nodes(out) == ["retrieve", "iterate"] and out["usage"]["llm_calls"] == 1
+    assert (out["outcome"], out["stop_reason"]) == ("answered", "enough")
 
 
 def test_iterdrag_iteration_cap_and_missing_markers_end_with_an_answer(loaded, make_context):
@@ -111,6 +112,7 @@ def test_iterdrag_iteration_cap_and_missing_markers_end_with_an_answer(loaded, m
     out = get_graph("iterdrag").invoke({"question": QUESTION}, context=ctx)
     assert out["usage"]["retrievals"] == 3  # the question + 2 follow-ups
     assert "follow-up budget reached (2 follow-ups)" in out["steps"][-2]["text"]
+    assert out["outcome"] == "budget_exhausted" and "unable to answer within the step budget" in out["answer"]
     out = get_graph("iterdrag").invoke(
         {"question": QUESTION}, context=make_context("Korvik, I think.", "Korvik.")
     )
