@@ -38,9 +38,11 @@ demo: install
 	$(BIN)/rag-graphs demo
 
 # JupyterLab on the notebooks, with this environment's Python as the kernel ("python3").
+# JUPYTER_ARGS passes options, e.g. JUPYTER_ARGS="--allow-root --no-browser" in a container.
+JUPYTER_ARGS ?=
 notebooks: install
 	test -x $(BIN)/jupyter-lab || $(BIN)/python -m pip install --quiet -c constraints.txt -e ".[notebooks]"
-	$(BIN)/python -m jupyter lab notebooks
+	$(BIN)/python -m jupyter lab $(JUPYTER_ARGS) notebooks
 
 test: install
 	$(BIN)/python -m pytest
