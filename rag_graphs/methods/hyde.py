@@ -3,10 +3,13 @@
     START -> hypothesize -> retrieve -> generate -> END
 
 The model writes the passage it expects a reference text to contain
-(``hypothesis``); the question plus that passage is the ``query`` the shared
-retrieve step embeds (and, in hybrid mode, matches by BM25), so the search
-looks for documents that read like answers rather than like questions. The
-answer is generated from the real passages only.
+(``hypothesis``); that passage is the ``query`` the shared retrieve step embeds
+(and, in hybrid mode, matches by BM25), so the search looks for documents that
+read like answers rather than like questions, as in the paper and LangChain's
+``HypotheticalDocumentEmbedder``. ``RagContext.hyde_search="question+passage"``
+searches the question followed by the passage instead (the question's own words
+then count for BM25; the paper averages the question's vector in, a vector store
+query cannot). The answer is generated from the real passages only.
 """
 
 from __future__ import annotations
@@ -26,15 +29,17 @@ _PASSAGE = load_prompt("hyde_passage")
 
 
 class HydeState(RagState, total=False):
-    hypothesis: str  # the passage the model imagined; searched together with the question
+    hypothesis: str  # the passage the model imagined; what the search looks for
 
 
 @model_node
 def hypothesize(state: HydeState, ctx: RagContext) -> Body[dict]:
-    """Write the hypothetical passage; the next search runs on question + passage."""
+    """Write the hypothetical passage; the next search runs on it (``hyde_search``)."""
     reply, used = yield from chat(ctx, _PASSAGE.format_messages(**template_inputs(_PASSAGE, state)))
     passage = " ".join(str(reply.content).split())[:MAX_PASSAGE_CHARS]
-    query = f"{state['question']}\n{passage}" if passage else state["question"]
+    query = state["question"]  # an empty passage searches the question
+    if passage:
+        query = passage if ctx.hyde_search == "passage" else f"{query}\n{passage}"
     emit("end", query=query)
     return {
         "hypothesis": passage,

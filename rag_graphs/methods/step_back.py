@@ -3,8 +3,13 @@
     START -> step_back -> retrieve_many (question + step-back question) -> generate -> END
 
 The step-back question asks about the concept or entity behind the
-question ("What was X's education history?" for "Which school did X attend
-in 1954?"); its passages give the background the specific ones lack.
+question ("What is Jan Sindel's personal history?" for "Jan Sindel was born in
+what country?"); its passages give the background the specific ones lack. As in
+the paper, the step-back prompt shows two few-shot turns, and the answer prompt
+(``step_back_answer``) lets the model use its own world knowledge where the
+passages are silent, as long as it does not contradict them (the other methods'
+answers are passage-only). Deviation: one numbered context for both questions'
+passages, so citations work as everywhere else (the paper shows two blocks).
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ def build() -> StateGraph:
     return linear_builder(
         ("step_back", make_expand("step_back_question", name="step_back", limit=1)),
         ("retrieve_many", make_retrieve_many()),
-        ("generate", make_generate()),
+        ("generate", make_generate("step_back_answer")),
     )
 
 

@@ -19,8 +19,8 @@ from rag_graphs.state import RagState
 _BULLET = re.compile(r"^\s*(?:[-*•]+|\(?\d+[.):]|q\d+[.):]|step\s*\d+[.):])\s*", re.IGNORECASE)
 
 
-def parse_queries(text: str, *, question: str, limit: int) -> list[str]:
-    """Up to ``limit`` distinct queries from a reply, one per line.
+def parse_queries(text: str, *, question: str, limit: int | None = None) -> list[str]:
+    """Up to ``limit`` (default: all) distinct queries from a reply, one per line.
 
     Strips bullets, numbering and labels; drops blank lines, repeats and the
     question itself (every fan-out method searches the question anyway).
@@ -33,15 +33,17 @@ def parse_queries(text: str, *, question: str, limit: int) -> list[str]:
         if query and key not in seen:
             seen.add(key)
             out.append(query)
-    return out[:limit]
+    return out[:limit] if limit is not None else out
 
 
 def make_expand(prompt: str, *, name: str, limit: int | None = None) -> ModelNode:
     """Build a node that fills template ``prompt`` and stores the parsed lines as ``subqueries``.
 
     ``limit`` caps the lines kept (default ``RagContext.num_queries``); a
-    template asking for ``{n}`` gets that number. A reply with no usable line
-    leaves ``subqueries`` empty and the method searches the question alone.
+    template asking for ``{n}`` gets that number, so the prompt never asks for
+    more than the cap keeps, and lines past the cap are named in the step, not
+    dropped silently. A reply with no usable line leaves ``subqueries`` empty
+    and the method searches the question alone.
     """
     template = load_prompt(prompt)
 
@@ -51,9 +53,12 @@ def make_expand(prompt: str, *, name: str, limit: int | None = None) -> ModelNod
             template, state, **({"n": str(cap)} if "n" in template.input_variables else {})
         )
         reply, used = yield from chat(ctx, template.format_messages(**inputs))
-        queries = parse_queries(str(reply.content), question=state["question"], limit=cap)
+        written = parse_queries(str(reply.content), question=state["question"])
+        queries = written[:cap]
         emit("end", queries=queries)
         text = "\n".join(queries) or f"(no usable line; searching the question only): {reply.content}"
+        if len(written) > cap:
+            text += f"\n(dropped past the cap of {cap}: {'; '.join(written[cap:])})"
         return {"subqueries": queries, "steps": [step("rewrite", text=text)], "usage": used}
 
     return ModelNode(expand, name)

@@ -11,6 +11,7 @@ from rag_graphs.methods import get_graph
 from rag_graphs.nodes.expand import parse_queries
 from rag_graphs.nodes.plan import fill_references
 from rag_graphs.retrieval import reciprocal_rank_fusion, search, search_many, unique_union
+from tests.conftest import recording_chat
 
 QUESTION = "In which town was the founder of the Velmora Institute born?"
 
@@ -103,12 +104,14 @@ def test_rag_fusion_answers_from_the_fused_top_k(loaded, make_context):
     ]
 
 
-def test_hyde_searches_with_the_question_and_the_hypothetical_passage(loaded, make_context):
+@pytest.mark.parametrize("mode", ["passage", "question+passage"])
+def test_hyde_searches_the_hypothetical_passage_or_question_and_passage(loaded, make_context, mode):
     passage = "The Velmora Institute was founded by a scientist born in a harbour town."
-    ctx = make_context(passage, "Korvik [1].", k=2)
+    ctx = make_context(passage, "Korvik [1].", k=2, **({} if mode == "passage" else {"hyde_search": mode}))
     out = get_graph("hyde").invoke({"question": QUESTION}, context=ctx)
     assert _nodes(out) == ["hypothesize", "retrieve", "generate"]
-    assert out["steps"][1]["query"] == f"{QUESTION}\n{passage}"
+    # The sources search the passage alone (the default); the option puts the question first.
+    assert out["steps"][1]["query"] == (passage if mode == "passage" else f"{QUESTION}\n{passage}")
     assert out["usage"]["retrievals"] == 1 and out["answer"] == "Korvik [1]."
 
 
@@ -119,6 +122,18 @@ def test_step_back_retrieves_for_both_questions(loaded, make_context):
         QUESTION,
         "What is the history of the Velmora Institute?",
     ]
+
+
+def test_step_back_shows_two_few_shot_turns_and_answers_with_world_knowledge(loaded, make_context):
+    model = recording_chat("What is the history of the Velmora Institute?", "Korvik [1].")
+    out = get_graph("step_back").invoke({"question": QUESTION}, context=make_context(chat_model=model, k=2))
+    asked, answered = model.seen
+    assert [m.type for m in asked] == ["system", "human", "ai", "human", "ai", "human"]
+    assert asked[-1].content == QUESTION
+    assert (
+        "what you know" in answered[0].content and "must not contradict the passages" in answered[0].content
+    )
+    assert out["answer"] == "Korvik [1]." and out["outcome"] == "answered"
 
 
 def test_decomposition_parallel_answers_each_subquestion_then_synthesises(loaded, make_context):
@@ -137,6 +152,25 @@ def test_decomposition_parallel_answers_each_subquestion_then_synthesises(loaded
         subs.split("\n")
     )
     assert out["usage"]["llm_calls"] == 4 and out["usage"]["retrievals"] == 2 and out["usage"]["hops"] == 1
+
+
+@pytest.mark.parametrize("cap", [3, 4])
+def test_decomposition_asks_for_no_more_sub_questions_than_it_keeps(loaded, make_context, cap):
+    subs = "\n".join(
+        [
+            "Who founded the Velmora Institute?",
+            "Where was Ilsa Brandt born?",
+            "Where is Korvik?",
+            "When was it founded?",
+        ]
+    )
+    model = recording_chat(subs, *["an answer."] * cap, "Korvik [1].")
+    ctx = make_context(chat_model=model, k=1, num_queries=cap)
+    out = get_graph("decomposition").invoke({"question": QUESTION}, context=ctx)
+    assert f"at most {cap} short sub-questions" in model.seen[0][0].content
+    assert len([s for s in out["steps"] if s["node"] == "answer_parallel"]) == cap
+    dropped = "(dropped past the cap of 3: When was it founded?)"
+    assert out["steps"][0]["text"].endswith(dropped) == (cap == 3)
 
 
 def test_decomposition_recursive_answers_in_order(loaded, make_context):
@@ -162,12 +196,13 @@ def test_planned_fills_later_subquestions_with_earlier_answers(loaded, make_cont
     ctx = make_context(plan, "Ilsa Brandt.", "Korvik.", "Asterra.", "Korvik [1].", k=2)
     out = get_graph("planned").invoke({"question": QUESTION}, context=ctx)
     queries = [s["query"] for s in out["steps"] if s["node"] == "next_subquestion"]
-    # the plan is capped at num_queries (3) sub-questions
+    # the plan is capped at num_queries (3) sub-questions; the step names what the cap dropped
     assert queries == [
         "Who founded the Velmora Institute?",
         "Where was Ilsa Brandt born?",
         "Which province is Korvik in?",
     ]
+    assert out["steps"][0]["text"].endswith("(dropped past the cap of 3: extra; more)")
     assert out["answer"] == "Korvik [1]." and out["usage"]["llm_calls"] == 5
 
 
