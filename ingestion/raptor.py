@@ -15,6 +15,12 @@ Building is explicit (``rag-graphs raptor build``) and resumable: node ids
 hash their children, clustering is seeded, and a summary already stored is
 not written again, so a re-run after an interruption only does what is missing.
 
+The tree always ends in one root: after ``max_levels`` clustered levels (or
+as soon as clustering merges nothing), the remaining nodes are packed in order
+into groups that fit the summariser's budget, two or more a group, level after
+level, until one node is left. (The paper recurses "until further clustering
+becomes infeasible" and searches whatever top layer results.)
+
 Deviation from the paper: PCA instead of UMAP (UMAP pulls in numba and is
 not deterministic across machines), and each node joins one cluster (the
 paper's soft assignment lets a node join several).
@@ -117,6 +123,26 @@ def cluster(
     return out
 
 
+def pack(sizes: list[int], max_chars: int) -> list[list[int]]:
+    """Consecutive rows packed into groups of at most ``max_chars`` of text and at least two
+    rows each (a last single row joins the group before it), so every call on two or more
+    rows merges some: the levels that make sure a tree ends in one root."""
+    groups: list[list[int]] = []
+    current: list[int] = []
+    used = 0
+    for i, size in enumerate(sizes):
+        if len(current) >= 2 and used + size > max_chars:
+            groups.append(current)
+            current, used = [], 0
+        current.append(i)
+        used += size
+    if len(current) == 1 and groups:
+        groups[-1].extend(current)
+    elif current:
+        groups.append(current)
+    return groups
+
+
 def _node_id(level: int, children: list[str]) -> str:
     return hashlib.sha256(f"raptor|{level}|{'|'.join(sorted(children))}".encode()).hexdigest()[:32]
 
@@ -148,6 +174,7 @@ def build_tree(
 
     ``cluster_chars`` is the text one summary reads: clusters are split until
     they fit it (raise it for models with long contexts: fewer, broader summaries).
+    ``max_levels`` levels are clustered; further levels ``pack`` nodes until one root is left.
 
     Raises:
         ValueError: the source collection is empty.
@@ -167,13 +194,15 @@ def build_tree(
     tree.add(copies, vectors=[v for _, v in leaves])  # leaves keep their stored vectors
     nodes = [d for d, _ in leaves]
     vectors = np.array([v for _, v in leaves], dtype=float)
-    for level in range(1, max_levels + 1):
-        if len(nodes) <= 1:
-            break
+    level = 0
+    while len(nodes) > 1:
+        level += 1
         sizes = [len(n.page_content) for n in nodes]
-        groups = cluster(vectors, sizes=sizes, max_chars=cluster_chars, seed=seed)
-        if len(groups) == len(nodes):  # nothing merged: the tree cannot grow further
-            break
+        groups = (
+            cluster(vectors, sizes=sizes, max_chars=cluster_chars, seed=seed) if level <= max_levels else []
+        )
+        if len(groups) in (0, len(nodes)):  # past max_levels, or clustering merged nothing: pack
+            groups = pack(sizes, cluster_chars)
         made = []
         for group in tqdm(groups, desc=f"RAPTOR level {level}", unit="cluster", disable=not progress):
             children = [nodes[i] for i in group]

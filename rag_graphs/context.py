@@ -277,9 +277,10 @@ class RagContext:
     """RAPTOR query: ``collapsed`` searches every tree level at once; ``traversal`` descends from
     the top level, keeping the ``k`` best children at each level."""
 
-    routes: Routes = _env("RAG_GRAPHS_ROUTES", "single_hop=naive,multi_hop=ircot,global_summary=rag_fusion")
+    routes: Routes = _env("RAG_GRAPHS_ROUTES", "single_hop=naive,multi_hop=ircot,global_summary=raptor")
     """The ``auto`` router's method per question kind (``single_hop``, ``multi_hop``,
-    ``global_summary``; ``no_retrieval`` answers directly; a kind left out goes to ``naive``).
+    ``global_summary``; ``no_retrieval`` answers directly; a kind left out goes to ``naive``;
+    a route to ``raptor`` runs ``rag_fusion`` while the collection has no RAPTOR tree).
     Also accepts the environment's string form ``"single_hop=naive,multi_hop=ircot"``."""
 
     router: Literal["examples", "llm"] = _env("RAG_GRAPHS_ROUTER", "examples")

@@ -8,8 +8,10 @@ question the kind of its nearest labelled example questions under the
 embedding model (``rag_graphs.question_kinds``; no model call, and it works
 with the 135M embedded model, which picks the first option it is offered);
 ``llm`` asks the chat model. The kind picks a method from ``RagContext.routes``
-(default: single_hop=naive, multi_hop=ircot, global_summary=rag_fusion), so cheap
-questions get cheap methods. ``dispatch`` runs that method's compiled graph
+(default: single_hop=naive, multi_hop=ircot, global_summary=raptor), so cheap
+questions get cheap methods. Global questions go to RAPTOR, as in the method
+landscape, when the collection has a tree (``rag-graphs raptor build``); without
+one they go to RAG-Fusion and the first step says so. ``dispatch`` runs that method's compiled graph
 as a subgraph with the same context; its steps follow the router's own, and
 the first step says which kind was seen and which method was chosen.
 """
@@ -25,6 +27,7 @@ from pydantic import BaseModel
 from prompts import load_prompt
 from rag_graphs.context import RagContext, check_route, get_context
 from rag_graphs.methods import compile_method, get_graph, new_builder
+from rag_graphs.methods.raptor import has_tree
 from rag_graphs.nodes import make_generate
 from rag_graphs.nodes.common import calls_usage, chat_model, emit, step
 from rag_graphs.question_kinds import Kind, classify_by_examples, examples_file
@@ -34,10 +37,13 @@ from rag_graphs.structured import invoke_structured
 
 _CLASSIFY = load_prompt("classify_question")
 FALLBACK_METHOD = "naive"
+NO_TREE_METHOD = "rag_fusion"
+"""Where questions routed to RAPTOR go when the collection has no tree."""
 
 
 class AutoState(RagState, total=False):
     kind: str  # the question kind the classifier saw
+    method: str  # the method ``dispatch`` runs
 
 
 class QuestionKind(BaseModel):
@@ -51,6 +57,15 @@ def chosen_method(kind: str, ctx: RagContext) -> str:
 
     ``routes`` is checked when set; checked again here, as the dict can be changed in place."""
     return check_route(kind, ctx.routes.get(kind, FALLBACK_METHOD))
+
+
+def available_method(kind: str, ctx: RagContext) -> tuple[str, str]:
+    """The method to run for ``kind`` and why, when it is not the route itself: RAPTOR
+    needs the collection's tree, else ``NO_TREE_METHOD`` runs instead."""
+    method = chosen_method(kind, ctx)
+    if method == "raptor" and not has_tree(ctx):
+        return NO_TREE_METHOD, f" (no RAPTOR tree for {ctx.collection!r}, so not raptor)"
+    return method, ""
 
 
 def classify(state: AutoState, runtime: Runtime[RagContext]) -> dict:
@@ -70,15 +85,16 @@ def classify(state: AutoState, runtime: Runtime[RagContext]) -> dict:
         vote = classify_by_examples(state["question"], embeddings_for(ctx), examples)
         kind, spent = vote.kind, {}
         why = f" (nearest example: {vote.nearest!r}, similarity {vote.similarity:.2f})"
-    target = "answer directly" if kind == "no_retrieval" else chosen_method(kind, ctx)
+    target, instead = ("answer directly", "") if kind == "no_retrieval" else available_method(kind, ctx)
     emit("end", kind=kind, method=target)
-    return {"kind": kind, "steps": [step("decide", text=f"{kind} -> {target}{why}")], "usage": spent}
+    text = f"{kind} -> {target}{instead}{why}"
+    return {"kind": kind, "method": target, "steps": [step("decide", text=text)], "usage": spent}
 
 
 def dispatch(state: AutoState, runtime: Runtime[RagContext]) -> dict:
     """Run the chosen method's graph; its answer, citations, documents, steps and usage are ours."""
     ctx = get_context(runtime)
-    result = get_graph(chosen_method(state["kind"], ctx)).invoke({"question": state["question"]}, context=ctx)
+    result = get_graph(state["method"]).invoke({"question": state["question"]}, context=ctx)
     return {k: result[k] for k in OutputState.__annotations__ if k in result}
 
 

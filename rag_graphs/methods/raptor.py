@@ -32,11 +32,21 @@ def _restricted(ctx: RagContext, expr: str) -> RagContext:
     return dataclasses.replace(ctx, search_filter=all_of(ctx.search_filter, expr))
 
 
+def tree_context(ctx: RagContext) -> RagContext:
+    """``ctx`` pointed at the collection's RAPTOR tree."""
+    return dataclasses.replace(ctx, collection=tree_collection(ctx.collection))
+
+
+def has_tree(ctx: RagContext) -> bool:
+    """True when ``RagContext.collection`` has a RAPTOR tree (``auto`` routes there only then)."""
+    return index_for(tree_context(ctx)).count() > 0
+
+
 def retrieve_tree(state: RagState, runtime: Runtime[RagContext]) -> dict:
     """Search the RAPTOR tree of ``RagContext.collection`` (collapsed or by traversal)."""
     ctx = get_context(runtime)
-    tree = dataclasses.replace(ctx, collection=tree_collection(ctx.collection))
-    if index_for(tree).count() == 0:
+    tree = tree_context(ctx)
+    if not has_tree(ctx):
         raise ValueError(
             f"no RAPTOR tree for collection {ctx.collection!r}: run `rag-graphs raptor build` first"
         )

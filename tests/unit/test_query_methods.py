@@ -224,6 +224,15 @@ def test_auto_routes_each_kind_to_its_configured_method(loaded, make_context, re
     assert out["usage"]["llm_calls"] == len(replies)  # the router's call is counted with the method's
 
 
+def test_auto_sends_global_questions_to_rag_fusion_while_there_is_no_raptor_tree(loaded, make_context):
+    ctx = make_context('{"kind": "global_summary"}', "one query", "Korvik [1].", k=2, router="llm")
+    out = get_graph("auto").invoke({"question": QUESTION}, context=ctx)
+    assert (
+        out["steps"][0]["text"] == "global_summary -> rag_fusion (no RAPTOR tree for 'test', so not raptor)"
+    )
+    assert out["steps"][1]["node"] == "expand" and out["answer"] == "Korvik [1]."
+
+
 def test_auto_answers_directly_without_retrieval(loaded, make_context):
     out = get_graph("auto").invoke(
         {"question": "What is 2 + 2?"}, context=make_context('{"kind": "no_retrieval"}', "4", router="llm")

@@ -10,7 +10,7 @@ from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 
 from ingestion import open_index
-from ingestion.raptor import build_tree, cluster, leaves_of, tree_collection
+from ingestion.raptor import build_tree, cluster, leaves_of, pack, tree_collection
 from rag_graphs.faults import RunFailed
 from rag_graphs.methods import get_graph
 from tests.conftest import recording_chat
@@ -98,6 +98,31 @@ def test_every_leaf_is_reachable_from_the_top_level(tree):
     tops = [d for d, _ in index.iter_chunks() if d.metadata["level"] == top]
     reached = {leaf.id for node in tops for leaf in leaves_of(index, node.id)}
     assert reached == {d.id for d, _ in source.iter_chunks()}
+
+
+def test_the_tree_always_ends_in_one_root(loaded):
+    # One clustered level leaves several nodes; levels past max_levels pack them until one is left.
+    report = build_tree(loaded, _summariser(), max_levels=1, cluster_chars=400, progress=False)
+    assert report.nodes_per_level[1] > 1 and report.nodes_per_level[-1] == 1
+    index = open_index(loaded.uri, tree_collection(loaded.collection), loaded.embeddings)
+    top = len(report.nodes_per_level) - 1
+    (root,) = [d for d, _ in index.iter_chunks() if d.metadata["level"] == top]
+    assert {leaf.id for leaf in leaves_of(index, root.id)} == {d.id for d, _ in loaded.iter_chunks()}
+
+
+@pytest.mark.parametrize(
+    "sizes,groups",
+    [([1, 1, 1, 1, 1], [[0, 1, 2, 3, 4]]), ([5, 5, 5, 5, 5], [[0, 1], [2, 3, 4]]), ([9, 9], [[0, 1]])],
+)
+def test_pack_merges_at_least_two_rows_within_the_budget(sizes, groups):
+    assert pack(sizes, max_chars=10) == groups
+
+
+def test_auto_sends_global_questions_to_raptor_when_a_tree_exists(tree, make_context):
+    ctx = make_context('{"kind": "global_summary"}', "Korvik [1].", k=2, router="llm")
+    out = get_graph("auto").invoke({"question": QUESTION}, context=ctx)
+    assert out["steps"][0]["text"] == "global_summary -> raptor"
+    assert [s["node"] for s in out["steps"][1:]] == ["retrieve_tree", "generate"]
 
 
 def test_rebuilding_resumes_without_new_summaries(tree):
