@@ -96,6 +96,8 @@ def test_rag_fusion_answers_from_the_fused_top_k(loaded, make_context):
     rankings = [[Document(id=i, page_content="") for i in s["doc_ids"]] for s in out["steps"][1:4]]
     expected = [d.id for d in reciprocal_rank_fusion(rankings, k=60)]
     assert [d.id for d in out["documents"]] == expected  # the whole fused ranking, best first
+    scores = [d.metadata["rrf_score"] for d in out["documents"]]  # with its scores, as the source returns
+    assert scores == sorted(scores, reverse=True) and len(scores) == len(expected)
     assert len(expected) > 2  # ... of which the answer read the top k
     assert [c["chunk_id"] for c in out["citations"]] == expected[:1]
     assert out["steps"][4]["kind"] == "note" and "RRF k=60, top 2" in out["steps"][4]["text"]
