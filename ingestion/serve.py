@@ -8,18 +8,52 @@ a local one. Only the conversion moves; its errors name the file like any other.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from docling_core.types.doc import DoclingDocument
+
+OPTIONS_ENV = "RAG_GRAPHS_DOCLING_SERVE_OPTIONS"
+"""Extra conversion options for every request, a JSON object of Docling Serve form fields.
+
+Docling Serve sets up its standard PDF pipeline (layout model weights from the Hugging Face
+Hub) for every request, even an HTML or DOCX file. A server without those weights converts
+office and web formats once the PDF pipeline is one that loads nothing, e.g.
+``{"pipeline": "vlm", "vlm_pipeline_model": "granite_vision_ollama"}`` (a remote VLM that is
+only called for PDFs and images; the server needs ``DOCLING_SERVE_ENABLE_REMOTE_SERVICES=true``).
+"""
+
+
+def request_options() -> dict[str, Any]:
+    """The form fields ``RAG_GRAPHS_DOCLING_SERVE_OPTIONS`` adds (``{}`` when unset).
+
+    Raises:
+        ValueError: the value is not a JSON object of scalar or list values; names the variable.
+    """
+    raw = os.environ.get(OPTIONS_ENV, "").strip()
+    if not raw:
+        return {}
+    try:
+        options = json.loads(raw)
+    except ValueError as exc:
+        raise ValueError(f"{OPTIONS_ENV} must be a JSON object of Docling Serve options: {exc}") from exc
+    if not isinstance(options, dict) or not all(
+        isinstance(v, str | int | float | bool | list) for v in options.values()
+    ):
+        raise ValueError(
+            f'{OPTIONS_ENV} must be a JSON object of form fields, e.g. {{"pipeline": "vlm"}}: {raw[:80]!r}'
+        )
+    return {str(k): (json.dumps(v) if isinstance(v, bool) else v) for k, v in options.items()}
 
 
 def convert_remote(path: Path, data: bytes, url: str, *, timeout: float = 600.0) -> DoclingDocument:
     """Convert with a Docling Serve instance (``POST /v1/convert/file``, DoclingDocument JSON back).
 
-    ``DOCLING_SERVE_API_KEY`` is sent as ``X-Api-Key`` when set.
+    ``DOCLING_SERVE_API_KEY`` is sent as ``X-Api-Key`` when set; ``RAG_GRAPHS_DOCLING_SERVE_OPTIONS``
+    adds conversion options (see ``OPTIONS_ENV``).
 
     Raises:
         ValueError: the server is unreachable, answers an error, or could not convert the file;
@@ -30,7 +64,7 @@ def convert_remote(path: Path, data: bytes, url: str, *, timeout: float = 600.0)
 
     endpoint = url.rstrip("/") + "/v1/convert/file"
     headers = {"X-Api-Key": key} if (key := os.environ.get("DOCLING_SERVE_API_KEY")) else {}
-    form = {"to_formats": "json", "image_export_mode": "embedded"}
+    form = {**request_options(), "to_formats": "json", "image_export_mode": "embedded"}
     try:
         response = httpx.post(
             endpoint, files={"files": (path.name, data)}, data=form, headers=headers, timeout=timeout

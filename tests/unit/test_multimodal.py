@@ -324,6 +324,7 @@ def test_conversion_can_be_delegated_to_docling_serve(tmp_path, index, monkeypat
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{server.server_port}"
     monkeypatch.setenv("DOCLING_SERVE_API_KEY", "k-123")
+    monkeypatch.setenv("RAG_GRAPHS_DOCLING_SERVE_OPTIONS", '{"pipeline": "vlm", "do_ocr": false}')
     try:
         _StandInServe.reply = {
             "document": {"filename": "fleet.docx", "json_content": converted},
@@ -340,6 +341,7 @@ def test_conversion_can_be_delegated_to_docling_serve(tmp_path, index, monkeypat
     first = _StandInServe.seen[0]
     assert first["path"] == "/v1/convert/file" and first["key"] == "k-123"
     assert b'filename="fleet.docx"' in first["body"] and b"json" in first["body"]
+    assert b'name="pipeline"\r\n\r\nvlm' in first["body"] and b'name="do_ocr"\r\n\r\nfalse' in first["body"]
     assert (
         failed.failed
         and "other.md" in failed.failed[0].error
@@ -388,3 +390,12 @@ def test_tesseract_captioner_reads_the_picture_and_names_the_package_when_missin
     caption = TesseractCaptioner().describe(PictureInput(Image.new("RGB", (8, 8)), "Fig. 3", ""))
     assert caption.captioner == "tesseract" and caption.text == "Fig. 3. Text in the picture: KESTREL 1000 m"
     assert TesseractCaptioner().describe(PictureInput(None, "Fig. 4", "")).captioner == "fallback"
+
+
+@pytest.mark.parametrize("value", ["{not json", '["vlm"]', '{"pipeline": {"nested": 1}}'])
+def test_bad_docling_serve_options_name_the_variable(value, monkeypatch):
+    from ingestion.serve import request_options
+
+    monkeypatch.setenv("RAG_GRAPHS_DOCLING_SERVE_OPTIONS", value)
+    with pytest.raises(ValueError, match="RAG_GRAPHS_DOCLING_SERVE_OPTIONS"):
+        request_options()
