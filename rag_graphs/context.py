@@ -248,6 +248,13 @@ class RagContext:
     rrf_k: Positive = _env("RAG_GRAPHS_RRF_K", 60)
     """Reciprocal rank fusion constant: score = sum of 1 / (rrf_k + rank)."""
 
+    first_hop_weight: Annotated[float, Field(ge=1)] = _env("RAG_GRAPHS_FIRST_HOP_WEIGHT", 3.0)
+    """Weight of the first retrieval round's searches when a run's rounds are fused into
+    ``documents`` (weighted RRF; 1 = plain RRF). Later rounds search with model-written
+    queries: on IRCoT + graph search (2Wiki dev, first 30, SmolLM2) plain RRF let them push
+    the first round's hits down, R@2 53.3 -> 59.2 and R@5 85.0 -> 86.7 with 3 (BENCHMARKS.md).
+    A run with one round (naive, RAG-Fusion's fan-out) is plain RRF whatever this is."""
+
     reranker: RerankerSpec = _env("RAG_GRAPHS_RERANKER", "none")
     """Reranker of every retrieval (``rag_graphs.rerank``): ``none``; ``mmr`` (diversity by the
     store's embeddings, no extra model); ``cross-encoder:<local dir>`` (sentence-transformers);

@@ -144,18 +144,26 @@ def unique_union(rankings: list[list[Document]]) -> list[Document]:
 
 
 def reciprocal_rank_fusion(
-    rankings: list[list[Document]], *, k: int = 60, top_k: int | None = None
+    rankings: list[list[Document]],
+    *,
+    k: int = 60,
+    top_k: int | None = None,
+    weights: list[float] | None = None,
 ) -> list[Document]:
-    """Fuse rankings by RRF (Cormack et al. 2009): score(d) = sum over rankings of 1 / (k + rank).
+    """Fuse rankings by RRF (Cormack et al. 2009): score(d) = sum over rankings of w / (k + rank).
 
-    Ties keep the order in which documents were first seen; each document
-    carries its fused score in ``metadata["rrf_score"]``.
+    ``weights`` (one per ranking, default 1) is weighted RRF: a ranking with weight 2
+    counts as two votes. Ties keep the order in which documents were first seen; each
+    document carries its fused score in ``metadata["rrf_score"]``.
     """
     scores: dict[str | None, float] = {}
     first: dict[str | None, Document] = {}
-    for ranking in rankings:
+    weights = weights or [1.0] * len(rankings)
+    if len(weights) != len(rankings):
+        raise ValueError(f"reciprocal_rank_fusion: {len(weights)} weights for {len(rankings)} rankings")
+    for ranking, weight in zip(rankings, weights, strict=True):
         for rank, doc in enumerate(ranking, start=1):
-            scores[doc.id] = scores.get(doc.id, 0.0) + 1.0 / (k + rank)
+            scores[doc.id] = scores.get(doc.id, 0.0) + weight / (k + rank)
             first.setdefault(doc.id, doc)
     order = sorted(scores, key=lambda i: -scores[i])  # sorted() is stable: ties stay first-seen
     return [

@@ -15,7 +15,7 @@ lives in that method's extension of ``RagState`` (``ReactState``, ...).
 from __future__ import annotations
 
 import operator
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NotRequired
 
 from langchain_core.documents import Document
 from typing_extensions import TypedDict
@@ -59,6 +59,7 @@ class Search(TypedDict):
 
     query: str
     doc_ids: list[str]
+    hop: NotRequired[int]  # the retrieval round it ran in (1: the first); fusion weighs rounds
 
 
 class SubAnswer(TypedDict):

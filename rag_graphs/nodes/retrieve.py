@@ -38,16 +38,23 @@ def repeated(wanted: list[str]) -> dict:
     return {"latest": [], "latest_repeated": True, "steps": [step("note", query=wanted[0], text=text)]}
 
 
-def ranked(state: RagState, new: list[Search], hits: list[Document], rrf_k: int) -> Overwrite:
+def ranked(state: RagState, new: list[Search], hits: list[Document], ctx: RagContext) -> Overwrite:
     """Every document gathered so far as one ranking, best first: the reciprocal rank fusion
     of every search of the run (each query's hits count as one ranking).
 
     ``documents`` is the run's final context and what R@k reads, so a multi-hop
-    method's later hops rank beside its first instead of after all of it.
+    method's later hops rank beside its first instead of after all of it. Once a run
+    has a second round, its first round's searches weigh ``first_hop_weight``: later
+    rounds search with model-written queries, and a passage they alone found should
+    not push out one the question's own search ranked high unless they agree on it.
     """
     by_id = {d.id: d for d in [*state.get("documents", []), *hits]}
-    rankings = [[by_id[i] for i in s["doc_ids"] if i in by_id] for s in [*state.get("searches", []), *new]]
-    return Overwrite(reciprocal_rank_fusion(rankings, k=rrf_k))
+    searches = [*state.get("searches", []), *new]
+    rankings = [[by_id[i] for i in s["doc_ids"] if i in by_id] for s in searches]
+    rounds = [s.get("hop", 1) for s in searches]
+    several = len(set(rounds)) > 1
+    weights = [ctx.first_hop_weight if several and r == 1 else 1.0 for r in rounds]
+    return Overwrite(reciprocal_rank_fusion(rankings, k=ctx.rrf_k, weights=weights))
 
 
 def fetch_k(ctx: RagContext) -> int:
@@ -85,14 +92,14 @@ def found(state: RagState, ctx: RagContext, queries: list[str], rankings: list[l
     here (a note step per query names what was dropped) before the searches are recorded."""
     rankings, notes = reranked(ctx, queries, rankings)
     searches: list[Search] = [
-        {"query": q, "doc_ids": [str(d.id) for d in ranking]}
+        {"query": q, "doc_ids": [str(d.id) for d in ranking], "hop": state.get("hops", 0) + 1}
         for q, ranking in zip(queries, rankings, strict=True)
     ]
     hits = unique_union(rankings)
     ids = [str(d.id) for d in hits]
     emit("end", doc_ids=ids)
     return {
-        "documents": ranked(state, searches, hits, ctx.rrf_k),
+        "documents": ranked(state, searches, hits, ctx),
         "searches": searches,
         "hops": 1,
         "latest": ids,
