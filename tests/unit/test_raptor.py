@@ -102,7 +102,7 @@ def test_every_leaf_is_reachable_from_the_top_level(tree):
 
 def test_the_tree_always_ends_in_one_root(loaded):
     # One clustered level leaves several nodes; levels past max_levels pack them until one is left.
-    report = build_tree(loaded, _summariser(), max_levels=1, cluster_chars=400, progress=False)
+    report = build_tree(loaded, _summariser(), max_levels=1, progress=False)
     assert report.nodes_per_level[1] > 1 and report.nodes_per_level[-1] == 1
     index = open_index(loaded.uri, tree_collection(loaded.collection), loaded.embeddings)
     top = len(report.nodes_per_level) - 1
