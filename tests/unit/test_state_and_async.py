@@ -113,7 +113,8 @@ class SlowGrader(GenericFakeChatModel):
             self.peak = max(self.peak, self.active)
 
     def _reply(self, messages) -> ChatResult:
-        text = "Korvik [1]." if "Answer" in str(messages[-1].content)[-400:] else '{"relevance": "correct"}'
+        grade = '{"relevance": "correct", "score": 9, "retrieve": true}'  # CRAG's and Self-RAG's graders
+        text = "Korvik [1]." if "Answer" in str(messages[-1].content)[-400:] else grade
         return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text))])
 
     def _generate(self, messages, *args, **kwargs):
@@ -133,18 +134,19 @@ def _grader() -> SlowGrader:
     return SlowGrader(messages=iter([]), lock=threading.Lock())
 
 
+@pytest.mark.parametrize("method", ["crag", "self_rag"])
 @pytest.mark.parametrize("mode", ["sync", "async"])
-def test_grading_runs_in_one_bounded_batch_on_both_entry_points(loaded, make_context, mode):
+def test_grading_runs_in_one_bounded_batch_on_both_entry_points(loaded, make_context, mode, method):
     model = _grader()
-    ctx = make_context(chat_model=model, k=4, max_concurrency=2)
-    graph = get_graph("crag")
+    ctx = make_context(chat_model=model, k=4, max_concurrency=3)  # Self-RAG's checks are 2: 3 is grading
+    graph = get_graph(method)
     if mode == "sync":
         out = graph.invoke({"question": QUESTION}, context=ctx)
     else:
         out = asyncio.run(graph.ainvoke({"question": QUESTION}, context=ctx))
     graded = next(s for s in out["steps"] if s["kind"] == "grade")
     assert len(graded["doc_ids"]) == 4 and out["stop_reason"] == ENOUGH
-    assert model.peak == 2  # side by side, never more than max_concurrency at once
+    assert model.peak == 3  # side by side, never more than max_concurrency at once
 
 
 def test_guard_awaits_an_async_node_and_keeps_the_chain():
