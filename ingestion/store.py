@@ -41,6 +41,25 @@ _BATCH = 256
 RRF_K = 60
 """Hybrid search's default reciprocal rank fusion constant (``RagContext.rrf_k`` passes its own)."""
 
+_GENERATIONS: dict[tuple[str, str], int] = {}
+_GENERATIONS_LOCK = threading.Lock()
+
+
+def _store_key(uri: str, collection: str) -> tuple[str, str]:
+    return (str(Path(uri).expanduser().resolve()) if is_local(uri) else uri, collection)
+
+
+def generation(uri: str, collection: str) -> int:
+    """How many times this process changed (or reopened) the collection: a search cache keys on
+    it, so an ingest or delete through any ``ChunkIndex`` on the same store invalidates it."""
+    return _GENERATIONS.get(_store_key(uri, collection), 0)
+
+
+def _changed(uri: str, collection: str) -> None:
+    key = _store_key(uri, collection)
+    with _GENERATIONS_LOCK:
+        _GENERATIONS[key] = _GENERATIONS.get(key, 0) + 1
+
 
 class StoreLockedError(RuntimeError):
     """Another process holds the Milvus Lite data directory."""
@@ -250,6 +269,7 @@ class ChunkIndex:
     def __post_init__(self) -> None:
         from langchain_milvus import BM25BuiltInFunction, Milvus
 
+        _changed(self.uri, self.collection)  # a new client may see a recreated collection
         if is_local(self.uri):
             check_store_path(self.uri)
             Path(self.uri).expanduser().parent.mkdir(parents=True, exist_ok=True)
@@ -353,6 +373,9 @@ class ChunkIndex:
                 if inserted:
                     self.client.delete(self.collection, ids=inserted)
                 raise
+            finally:
+                if new:
+                    _changed(self.uri, self.collection)
         return len(new)
 
     def delete_stale(self, source: str, doc_hash: str) -> int:
@@ -372,6 +395,7 @@ class ChunkIndex:
             rows = self.client.query(self.collection, filter=expr, output_fields=[PRIMARY_FIELD, "source"])
             if rows:
                 self.client.delete(self.collection, ids=[r[PRIMARY_FIELD] for r in rows])
+                _changed(self.uri, self.collection)
         for row in rows:
             removed[row["source"]] += 1
         return removed
@@ -386,6 +410,7 @@ class ChunkIndex:
             )
             if rows:
                 self.client.delete(self.collection, ids=[r[PRIMARY_FIELD] for r in rows])
+                _changed(self.uri, self.collection)
         return len(rows)
 
     def flush(self) -> None:

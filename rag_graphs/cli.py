@@ -33,6 +33,10 @@ RerankOpt = Annotated[
 FetchKOpt = Annotated[
     int | None, typer.Option(help="candidates per search a reranker keeps k of [env RAG_GRAPHS_FETCH_K]")
 ]
+SearchCacheOpt = Annotated[
+    int | None,
+    typer.Option(help="entries of the cross-question search cache, 0 = off [env RAG_GRAPHS_SEARCH_CACHE]"),
+]
 
 
 def _context(store: str | None, collection: str | None, **overrides) -> RagContext:
@@ -326,6 +330,7 @@ def ask(
     ] = DEFAULT_CHECKPOINTS,
     reranker: RerankOpt = None,
     fetch_k: FetchKOpt = None,
+    search_cache: SearchCacheOpt = None,
 ) -> None:
     """Answer a question with one method; print the answer, citations and steps."""
     from ingestion import StoreLockedError
@@ -345,6 +350,7 @@ def ask(
             sources=sources or None,
             reranker=reranker,
             fetch_k=fetch_k,
+            search_cache=search_cache,
         )
         thread = (thread_id, checkpoints) if thread_id else None
         _run(method, question, ctx, as_json, live=stream and not as_json, thread=thread)
@@ -401,6 +407,7 @@ def eval_command(
     collection: CollOpt = None,
     reranker: RerankOpt = None,
     fetch_k: FetchKOpt = None,
+    search_cache: SearchCacheOpt = None,
 ) -> None:
     """Compare methods on a QA set: EM/F1, passage recall and R@2/R@5, LLM calls, tokens, seconds;
     table and plots. With --retrieval-only, retrieval alone, fast enough for hundreds of questions."""
@@ -431,6 +438,7 @@ def eval_command(
                 embeddings=embeddings,
                 reranker=reranker,
                 fetch_k=fetch_k,
+                search_cache=search_cache,
             )
             report = evaluate(
                 dataset,

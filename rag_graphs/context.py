@@ -266,6 +266,11 @@ class RagContext:
     mmr_lambda: Fraction = _env("RAG_GRAPHS_MMR_LAMBDA", 0.5)
     """MMR reranker: weight of relevance against diversity (1 = relevance only)."""
 
+    search_cache: NonNegative = _env("RAG_GRAPHS_SEARCH_CACHE", 1024)
+    """Entries of the process's cross-question search cache (``rag_graphs.cache``; 0 = off): the
+    same normalised query on the same store, collection, generation, mode, filter and k is
+    searched once. Any ingest or delete in this process invalidates the collection's entries."""
+
     decomposition_mode: Literal["parallel", "recursive"] = _env("RAG_GRAPHS_DECOMPOSITION_MODE", "parallel")
     """``parallel``: answer sub-questions independently, then synthesise; ``recursive``: in order,
     each with the earlier question/answer pairs as background."""

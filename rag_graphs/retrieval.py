@@ -18,7 +18,8 @@ from pydantic import ConfigDict, Field
 
 from ingestion import ChunkIndex, load_embeddings, open_index
 from ingestion.redaction import redact_url
-from ingestion.store import RRF_K
+from ingestion.store import RRF_K, generation
+from rag_graphs.cache import SEARCHES, Ranking, normalise
 from rag_graphs.context import RagContext
 
 
@@ -49,13 +50,22 @@ class ChunkRetriever(BaseRetriever):
     expr: str | None = None
     rrf_k: int = RRF_K  # hybrid search's reciprocal rank fusion constant (RagContext.rrf_k)
     graph: dict[str, Any] = Field(default_factory=dict)  # graph_search knobs (damping, blend, ...)
+    cache_size: int = 0  # RagContext.search_cache: dense/hybrid hits shared across questions
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun
     ) -> list[Document]:
         if self.mode != "graph":
-            hits = self.index.search(query, k=self.k, mode=self.mode, expr=self.expr, rrf_k=self.rrf_k)
-            return [_scored(doc, score) for doc, score in hits]
+            mode = self.mode
+            return cached_search(
+                self.index,
+                [query],
+                k=self.k,
+                mode=mode,
+                expr=self.expr,
+                rrf_k=self.rrf_k,
+                size=self.cache_size,
+            )[0]
         from ingestion.ppr import graph_search
 
         found = graph_search(self.index, query, k=self.k, expr=self.expr, **self.graph)
@@ -84,6 +94,7 @@ def retriever_for(ctx: RagContext, *, k: int | None = None) -> ChunkRetriever:
         expr=ctx.search_expr(),
         rrf_k=ctx.rrf_k,
         graph=graph_options(ctx) if ctx.search_mode == "graph" else {},
+        cache_size=ctx.search_cache,
         tags=["rag-graphs"],
         metadata=_where(ctx),
     )
@@ -107,10 +118,15 @@ def searcher_for(ctx: RagContext, *, k: int | None = None) -> Runnable[list[str]
 
     def run(batch: list[str]) -> list[list[Document]]:
         mode: Literal["dense", "hybrid"] = "dense" if ctx.search_mode == "dense" else "hybrid"
-        hits = index_for(ctx).search_many(
-            batch, k=k or ctx.k, mode=mode, expr=ctx.search_expr(), rrf_k=ctx.rrf_k
+        return cached_search(
+            index_for(ctx),
+            batch,
+            k=k or ctx.k,
+            mode=mode,
+            expr=ctx.search_expr(),
+            rrf_k=ctx.rrf_k,
+            size=ctx.search_cache,
         )
-        return [[_scored(doc, score) for doc, score in ranking] for ranking in hits]
 
     return RunnableLambda(run, name="search_many").with_config(tags=[SEARCH_TAG], metadata=_where(ctx))
 
@@ -118,6 +134,37 @@ def searcher_for(ctx: RagContext, *, k: int | None = None) -> Runnable[list[str]
 def search_many(ctx: RagContext, queries: list[str], *, k: int | None = None) -> list[list[Document]]:
     """Top chunks for each query, searched as one batch (one embedding call, one store request)."""
     return searcher_for(ctx, k=k).invoke(list(queries))
+
+
+def cached_search(
+    index: ChunkIndex,
+    queries: list[str],
+    *,
+    k: int,
+    mode: Literal["dense", "hybrid"],
+    expr: str | None,
+    rrf_k: int,
+    size: int,
+) -> list[list[Document]]:
+    """One ranking per query, the misses searched as one batch; hits served by the process's
+    search cache (``rag_graphs.cache``) carry ``metadata["cached"] = True``. ``size`` 0: no cache."""
+    if size != SEARCHES.size:
+        SEARCHES.resize(size)
+    gen = generation(index.uri, index.collection)
+    keys = [
+        (index.uri, index.collection, id(index.embeddings), gen, mode, expr, k, rrf_k, normalise(q))
+        for q in queries
+    ]
+
+    def run(positions: list[int]) -> list[Ranking]:
+        batch = [queries[i] for i in positions]
+        return index.search_many(batch, k=k, mode=mode, expr=expr, rrf_k=rrf_k)
+
+    rankings, cached = SEARCHES.many(list(keys), run)
+    return [
+        [_scored(doc, score, **({"cached": True} if hit else {})) for doc, score in ranking]
+        for ranking, hit in zip(rankings, cached, strict=True)
+    ]
 
 
 def _where(ctx: RagContext) -> dict[str, str]:

@@ -90,7 +90,15 @@ def found(state: RagState, ctx: RagContext, queries: list[str], rankings: list[l
 
     With a reranker set the searches fetched ``fetch_k`` candidates; each is cut to ``k``
     here (a note step per query names what was dropped) before the searches are recorded."""
+    served = [
+        q
+        for q, ranking in zip(queries, rankings, strict=True)
+        if ranking and ranking[0].metadata.get("cached")
+    ]
     rankings, notes = reranked(ctx, queries, rankings)
+    if served:  # the cross-question search cache answered these searches (rag_graphs.cache)
+        emit("cache", queries=served)
+        notes.append(step("note", query=served[0], text=f"search cache hit: {'; '.join(served)}"))
     searches: list[Search] = [
         {"query": q, "doc_ids": [str(d.id) for d in ranking], "hop": state.get("hops", 0) + 1}
         for q, ranking in zip(queries, rankings, strict=True)
