@@ -7,6 +7,9 @@ code the retrieve node runs (``retriever_for(ctx, k=fetch_k(ctx))`` then ``reran
 the numbers are what ``rag-graphs eval --retrieval-only -m naive --k 5`` reports for each
 setting. Reported per option: supporting-passage R@5 (gold = ``supporting_ids``), prompt
 tokens of the kept passages (the embedded chat model's tokenizer) and ms per question.
+Options run with the search cache off (``search_cache=0``) so no option reads another's
+searches. ``cache`` then runs the plain setting twice with the cache on (cold, then the rerun)
+and reports the rerun's hit rate and the time it saved.
 
 Run:
     .venv/bin/python bench/retrieval_options.py --store /tmp/ropt_bench.db --limit 100
@@ -59,6 +62,29 @@ def run_option(base: dict, overrides: dict, examples, count_tokens) -> dict:
     return {"R@5": 100 * statistics.mean(r5), "tokens": statistics.mean(tokens), "ms": statistics.mean(ms)}
 
 
+def run_cache(base: dict, examples) -> dict:
+    """The plain setting twice over the same questions with the search cache on."""
+    from rag_graphs.cache import SEARCHES
+    from rag_graphs.context import RagContext
+    from rag_graphs.retrieval import retriever_for
+
+    ctx = RagContext(**{**base, "search_cache": 1024})
+    SEARCHES.clear()
+    seconds = []
+    for _ in range(2):
+        start = time.perf_counter()
+        for example in examples:
+            retriever_for(ctx).invoke(example.question)
+        seconds.append(time.perf_counter() - start)
+    stats = SEARCHES.stats()
+    return {
+        "cold_s": seconds[0],
+        "rerun_s": seconds[1],
+        **stats,
+        "rerun_hit_rate": stats["hits"] / len(examples),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -66,6 +92,7 @@ def main() -> None:
     parser.add_argument("--store", required=True, help="Milvus Lite store holding (or to hold) the corpora")
     parser.add_argument("--datasets", nargs="+", default=DATASETS)
     parser.add_argument("--limit", type=int, default=100)
+    parser.add_argument("--only-cache", action="store_true", help="measure the search cache alone")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "retrieval_options.json")
     args = parser.parse_args()
 
@@ -87,13 +114,15 @@ def main() -> None:
         examples = dataset.select(limit=args.limit)
         base = {"store_uri": args.store, "collection": index.collection, "embeddings": embeddings, "k": 5}
         results[name] = {}
-        for option, overrides in OPTIONS.items():
-            results[name][option] = run_option(base, overrides, examples, count_tokens)
+        for option, overrides in ({} if args.only_cache else OPTIONS).items():
+            results[name][option] = run_option({**base, "search_cache": 0}, overrides, examples, count_tokens)
             print(name, option, json.dumps(results[name][option]), flush=True)
+        results[name]["cache"] = run_cache(base, examples)
+        print(name, "cache", json.dumps(results[name]["cache"]), flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2))
     print(f"| option | {' | '.join(f'{d} R@5 | {d} tokens' for d in args.datasets)} |")
-    for option in OPTIONS:
+    for option in [] if args.only_cache else OPTIONS:
         cells = " | ".join(
             f"{results[d][option]['R@5']:.1f} | {results[d][option]['tokens']:.0f}" for d in args.datasets
         )
