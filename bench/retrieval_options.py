@@ -5,6 +5,7 @@ evaluator builds (``rag_graphs.eval.corpus.open_corpus``: indexed once, reused) 
 for the first ``--limit`` dev questions with each option of ``OPTIONS``, through the same
 code the retrieve node runs (``retriever_for(ctx, k=fetch_k(ctx))`` then ``reranked``), so
 the numbers are what ``rag-graphs eval --retrieval-only -m naive --k 5`` reports for each
+(R@5 counts the first 5 of the expanded ranking, tokens all of it)
 setting. Reported per option: supporting-passage R@5 (gold = ``supporting_ids``), prompt
 tokens of the kept passages (the embedded chat model's tokenizer) and ms per question.
 Options run with the search cache off (``search_cache=0``) so no option reads another's
@@ -38,6 +39,7 @@ OPTIONS: dict[str, dict] = {  # name: RagContext overrides
     "plain (hybrid, k=5)": {},
     "mmr lambda=0.5, fetch_k=20": {"reranker": "mmr", "mmr_lambda": 0.5, "fetch_k": 20},
     "mmr lambda=0.7, fetch_k=20": {"reranker": "mmr", "mmr_lambda": 0.7, "fetch_k": 20},
+    "expand neighbours:1": {"expand": "neighbours:1"},
 }
 
 
@@ -47,7 +49,7 @@ def recall(ranked: list[str], gold: tuple[str, ...], k: int) -> float:
 
 def run_option(base: dict, overrides: dict, examples, count_tokens) -> dict:
     from rag_graphs.context import RagContext
-    from rag_graphs.nodes.retrieve import fetch_k, reranked
+    from rag_graphs.nodes.retrieve import expanded, fetch_k, reranked
     from rag_graphs.retrieval import retriever_for
 
     ctx = RagContext(**base, **overrides)
@@ -56,6 +58,7 @@ def run_option(base: dict, overrides: dict, examples, count_tokens) -> dict:
         start = time.perf_counter()
         docs = retriever_for(ctx, k=fetch_k(ctx)).invoke(example.question)
         [kept], _ = reranked(ctx, [example.question], [docs])
+        [kept], _ = expanded(ctx, [example.question], [kept], [])
         ms.append((time.perf_counter() - start) * 1000)
         r5.append(recall([str(d.id) for d in kept], example.supporting_ids, 5))
         tokens.append(sum(count_tokens(d.page_content) for d in kept))
@@ -93,6 +96,7 @@ def main() -> None:
     parser.add_argument("--datasets", nargs="+", default=DATASETS)
     parser.add_argument("--limit", type=int, default=100)
     parser.add_argument("--only-cache", action="store_true", help="measure the search cache alone")
+    parser.add_argument("--options", nargs="+", default=list(OPTIONS), help="names of OPTIONS to run")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "retrieval_options.json")
     args = parser.parse_args()
 
@@ -114,7 +118,8 @@ def main() -> None:
         examples = dataset.select(limit=args.limit)
         base = {"store_uri": args.store, "collection": index.collection, "embeddings": embeddings, "k": 5}
         results[name] = {}
-        for option, overrides in ({} if args.only_cache else OPTIONS).items():
+        for option in [] if args.only_cache else args.options:
+            overrides = OPTIONS[option]
             results[name][option] = run_option({**base, "search_cache": 0}, overrides, examples, count_tokens)
             print(name, option, json.dumps(results[name][option]), flush=True)
         results[name]["cache"] = run_cache(base, examples)
@@ -122,7 +127,7 @@ def main() -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2))
     print(f"| option | {' | '.join(f'{d} R@5 | {d} tokens' for d in args.datasets)} |")
-    for option in [] if args.only_cache else OPTIONS:
+    for option in [] if args.only_cache else args.options:
         cells = " | ".join(
             f"{results[d][option]['R@5']:.1f} | {results[d][option]['tokens']:.0f}" for d in args.datasets
         )

@@ -486,6 +486,15 @@ class ChunkIndex:
         by_id = {r[PRIMARY_FIELD]: self._to_document(r) for r in rows}
         return [by_id[i] for i in ids if i in by_id]
 
+    def where(self, expr: str, *, limit: int = 100) -> list[Document]:
+        """Stored chunks matching a Milvus filter (at most ``limit``), in no particular order."""
+        if not self._exists():
+            return []
+        rows = self.client.query(
+            self.collection, filter=expr, output_fields=self._result_fields(), limit=limit
+        )
+        return [self._to_document(r) for r in rows]
+
     def vectors(self, ids: list[str]) -> dict[str, list[float]]:
         """Stored dense vectors by chunk id (rerankers reuse them instead of embedding again)."""
         if not ids or not self._exists():

@@ -37,6 +37,9 @@ SearchCacheOpt = Annotated[
     int | None,
     typer.Option(help="entries of the cross-question search cache, 0 = off [env RAG_GRAPHS_SEARCH_CACHE]"),
 ]
+ExpandOpt = Annotated[
+    str | None, typer.Option(help="expansion of hits: none | neighbours:<N> [env RAG_GRAPHS_EXPAND]")
+]
 
 
 def _context(store: str | None, collection: str | None, **overrides) -> RagContext:
@@ -331,6 +334,7 @@ def ask(
     reranker: RerankOpt = None,
     fetch_k: FetchKOpt = None,
     search_cache: SearchCacheOpt = None,
+    expand: ExpandOpt = None,
 ) -> None:
     """Answer a question with one method; print the answer, citations and steps."""
     from ingestion import StoreLockedError
@@ -351,6 +355,7 @@ def ask(
             reranker=reranker,
             fetch_k=fetch_k,
             search_cache=search_cache,
+            expand=expand,
         )
         thread = (thread_id, checkpoints) if thread_id else None
         _run(method, question, ctx, as_json, live=stream and not as_json, thread=thread)
@@ -408,6 +413,7 @@ def eval_command(
     reranker: RerankOpt = None,
     fetch_k: FetchKOpt = None,
     search_cache: SearchCacheOpt = None,
+    expand: ExpandOpt = None,
 ) -> None:
     """Compare methods on a QA set: EM/F1, passage recall and R@2/R@5, LLM calls, tokens, seconds;
     table and plots. With --retrieval-only, retrieval alone, fast enough for hundreds of questions."""
@@ -439,6 +445,7 @@ def eval_command(
                 reranker=reranker,
                 fetch_k=fetch_k,
                 search_cache=search_cache,
+                expand=expand,
             )
             report = evaluate(
                 dataset,

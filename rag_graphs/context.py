@@ -65,6 +65,15 @@ RerankerSpec = Annotated[
 ]
 
 
+def _check_expand(spec: str) -> str:
+    from rag_graphs.expand import check_expand
+
+    return check_expand(spec)
+
+
+ExpandSpec = Annotated[str, AfterValidator(_check_expand)]
+
+
 def _names(raw: str) -> tuple[str, ...]:
     """``"a, b"`` -> ``("a", "b")``: list-valued settings in environment variables."""
     return tuple(part.strip() for part in raw.split(",") if part.strip())
@@ -270,6 +279,14 @@ class RagContext:
     """Entries of the process's cross-question search cache (``rag_graphs.cache``; 0 = off): the
     same normalised query on the same store, collection, generation, mode, filter and k is
     searched once. Any ingest or delete in this process invalidates the collection's entries."""
+
+    expand: ExpandSpec = _env("RAG_GRAPHS_EXPAND", "none")
+    """Expansion of every retrieval's kept hits (``rag_graphs.expand``): ``none``, or
+    ``neighbours:N`` (the N chunks before and after each hit in the same file, reading order,
+    placed right after it); a note step names what was added."""
+
+    expand_max_tokens: Positive = _env("RAG_GRAPHS_EXPAND_MAX_TOKENS", 1024)
+    """Token budget (four characters a token) of the chunks ``expand`` adds per search."""
 
     decomposition_mode: Literal["parallel", "recursive"] = _env("RAG_GRAPHS_DECOMPOSITION_MODE", "parallel")
     """``parallel``: answer sub-questions independently, then synthesise; ``recursive``: in order,

@@ -7,6 +7,7 @@ from langgraph.types import Overwrite
 
 from rag_graphs.calls import Body, Call
 from rag_graphs.context import RagContext
+from rag_graphs.expand import expander_for
 from rag_graphs.nodes.common import ModelNode, emit, step
 from rag_graphs.nodes.loop import normalize_query
 from rag_graphs.rerank import reranker_for
@@ -84,6 +85,26 @@ def reranked(ctx: RagContext, queries: list[str], rankings: list[list[Document]]
     return kept, notes
 
 
+def expanded(
+    ctx: RagContext, queries: list[str], rankings: list[list[Document]], notes: list
+) -> tuple[list[list[Document]], list]:
+    """Each ranking with its hits' reading-order neighbours (``RagContext.expand``), and a note
+    step per query naming what was added (none when expansion is off)."""
+    expander = (
+        expander_for(ctx.expand, index_for(ctx), ctx.expand_max_tokens) if ctx.expand != "none" else None
+    )
+    if expander is None:
+        return rankings, notes
+    out, notes = [], list(notes)
+    for query, ranking in zip(queries, rankings, strict=True):
+        grown, added = expander.expand(ranking)
+        emit("expand", added=added)
+        text = f"expand {ctx.expand}: added {len(added)} ({', '.join(added) or 'none'})"
+        notes.append(step("note", query=query, doc_ids=added, text=text))
+        out.append(grown)
+    return out, notes
+
+
 def found(state: RagState, ctx: RagContext, queries: list[str], rankings: list[list[Document]]) -> dict:
     """The update of one retrieval round: the re-ranked documents, the searches, one hop, and
     a step per query. ``latest`` is the round's unique hits in rank order.
@@ -96,6 +117,7 @@ def found(state: RagState, ctx: RagContext, queries: list[str], rankings: list[l
         if ranking and ranking[0].metadata.get("cached")
     ]
     rankings, notes = reranked(ctx, queries, rankings)
+    rankings, notes = expanded(ctx, queries, rankings, notes)
     if served:  # the cross-question search cache answered these searches (rag_graphs.cache)
         emit("cache", queries=served)
         notes.append(step("note", query=served[0], text=f"search cache hit: {'; '.join(served)}"))
