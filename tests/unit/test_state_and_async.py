@@ -162,14 +162,23 @@ def test_guard_awaits_an_async_node_and_keeps_the_chain():
     assert [s["node"] for s in failed.value.result["steps"]] == ["retrieve", "broken"]
 
 
-def test_a_multi_hop_run_returns_its_hops_fused_into_one_ranking(loaded, make_context):
-    """``documents`` is a ranking: each hop's best passage ranks near the top, not after hop one's tail."""
+@pytest.mark.parametrize("weight", [1.0, 3.0], ids=["plain-rrf", "first-hop-weighted"])
+def test_a_multi_hop_run_returns_its_hops_fused_into_one_ranking(loaded, make_context, weight):
+    """``documents`` is one ranking of every hop (weighted RRF; ``first_hop_weight`` 1 is plain RRF):
+    plainly fused, hop two's best passage ranks near the top, not after hop one's tail; weighted,
+    hop one's hits lead and hop two's follow. Every passage of both hops is kept either way."""
     replies = ["Ilsa Brandt founded it.", '{"enough": false, "next_query": "Where was Ilsa Brandt born?"}']
     replies += ["Korvik.", '{"enough": true}', "Korvik [1]."]
-    out = get_graph("iterative").invoke({"question": QUESTION}, context=make_context(*replies, k=3))
+    ctx = make_context(*replies, k=3, first_hop_weight=weight)
+    out = get_graph("iterative").invoke({"question": QUESTION}, context=ctx)
     hops = [s["doc_ids"] for s in out["steps"] if s["kind"] == "retrieve"]
     assert len(hops) == 2 and hops[0] != hops[1]
     rankings = [[Document(id=i, page_content="") for i in hop] for hop in hops]
-    assert [d.id for d in out["documents"]] == [d.id for d in reciprocal_rank_fusion(rankings, k=60)]
-    assert out["documents"][1].id in {hops[0][0], hops[1][0]}  # hop two's best is not pushed to rank 4
+    expected = reciprocal_rank_fusion(rankings, k=60, weights=[weight, 1.0])
+    assert [d.id for d in out["documents"]] == [d.id for d in expected]
+    assert {d.id for d in out["documents"]} == set(hops[0]) | set(hops[1])
+    if weight == 1.0:
+        assert out["documents"][1].id in {hops[0][0], hops[1][0]}  # hop two's best is not pushed to rank 4
+    else:
+        assert {d.id for d in out["documents"][:3]} == set(hops[0])  # a passage both found leads
     assert out["stop_reason"] == ENOUGH and out["usage"]["hops"] == 2
