@@ -2,13 +2,16 @@
 
     START -> retrieve -> iterate --("Follow up: q")--> follow_up -> intermediate -> iterate ...
                                 \\--("So the final answer is: a")--> END
-                                \\--(no marker | iterations spent)--> generate -> END
+                                \\--("No follow-up needed" | no marker | iterations spent)--> generate -> END
 
 Each ``iterate`` call sees the demonstrations, every document gathered and
 every follow-up so far (question -> intermediate answer), and either asks
-one more follow-up or gives the final answer. A follow-up is searched and
-answered from its own documents ("Intermediate answer"), so the next step is
-conditioned on all earlier answers. ``RagContext.iterdrag_iterations`` caps
+one more follow-up or gives the final answer. As in the paper (and DRAG), the
+documents are shown most relevant last, next to the question. A follow-up is
+searched and answered from its own documents (``iterdrag_intermediate``, which
+asks for the "Intermediate answer:" line of the paper's format), so the next
+step is conditioned on all earlier answers. "No follow-up needed" without a
+final answer goes to the answer from everything gathered. ``RagContext.iterdrag_iterations`` caps
 follow-ups (the paper's n, 5); a first reply with the final answer is DRAG.
 """
 
@@ -23,7 +26,7 @@ from langgraph.graph import END, START, StateGraph
 from prompts import load_prompt
 from rag_graphs.answers import clean_answer
 from rag_graphs.calls import Body
-from rag_graphs.citations import extract_citations
+from rag_graphs.citations import extract_citations, format_context
 from rag_graphs.context import RagContext
 from rag_graphs.methods import compile_method, new_builder
 from rag_graphs.nodes import make_generate, make_intermediate, retrieve
@@ -31,6 +34,7 @@ from rag_graphs.nodes.common import chat, demonstrations_input, emit, model_node
 from rag_graphs.nodes.generate import finish
 from rag_graphs.nodes.loop import ENOUGH, Budget, loop_stop, stop_update
 from rag_graphs.nodes.rewrite import clean_query
+from rag_graphs.retrieval import most_relevant_last
 from rag_graphs.state import RagState
 
 _STEP = load_prompt("iterdrag_step")
@@ -39,6 +43,11 @@ MARKERS = {
     "intermediate": re.compile(r"intermediate\s+answer\s*:\s*", re.IGNORECASE),
     "final": re.compile(r"so\s+the\s+final\s+answer\s+is\s*:?\s*", re.IGNORECASE),
 }
+NO_FOLLOW_UP = re.compile(
+    r"no\s+(?:more\s+|further\s+)?follow[\s-]*ups?\s+(?:questions?\s+)?(?:is\s+|are\s+)?needed", re.IGNORECASE
+)
+"""The paper's "No follow-up needed": answer now (from everything gathered, when no final answer follows)."""
+NO_FOLLOW_UP_STOP = "no follow-up needed"
 
 
 def parse_markers(text: str) -> list[tuple[str, str]]:
@@ -60,15 +69,17 @@ class IterDragState(RagState, total=False):
 @model_node
 def iterate(state: IterDragState, ctx: RagContext) -> Body[dict]:
     """Ask the next follow-up, or give the final answer (whichever marker the reply leads with)."""
-    inputs = template_inputs(_STEP, state, **demonstrations_input(_STEP, ctx))
-    reply, used = yield from chat(ctx, _STEP.format_messages(**inputs))
+    docs = most_relevant_last(state.get("documents", []))  # the paper's order: best next to the question
+    extra = {"context": format_context(docs), **demonstrations_input(_STEP, ctx)}
+    reply, used = yield from chat(ctx, _STEP.format_messages(**template_inputs(_STEP, state, **extra)))
     text = str(reply.content).strip()
     decision = next(((n, v) for n, v in parse_markers(text) if n in ("follow_up", "final") and v), None)
     update: dict = {"usage": used, "steps": [step("decide", text=text)]}
     asked = state.get("follow_ups", [])
+    if NO_FOLLOW_UP.search(text) and (decision is None or decision[0] != "final"):
+        return update | {"stop_reason": NO_FOLLOW_UP_STOP}
     if decision and decision[0] == "final":
         answer = clean_answer(decision[1])
-        docs = state.get("documents", [])
         citations = extract_citations(answer, docs)
         return update | {"citations": citations} | finish(state, answer, docs, stop_reason=ENOUGH)
     if decision is None:
@@ -96,7 +107,7 @@ def build() -> StateGraph:
     builder.add_node("retrieve", retrieve)
     builder.add_node("iterate", iterate)
     builder.add_node("follow_up", retrieve)
-    builder.add_node("intermediate", make_intermediate())
+    builder.add_node("intermediate", make_intermediate("iterdrag_intermediate"))
     builder.add_node("generate", make_generate("answer_with_notes"))
     builder.add_edge(START, "retrieve")
     builder.add_edge("retrieve", "iterate")

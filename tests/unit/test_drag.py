@@ -132,3 +132,26 @@ def test_mining_keeps_only_correctly_answered_questions(tiny, make_context, tmp_
     demos = load_demonstrations(out)
     assert kept == 1 and [d.question for d in demos] == ["Where was Ilsa Brandt born?"]
     assert demos[0].answer == "Korvik" and len(demos[0].documents) == 2
+
+
+def test_iterdrag_shows_documents_most_relevant_last_and_asks_for_intermediate_answers(loaded, make_context):
+    model = recording_chat(
+        "Follow up: Who founded the Velmora Institute?", "Ilsa Brandt.", "So the final answer is: Korvik [3]."
+    )
+    out = get_graph("iterdrag").invoke({"question": QUESTION}, context=make_context(chat_model=model, k=3))
+    first = out["steps"][0]["doc_ids"]
+    step_prompt = str(model.seen[0][-1].content)
+    text = {d.id: d.page_content for d in out["documents"]}
+    positions = [step_prompt.index(text[i]) for i in first]  # the first search's ranking, best first
+    assert len(positions) == 3 and positions == sorted(positions, reverse=True)  # best hit shown last
+    assert str(model.seen[1][-1].content).rstrip().endswith("Intermediate answer:")
+    assert "Follow up: Who founded the Velmora Institute?" in str(model.seen[1][-1].content)
+    # the final step numbers the passages it was shown, most relevant last: [3] is the third of those
+    assert out["citations"][0]["chunk_id"] == out["documents"][::-1][2].id
+
+
+@pytest.mark.parametrize("reply", ["No follow-up needed.", "No further follow-up questions are needed"])
+def test_iterdrag_no_follow_up_needed_answers_from_what_was_gathered(loaded, make_context, reply):
+    out = get_graph("iterdrag").invoke({"question": QUESTION}, context=make_context(reply, "Korvik [1]."))
+    assert _nodes(out)[:3] == ["retrieve", "iterate", "generate"] and "follow_up" not in _nodes(out)
+    assert out["stop_reason"] == "no follow-up needed" and out["answer"] == "Korvik [1]."

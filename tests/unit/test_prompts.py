@@ -21,6 +21,7 @@ EXPECTED_VARIABLES = {
     "decide_enough": {"context", "notes", "question"},
     "first_subquestion": {"question"},
     "intermediate_answer": {"context", "query"},
+    "iterdrag_intermediate": {"context", "query"},
     "next_query": {"notes", "question"},
     "grade_correctness": {"passage", "question"},
     "rewrite_for_search": {"query", "question"},
