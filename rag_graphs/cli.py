@@ -40,6 +40,12 @@ SearchCacheOpt = Annotated[
 ExpandOpt = Annotated[
     str | None, typer.Option(help="expansion of hits: none | neighbours:<N> [env RAG_GRAPHS_EXPAND]")
 ]
+WebSearchOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="web search (crag, react): none|duckduckgo|tavily|searxng:<url> [env RAG_GRAPHS_WEB_SEARCH]"
+    ),
+]
 
 
 def _context(store: str | None, collection: str | None, **overrides) -> RagContext:
@@ -335,6 +341,7 @@ def ask(
     fetch_k: FetchKOpt = None,
     search_cache: SearchCacheOpt = None,
     expand: ExpandOpt = None,
+    web_search: WebSearchOpt = None,
 ) -> None:
     """Answer a question with one method; print the answer, citations and steps."""
     from ingestion import StoreLockedError
@@ -356,6 +363,7 @@ def ask(
             fetch_k=fetch_k,
             search_cache=search_cache,
             expand=expand,
+            web_search=web_search,
         )
         thread = (thread_id, checkpoints) if thread_id else None
         _run(method, question, ctx, as_json, live=stream and not as_json, thread=thread)
@@ -414,6 +422,7 @@ def eval_command(
     fetch_k: FetchKOpt = None,
     search_cache: SearchCacheOpt = None,
     expand: ExpandOpt = None,
+    web_search: WebSearchOpt = None,
 ) -> None:
     """Compare methods on a QA set: EM/F1, passage recall and R@2/R@5, LLM calls, tokens, seconds;
     table and plots. With --retrieval-only, retrieval alone, fast enough for hundreds of questions."""
@@ -446,6 +455,7 @@ def eval_command(
                 fetch_k=fetch_k,
                 search_cache=search_cache,
                 expand=expand,
+                web_search=web_search,
             )
             report = evaluate(
                 dataset,

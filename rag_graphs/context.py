@@ -74,6 +74,17 @@ def _check_expand(spec: str) -> str:
 ExpandSpec = Annotated[str, AfterValidator(_check_expand)]
 
 
+def _web_search_tool(spec: Any) -> Any:
+    if not isinstance(spec, str):
+        return spec
+    from rag_graphs.web import web_search_tool
+
+    return web_search_tool(spec)
+
+
+WebSearchSpec = Annotated[str | SkipJsonSchema[InstanceOf[BaseTool]] | None, AfterValidator(_web_search_tool)]
+
+
 def _names(raw: str) -> tuple[str, ...]:
     """``"a, b"`` -> ``("a", "b")``: list-valued settings in environment variables."""
     return tuple(part.strip() for part in raw.split(",") if part.strip())
@@ -330,8 +341,10 @@ class RagContext:
     max_steps: Positive = _env("RAG_GRAPHS_MAX_STEPS", 8)
     """Budget of loop iterations (agent steps, rewrites) for looping methods."""
 
-    web_search: SkipJsonSchema[InstanceOf[BaseTool]] | None = None
-    """A LangChain tool the ReAct agent may call as ``web_search``; off when None."""
+    web_search: WebSearchSpec = _env("RAG_GRAPHS_WEB_SEARCH", None)
+    """Web search for CRAG's web branch and ReAct's ``web_search`` tool: ``none``,
+    ``duckduckgo``, ``tavily`` (needs ``TAVILY_API_KEY``), ``searxng:<http(s) url>``
+    (``rag_graphs.web``; the ``web`` extra), or any LangChain tool. Off when None / ``none``."""
 
     tool_calling: Literal["auto", "native", "text"] = _env("RAG_GRAPHS_TOOL_CALLING", "auto")
     """How the ReAct agent calls tools: ``native`` (the model's tool-calling API),

@@ -31,7 +31,7 @@ from typing import Annotated, Literal
 
 from langchain_core.documents import Document
 from langchain_core.messages import AnyMessage, BaseMessage, HumanMessage, ToolMessage
-from langchain_core.tools import StructuredTool
+from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from typing_extensions import TypedDict
@@ -229,7 +229,7 @@ def _run_tool(ctx: RagContext, state: ReactState, request: ToolRequest) -> Body[
         return observation or "no passages found", hits
     if tool == "calculator":
         return calculate(tool_input), []
-    if ctx.web_search is not None and tool in ("web_search", web_name):
+    if isinstance(ctx.web_search, BaseTool) and tool in ("web_search", web_name):
         results = yield Call(ctx.web_search, tool_input)
         return fence(str(results)[:2000]), []
     available = ["search", "calculator"] + (["web_search"] if ctx.web_search is not None else [])

@@ -87,8 +87,8 @@ def test_ready_models_and_tools_are_accepted_as_they_are():
     chat, embeddings = GenericFakeChatModel(messages=iter([])), DeterministicFakeEmbedding(size=4)
     ctx = RagContext(chat_model=chat, embeddings=embeddings)
     assert ctx.chat_model is chat and ctx.embeddings is embeddings
-    with pytest.raises(ValueError, match="RagContext.web_search="):
-        RagContext(web_search="duckduckgo")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="RagContext.web_search='bing': unknown web search"):
+        RagContext(web_search="bing")
 
 
 def test_routes_is_a_mapping_from_a_dict_or_the_string_form(monkeypatch):
@@ -130,10 +130,10 @@ def test_a_route_changed_in_place_is_checked_when_used():
         chosen_method("multi_hop", ctx)
 
 
-def test_env_vars_lists_every_setting_but_the_tool():
+def test_env_vars_lists_every_setting():
     env = RagContext.env_vars()
-    assert env["k"] == "RAG_GRAPHS_K" and env["routes"] == "RAG_GRAPHS_ROUTES"
-    assert set(env) == {f.name for f in dataclasses.fields(RagContext)} - {"web_search"}
+    assert env["k"] == "RAG_GRAPHS_K" and env["web_search"] == "RAG_GRAPHS_WEB_SEARCH"
+    assert set(env) == {f.name for f in dataclasses.fields(RagContext)}
 
 
 def test_get_context_accepts_dicts_and_missing_context():
