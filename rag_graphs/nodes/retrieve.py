@@ -118,9 +118,8 @@ def found(state: RagState, ctx: RagContext, queries: list[str], rankings: list[l
     ]
     rankings, notes = reranked(ctx, queries, rankings)
     rankings, notes = expanded(ctx, queries, rankings, notes)
-    if served:  # the cross-question search cache answered these searches (rag_graphs.cache)
+    if served:  # the cross-question search cache answered these (rag_graphs.cache); their steps say so
         emit("cache", queries=served)
-        notes.append(step("note", query=served[0], text=f"search cache hit: {'; '.join(served)}"))
     searches: list[Search] = [
         {"query": q, "doc_ids": [str(d.id) for d in ranking], "hop": state.get("hops", 0) + 1}
         for q, ranking in zip(queries, rankings, strict=True)
@@ -144,7 +143,11 @@ def found(state: RagState, ctx: RagContext, queries: list[str], rankings: list[l
 
 
 def _how(ranking: list[Document]) -> dict:
-    """What the step says about how the hits were found (graph search names its seed entities)."""
+    """What the step says about how the hits were found (graph search names its seed entities;
+    a search the cross-question cache answered says so, in the same step, so a repeated run
+    has the same steps as the first)."""
+    if ranking and ranking[0].metadata.get("cached"):
+        return {"text": "search cache hit"}
     seeds = ranking[0].metadata.get("graph_seeds") if ranking else None
     return (
         {"text": f"graph seeds: {', '.join(seeds[:8]) or 'none (dense/hybrid order)'}"}

@@ -76,15 +76,19 @@ def test_astream_yields_the_same_kinds_of_events(loaded, make_context):
 
 
 def test_a_failed_run_raises_with_its_partial_result_or_returns_it(loaded, make_context):
+    # the three runs compare step for step: no search cache between them (its hits say so)
     with pytest.raises(RunFailed, match="next_query failed") as failed:
-        run("fixed_step", QUESTION, make_context(chat_model=_fail_at_next_query(), k=1))
+        run("fixed_step", QUESTION, make_context(chat_model=_fail_at_next_query(), k=1, search_cache=0))
     partial = failed.value.result
     assert [s["node"] for s in partial["steps"]] == [*CHAIN[:3], "next_query"]
     assert partial["steps"][-1]["kind"] == "error" and partial["answer"] == ""
     assert partial["usage"]["retrievals"] == 1 and partial["documents"]
 
     out = run(
-        "fixed_step", QUESTION, make_context(chat_model=_fail_at_next_query(), k=1), raise_on_failure=False
+        "fixed_step",
+        QUESTION,
+        make_context(chat_model=_fail_at_next_query(), k=1, search_cache=0),
+        raise_on_failure=False,
     )
     assert out["steps"] == partial["steps"] and out["error"] == str(failed.value)
     (last,) = [
@@ -92,7 +96,7 @@ def test_a_failed_run_raises_with_its_partial_result_or_returns_it(loaded, make_
         for e in stream(
             "fixed_step",
             QUESTION,
-            make_context(chat_model=_fail_at_next_query(), k=1),
+            make_context(chat_model=_fail_at_next_query(), k=1, search_cache=0),
             raise_on_failure=False,
         )
         if isinstance(e, Finished)
