@@ -92,7 +92,8 @@ class SearchCache:
                         self._entries.move_to_end(keys[i])
                 while len(self._entries) > self.size:
                     self._entries.popitem(last=False)
-        cached = [i not in set(missing) for i in range(len(keys))]
+        searched = set(missing)
+        cached = [i not in searched for i in range(len(keys))]
         return [_copied(r) for r in found if r is not None], cached
 
 

@@ -7,6 +7,7 @@ the stored chunk id, so citations always resolve.
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from typing import Any, Literal
 
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
@@ -56,12 +57,11 @@ class ChunkRetriever(BaseRetriever):
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun
     ) -> list[Document]:
         if self.mode != "graph":
-            mode = self.mode
             return cached_search(
                 self.index,
                 [query],
                 k=self.k,
-                mode=mode,
+                mode=self.mode,
                 expr=self.expr,
                 rrf_k=self.rrf_k,
                 size=self.cache_size,
@@ -151,7 +151,7 @@ def cached_search(
     if size != SEARCHES.size:
         SEARCHES.resize(size)
     gen = generation(index.uri, index.collection)
-    keys = [
+    keys: list[Hashable] = [
         (index.uri, index.collection, id(index.embeddings), gen, mode, expr, k, rrf_k, normalise(q))
         for q in queries
     ]
@@ -160,7 +160,7 @@ def cached_search(
         batch = [queries[i] for i in positions]
         return index.search_many(batch, k=k, mode=mode, expr=expr, rrf_k=rrf_k)
 
-    rankings, cached = SEARCHES.many(list(keys), run)
+    rankings, cached = SEARCHES.many(keys, run)
     return [
         [_scored(doc, score, **({"cached": True} if hit else {})) for doc, score in ranking]
         for ranking, hit in zip(rankings, cached, strict=True)
