@@ -3,7 +3,8 @@
 For each dataset under ``../shared/eval`` (read in place), the corpus collection the
 evaluator builds (``rag_graphs.eval.corpus.open_corpus``: indexed once, reused) is searched
 for the first ``--limit`` dev questions with each option of ``OPTIONS``, through the same
-code the retrieve node runs (``retriever_for(ctx, k=fetch_k(ctx))`` then ``reranked``), so
+code the retrieve node runs (``retriever_for(ctx, k=fetch_k(ctx))``, then ``reranked``,
+``expanded`` and ``compressed`` as ``found()`` calls them), so
 the numbers are what ``rag-graphs eval --retrieval-only -m naive --k 5`` reports for each
 (R@5 counts the first 5 of the expanded ranking, tokens all of it)
 setting. Reported per option: supporting-passage R@5 (gold = ``supporting_ids``), prompt
@@ -40,6 +41,11 @@ OPTIONS: dict[str, dict] = {  # name: RagContext overrides
     "mmr lambda=0.5, fetch_k=20": {"reranker": "mmr", "mmr_lambda": 0.5, "fetch_k": 20},
     "mmr lambda=0.7, fetch_k=20": {"reranker": "mmr", "mmr_lambda": 0.7, "fetch_k": 20},
     "expand neighbours:1": {"expand": "neighbours:1"},
+    "compress embeddings:0.3": {"compress": "embeddings:0.3"},
+    "compress embeddings:0.5": {"compress": "embeddings:0.5"},
+    "compress redundant:0.95": {"compress": "redundant:0.95"},
+    "compress embeddings:0.3,redundant:0.95": {"compress": "embeddings:0.3,redundant:0.95"},
+    "reranker llm, fetch_k=10": {"reranker": "llm", "fetch_k": 10},
 }
 
 
@@ -49,20 +55,27 @@ def recall(ranked: list[str], gold: tuple[str, ...], k: int) -> float:
 
 def run_option(base: dict, overrides: dict, examples, count_tokens) -> dict:
     from rag_graphs.context import RagContext
-    from rag_graphs.nodes.retrieve import expanded, fetch_k, reranked
+    from rag_graphs.nodes.retrieve import compressed, expanded, fetch_k, reranked
     from rag_graphs.retrieval import retriever_for
 
     ctx = RagContext(**base, **overrides)
-    r5, tokens, ms = [], [], []
+    r5, tokens, ms, fallbacks = [], [], [], []
     for example in examples:
         start = time.perf_counter()
         docs = retriever_for(ctx, k=fetch_k(ctx)).invoke(example.question)
-        [kept], _ = reranked(ctx, [example.question], [docs])
+        [kept], notes, _ = reranked(ctx, [example.question], [docs])
         [kept], _ = expanded(ctx, [example.question], [kept], [])
+        [kept], _, _ = compressed(ctx, [example.question], [kept], [])
+        fallbacks.append(any("kept the search order" in n.get("text", "") for n in notes))
         ms.append((time.perf_counter() - start) * 1000)
         r5.append(recall([str(d.id) for d in kept], example.supporting_ids, 5))
         tokens.append(sum(count_tokens(d.page_content) for d in kept))
-    return {"R@5": 100 * statistics.mean(r5), "tokens": statistics.mean(tokens), "ms": statistics.mean(ms)}
+    return {
+        "R@5": 100 * statistics.mean(r5),
+        "tokens": statistics.mean(tokens),
+        "ms": statistics.mean(ms),
+        "llm_fallbacks": sum(fallbacks),  # searches whose LLM ranking was unusable (search order kept)
+    }
 
 
 def run_cache(base: dict, examples) -> dict:

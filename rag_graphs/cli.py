@@ -28,7 +28,7 @@ TenantOpt = Annotated[str | None, typer.Option(help="access label: the tenant ch
 TagOpt = Annotated[list[str] | None, typer.Option("--tag", help="access label (repeatable)")]
 RerankOpt = Annotated[
     str | None,
-    typer.Option(help="reranker: none | mmr | cross-encoder:<local dir> [env RAG_GRAPHS_RERANKER]"),
+    typer.Option(help="reranker: none | mmr | llm | cross-encoder:<local dir> [env RAG_GRAPHS_RERANKER]"),
 ]
 FetchKOpt = Annotated[
     int | None, typer.Option(help="candidates per search a reranker keeps k of [env RAG_GRAPHS_FETCH_K]")
@@ -39,6 +39,13 @@ SearchCacheOpt = Annotated[
 ]
 ExpandOpt = Annotated[
     str | None, typer.Option(help="expansion of hits: none | neighbours:<N> [env RAG_GRAPHS_EXPAND]")
+]
+CompressOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="compression of hits, comma-chained: none | embeddings:<t> | redundant:<t> | llm"
+        " [env RAG_GRAPHS_COMPRESS]"
+    ),
 ]
 WebSearchOpt = Annotated[
     str | None,
@@ -341,6 +348,7 @@ def ask(
     fetch_k: FetchKOpt = None,
     search_cache: SearchCacheOpt = None,
     expand: ExpandOpt = None,
+    compress: CompressOpt = None,
     web_search: WebSearchOpt = None,
 ) -> None:
     """Answer a question with one method; print the answer, citations and steps."""
@@ -363,6 +371,7 @@ def ask(
             fetch_k=fetch_k,
             search_cache=search_cache,
             expand=expand,
+            compress=compress,
             web_search=web_search,
         )
         thread = (thread_id, checkpoints) if thread_id else None
@@ -422,6 +431,7 @@ def eval_command(
     fetch_k: FetchKOpt = None,
     search_cache: SearchCacheOpt = None,
     expand: ExpandOpt = None,
+    compress: CompressOpt = None,
     web_search: WebSearchOpt = None,
 ) -> None:
     """Compare methods on a QA set: EM/F1, passage recall and R@2/R@5, LLM calls, tokens, seconds;
@@ -455,6 +465,7 @@ def eval_command(
                 fetch_k=fetch_k,
                 search_cache=search_cache,
                 expand=expand,
+                compress=compress,
                 web_search=web_search,
             )
             report = evaluate(

@@ -74,6 +74,15 @@ def _check_expand(spec: str) -> str:
 ExpandSpec = Annotated[str, AfterValidator(_check_expand)]
 
 
+def _check_compress(spec: str) -> str:
+    from rag_graphs.compress import check_compress
+
+    return check_compress(spec)
+
+
+CompressSpec = Annotated[str, AfterValidator(_check_compress)]
+
+
 def _web_search_tool(spec: Any) -> Any:
     if not isinstance(spec, str):
         return spec
@@ -277,7 +286,8 @@ class RagContext:
 
     reranker: RerankerSpec = _env("RAG_GRAPHS_RERANKER", "none")
     """Reranker of every retrieval (``rag_graphs.rerank``): ``none``; ``mmr`` (diversity by the
-    store's embeddings, no extra model); ``cross-encoder:<local dir>`` (sentence-transformers);
+    store's embeddings, no extra model); ``llm`` (listwise by the chat model, strong models
+    only); ``cross-encoder:<local dir>`` (sentence-transformers);
     or a LangChain ``BaseDocumentCompressor``. Searches ``fetch_k`` candidates, keeps ``k``."""
 
     fetch_k: TopK = _env("RAG_GRAPHS_FETCH_K", 20)
@@ -298,6 +308,13 @@ class RagContext:
 
     expand_max_tokens: Positive = _env("RAG_GRAPHS_EXPAND_MAX_TOKENS", 1024)
     """Token budget (four characters a token) of the chunks ``expand`` adds per search."""
+
+    compress: CompressSpec = _env("RAG_GRAPHS_COMPRESS", "none")
+    """Contextual compression of every retrieval's kept passages (``rag_graphs.compress``), after
+    rerank and expand: ``none``, or filters chained with commas: ``embeddings:<t>`` (drop below
+    cosine ``t`` to the query), ``redundant:<t>`` (drop near-duplicates of a higher-ranked
+    passage), ``llm`` (keep the sentences the chat model says answer; strong models only).
+    A note step names what was cut and the prompt tokens saved."""
 
     decomposition_mode: Literal["parallel", "recursive"] = _env("RAG_GRAPHS_DECOMPOSITION_MODE", "parallel")
     """``parallel``: answer sub-questions independently, then synthesise; ``recursive``: in order,

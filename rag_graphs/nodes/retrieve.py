@@ -6,9 +6,10 @@ from langchain_core.documents import Document
 from langgraph.types import Overwrite
 
 from rag_graphs.calls import Body, Call
+from rag_graphs.compress import compressor_for
 from rag_graphs.context import RagContext
 from rag_graphs.expand import expander_for
-from rag_graphs.nodes.common import ModelNode, emit, step
+from rag_graphs.nodes.common import ModelNode, calls_usage, chat_model, emit, step
 from rag_graphs.nodes.loop import normalize_query
 from rag_graphs.rerank import reranker_for
 from rag_graphs.retrieval import (
@@ -19,7 +20,7 @@ from rag_graphs.retrieval import (
     searcher_for,
     unique_union,
 )
-from rag_graphs.state import RagState, Search, usage
+from rag_graphs.state import RagState, Search, Usage, add_usage, usage
 
 
 def new_queries(state: RagState, wanted: list[str]) -> list[str]:
@@ -63,16 +64,21 @@ def fetch_k(ctx: RagContext) -> int:
     return max(ctx.fetch_k, ctx.k) if ctx.reranker != "none" else ctx.k
 
 
-def reranked(ctx: RagContext, queries: list[str], rankings: list[list[Document]]) -> tuple[list, list]:
-    """Each query's candidates cut to ``k`` by the context's reranker, and a note step per query
-    saying what it kept and dropped (none when no reranker is set)."""
+def reranked(ctx: RagContext, queries: list[str], rankings: list[list[Document]]) -> tuple[list, list, Usage]:
+    """Each query's candidates cut to ``k`` by the context's reranker, a note step per query
+    saying what it kept and dropped (none when no reranker is set), and the LLM usage of an
+    ``llm`` reranker."""
     if ctx.reranker == "none":  # the default: no model loaded, no store read
-        return rankings, []
+        return rankings, [], {}
     reranker = reranker_for(
-        ctx.reranker, embeddings_for(ctx), lambda_mult=ctx.mmr_lambda, stored=index_for(ctx).vectors
+        ctx.reranker,
+        embeddings_for(ctx),
+        lambda_mult=ctx.mmr_lambda,
+        stored=index_for(ctx).vectors,
+        model=lambda: chat_model(ctx),
     )
     if reranker is None:
-        return rankings, []
+        return rankings, [], {}
     kept, notes = [], []
     for query, ranking in zip(queries, rankings, strict=True):
         top = reranker.rerank(query, ranking, ctx.k)
@@ -80,9 +86,38 @@ def reranked(ctx: RagContext, queries: list[str], rankings: list[list[Document]]
         dropped = [str(d.id) for d in ranking if d.id not in ids]
         emit("rerank", reranker=reranker.name, kept=[str(d.id) for d in top], dropped=dropped)
         text = f"{reranker.name}: kept {len(top)} of {len(ranking)}; dropped {', '.join(dropped) or 'none'}"
+        if fallback := getattr(reranker, "fallback", ""):  # the LLM reranker's reply was unusable
+            text += f" ({fallback})"
         notes.append(step("note", query=query, doc_ids=[str(d.id) for d in top], text=text))
         kept.append(top)
-    return kept, notes
+    return kept, notes, calls_usage(getattr(reranker, "replies", []))
+
+
+def compressed(
+    ctx: RagContext, queries: list[str], rankings: list[list[Document]], notes: list
+) -> tuple[list[list[Document]], list, Usage]:
+    """Each ranking through the context's compression chain (``RagContext.compress``), a note
+    step per query naming what was cut and the prompt tokens saved (none when off), and the LLM
+    usage of an ``llm`` extractor. Kept passages keep their ids, so citations still resolve."""
+    if ctx.compress == "none":
+        return rankings, notes, {}
+    chain = compressor_for(
+        ctx.compress,
+        embeddings_for(ctx),
+        stored=index_for(ctx).vectors,
+        model=lambda: chat_model(ctx),
+        max_concurrency=ctx.max_concurrency,
+    )
+    if chain is None:
+        return rankings, notes, {}
+    out, notes, replies = [], list(notes), []
+    for query, ranking in zip(queries, rankings, strict=True):
+        result = chain.compress(query, ranking)
+        replies += result.replies
+        emit("compress", dropped=result.dropped, shortened=result.shortened, tokens_saved=result.tokens_saved)
+        notes.append(step("note", query=query, doc_ids=result.dropped, text=result.describe(ctx.compress)))
+        out.append(result.kept)
+    return out, notes, calls_usage(replies)
 
 
 def expanded(
@@ -110,14 +145,16 @@ def found(state: RagState, ctx: RagContext, queries: list[str], rankings: list[l
     a step per query. ``latest`` is the round's unique hits in rank order.
 
     With a reranker set the searches fetched ``fetch_k`` candidates; each is cut to ``k``
-    here (a note step per query names what was dropped) before the searches are recorded."""
+    here (a note step per query names what was dropped), expanded, then compressed, before
+    the searches are recorded."""
     served = [
         q
         for q, ranking in zip(queries, rankings, strict=True)
         if ranking and ranking[0].metadata.get("cached")
     ]
-    rankings, notes = reranked(ctx, queries, rankings)
+    rankings, notes, reranking = reranked(ctx, queries, rankings)
     rankings, notes = expanded(ctx, queries, rankings, notes)
+    rankings, notes, compressing = compressed(ctx, queries, rankings, notes)
     if served:  # the cross-question search cache answered these (rag_graphs.cache); their steps say so
         emit("cache", queries=served)
     searches: list[Search] = [
@@ -138,7 +175,7 @@ def found(state: RagState, ctx: RagContext, queries: list[str], rankings: list[l
             for s, ranking in zip(searches, rankings, strict=True)
         ]
         + notes,
-        "usage": usage(retrievals=len(queries), hops=1),
+        "usage": add_usage(usage(retrievals=len(queries), hops=1), add_usage(reranking, compressing)),
     }
 
 

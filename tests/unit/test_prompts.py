@@ -48,6 +48,8 @@ EXPECTED_VARIABLES = {
     "iterdrag_step": {"context", "demonstrations", "notes", "question"},
     "classify_question": {"question"},
     "raptor_summary": {"passages"},
+    "rerank_listwise": {"count", "passages", "question"},
+    "compress_extract": {"passage", "question"},
 }
 
 
