@@ -54,7 +54,8 @@ test-fast: install
 # the first 30 HotpotQA and the first 10 MuSiQue dev questions (RAPTOR aside), and naive vs
 # RAPTOR on the first 30 2WikiMultihopQA questions: about 4.5 h on 2 cores the first time
 # (~15 s per question and method with the embedded models; indexing the corpora ~15 min,
-# 2Wiki's RAPTOR tree ~45 min). Resumable: an interrupted run continues from its stored rows,
+# 2Wiki's RAPTOR tree ~45 min), then DRAG/IterDRAG's (k, m, n) sweep on the first 10 HotpotQA
+# questions (~25 min, bench/drag_sweep.py). Resumable: an interrupted run continues from its stored rows,
 # and a finished one only re-renders. BENCH_LIMIT=5 for a quick pass.
 BENCH_LIMIT ?= 30
 bench: install
@@ -63,6 +64,7 @@ bench: install
 	$(BIN)/python bench/methods.py --dataset hotpotqa --limit $(BENCH_LIMIT)
 	$(BIN)/python bench/methods.py --dataset musique --limit $(shell expr $(BENCH_LIMIT) / 3)
 	$(BIN)/python bench/methods.py --dataset 2wikimultihopqa --limit $(BENCH_LIMIT) naive raptor
+	$(BIN)/python bench/drag_sweep.py --dataset hotpotqa --limit $(shell expr $(BENCH_LIMIT) / 3)
 
 # Style, then types: mypy checks the packages listed in pyproject's [tool.mypy]
 # (about 1 min from a cold cache, seconds after that).

@@ -40,22 +40,6 @@ PLOTS = {
 TITLES = {"hotpotqa": "HotpotQA", "musique": "MuSiQue", "2wikimultihopqa": "2WikiMultihopQA"}
 
 
-DEMO_OFFSET, DEMO_CANDIDATES, DEMOS = 100, 50, 8
-
-
-def demonstrations(dataset: str, store: str) -> Path:
-    """DRAG/IterDRAG demonstrations mined once per dataset from dev questions 100-149 (past
-    every evaluated question), kept when the embedded model's naive answer contains the gold."""
-    from rag_graphs.eval.mining import mine_demonstrations
-
-    path = ROOT / "bench_runs" / f"{dataset}-demos.jsonl"
-    if not path.exists():
-        mine_demonstrations(
-            EVAL / dataset, path, offset=DEMO_OFFSET, limit=DEMO_CANDIDATES, keep=DEMOS, eval_store=store
-        )
-    return path
-
-
 def run(dataset: str, methods: list[str], limit: int, store: str, *, report_only: bool = False) -> None:
     """Evaluate ``methods`` on the first ``limit`` questions and rewrite the dataset's section.
 
@@ -68,12 +52,8 @@ def run(dataset: str, methods: list[str], limit: int, store: str, *, report_only
     from rag_graphs.eval import common_questions, evaluate, markdown_table, read_rows, summarize, write_report
 
     run_dir = ROOT / "bench_runs" / f"{dataset}-open-{limit}"
-    demos = ROOT / "bench_runs" / f"{dataset}-demos.jsonl"
-    if not report_only:
-        if {"drag", "iterdrag"} & set(methods):
-            demos = demonstrations(dataset, store)
-        ctx = RagContext(demonstrations=str(demos)) if demos.exists() else None
-        evaluate(EVAL / dataset, methods, limit=limit, run_dir=run_dir, eval_store=store, context=ctx)
+    if not report_only:  # DRAG and IterDRAG show the shipped demonstrations (the default)
+        evaluate(EVAL / dataset, methods, limit=limit, run_dir=run_dir, eval_store=store)
     write_report(run_dir)
     results = ROOT / "bench" / "results"
     results.mkdir(exist_ok=True)
@@ -106,13 +86,9 @@ def run(dataset: str, methods: list[str], limit: int, store: str, *, report_only
             f"({', '.join(f'{n} {t}' for t, n in sorted(types.items()))}), open retrieval over the "
             f"dataset's corpus, hybrid search, k=4, embedded SmolLM2-135M + MiniLM, one question at a "
             f"time; {machine}. `n` is the number of questions a method has run on."
-            + (
-                f" DRAG and IterDRAG show {RagContext().num_demos} of {len(load_demonstrations(demos))} "
-                f"demonstrations mined from dev questions {DEMO_OFFSET}-{DEMO_OFFSET + DEMO_CANDIDATES - 1} "
-                f"(`bench_runs/{demos.name}`)."
-                if demos.exists()
-                else ""
-            ),
+            + f" DRAG and IterDRAG show {RagContext().num_demos} of the "
+            f"{len(load_demonstrations('builtin'))} shipped demonstrations (`demonstrations=builtin`, "
+            "mined from MuSiQue dev questions 100-194; `rag_graphs/data/README.md`).",
             f"Produced by `.venv/bin/python bench/methods.py --dataset {dataset} --limit {limit} "
             f"{' '.join(ran)}` (part of `make bench`); the same as "
             f"`rag-graphs eval --dataset ../shared/eval/{dataset} -m {','.join(ran)} --limit {limit}`.",

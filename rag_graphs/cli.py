@@ -255,7 +255,20 @@ def _print_result(result: dict) -> None:
     console.rule("[bold]steps")
     for i, step in enumerate(result.get("steps", []), start=1):
         console.print(_step_line(i, step), highlight=False)
+    console.print(_outcome_line(result), highlight=False)
     console.print(f"[dim]usage: {json.dumps(result.get('usage', {}))}[/]")
+
+
+def _outcome_line(result: dict) -> str:
+    """How the run ended (``outcome``, ``stop_reason``, Self-RAG's ``confidence``), red unless answered."""
+    outcome = result.get("outcome") or "unknown"
+    parts = [f"outcome: {outcome}"]
+    if result.get("stop_reason"):
+        parts.append(f"stop reason: {result['stop_reason']}")
+    if result.get("confidence"):
+        parts.append(f"confidence: {result['confidence']}")
+    colour = "green" if outcome == "answered" else "red"
+    return f"[{colour}]{' · '.join(parts)}[/]"
 
 
 def _event_line(event: Progress) -> str:
@@ -577,8 +590,19 @@ def mine_demos(
     keep: Annotated[int, typer.Option(help="demonstrations to keep")] = 8,
     model: Annotated[str | None, typer.Option(help="chat model spec [env RAG_GRAPHS_CHAT_MODEL]")] = None,
     store: StoreOpt = None,
+    require: Annotated[
+        str,
+        typer.Option(
+            help="keep a question when the model's answer contains the gold (answer), or when its "
+            "documents hold every gold passage (evidence: for models too small to answer)"
+        ),
+    ] = "answer",
+    chains: Annotated[
+        bool, typer.Option(help="keep only questions with a gold decomposition (IterDRAG chains, MuSiQue)")
+    ] = False,
 ) -> None:
-    """Mine DRAG/IterDRAG demonstrations: questions the model answers correctly, with their documents."""
+    """Mine DRAG/IterDRAG demonstrations: questions the run gets right, with their documents
+    (and, where the set has a gold decomposition, IterDRAG's follow-up chain)."""
     from rag_graphs.eval.mining import mine_demonstrations
 
     try:
@@ -590,6 +614,8 @@ def mine_demos(
             offset=offset,
             limit=limit,
             keep=keep,
+            require=require,  # type: ignore[arg-type]  # checked by mine_demonstrations
+            chains=chains,
             **_eval_store(store),
         )
     except (ValueError, FileNotFoundError, RuntimeError) as exc:

@@ -320,9 +320,11 @@ class RagContext:
     """``parallel``: answer sub-questions independently, then synthesise; ``recursive``: in order,
     each with the earlier question/answer pairs as background."""
 
-    demonstrations: str | None = _env("RAG_GRAPHS_DEMONSTRATIONS", None)
-    """JSONL of solved examples (question, answer, documents) for DRAG and IterDRAG;
-    ``rag-graphs eval mine-demos`` writes one. None: no demonstrations."""
+    demonstrations: str | None = _env("RAG_GRAPHS_DEMONSTRATIONS", "builtin")
+    """Solved examples DRAG and IterDRAG show (``rag_graphs.demonstrations``): ``builtin`` (the
+    shipped ones, mined from MuSiQue dev questions, with IterDRAG follow-up chains), ``none``,
+    or your own JSONL (question, answer, documents, optional chain); ``rag-graphs
+    mine-demos`` writes one from a labelled set."""
 
     num_demos: NonNegative = _env("RAG_GRAPHS_NUM_DEMOS", 2)
     """In-context demonstrations (m) DRAG and IterDRAG show, from ``demonstrations``."""

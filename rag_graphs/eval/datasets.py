@@ -10,6 +10,7 @@ Bad rows fail loading with the file, line and field named, before anything runs.
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +33,9 @@ class Example:
     passage_ids: tuple[str, ...] = ()  # the question's own passages (distractor setting)
     hops: int | None = None
     type: str | None = None
+    chain: tuple[tuple[str, str], ...] = ()
+    """The gold reasoning chain as (sub-question, its answer) pairs, from a row's
+    ``decomposition`` (MuSiQue); empty when the set has none or a step is not a question."""
 
     @property
     def golds(self) -> list[str]:
@@ -104,7 +108,35 @@ def _example(number: int, where: str, row: dict) -> Example:
         passage_ids=tuple(str(p["id"]) for p in passages),
         hops=hops,
         type=row.get("type"),
+        chain=_chain(row.get("decomposition"), where),
     )
+
+
+def _chain(decomposition: object, where: str) -> tuple[tuple[str, str], ...]:
+    """``(sub-question, answer)`` pairs with MuSiQue's ``#n`` references to earlier answers
+    filled in; empty when any step is a knowledge-base relation ("X >> author"), not a question."""
+    if not decomposition:
+        return ()
+    if not isinstance(decomposition, list) or not all(
+        isinstance(s, dict) and isinstance(s.get("question"), str) and isinstance(s.get("answer"), str)
+        for s in decomposition
+    ):
+        raise ValueError(f"{where}: field 'decomposition' must be a list of {{question, answer}} objects")
+    answers = [s["answer"].strip() for s in decomposition]
+    if any(">>" in s["question"] for s in decomposition):
+        return ()
+
+    def filled(text: str) -> str:
+        def answer(m: re.Match) -> str:
+            n = int(m.group(1))
+            return answers[n - 1] if 1 <= n <= len(answers) else m.group(0)
+
+        return " ".join(_REFERENCE.sub(answer, text).split())
+
+    return tuple((filled(s["question"]), a) for s, a in zip(decomposition, answers, strict=True))
+
+
+_REFERENCE = re.compile(r"#(\d+)")
 
 
 def _meta(path: Path) -> dict:

@@ -1,10 +1,15 @@
-"""Mine DRAG/IterDRAG demonstrations from a labelled set: keep what the model gets right.
+"""Mine DRAG/IterDRAG demonstrations from a labelled set: keep what the run gets right.
 
 Each candidate question is retrieved for and answered (naive RAG, same
-store and model as the run that will use the demonstrations); the ones whose
-answer contains a gold answer become demonstrations with their retrieved
-documents and the gold answer. Mine from questions you will not evaluate on
-(``offset`` past your evaluation sample), or the scores leak.
+store and model as the run that will use the demonstrations). With
+``require="answer"`` (Yue et al. 2024) the ones whose answer contains a gold answer
+become demonstrations; with ``require="evidence"`` the ones whose retrieved
+documents hold every gold passage (for a model too small to answer, whose
+demonstrations still need documents that support the gold answer). A demonstration
+keeps the retrieved documents and the gold answer, and, where the set has a gold
+decomposition (MuSiQue), its chain of follow-ups and intermediate answers for
+IterDRAG (``chains=True`` keeps only such questions). Mine from questions you will
+not evaluate on (``offset`` past your evaluation sample), or the scores leak.
 """
 
 from __future__ import annotations
@@ -12,10 +17,12 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
+from typing import Literal
 
 from tqdm.auto import tqdm
 
 from rag_graphs.context import RagContext
+from rag_graphs.demonstrations import MAX_DOCS
 from rag_graphs.eval.corpus import open_corpus
 from rag_graphs.eval.datasets import Dataset, load_dataset
 from rag_graphs.eval.metrics import answer_contained
@@ -33,8 +40,13 @@ def mine_demonstrations(
     keep: int = 8,
     eval_store: str = ".rag-graphs/eval.db",
     progress: bool = True,
+    require: Literal["answer", "evidence"] = "answer",
+    chains: bool = False,
+    max_documents: int = MAX_DOCS,
 ) -> int:
-    """Write up to ``keep`` correct demonstrations from ``examples[offset:offset+limit]``; return how many."""
+    """Write up to ``keep`` demonstrations from ``examples[offset:offset+limit]`` (see the
+    module docstring for ``require`` and ``chains``); return how many. A demonstration keeps
+    its run's first ``max_documents`` documents (those a prompt shows)."""
     path = Path(out).expanduser().resolve()
     if path.is_dir():  # checked before any question is asked
         raise ValueError(f"demonstrations output must be a file, {path} is a folder")
@@ -44,13 +56,24 @@ def mine_demonstrations(
         index = open_corpus(ds, eval_store, embeddings_for(ctx), ctx.embeddings)
         ctx = dataclasses.replace(ctx, store_uri=index.uri, collection=index.collection)
     naive = get_graph("naive")
-    kept = []
-    candidates = ds.examples[offset : offset + limit]
+    if require not in ("answer", "evidence"):
+        raise ValueError(f"require must be 'answer' or 'evidence', not {require!r}")
+    kept: list[dict] = []
+    candidates = [e for e in ds.examples[offset : offset + limit] if e.chain or not chains]
     for example in tqdm(candidates, desc="mining demonstrations", disable=not progress):
         result = naive.invoke({"question": example.question}, context=ctx)
-        if answer_contained(result.get("answer", ""), example.golds):
-            docs = [d.page_content for d in result.get("documents", [])]
-            kept.append({"question": example.question, "answer": example.answer, "documents": docs})
+        documents = result.get("documents", [])[:max_documents]
+        if require == "answer":
+            right = answer_contained(result.get("answer", ""), example.golds)
+        else:
+            found = {str(d.id) for d in documents}
+            right = bool(example.supporting_ids) and set(example.supporting_ids) <= found
+        if right:
+            row: dict = {"id": example.id, "question": example.question, "answer": example.answer}
+            row["documents"] = [d.page_content for d in documents]
+            if example.chain:
+                row["chain"] = [{"follow_up": q, "intermediate_answer": a} for q, a in example.chain]
+            kept.append(row)
             if len(kept) >= keep:
                 break
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -17,7 +17,7 @@ from langgraph.runtime import Runtime
 from rag_graphs.context import RagContext, get_context
 from rag_graphs.methods import compile_method, linear_builder
 from rag_graphs.nodes import make_generate, retrieve
-from rag_graphs.nodes.common import latest_documents, step
+from rag_graphs.nodes.common import latest_documents, shown_demonstrations, step
 from rag_graphs.retrieval import most_relevant_last
 from rag_graphs.state import RagState
 
@@ -26,8 +26,8 @@ def arrange(state: RagState, runtime: Runtime[RagContext]) -> dict:
     """Order the retrieved documents most-relevant-last and record the context budget."""
     ctx = get_context(runtime)
     docs = most_relevant_last(latest_documents(state))
-    demos = ctx.num_demos if ctx.demonstrations else 0
-    text = f"{len(docs)} documents (most relevant last), up to {demos} demonstrations"
+    demos = len(shown_demonstrations(ctx, state["question"]))
+    text = f"{len(docs)} documents (most relevant last), {demos} demonstrations"
     return {"evidence": docs, "steps": [step("note", text=text)]}
 
 

@@ -62,6 +62,14 @@ def parse_markers(text: str) -> list[tuple[str, str]]:
     return out
 
 
+def format_chain(state: RagState) -> str:
+    """The run's follow-ups so far as the paper's lines (as in the demonstrations), so the
+    model's next line is another "Follow up:" or "So the final answer is:"."""
+    return "".join(
+        f"Follow up: {a['query']}\nIntermediate answer: {a['answer']}\n" for a in state.get("sub_answers", [])
+    ).rstrip()
+
+
 class IterDragState(RagState, total=False):
     follow_ups: Annotated[list[str], operator.add]  # the follow-up queries asked so far, in order
 
@@ -70,7 +78,8 @@ class IterDragState(RagState, total=False):
 def iterate(state: IterDragState, ctx: RagContext) -> Body[dict]:
     """Ask the next follow-up, or give the final answer (whichever marker the reply leads with)."""
     docs = most_relevant_last(state.get("documents", []))  # the paper's order: best next to the question
-    extra = {"context": format_context(docs), **demonstrations_input(_STEP, ctx)}
+    extra = {"context": format_context(docs), "chain": format_chain(state)}
+    extra |= demonstrations_input(_STEP, ctx, state["question"])
     reply, used = yield from chat(ctx, _STEP.format_messages(**template_inputs(_STEP, state, **extra)))
     text = str(reply.content).strip()
     decision = next(((n, v) for n, v in parse_markers(text) if n in ("follow_up", "final") and v), None)

@@ -16,8 +16,14 @@ from langgraph.runtime import Runtime
 from rag_graphs.calls import Body, Call, adrive, drive
 from rag_graphs.citations import format_context
 from rag_graphs.context import RagContext, get_context
-from rag_graphs.demonstrations import format_demonstrations, load_demonstrations
+from rag_graphs.demonstrations import (
+    Demonstration,
+    demonstrations_path,
+    format_demonstrations,
+    load_demonstrations,
+)
 from rag_graphs.models import load_chat_model
+from rag_graphs.nodes.loop import normalize_query
 from rag_graphs.state import RagState, Step, SubAnswer, Usage, add_usage
 
 NodeBody = Callable[[Any, RagContext], Body[dict]]
@@ -118,12 +124,30 @@ def answer_documents(state: RagState) -> list[Document]:
     return evidence if evidence is not None else state.get("documents") or []
 
 
-def demonstrations_input(template: ChatPromptTemplate, ctx: RagContext) -> dict[str, str]:
-    """``{"demonstrations": text}`` when the template shows demonstrations (DRAG, IterDRAG), else ``{}``."""
-    if "demonstrations" not in template.input_variables:
+def shown_demonstrations(ctx: RagContext, question: str) -> tuple[Demonstration, ...]:
+    """The demonstrations a DRAG/IterDRAG prompt shows: the first ``num_demos`` of
+    ``RagContext.demonstrations`` (none when it is ``none``), never one of ``question`` itself
+    (a demonstration mined from an evaluated question would hand the model its answer)."""
+    path = demonstrations_path(ctx.demonstrations)
+    if not path:
+        return ()
+    asked = normalize_query(question)
+    other = [d for d in load_demonstrations(path) if normalize_query(d.question) != asked]
+    return tuple(other[: ctx.num_demos])
+
+
+def demonstrations_input(template: ChatPromptTemplate, ctx: RagContext, question: str) -> dict[str, str]:
+    """The demonstrations a template shows for ``question``, rendered: ``{demonstrations}`` as
+    DRAG's question -> answer examples, ``{demonstration_chains}`` as IterDRAG's follow-up
+    chains; ``{}`` for a template with neither."""
+    wanted = {"demonstrations", "demonstration_chains"} & set(template.input_variables)
+    if not wanted:
         return {}
-    demos = load_demonstrations(ctx.demonstrations) if ctx.demonstrations else ()
-    return {"demonstrations": format_demonstrations(demos, ctx.num_demos)}
+    demos = shown_demonstrations(ctx, question)
+    return {
+        name: format_demonstrations(demos, ctx.num_demos, chains=name == "demonstration_chains")
+        for name in wanted
+    }
 
 
 def format_notes(notes: list[str]) -> str:

@@ -96,7 +96,8 @@ def make_generate(
 
     def generate(state: RagState, ctx: RagContext) -> Body[dict]:
         docs = answer_documents(state)
-        extra = demonstrations_input(template, ctx) | ({"notes": notes(state)} if notes else {})
+        extra = demonstrations_input(template, ctx, state["question"])
+        extra |= {"notes": notes(state)} if notes else {}
         messages = template.format_messages(**template_inputs(template, state, **extra))
         emit("start", passages=len(docs))
         reply, used = yield from answer_call(ctx, messages)

@@ -40,7 +40,7 @@ SHOWS = {
         "== planned",
     ],
     "06_raptor.ipynb": ["nodes per level:", "== raptor"],
-    "07_drag_iterdrag.ipynb": ["== drag", "== iterdrag"],
+    "07_drag_iterdrag.ipynb": ["demonstrations (builtin)", "Follow up: ", "== drag", "== iterdrag"],
     "08_compare_methods.ipynb": ["| naive |", "| ircot |", "| rag_fusion |", "image/png"],
 }
 

@@ -128,3 +128,17 @@ def test_source_key_makes_paths_absolute_and_keeps_urls(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert source_key("docs/a.md") == str(tmp_path.resolve() / "docs" / "a.md")
     assert source_key("https://x.org/a//b") == "https://x.org/a//b"
+
+
+def test_ask_prints_how_the_run_ended(loaded, make_context):
+    from rag_graphs.cli import _outcome_line
+
+    with cli.console.capture() as captured:
+        cli._run("naive", QUESTION, make_context("Korvik [1]."), as_json=False)
+    assert "outcome: answered · stop reason: " in captured.get()
+    assert _outcome_line({"outcome": "answered", "stop_reason": "enough"}) == (
+        "[green]outcome: answered · stop reason: enough[/]"
+    )
+    line = _outcome_line({"outcome": "unreliable", "stop_reason": "never grounded", "confidence": "low"})
+    assert line.startswith("[red]") and "confidence: low" in line and "never grounded" in line
+    assert "outcome: unknown" in _outcome_line({})  # a failed run's partial result has no outcome

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 
@@ -155,3 +156,110 @@ def test_iterdrag_no_follow_up_needed_answers_from_what_was_gathered(loaded, mak
     out = get_graph("iterdrag").invoke({"question": QUESTION}, context=make_context(reply, "Korvik [1]."))
     assert _nodes(out)[:3] == ["retrieve", "iterate", "generate"] and "follow_up" not in _nodes(out)
     assert out["stop_reason"] == "no follow-up needed" and out["answer"] == "Korvik [1]."
+
+
+CHAIN_DEMO = {
+    "question": "Where was the founder of the Velmora Institute born?",
+    "answer": "Korvik",
+    "documents": ["Korvik is a harbour town.", "Ilsa Brandt founded the Velmora Institute."],
+    "chain": [
+        {"follow_up": "Who founded the Velmora Institute?", "intermediate_answer": "Ilsa Brandt"},
+        {"follow_up": "Where was Ilsa Brandt born?", "intermediate_answer": "Korvik"},
+    ],
+}
+
+
+def test_iterdrag_demonstrations_show_their_chain_and_drag_ones_only_the_answer(tmp_path):
+    demos = load_demonstrations(write_jsonl(tmp_path / "demos.jsonl", [CHAIN_DEMO, DEMOS[0]]))
+    chains = format_demonstrations(demos, 2, chains=True)
+    assert (
+        "Question: Where was the founder of the Velmora Institute born?\n"
+        "Follow up: Who founded the Velmora Institute?\nIntermediate answer: Ilsa Brandt\n"
+        "Follow up: Where was Ilsa Brandt born?\nIntermediate answer: Korvik\n"
+        "So the final answer is: Korvik"
+    ) in chains
+    assert "Question: Where was Ada born?\nSo the final answer is: Lunmar" in chains  # no chain: answer only
+    plain = format_demonstrations(demos, 1)
+    assert "Follow up" not in plain and plain.endswith("Answer: Korvik")
+    # a demonstration's documents are shown as the real context is: most relevant (first) last
+    assert plain.index("Ilsa Brandt founded") < plain.index("Korvik is a harbour town")
+
+
+def test_a_malformed_chain_names_the_line_and_field(tmp_path):
+    bad = {**CHAIN_DEMO, "chain": [{"follow_up": "Who?"}]}
+    with pytest.raises(ValueError, match=r"demos.jsonl:2: field 'chain'"):
+        load_demonstrations(write_jsonl(tmp_path / "demos.jsonl", [CHAIN_DEMO, bad]))
+
+
+def test_builtin_demonstrations_are_the_default_and_each_has_documents_and_a_chain(make_context):
+    from rag_graphs.context import RagContext
+    from rag_graphs.demonstrations import BUILTIN_PATH
+
+    assert RagContext().demonstrations == "builtin" and BUILTIN_PATH.is_file()
+    demos = load_demonstrations("builtin")
+    assert len(demos) >= 4
+    assert all(d.documents and len(d.chain) >= 2 and d.chain[-1][1] == d.answer for d in demos)
+    assert all("#" not in q for d in demos for q, _ in d.chain)  # references to earlier answers filled in
+
+
+def test_iterdrag_prompt_shows_chain_demonstrations_and_its_own_follow_ups_in_the_same_form(
+    loaded, make_context
+):
+    model = recording_chat(
+        "Follow up: Who founded the Velmora Institute?", "Ilsa Brandt.", "So the final answer is: Korvik [1]."
+    )
+    ctx = make_context(chat_model=model, k=2, num_demos=1)  # demonstrations: builtin (default)
+    get_graph("iterdrag").invoke({"question": QUESTION}, context=ctx)
+    first = "\n".join(str(m.content) for m in model.seen[0])
+    (demo,) = load_demonstrations("builtin")[:1]
+    assert f"Follow up: {demo.chain[0][0]}\nIntermediate answer: {demo.chain[0][1]}" in first
+    last = str(model.seen[2][-1].content)
+    assert last.rstrip().endswith(
+        "Follow up: Who founded the Velmora Institute?\nIntermediate answer: Ilsa Brandt."
+    )
+
+
+def test_drag_with_demonstrations_none_shows_no_examples(loaded, make_context):
+    model = recording_chat("Korvik [1].")
+    out = get_graph("drag").invoke(
+        {"question": QUESTION}, context=make_context(chat_model=model, demonstrations="none")
+    )
+    assert "(no examples)" in str(model.seen[0][0].content)
+    assert out["steps"][1]["text"].endswith("0 demonstrations")
+
+
+def test_dataset_decomposition_becomes_a_chain_with_references_filled_in(tmp_path):
+    from rag_graphs.eval.datasets import load_dataset
+
+    rows = [
+        {
+            "question": "Where was the founder of V born?",
+            "answer": "Korvik",
+            "decomposition": [
+                {"question": "Who founded V?", "answer": "Ilsa"},
+                {"question": "Where was #1 born?", "answer": "Korvik"},
+            ],
+        },
+        {"question": "q2", "answer": "a", "decomposition": [{"question": "V >> founder", "answer": "Ilsa"}]},
+    ]
+    ds = load_dataset(write_jsonl(tmp_path / "qs.jsonl", rows))
+    assert ds.examples[0].chain == (("Who founded V?", "Ilsa"), ("Where was Ilsa born?", "Korvik"))
+    assert ds.examples[1].chain == ()  # a knowledge-base relation is not a follow-up question
+    with pytest.raises(ValueError, match=r"qs.jsonl:1: field 'decomposition'"):
+        load_dataset(write_jsonl(tmp_path / "qs.jsonl", [{**rows[0], "decomposition": [{"q": 1}]}]))
+
+
+def test_mining_by_evidence_keeps_questions_whose_documents_hold_every_gold_passage(
+    tiny, make_context, tmp_path
+):
+    never_right = GenericFakeChatModel(messages=itertools.cycle([AIMessage(content="I do not know.")]))
+    out = tmp_path / "demos.jsonl"
+    ctx = make_context(chat_model=never_right, k=9)  # the whole corpus: every gold passage is found
+    mine = functools.partial(mine_demonstrations, tiny, out, context=ctx, eval_store=str(tmp_path / "e.db"))
+    assert mine(progress=False) == 0  # the model never answers right
+    assert mine(progress=False, require="evidence", max_documents=9) == 3
+    assert [d.answer for d in load_demonstrations(out)] == ["Korvik", "Lunmar", "Velm"]
+    # two gold passages per question cannot both be in a demonstration that keeps one document
+    assert mine(progress=False, require="evidence", max_documents=1) == 0
+    with pytest.raises(ValueError, match="require"):
+        mine(progress=False, require="vibes")

@@ -45,7 +45,7 @@ EXPECTED_VARIABLES = {
     "plan_retrieval_path": {"n", "question"},
     "intermediate_with_background": {"context", "notes", "query"},
     "drag_answer": {"context", "demonstrations", "question"},
-    "iterdrag_step": {"context", "demonstrations", "notes", "question"},
+    "iterdrag_step": {"chain", "context", "demonstration_chains", "question"},
     "classify_question": {"question"},
     "raptor_summary": {"passages"},
     "rerank_listwise": {"count", "passages", "question"},
