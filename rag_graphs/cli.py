@@ -38,7 +38,7 @@ SearchCacheOpt = Annotated[
     typer.Option(help="entries of the cross-question search cache, 0 = off [env RAG_GRAPHS_SEARCH_CACHE]"),
 ]
 ExpandOpt = Annotated[
-    str | None, typer.Option(help="expansion of hits: none | neighbours:<N> [env RAG_GRAPHS_EXPAND]")
+    str | None, typer.Option(help="expansion of hits: none | neighbours:<N> | section [env RAG_GRAPHS_EXPAND]")
 ]
 CompressOpt = Annotated[
     str | None,

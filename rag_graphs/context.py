@@ -304,7 +304,8 @@ class RagContext:
     expand: ExpandSpec = _env("RAG_GRAPHS_EXPAND", "none")
     """Expansion of every retrieval's kept hits (``rag_graphs.expand``): ``none``, or
     ``neighbours:N`` (the N chunks before and after each hit in the same file, reading order,
-    placed right after it); a note step names what was added."""
+    placed right after it), or ``section`` (the other chunks under the hit's own heading path in
+    the same file, reading order); a note step names what was added."""
 
     expand_max_tokens: Positive = _env("RAG_GRAPHS_EXPAND_MAX_TOKENS", 1024)
     """Token budget (four characters a token) of the chunks ``expand`` adds per search."""

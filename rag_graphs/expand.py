@@ -1,10 +1,14 @@
-"""Neighbour expansion of the shared retrieve step: small chunks are matched, bigger context read.
+"""Neighbour and section expansion of the shared retrieve step: small chunks are matched,
+bigger context read.
 
-``RagContext.expand`` is ``none`` or ``neighbours:N``: each kept hit brings the ``N`` chunks
-before and after it in the same file version (``source`` and ``doc_hash``), in Docling reading
-order (``chunk_index``, set at ingest), right after the hit, while the added text stays within
-``expand_max_tokens`` per search (about four characters a token: no tokenizer is loaded for a
-budget). Chunks already in the ranking are not added twice.
+``RagContext.expand`` is ``none``, ``neighbours:N`` or ``section``. ``neighbours:N``: each kept
+hit brings the ``N`` chunks before and after it in the same file version (``source`` and
+``doc_hash``), in Docling reading order (``chunk_index``, set at ingest). ``section``: each hit
+brings the other chunks of its section, the chunks of the same file version whose Docling
+heading path (``headings``, stored with every chunk) is the hit's own, nearest first while the
+budget lasts, placed in reading order. Either way the added chunks follow their hit and the added
+text stays within ``expand_max_tokens`` per search (about four characters a token: no tokenizer
+is loaded for a budget). Chunks already in the ranking are not added twice.
 """
 
 from __future__ import annotations
@@ -16,14 +20,17 @@ from langchain_core.documents import Document
 from ingestion import ChunkIndex
 from ingestion.store import quote
 
-SPECS = "none, neighbours:<N>"
+SPECS = "none, neighbours:<N>, section"
 PREFIX = "neighbours:"
+SECTION = "section"
+SECTION_LIMIT = 1000
+"""Most chunks one section lookup reads (Milvus caps a query's limit; a section is far smaller)."""
 
 
 def check_expand(spec: str) -> str:
     """``spec`` normalised when it names a usable expansion, else ValueError naming the setting."""
     text = spec.strip().lower()
-    if text == "none":
+    if text in ("none", SECTION):
         return text
     if text.startswith(PREFIX) and text[len(PREFIX) :].isdigit() and int(text[len(PREFIX) :]) >= 1:
         return text
@@ -42,6 +49,7 @@ class NeighbourExpander:
     index: ChunkIndex
     window: int
     max_tokens: int
+    reading_order = False  # the added chunks of a hit, nearest first (True: sorted by chunk_index)
 
     def expand(self, ranking: list[Document]) -> tuple[list[Document], list[str]]:
         """The ranking with neighbours after their hits, and the ids added."""
@@ -51,12 +59,17 @@ class NeighbourExpander:
         budget = self.max_tokens
         for doc in ranking:
             out.append(doc)
+            picked: list[Document] = []
             for near in self._neighbours(doc):
                 cost = tokens(near.page_content)
                 if str(near.id) in seen or cost > budget:
                     continue
                 seen.add(str(near.id))
                 budget -= cost
+                picked.append(near)
+            if self.reading_order:
+                picked.sort(key=lambda d: d.metadata.get("chunk_index", 0))
+            for near in picked:
                 added.append(str(near.id))
                 out.append(
                     Document(
@@ -81,9 +94,45 @@ class NeighbourExpander:
         return sorted(found, key=lambda d: abs(d.metadata.get("chunk_index", at) - at))
 
 
+@dataclass
+class SectionExpander(NeighbourExpander):
+    """Adds the other chunks of each hit's section (same file version, same heading path).
+
+    ``headings`` is a JSON list in Milvus's dynamic field, which has no list equality: the
+    store is asked for the chunks whose heading list has the same length and contains every
+    heading of the hit's (``json_contains_all``, ``array_length``), and the exact, ordered path
+    is checked here (``["A", "B"]`` and ``["B", "A"]`` are different sections). A chunk with no
+    headings belongs to its file's untitled part (text before the first heading, a CSV, a
+    passage corpus row): its section is the rest of that part.
+    """
+
+    reading_order = True
+
+    def _neighbours(self, doc: Document) -> list[Document]:
+        meta = doc.metadata
+        at, path = meta.get("chunk_index"), meta.get("headings")
+        if not (isinstance(at, int) and isinstance(path, list)) or not {"source", "doc_hash"} <= set(meta):
+            return []
+        expr = (
+            f"source == {quote(meta['source'])} and doc_hash == {quote(meta['doc_hash'])}"
+            f" and array_length(headings) == {len(path)}"
+        )
+        if path:
+            expr += f" and json_contains_all(headings, [{', '.join(quote(str(h)) for h in path)}])"
+        found = [
+            d
+            for d in self.index.where(expr, limit=SECTION_LIMIT)
+            if d.metadata.get("headings") == path and str(d.id) != str(doc.id)
+        ]
+        place = [d.metadata.get("chunk_index", at) for d in found]
+        return [d for _, d in sorted(zip(place, found, strict=True), key=lambda p: (abs(p[0] - at), p[0]))]
+
+
 def expander_for(spec: str, index: ChunkIndex, max_tokens: int) -> NeighbourExpander | None:
     """The expansion ``spec`` names over ``index`` (``None`` for ``none``)."""
     spec = check_expand(spec)
     if spec == "none":
         return None
+    if spec == SECTION:
+        return SectionExpander(index, 0, max_tokens)
     return NeighbourExpander(index, int(spec[len(PREFIX) :]), max_tokens)
