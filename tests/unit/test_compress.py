@@ -7,6 +7,7 @@ import threading
 import time
 from typing import Any
 
+import numpy as np
 import pytest
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
@@ -204,3 +205,25 @@ def test_the_cli_names_the_setting_of_a_bad_compress(tmp_path):
     result = CliRunner().invoke(cli.app, args)
     assert result.exit_code == 1
     assert "RagContext.compress='zip': unknown filter 'zip'" in " ".join(result.output.split())
+
+
+def test_a_naive_run_with_the_embeddings_filter_keeps_what_its_stored_vectors_put_near_the_query(
+    make_context, loaded, fake_embeddings
+):
+    plain = graph.invoke({"question": QUESTION}, context=make_context("Korvik.", k=6, search_cache=0))
+    ids = [str(d.id) for d in plain["documents"]]
+    query = np.array(fake_embeddings.embed_query(QUESTION))
+    cosine = {
+        i: float(np.dot(v, query) / np.linalg.norm(v) / np.linalg.norm(query))
+        for i, v in loaded.vectors(ids).items()
+    }
+    threshold = sorted(cosine.values())[len(ids) // 2]  # about half pass
+    spec = f"embeddings:{threshold:.6f}"
+    out = graph.invoke(
+        {"question": QUESTION}, context=make_context("Korvik.", k=6, search_cache=0, compress=spec)
+    )
+    near = [i for i in ids if cosine[i] >= float(f"{threshold:.6f}")]
+    assert 0 < len(near) < len(ids)
+    assert [d.id for d in out["documents"]] == near
+    (note,) = [s for s in out["steps"] if s["kind"] == "note" and s["text"].startswith("compress")]
+    assert set(note["doc_ids"]) == set(ids) - set(near) and "prompt tokens saved" in note["text"]
