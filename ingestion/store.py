@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +41,10 @@ _SPARSE_SEARCH = {"metric_type": "BM25", "params": {}}
 _BATCH = 256
 RRF_K = 60
 """Hybrid search's default reciprocal rank fusion constant (``RagContext.rrf_k`` passes its own)."""
+
+VERSION_PROPERTY = "rag_graphs.version"
+"""Collection property holding a marker rewritten by every add and delete through ``ChunkIndex``:
+with the row count it is the collection's ``fingerprint``, which every process sees."""
 
 _GENERATIONS: dict[tuple[str, str], int] = {}
 _GENERATIONS_LOCK = threading.Lock()
@@ -375,7 +380,7 @@ class ChunkIndex:
                 raise
             finally:
                 if new:
-                    _changed(self.uri, self.collection)
+                    self._mark_changed()
         return len(new)
 
     def delete_stale(self, source: str, doc_hash: str) -> int:
@@ -395,7 +400,7 @@ class ChunkIndex:
             rows = self.client.query(self.collection, filter=expr, output_fields=[PRIMARY_FIELD, "source"])
             if rows:
                 self.client.delete(self.collection, ids=[r[PRIMARY_FIELD] for r in rows])
-                _changed(self.uri, self.collection)
+                self._mark_changed()
         for row in rows:
             removed[row["source"]] += 1
         return removed
@@ -410,8 +415,30 @@ class ChunkIndex:
             )
             if rows:
                 self.client.delete(self.collection, ids=[r[PRIMARY_FIELD] for r in rows])
-                _changed(self.uri, self.collection)
+                self._mark_changed()
         return len(rows)
+
+    def _mark_changed(self) -> None:
+        """Invalidate search caches: this process's generation, and for every process the
+        version marker stored with the collection (a failed marker write is logged, not raised:
+        the data change itself succeeded)."""
+        _changed(self.uri, self.collection)
+        try:
+            self.client.alter_collection_properties(
+                self.collection, properties={VERSION_PROPERTY: uuid.uuid4().hex}
+            )
+        except Exception as exc:  # noqa: BLE001 - a server refusing custom properties
+            log.warning("collection %r: could not store its version marker: %s", self.collection, exc)
+
+    def fingerprint(self) -> str:
+        """What the collection's content is now, as any process sees it: the row count and the
+        version marker every add and delete rewrites (``absent`` when there is no collection).
+        A persistent search cache keys on it; the per-process ``generation`` cannot see
+        another process's ingest."""
+        if not self._exists():
+            return "absent"
+        properties = self.client.describe_collection(self.collection).get("properties") or {}
+        return f"{self.count()}:{properties.get(VERSION_PROPERTY, '')}"
 
     def flush(self) -> None:
         """Seal inserted data: search p50 drops from ~125 ms to ~10 ms after a flush."""

@@ -56,13 +56,7 @@ class SearchCache:
 
     def stats(self) -> dict[str, float]:
         """Hits, misses, hit rate and seconds saved since the last ``clear``."""
-        asked = self.hits + self.misses
-        return {
-            "hits": self.hits,
-            "misses": self.misses,
-            "hit_rate": self.hits / asked if asked else 0.0,
-            "saved_seconds": self.saved_seconds,
-        }
+        return hit_stats(self.hits, self.misses, self.saved_seconds)
 
     def many(
         self, keys: list[Hashable], search: Callable[[list[int]], list[Ranking]]
@@ -95,6 +89,17 @@ class SearchCache:
         searched = set(missing)
         cached = [i not in searched for i in range(len(keys))]
         return [_copied(r) for r in found if r is not None], cached
+
+
+def hit_stats(hits: int, misses: int, saved_seconds: float) -> dict[str, float]:
+    """A cache's counters as one report (the process LRU and the persistent file report alike)."""
+    asked = hits + misses
+    return {
+        "hits": hits,
+        "misses": misses,
+        "hit_rate": hits / asked if asked else 0.0,
+        "saved_seconds": saved_seconds,
+    }
 
 
 def _copied(ranking: Ranking) -> Ranking:

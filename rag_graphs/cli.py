@@ -37,8 +37,13 @@ SearchCacheOpt = Annotated[
     int | None,
     typer.Option(help="entries of the cross-question search cache, 0 = off [env RAG_GRAPHS_SEARCH_CACHE]"),
 ]
+SearchCachePathOpt = Annotated[
+    str | None,
+    typer.Option(help="SQLite file of the persistent search cache [env RAG_GRAPHS_SEARCH_CACHE_PATH]"),
+]
 ExpandOpt = Annotated[
-    str | None, typer.Option(help="expansion of hits: none | neighbours:<N> | section [env RAG_GRAPHS_EXPAND]")
+    str | None,
+    typer.Option(help="expansion of hits: none | neighbours:<N> | section [env RAG_GRAPHS_EXPAND]"),
 ]
 CompressOpt = Annotated[
     str | None,
@@ -360,6 +365,7 @@ def ask(
     reranker: RerankOpt = None,
     fetch_k: FetchKOpt = None,
     search_cache: SearchCacheOpt = None,
+    search_cache_path: SearchCachePathOpt = None,
     expand: ExpandOpt = None,
     compress: CompressOpt = None,
     web_search: WebSearchOpt = None,
@@ -383,6 +389,7 @@ def ask(
             reranker=reranker,
             fetch_k=fetch_k,
             search_cache=search_cache,
+            search_cache_path=search_cache_path,
             expand=expand,
             compress=compress,
             web_search=web_search,
@@ -443,6 +450,7 @@ def eval_command(
     reranker: RerankOpt = None,
     fetch_k: FetchKOpt = None,
     search_cache: SearchCacheOpt = None,
+    search_cache_path: SearchCachePathOpt = None,
     expand: ExpandOpt = None,
     compress: CompressOpt = None,
     web_search: WebSearchOpt = None,
@@ -477,6 +485,7 @@ def eval_command(
                 reranker=reranker,
                 fetch_k=fetch_k,
                 search_cache=search_cache,
+                search_cache_path=search_cache_path,
                 expand=expand,
                 compress=compress,
                 web_search=web_search,

@@ -74,6 +74,15 @@ def _check_expand(spec: str) -> str:
 ExpandSpec = Annotated[str, AfterValidator(_check_expand)]
 
 
+def _check_cache_path(path: str | None) -> str | None:
+    from rag_graphs.disk_cache import check_cache_path
+
+    return check_cache_path(path)
+
+
+CachePath = Annotated[str | None, AfterValidator(_check_cache_path)]
+
+
 def _check_compress(spec: str) -> str:
     from rag_graphs.compress import check_compress
 
@@ -300,6 +309,11 @@ class RagContext:
     """Entries of the process's cross-question search cache (``rag_graphs.cache``; 0 = off): the
     same normalised query on the same store, collection, generation, mode, filter and k is
     searched once. Any ingest or delete in this process invalidates the collection's entries."""
+
+    search_cache_path: CachePath = _env("RAG_GRAPHS_SEARCH_CACHE_PATH", None)
+    """SQLite file of the persistent search cache (``rag_graphs.disk_cache``; None / ``none`` =
+    off), consulted on the process cache's misses and shared by every process naming it; keyed
+    on the collection's fingerprint, so an ingest or delete in any process invalidates it."""
 
     expand: ExpandSpec = _env("RAG_GRAPHS_EXPAND", "none")
     """Expansion of every retrieval's kept hits (``rag_graphs.expand``): ``none``, or

@@ -7,7 +7,9 @@ the stored chunk id, so citations always resolve.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Hashable
+from pathlib import Path
 from typing import Any, Literal
 
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
@@ -22,6 +24,7 @@ from ingestion.redaction import redact_url
 from ingestion.store import RRF_K, generation
 from rag_graphs.cache import SEARCHES, Ranking, normalise
 from rag_graphs.context import RagContext
+from rag_graphs.disk_cache import disk_cache, disk_key
 
 
 def embeddings_for(ctx: RagContext) -> Embeddings:
@@ -52,6 +55,7 @@ class ChunkRetriever(BaseRetriever):
     rrf_k: int = RRF_K  # hybrid search's reciprocal rank fusion constant (RagContext.rrf_k)
     graph: dict[str, Any] = Field(default_factory=dict)  # graph_search knobs (damping, blend, ...)
     cache_size: int = 0  # RagContext.search_cache: dense/hybrid hits shared across questions
+    cache_path: str | None = None  # RagContext.search_cache_path: the persistent cache's file
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun
@@ -65,6 +69,7 @@ class ChunkRetriever(BaseRetriever):
                 expr=self.expr,
                 rrf_k=self.rrf_k,
                 size=self.cache_size,
+                path=self.cache_path,
             )[0]
         from ingestion.ppr import graph_search
 
@@ -95,6 +100,7 @@ def retriever_for(ctx: RagContext, *, k: int | None = None) -> ChunkRetriever:
         rrf_k=ctx.rrf_k,
         graph=graph_options(ctx) if ctx.search_mode == "graph" else {},
         cache_size=ctx.search_cache,
+        cache_path=ctx.search_cache_path,
         tags=["rag-graphs"],
         metadata=_where(ctx),
     )
@@ -126,6 +132,7 @@ def searcher_for(ctx: RagContext, *, k: int | None = None) -> Runnable[list[str]
             expr=ctx.search_expr(),
             rrf_k=ctx.rrf_k,
             size=ctx.search_cache,
+            path=ctx.search_cache_path,
         )
 
     return RunnableLambda(run, name="search_many").with_config(tags=[SEARCH_TAG], metadata=_where(ctx))
@@ -145,26 +152,64 @@ def cached_search(
     expr: str | None,
     rrf_k: int,
     size: int,
+    path: str | None = None,
 ) -> list[list[Document]]:
     """One ranking per query, the misses searched as one batch; hits served by the process's
-    search cache (``rag_graphs.cache``) carry ``metadata["cached"] = True``. ``size`` 0: no cache."""
+    search cache (``rag_graphs.cache``) or the persistent one at ``path``
+    (``rag_graphs.disk_cache``, consulted on the process cache's misses) carry
+    ``metadata["cached"] = True``. ``size`` 0 and no ``path``: no cache.
+
+    With a ``path`` both caches key on the collection's ``fingerprint`` (read once per call),
+    so a change another process made is seen by this one too."""
     if size != SEARCHES.size:
         SEARCHES.resize(size)
-    gen = generation(index.uri, index.collection)
+    state = index.fingerprint() if path else generation(index.uri, index.collection)
     keys: list[Hashable] = [
-        (index.uri, index.collection, id(index.embeddings), gen, mode, expr, k, rrf_k, normalise(q))
+        (index.uri, index.collection, id(index.embeddings), state, mode, expr, k, rrf_k, normalise(q))
         for q in queries
     ]
+    served: set[int] = set()
 
     def run(positions: list[int]) -> list[Ranking]:
-        batch = [queries[i] for i in positions]
-        return index.search_many(batch, k=k, mode=mode, expr=expr, rrf_k=rrf_k)
+        if not path:
+            return index.search_many([queries[i] for i in positions], k=k, mode=mode, expr=expr, rrf_k=rrf_k)
+        disk = disk_cache(path)
+        model = embeddings_name(index.embeddings)
+        where = index.uri if "://" in index.uri else str(Path(index.uri).expanduser().resolve())
+        dkeys = {
+            i: disk_key(where, index.collection, model, state, mode, expr, k, rrf_k, normalise(queries[i]))
+            for i in positions
+        }
+        stored = disk.get_many(list(dkeys.values()))
+        served.update(i for i in positions if dkeys[i] in stored)
+        todo = [i for i in positions if i not in served]
+        start = time.perf_counter()
+        fresh = index.search_many([queries[i] for i in todo], k=k, mode=mode, expr=expr, rrf_k=rrf_k)
+        if todo:
+            cost = (time.perf_counter() - start) / len(todo)
+            disk.put_many({dkeys[i]: r for i, r in zip(todo, fresh, strict=True)}, cost)
+        by_position = dict(zip(todo, fresh, strict=True))
+        return [stored[dkeys[i]][0] if i in served else by_position[i] for i in positions]
 
     rankings, cached = SEARCHES.many(keys, run)
     return [
-        [_scored(doc, score, **({"cached": True} if hit else {})) for doc, score in ranking]
-        for ranking, hit in zip(rankings, cached, strict=True)
+        [_scored(doc, score, **({"cached": True} if hit or i in served else {})) for doc, score in ranking]
+        for i, (ranking, hit) in enumerate(zip(rankings, cached, strict=True))
     ]
+
+
+def embeddings_name(embeddings: Embeddings) -> str:
+    """The embedding model as every process names it (class and model name), for persistent keys."""
+    kind = type(embeddings)
+    name = next(
+        (
+            str(getattr(embeddings, a))
+            for a in ("model_name", "model", "size")
+            if getattr(embeddings, a, None)
+        ),
+        "",
+    )
+    return f"{kind.__module__}.{kind.__qualname__}:{name}"
 
 
 def _where(ctx: RagContext) -> dict[str, str]:
