@@ -151,6 +151,7 @@ def score_row(
         # how the run ended (None for a failed run or one stopped before its answer)
         "stop_reason": out.get("stop_reason"),
         "outcome": out.get("outcome"),
+        "confidence": out.get("confidence"),  # Self-RAG's high / medium / low; None for other methods
         "seconds": seconds,
         "model_seconds": timer.model_seconds,
         "search_seconds": timer.search_seconds,

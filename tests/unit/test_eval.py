@@ -468,3 +468,14 @@ def test_cli_eval_passes_retrieval_only_and_k_and_a_resume_keeps_them(tiny, eval
     assert result.exit_code == 0, result.output
     assert calls[-1][1]["retrieval_only"] is True and calls[-1][1]["context"].k == 5
     assert CliRunner().invoke(app, ["eval", "--dataset", str(tiny), "--k", "0"]).exit_code == 2
+
+
+def test_a_row_keeps_how_the_run_ended_and_self_rag_confidence():
+    from rag_graphs.eval.datasets import Example
+    from rag_graphs.eval.runner import Timer, score_row
+
+    example = Example(id="q", question="Where?", answer="Korvik")
+    out = {"answer": "Unable to provide a reliable answer", "outcome": "unreliable", "confidence": "low"}
+    row = score_row("self_rag", example, {**out, "stop_reason": "never grounded"}, 1.0, Timer())
+    assert (row["outcome"], row["stop_reason"], row["confidence"]) == ("unreliable", "never grounded", "low")
+    assert score_row("naive", example, {"answer": "Korvik"}, 1.0, Timer())["confidence"] is None
