@@ -41,10 +41,13 @@ OPTIONS: dict[str, dict] = {  # name: RagContext overrides
     "mmr lambda=0.5, fetch_k=20": {"reranker": "mmr", "mmr_lambda": 0.5, "fetch_k": 20},
     "mmr lambda=0.7, fetch_k=20": {"reranker": "mmr", "mmr_lambda": 0.7, "fetch_k": 20},
     "expand neighbours:1": {"expand": "neighbours:1"},
+    "compress embeddings:0.2": {"compress": "embeddings:0.2"},
     "compress embeddings:0.3": {"compress": "embeddings:0.3"},
     "compress embeddings:0.5": {"compress": "embeddings:0.5"},
+    "compress redundant:0.9": {"compress": "redundant:0.9"},
     "compress redundant:0.95": {"compress": "redundant:0.95"},
     "compress embeddings:0.3,redundant:0.95": {"compress": "embeddings:0.3,redundant:0.95"},
+    "compress llm": {"compress": "llm"},
     "reranker llm, fetch_k=10": {"reranker": "llm", "fetch_k": 10},
 }
 
