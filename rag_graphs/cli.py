@@ -41,6 +41,10 @@ SearchCachePathOpt = Annotated[
     str | None,
     typer.Option(help="SQLite file of the persistent search cache [env RAG_GRAPHS_SEARCH_CACHE_PATH]"),
 ]
+SearchUnitOpt = Annotated[
+    str | None,
+    typer.Option(help="what search matches: chunk | sentence (small-to-big) [env RAG_GRAPHS_SEARCH_UNIT]"),
+]
 ExpandOpt = Annotated[
     str | None,
     typer.Option(help="expansion of hits: none | neighbours:<N> | section [env RAG_GRAPHS_EXPAND]"),
@@ -148,6 +152,13 @@ def ingest(
             "spacy (offline NER) or spacy:<pipeline>; a collection with a graph keeps it current anyway"
         ),
     ] = None,
+    children: Annotated[
+        bool,
+        typer.Option(
+            "--children",
+            help="also store each chunk's sentences for small-to-big search (--search-unit sentence)",
+        ),
+    ] = False,
 ) -> None:
     """Convert files with Docling, chunk, embed and store them in Milvus.
 
@@ -157,6 +168,7 @@ def ingest(
     """
     from ingestion import StoreLockedError
     from ingestion import ingest as run_ingest
+    from ingestion.sentences import build_sentences
 
     if not paths and not delete:
         _fail("give files or folders to ingest, or --delete PATH")
@@ -199,6 +211,8 @@ def ingest(
     except (FileNotFoundError, StoreLockedError, ValueError, ImportError, RuntimeError) as exc:
         _fail(str(exc))
     _print_summary(report.summary())
+    if children:
+        _build_over(store, collection, None, lambda index, chat: build_sentences(index()))
     if report.failed and not report.ok:
         raise typer.Exit(1)
 
@@ -366,6 +380,7 @@ def ask(
     fetch_k: FetchKOpt = None,
     search_cache: SearchCacheOpt = None,
     search_cache_path: SearchCachePathOpt = None,
+    search_unit: SearchUnitOpt = None,
     expand: ExpandOpt = None,
     compress: CompressOpt = None,
     web_search: WebSearchOpt = None,
@@ -390,6 +405,7 @@ def ask(
             fetch_k=fetch_k,
             search_cache=search_cache,
             search_cache_path=search_cache_path,
+            search_unit=search_unit,
             expand=expand,
             compress=compress,
             web_search=web_search,
@@ -451,6 +467,7 @@ def eval_command(
     fetch_k: FetchKOpt = None,
     search_cache: SearchCacheOpt = None,
     search_cache_path: SearchCachePathOpt = None,
+    search_unit: SearchUnitOpt = None,
     expand: ExpandOpt = None,
     compress: CompressOpt = None,
     web_search: WebSearchOpt = None,
@@ -486,6 +503,7 @@ def eval_command(
                 fetch_k=fetch_k,
                 search_cache=search_cache,
                 search_cache_path=search_cache_path,
+                search_unit=search_unit,
                 expand=expand,
                 compress=compress,
                 web_search=web_search,
@@ -540,8 +558,19 @@ def _build_over(
 
 raptor_app = typer.Typer(no_args_is_help=True, help="RAPTOR summary trees.")
 graph_app = typer.Typer(no_args_is_help=True, help="The entity graph behind graph search (hipporag).")
+sentences_app = typer.Typer(no_args_is_help=True, help="Sentence rows for small-to-big search.")
+app.add_typer(sentences_app, name="sentences")
 app.add_typer(raptor_app, name="raptor")
 app.add_typer(graph_app, name="graph")
+
+
+@sentences_app.command("build")
+def sentences_build(store: StoreOpt = None, collection: CollOpt = None) -> None:
+    """Store every chunk's sentences in `<collection>_sentences` for `--search-unit sentence`
+    (small-to-big); re-running resumes, never embeds a stored sentence again."""
+    from ingestion.sentences import build_sentences
+
+    _build_over(store, collection, None, lambda index, chat: build_sentences(index()))
 
 
 @raptor_app.command("build")

@@ -240,6 +240,12 @@ class RagContext:
     hybrid hits re-ranked by Personalized PageRank over the entities chunks share (HippoRAG;
     needs the collection's entity graph: ``rag-graphs graph build``)."""
 
+    search_unit: Literal["chunk", "sentence"] = _env("RAG_GRAPHS_SEARCH_UNIT", "chunk")
+    """What dense and hybrid search match: ``chunk``, or ``sentence`` (small-to-big: the
+    collection's sentence rows, ``ingestion.sentences``, are searched and their parent chunks
+    returned, deduplicated, in the order of each one's best sentence; needs ``rag-graphs
+    sentences build`` or ``rag-graphs ingest --children``). Graph search ignores it."""
+
     graph_damping: Fraction = _env("RAG_GRAPHS_GRAPH_DAMPING", 0.6)
     """Graph search: probability of following an edge at each PageRank step (HippoRAG: 0.5);
     the rest restarts at the question's entities."""

@@ -8,7 +8,8 @@ the stored chunk id, so citations always resolve.
 from __future__ import annotations
 
 import time
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -21,6 +22,7 @@ from pydantic import ConfigDict, Field
 
 from ingestion import ChunkIndex, load_embeddings, open_index
 from ingestion.redaction import redact_url
+from ingestion.sentences import children_of, has_sentences, search_parents, sentence_collection
 from ingestion.store import RRF_K, generation
 from rag_graphs.cache import SEARCHES, Ranking, normalise
 from rag_graphs.context import RagContext
@@ -56,6 +58,7 @@ class ChunkRetriever(BaseRetriever):
     graph: dict[str, Any] = Field(default_factory=dict)  # graph_search knobs (damping, blend, ...)
     cache_size: int = 0  # RagContext.search_cache: dense/hybrid hits shared across questions
     cache_path: str | None = None  # RagContext.search_cache_path: the persistent cache's file
+    unit: Literal["chunk", "sentence"] = "chunk"  # RagContext.search_unit (dense/hybrid only)
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun
@@ -70,6 +73,7 @@ class ChunkRetriever(BaseRetriever):
                 rrf_k=self.rrf_k,
                 size=self.cache_size,
                 path=self.cache_path,
+                unit=self.unit,
             )[0]
         from ingestion.ppr import graph_search
 
@@ -101,6 +105,7 @@ def retriever_for(ctx: RagContext, *, k: int | None = None) -> ChunkRetriever:
         graph=graph_options(ctx) if ctx.search_mode == "graph" else {},
         cache_size=ctx.search_cache,
         cache_path=ctx.search_cache_path,
+        unit=ctx.search_unit,
         tags=["rag-graphs"],
         metadata=_where(ctx),
     )
@@ -133,6 +138,7 @@ def searcher_for(ctx: RagContext, *, k: int | None = None) -> Runnable[list[str]
             rrf_k=ctx.rrf_k,
             size=ctx.search_cache,
             path=ctx.search_cache_path,
+            unit=ctx.search_unit,
         )
 
     return RunnableLambda(run, name="search_many").with_config(tags=[SEARCH_TAG], metadata=_where(ctx))
@@ -153,6 +159,7 @@ def cached_search(
     rrf_k: int,
     size: int,
     path: str | None = None,
+    unit: Literal["chunk", "sentence"] = "chunk",
 ) -> list[list[Document]]:
     """One ranking per query, the misses searched as one batch; hits served by the process's
     search cache (``rag_graphs.cache``) or the persistent one at ``path``
@@ -160,31 +167,40 @@ def cached_search(
     ``metadata["cached"] = True``. ``size`` 0 and no ``path``: no cache.
 
     With a ``path`` both caches key on the collection's ``fingerprint`` (read once per call),
-    so a change another process made is seen by this one too."""
+    so a change another process made is seen by this one too.
+
+    ``unit="sentence"`` searches the collection's sentence rows and returns their parent chunks
+    (``ingestion.sentences``, small-to-big); the caches then key on the sentence collection too."""
     if size != SEARCHES.size:
         SEARCHES.resize(size)
+    searcher = index.search_many if unit == "chunk" else _sentence_searcher(index)
     state = index.fingerprint() if path else generation(index.uri, index.collection)
+    if unit == "sentence":
+        children = children_of(index)
+        state = f"{state}|{children.fingerprint() if path else generation(index.uri, children.collection)}"
     keys: list[Hashable] = [
-        (index.uri, index.collection, id(index.embeddings), state, mode, expr, k, rrf_k, normalise(q))
+        (index.uri, index.collection, id(index.embeddings), state, unit, mode, expr, k, rrf_k, normalise(q))
         for q in queries
     ]
     served: set[int] = set()
 
     def run(positions: list[int]) -> list[Ranking]:
         if not path:
-            return index.search_many([queries[i] for i in positions], k=k, mode=mode, expr=expr, rrf_k=rrf_k)
+            return searcher([queries[i] for i in positions], k=k, mode=mode, expr=expr, rrf_k=rrf_k)
         disk = disk_cache(path)
         model = embeddings_name(index.embeddings)
         where = index.uri if "://" in index.uri else str(Path(index.uri).expanduser().resolve())
         dkeys = {
-            i: disk_key(where, index.collection, model, state, mode, expr, k, rrf_k, normalise(queries[i]))
+            i: disk_key(
+                where, index.collection, model, state, unit, mode, expr, k, rrf_k, normalise(queries[i])
+            )
             for i in positions
         }
         stored = disk.get_many(list(dkeys.values()))
         served.update(i for i in positions if dkeys[i] in stored)
         todo = [i for i in positions if i not in served]
         start = time.perf_counter()
-        fresh = index.search_many([queries[i] for i in todo], k=k, mode=mode, expr=expr, rrf_k=rrf_k)
+        fresh = searcher([queries[i] for i in todo], k=k, mode=mode, expr=expr, rrf_k=rrf_k)
         if todo:
             cost = (time.perf_counter() - start) / len(todo)
             disk.put_many({dkeys[i]: r for i, r in zip(todo, fresh, strict=True)}, cost)
@@ -196,6 +212,19 @@ def cached_search(
         [_scored(doc, score, **({"cached": True} if hit or i in served else {})) for doc, score in ranking]
         for i, (ranking, hit) in enumerate(zip(rankings, cached, strict=True))
     ]
+
+
+def _sentence_searcher(index: ChunkIndex) -> Callable[..., list[Ranking]]:
+    """Small-to-big search over ``index``'s sentence rows, or ValueError naming the setting when
+    the collection has none (searching nothing would look like a corpus with no answer)."""
+    if not has_sentences(index):
+        raise ValueError(
+            f"RagContext.search_unit='sentence': collection {index.collection!r} has no sentence rows "
+            f"(no collection {sentence_collection(index.collection)!r}); build them with "
+            f"`rag-graphs sentences build --collection {index.collection}` or ingest with "
+            "`rag-graphs ingest --children`, or set search_unit=chunk (RAG_GRAPHS_SEARCH_UNIT)"
+        )
+    return partial(search_parents, index)
 
 
 def embeddings_name(embeddings: Embeddings) -> str:

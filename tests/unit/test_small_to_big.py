@@ -1,0 +1,100 @@
+"""Small-to-big retrieval: sentence rows with their parent ids, searched instead of the chunks;
+the parents come back once each, in the order of their best sentence; a collection without
+sentence rows is refused naming the setting; the build resumes."""
+
+from __future__ import annotations
+
+import pytest
+from langchain_core.documents import Document
+from pydantic import ValidationError
+
+from ingestion import ChunkIndex
+from ingestion.sentences import (
+    build_sentences,
+    children_of,
+    has_sentences,
+    search_parents,
+    split_sentences,
+)
+from rag_graphs.cache import SEARCHES
+from rag_graphs.context import RagContext
+from rag_graphs.methods.naive import graph
+from rag_graphs.retrieval import search
+
+LONG = (
+    "Ilsa Brandt was born in Korvik in 1921. She studied glass chemistry at Velmora. "
+    "Her later work concerned harbour granite."
+)
+OTHER = "Osric Vane built mills. He never left Lunmar. The mills still turn on the river Ost."
+
+
+def chunk(cid: str, text: str, **meta) -> Document:
+    return Document(id=cid, page_content=text, metadata={"chunk_id": cid, "source": f"{cid}.txt", **meta})
+
+
+@pytest.fixture
+def small(index: ChunkIndex) -> ChunkIndex:
+    index.add([chunk("a", LONG, tenant="acme"), chunk("b", OTHER, tenant="other")])
+    return index
+
+
+def test_sentences_split_and_short_pieces_join() -> None:
+    assert split_sentences(LONG) == [
+        "Ilsa Brandt was born in Korvik in 1921.",
+        "She studied glass chemistry at Velmora.",
+        "Her later work concerned harbour granite.",
+    ]
+    assert split_sentences("Intro\nA sentence long enough to stand.") == [
+        "Intro A sentence long enough to stand."
+    ]
+
+
+def test_build_stores_children_with_parent_ids_and_resumes(small: ChunkIndex) -> None:
+    assert not has_sentences(small)
+    report = build_sentences(small)
+    assert (report.chunks, report.sentences, report.added) == (2, 6, 6)
+    kids = children_of(small).where('parent_id == "a"')
+    assert sorted(d.metadata["sentence_index"] for d in kids) == [0, 1, 2]
+    assert all(d.metadata["tenant"] == "acme" for d in kids)  # labels travel, so filters apply
+    again = build_sentences(small)
+    assert again.added == 0 and again.sentences == 6
+    assert has_sentences(small)
+
+
+def test_a_sentence_finds_its_parent_once_in_best_sentence_order(small: ChunkIndex) -> None:
+    build_sentences(small)
+    # the fake embeddings match exact text: the query is one sentence of chunk b
+    [hits] = search_parents(small, ["He never left Lunmar."], k=2, mode="dense", expr=None)
+    assert [str(d.id) for d, _ in hits] == ["b", "a"]  # b's sentence is the best hit, each once
+    parent, score = hits[0]
+    assert parent.page_content == OTHER and parent.metadata["matched_sentence"] == "He never left Lunmar."
+    assert score == pytest.approx(1.0, abs=1e-3)
+    [only] = search_parents(small, ["He never left Lunmar."], k=2, mode="dense", expr='tenant == "acme"')
+    assert [str(d.id) for d, _ in only] == ["a"]  # the access filter reaches the children
+
+
+def test_the_setting_routes_search_and_graphs_through_sentences(small: ChunkIndex, make_context) -> None:
+    build_sentences(small)
+    SEARCHES.clear()
+    (hit,) = search(
+        make_context(search_unit="sentence", search_cache=0), "She studied glass chemistry at Velmora.", k=1
+    )
+    assert hit.id == "a" and hit.metadata["matched_sentence"].startswith("She studied")
+    out = graph.invoke(
+        {"question": "He never left Lunmar."}, context=make_context("Lunmar.", k=1, search_unit="sentence")
+    )
+    assert [d.id for d in out["documents"]] == ["b"]
+
+
+def test_no_sentence_rows_is_refused_naming_the_setting(small: ChunkIndex, make_context) -> None:
+    with pytest.raises(ValueError, match=r"RagContext.search_unit='sentence'.*no sentence rows.*--children"):
+        search(make_context(search_unit="sentence", search_cache=0), "anything", k=1)
+    with pytest.raises(ValidationError, match="search_unit"):
+        RagContext(search_unit="paragraph")  # type: ignore[arg-type]
+
+
+def test_a_deleted_parent_is_skipped(small: ChunkIndex) -> None:
+    build_sentences(small)
+    small.delete_source("b.txt")
+    [hits] = search_parents(small, ["He never left Lunmar."], k=2, mode="dense", expr=None)
+    assert [str(d.id) for d, _ in hits] == ["a"]
