@@ -3,6 +3,7 @@ over stored vectors, the LLM extractor, chains, tokens saved, ids kept, bad spec
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from typing import Any
@@ -176,15 +177,18 @@ def test_a_good_spec_is_normalised():
     assert RagContext().compress == "none"
 
 
-def test_a_naive_run_with_llm_compression_cuts_keeps_ids_and_says_so(make_context, loaded):
+@pytest.mark.parametrize("run", ["invoke", "ainvoke"])
+def test_a_naive_run_with_llm_compression_cuts_keeps_ids_and_says_so(run: str, make_context, loaded):
     plain = graph.invoke({"question": QUESTION}, context=make_context("Korvik [1].", k=3, search_cache=0))
     texts = {d.id: d.page_content for d in plain["documents"]}
     first_id = plain["documents"][0].id
     first = texts[first_id]
     model = ByPassage(replies={first: first[:40]})  # the best passage shortened, the others dropped
-    out = graph.invoke(
-        {"question": QUESTION}, context=make_context(k=3, search_cache=0, chat_model=model, compress="llm")
-    )
+    ctx = make_context(k=3, search_cache=0, chat_model=model, compress="llm")
+    if run == "invoke":
+        out = graph.invoke({"question": QUESTION}, context=ctx)
+    else:
+        out = asyncio.run(graph.ainvoke({"question": QUESTION}, context=ctx))
     assert [d.id for d in out["documents"]] == [first_id]
     assert out["documents"][0].page_content == first[:40]
     assert out["documents"][0].metadata["compressed_from_chars"] == len(first)
