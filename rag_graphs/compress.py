@@ -9,7 +9,9 @@ to each search's kept (reranked, expanded) passages:
   more (near-duplicates: the same fact stored twice costs prompt tokens and says nothing new).
 - ``llm``: the run's chat model keeps only the sentences of each passage that help answer
   (LangChain's ``LLMChainExtractor`` idea); a ``NO_OUTPUT`` or empty reply drops the passage,
-  a model error keeps it whole. For strong chat models: SmolLM2-135M does not extract.
+  a model error keeps it whole, and only sentences copied from the passage replace it (a
+  rewritten reply keeps the stored text). For strong chat models: SmolLM2-135M echoes or
+  rewrites passages instead of extracting.
 
 A compressed passage keeps its chunk id and metadata (citations resolve to the stored chunk)
 and gains ``compressed_from_chars``. Dropped passages are what the note step lists, with the
@@ -20,6 +22,7 @@ passage again; the numpy filters here read the stored vectors instead.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -76,6 +79,7 @@ class Cut:
     shortened: list[str] = field(default_factory=list)
     replies: list[AIMessage] = field(default_factory=list)
     kept_on_error: int = 0
+    unfaithful: int = 0
 
 
 class Compressor(Protocol):
@@ -168,12 +172,32 @@ class LLMExtractor:
             text = str(reply.content).strip()
             if not text or text.upper().startswith(NO_OUTPUT):
                 cut.dropped.append(str(doc.id))
-            elif len(text) < len(doc.page_content):
+                continue
+            extract = copied_sentences(text, doc.page_content)
+            if not extract:  # a paraphrase or an invention: the stored text, never the model's
+                cut.kept.append(doc)
+                cut.unfaithful += 1
+            elif len(extract) < len(doc.page_content):
                 cut.shortened.append(str(doc.id))
-                cut.kept.append(_shortened(doc, text))
-            else:  # no shorter than the passage: nothing was extracted, keep the stored text
+                cut.kept.append(_shortened(doc, extract))
+            else:  # the whole passage copied back: nothing cut
                 cut.kept.append(doc)
         return cut
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def copied_sentences(reply: str, passage: str) -> str:
+    """The sentences of ``reply`` that are copied from ``passage`` (whitespace and case aside),
+    joined. A small model asked to extract often rewrites instead ("born in Korvik, Norway"):
+    only text the chunk holds may stand in for it, or a citation would quote what its chunk
+    never said."""
+    where = " ".join(passage.split()).lower()
+    if " ".join(reply.split()).lower() in where:  # one copied span: kept as written
+        return reply
+    parts = [part.strip() for part in _SENTENCE_END.split(reply) if part.strip()]
+    return " ".join(part for part in parts if " ".join(part.split()).lower() in where)
 
 
 def _shortened(doc: Document, text: str) -> Document:
@@ -193,6 +217,7 @@ class Compressed:
     tokens_saved: int
     replies: list[AIMessage]
     kept_on_error: int
+    unfaithful: int = 0
 
     def describe(self, spec: str) -> str:
         text = (
@@ -201,6 +226,8 @@ class Compressed:
         )
         if self.kept_on_error:
             text += f"; {self.kept_on_error} kept whole after a model error"
+        if self.unfaithful:
+            text += f"; {self.unfaithful} kept whole (the reply was not copied from the passage)"
         return text
 
 
@@ -219,6 +246,7 @@ class Chain:
             out.shortened += [i for i in cut.shortened if i not in out.shortened]
             out.replies += cut.replies
             out.kept_on_error += cut.kept_on_error
+            out.unfaithful += cut.unfaithful
         out.shortened = [i for i in out.shortened if i not in out.dropped]
         out.tokens_saved = sum(tokens(d.page_content) for d in docs) - sum(
             tokens(d.page_content) for d in out.kept

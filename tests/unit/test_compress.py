@@ -142,6 +142,27 @@ def test_the_llm_extractor_keeps_answering_sentences_and_drops_no_output():
     assert model.most <= 2  # the batch's concurrency limit holds
 
 
+def test_only_sentences_copied_from_the_passage_replace_it():
+    model = ByPassage(
+        replies={
+            "Brandt taught music. She lived in Oslo.": "Brandt taught music in Norway.\nShe  lived in oslo.",
+            "Korvik is a village.": "Korvik is a town in Norway.",  # a rewrite: nothing copied
+        }
+    )
+    passages = [
+        Document(id="u", page_content="Brandt taught music. She lived in Oslo."),
+        Document(id="t", page_content="Korvik is a village."),
+    ]
+    cut = LLMExtractor(lambda: model).compress(QUESTION, passages)
+    assert [d.page_content for d in cut.kept] == ["She  lived in oslo.", "Korvik is a village."]
+    assert cut.shortened == ["u"] and cut.unfaithful == 1
+    chain = compressor_for("llm", TableEmbeddings(), model=lambda: model)
+    assert chain is not None
+    assert "1 kept whole (the reply was not copied from the passage)" in chain.compress(
+        QUESTION, passages
+    ).describe("llm")
+
+
 def test_a_chain_applies_its_filters_in_order_and_reports_the_tokens_saved():
     chain = compressor_for(" Embeddings:0.5 , redundant:0.95", TableEmbeddings(), stored=stored)
     assert chain is not None
