@@ -182,9 +182,11 @@ def found(state: RagState, ctx: RagContext, queries: list[str], rankings: list[l
 def _how(ranking: list[Document]) -> dict:
     """What the step says about how the hits were found (graph search names its seed entities;
     a search the cross-question cache answered says so, in the same step, so a repeated run
-    has the same steps as the first)."""
+    has the same steps as the first; a small-to-big search quotes the sentence that found the top hit)."""
     if ranking and ranking[0].metadata.get("cached"):
         return {"text": "search cache hit"}
+    if ranking and "matched_sentence" in ranking[0].metadata:
+        return {"text": f"small-to-big, best sentence: {ranking[0].metadata['matched_sentence'][:160]}"}
     seeds = ranking[0].metadata.get("graph_seeds") if ranking else None
     return (
         {"text": f"graph seeds: {', '.join(seeds[:8]) or 'none (dense/hybrid order)'}"}

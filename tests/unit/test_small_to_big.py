@@ -84,6 +84,8 @@ def test_the_setting_routes_search_and_graphs_through_sentences(small: ChunkInde
         {"question": "He never left Lunmar."}, context=make_context("Lunmar.", k=1, search_unit="sentence")
     )
     assert [d.id for d in out["documents"]] == ["b"]
+    (step,) = [s for s in out["steps"] if s["kind"] == "retrieve"]
+    assert step["text"] == "small-to-big, best sentence: He never left Lunmar."
 
 
 def test_no_sentence_rows_is_refused_naming_the_setting(small: ChunkIndex, make_context) -> None:
