@@ -124,14 +124,16 @@ LLM_PASSAGE_CHARS = 1200
 """Characters of each candidate the listwise prompt shows (RankGPT cuts passages too): 20
 candidates stay within a small model's context."""
 _NUMBER = re.compile(r"\[(\d+)\]")
-_BARE = re.compile(r"\b(\d+)\b")
+_BARE = re.compile(r"\d+")
+_BARE_RANKING = re.compile(r"\s*\d+(?:\s*(?:>|,)\s*\d+)*\s*\.?\s*")
 
 
 def parse_order(reply: str, count: int) -> list[int] | None:
-    """Candidate indexes (0-based) in the order ``reply`` names them (``[3] > [1]``, or bare
-    ``3 > 1`` when no bracket is used): unknown and repeated numbers are ignored and the
-    unmentioned candidates follow in their original order. ``None`` when no usable number."""
-    numbers = _NUMBER.findall(reply) or _BARE.findall(reply)
+    """Candidate indexes (0-based) in the order ``reply`` names them (``[3] > [1]``, or a bare
+    ``3 > 1`` when the whole reply is such a list: digits inside prose, e.g. a year in an echoed
+    passage, are no ranking): unknown and repeated numbers are ignored and the unmentioned
+    candidates follow in their original order. ``None`` when no usable number."""
+    numbers = _NUMBER.findall(reply) or (_BARE.findall(reply) if _BARE_RANKING.fullmatch(reply) else [])
     order: list[int] = []
     for number in numbers:
         at = int(number) - 1

@@ -22,6 +22,8 @@ QUESTION = "Where was Ilsa Brandt born?"
         ("[2] > [2] > [9] > [0]", [1, 0, 2]),  # repeats and unknown numbers ignored, rest appended
         ("Ranking: [3] > [1]. Passage [3] names the town.", [2, 0, 1]),
         ("3 > 1", [2, 0, 1]),  # no brackets: bare numbers
+        (" 2, 3.", [1, 2, 0]),
+        ("Passage 2 says she was born in 1921.", None),  # digits in prose are no ranking
         ("I cannot rank these.", None),
         ("[7] > [8]", None),  # nothing usable
         ("", None),
