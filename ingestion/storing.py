@@ -14,6 +14,7 @@ from langchain_core.documents import Document
 from ingestion.entities import ENTITIES_FIELD, Extractor, annotate
 from ingestion.graph import add_entities
 from ingestion.report import FileResult
+from ingestion.sentences import children_of, has_sentences, sentence_rows
 from ingestion.store import ChunkIndex
 
 Group = list[tuple[FileResult, list[Document]]]
@@ -36,6 +37,7 @@ def store_group(index: ChunkIndex, group: Group, extractor: Extractor | None = N
         stored = [c for r, chunks in group if r.error is None for c in chunks if ENTITIES_FIELD in c.metadata]
         add_entities(index, stored, names)
     _remove_stale(index, [(r, c) for r, c in group if r.error is None and c])
+    _keep_sentences(index, [(r, c) for r, c in group if r.error is None and c])
 
 
 def _annotate_new(index: ChunkIndex, group: Group, extractor: Extractor) -> dict[str, str]:
@@ -81,6 +83,20 @@ def _add_embedded(index: ChunkIndex, chunks: list[Document], vectors: Vectors) -
     """Insert the chunks that have a vector in ``vectors`` (the new ones), with those vectors."""
     fresh = [c for c in chunks if c.id in vectors]
     return index.add(fresh, vectors=[vectors[str(c.id)] for c in fresh])
+
+
+def _keep_sentences(index: ChunkIndex, stored: Group) -> None:
+    """A collection with sentence rows (small-to-big) keeps them current: the new chunks get
+    theirs, earlier versions' go. One existence check per group when it has none."""
+    if not stored or not has_sentences(index):
+        return
+    try:
+        children = children_of(index)
+        children.add([s for _, chunks in stored for c in chunks for s in sentence_rows(c)])
+        children.delete_stale_many({c[0].metadata["source"]: c[0].metadata["doc_hash"] for _, c in stored})
+    except Exception as exc:  # noqa: BLE001 - the chunks are stored; their sentences lag
+        for result, _ in stored:
+            result.error = f"{result.path}: stored, but its sentence rows could not be updated: {exc}"
 
 
 def _remove_stale(index: ChunkIndex, stored: Group) -> None:

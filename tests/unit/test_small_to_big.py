@@ -100,3 +100,19 @@ def test_a_deleted_parent_is_skipped(small: ChunkIndex) -> None:
     small.delete_source("b.txt")
     [hits] = search_parents(small, ["He never left Lunmar."], k=2, mode="dense", expr=None)
     assert [str(d.id) for d, _ in hits] == ["a"]
+
+
+def test_ingest_keeps_the_sentences_of_a_collection_that_has_them(index: ChunkIndex, tmp_path) -> None:
+    from ingestion import ingest
+
+    def put(text: str) -> None:
+        note.write_text(text)
+        ingest([note], uri=index.uri, collection=index.collection, index=index, progress=False)
+
+    note = tmp_path / "note.txt"
+    put(LONG)
+    assert not has_sentences(index)  # none built: ingest adds none
+    build_sentences(index)
+    put(OTHER)  # a changed file: its new chunk gets its sentences, the old version's go
+    texts = {d.page_content for d in children_of(index).where('parent_id != ""')}
+    assert "He never left Lunmar." in texts and "She studied glass chemistry at Velmora." not in texts
