@@ -55,7 +55,7 @@ test-fast: install
 # RAPTOR on the first 30 2WikiMultihopQA questions: about 4.5 h on 2 cores the first time
 # (~15 s per question and method with the embedded models; indexing the corpora ~15 min,
 # 2Wiki's RAPTOR tree ~45 min), then DRAG/IterDRAG's (k, m, n) sweep on the first 10 HotpotQA
-# questions (~25 min, bench/drag_sweep.py). Resumable: an interrupted run continues from its stored rows,
+# questions (~40 min, bench/drag_sweep.py). Resumable: an interrupted run continues from its stored rows,
 # and a finished one only re-renders. BENCH_LIMIT=5 for a quick pass.
 BENCH_LIMIT ?= 30
 bench: install

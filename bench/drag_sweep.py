@@ -78,6 +78,7 @@ def plot(points: list[dict], path: Path) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullFormatter, StrMethodFormatter
 
     fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharex=True)
     for ax, metric, label in zip(axes, ("f1", "contains"), ("F1", "answer contains gold (%)"), strict=True):
@@ -87,6 +88,9 @@ def plot(points: list[dict], path: Path) -> None:
             for p in mine:
                 ax.annotate(p["name"].split(" ", 1)[1], (p["context"], p[metric]), fontsize=6)
         ax.set_xscale("log")
+        ax.xaxis.set_major_formatter(StrMethodFormatter("{x:,.0f}"))
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set_xticks([300, 1000, 3000])
         ax.set_xlabel("effective context length (input tokens per question, all calls)")
         ax.set_ylabel(label)
         ax.legend()
