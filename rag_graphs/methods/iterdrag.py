@@ -41,7 +41,8 @@ _STEP = load_prompt("iterdrag_step")
 MARKERS = {
     "follow_up": re.compile(r"follow[\s-]*up\s*:\s*", re.IGNORECASE),
     "intermediate": re.compile(r"intermediate\s+answer\s*:\s*", re.IGNORECASE),
-    "final": re.compile(r"so\s+the\s+final\s+answer\s+is\s*:?\s*", re.IGNORECASE),
+    # the paper's "So the final answer is:"; small models often drop the "So"
+    "final": re.compile(r"(?:so\s+)?the\s+final\s+answer\s+is\s*:?\s*", re.IGNORECASE),
 }
 NO_FOLLOW_UP = re.compile(
     r"no\s+(?:more\s+|further\s+)?follow[\s-]*ups?\s+(?:questions?\s+)?(?:is\s+|are\s+)?needed", re.IGNORECASE

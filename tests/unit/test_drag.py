@@ -69,6 +69,7 @@ def test_drag_puts_demonstrations_in_the_prompt_and_the_best_document_last(loade
             [("follow_up", "Who founded X?"), ("intermediate", "Ilsa."), ("final", "Korvik [1].")],
         ),
         ("so the final answer is Korvik", [("final", "Korvik")]),
+        ("The final answer is: Korvik", [("final", "Korvik")]),  # SmolLM2 drops the "So"
         ("I think it is Korvik.", []),
     ],
 )
@@ -215,7 +216,8 @@ def test_iterdrag_prompt_shows_chain_demonstrations_and_its_own_follow_ups_in_th
     assert f"Follow up: {demo.chain[0][0]}\nIntermediate answer: {demo.chain[0][1]}" in first
     last = str(model.seen[2][-1].content)
     assert last.rstrip().endswith(
-        "Follow up: Who founded the Velmora Institute?\nIntermediate answer: Ilsa Brandt."
+        "Follow up: Who founded the Velmora Institute?\nIntermediate answer: Ilsa Brandt.\n\n"
+        'Start your reply with "Follow up:" or "So the final answer is:".'
     )
 
 
