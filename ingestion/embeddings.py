@@ -19,6 +19,8 @@ from pathlib import Path
 
 from langchain_core.embeddings import Embeddings
 
+from ingestion.quiet import no_transformers_bars
+
 log = logging.getLogger(__name__)
 
 EMBEDDED = "embedded"
@@ -57,11 +59,12 @@ def load_embeddings(spec: str = EMBEDDED) -> Embeddings:
     if local is not None:
         from langchain_huggingface import HuggingFaceEmbeddings
 
-        return HuggingFaceEmbeddings(
-            model_name=str(local),
-            model_kwargs={"device": "cpu", "local_files_only": True},
-            encode_kwargs={"normalize_embeddings": True},
-        )
+        with no_transformers_bars():
+            return HuggingFaceEmbeddings(
+                model_name=str(local),
+                model_kwargs={"device": "cpu", "local_files_only": True},
+                encode_kwargs={"normalize_embeddings": True},
+            )
     if ":" not in spec:
         raise ValueError(
             f"embeddings spec {spec!r}: expected 'embedded', 'hf:<path>' or "

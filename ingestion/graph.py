@@ -39,9 +39,9 @@ import time
 from dataclasses import dataclass
 
 from langchain_core.documents import Document
-from tqdm.auto import tqdm
 
 from ingestion.entities import ENTITIES_FIELD, Extractor, extract, title_mentions
+from ingestion.progress import progress_bar
 from ingestion.store import DENSE_FIELD, PRIMARY_FIELD, SPARSE_FIELD, TEXT_FIELD, ChunkIndex, quote
 
 NAME_FIELD = "name"
@@ -252,7 +252,7 @@ def build_graph(
     client = index.client
     done = client.query(index.collection, filter=f"exists {ENTITIES_FIELD}", output_fields=["count(*)"])
     report.skipped = int(done[0]["count(*)"])
-    bar = tqdm(
+    bar = progress_bar(
         total=report.chunks, initial=report.skipped, desc="entities", unit="chunk", disable=not progress
     )
     try:

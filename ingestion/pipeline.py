@@ -18,7 +18,6 @@ from typing import Any, TypeVar
 
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
-from tqdm.auto import tqdm
 
 from ingestion.captioning import load_captioner
 from ingestion.chunking import chunk_document
@@ -28,6 +27,7 @@ from ingestion.embeddings import EMBEDDED, chunk_tokenizer, load_embeddings
 from ingestion.entities import Extractor, load_extractor
 from ingestion.graph import has_graph
 from ingestion.options import IngestOptions, access_labels, options_with
+from ingestion.progress import progress_bar
 from ingestion.report import FileResult, IngestReport
 from ingestion.store import ChunkIndex, open_index
 from ingestion.storing import Group, store_group
@@ -105,7 +105,7 @@ def ingest(
     # when a Docling Serve instance does the work.
     workers = 4 if options.docling_serve else 1
     report = IngestReport(skipped=found.skipped)
-    with tqdm(total=len(files), desc="ingest", unit="file", disable=not progress) as bar:
+    with progress_bar(total=len(files), desc="ingest", unit="file", disable=not progress) as bar:
         for result in _ingest_files(index, files, prepare, workers, extractor):
             report.files.append(result)
             bar.update(1)

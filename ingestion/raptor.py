@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
-from tqdm.auto import tqdm
 
+from ingestion.progress import progress_bar
 from ingestion.store import TAGS_FIELD, TENANT_FIELD, ChunkIndex, open_index
 from prompts import load_prompt
 from prompts.fencing import fence
@@ -204,7 +204,7 @@ def build_tree(
         if len(groups) in (0, len(nodes)):  # past max_levels, or clustering merged nothing: pack
             groups = pack(sizes, cluster_chars)
         made = []
-        for group in tqdm(groups, desc=f"RAPTOR level {level}", unit="cluster", disable=not progress):
+        for group in progress_bar(groups, desc=f"RAPTOR level {level}", unit="cluster", disable=not progress):
             children = [nodes[i] for i in group]
             node_id = _node_id(level, [str(c.id) for c in children])
             stored = tree.get([node_id])

@@ -24,6 +24,8 @@ from typing import Literal
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
+from ingestion.quiet import LOCAL_GRPC_OPTIONS, quiet_milvus_lite
+
 log = logging.getLogger(__name__)
 
 SearchMode = Literal["dense", "hybrid"]
@@ -281,7 +283,10 @@ class ChunkIndex:
             # probed before Milvus Lite starts, which would log its own traceback first
             if not _served_here(self.uri) and _held_by_other_process(self.uri):
                 raise StoreLockedError(_lock_message(self.uri))
-        connection = {"uri": self.uri}
+        connection: dict = {"uri": self.uri}
+        if is_local(self.uri):
+            quiet_milvus_lite()
+            connection["grpc_options"] = dict(LOCAL_GRPC_OPTIONS)
         if token := os.environ.get("MILVUS_TOKEN"):
             connection["token"] = token
         try:

@@ -12,6 +12,7 @@ from typing import Annotated, Any, NoReturn
 import typer
 from rich.console import Console
 
+from ingestion.quiet import show_debug_log
 from rag_graphs.context import RagContext
 from rag_graphs.run import DEFAULT_CHECKPOINTS, Finished, Progress, Resumed, RunEvent, Step
 from rag_graphs.sources import delete_sources, source_key
@@ -19,6 +20,23 @@ from rag_graphs.sources import delete_sources, source_key
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 console = Console()
 err = Console(stderr=True)
+
+
+@app.callback()
+def _options(
+    verbose: Annotated[
+        bool,
+        typer.Option(
+            "--verbose",
+            "-v",
+            help="show third-party messages (Milvus Lite, gRPC) and the debug log [env RAG_GRAPHS_VERBOSE]",
+        ),
+    ] = False,
+) -> None:
+    """Options for every command."""
+    if verbose:
+        show_debug_log()
+
 
 StoreOpt = Annotated[
     str | None, typer.Option("--store", help="Milvus Lite path or server URI [env RAG_GRAPHS_STORE_URI]")

@@ -78,7 +78,10 @@ def _embedded(max_tokens: int) -> BaseChatModel:
         # 256-token repetition loops on hard questions; 1.1 (llama.cpp's usual
         # value) does not, at the price of occasional number drift ("320.57 m").
         repeat_penalty=1.1,
-        n_threads=usable_cpus(),
+        n_threads=llama_threads(),
+        # Prompt processing has its own count, which llama-cpp-python otherwise sets to the
+        # host's CPUs (not the affinity mask): the same spinning threads on a shared core.
+        model_kwargs={"n_threads_batch": llama_threads()},
         verbose=False,
         # llama.cpp reports token counts only on non-streamed completions;
         # LangChain would otherwise stream inside graph runs and lose them.
@@ -87,12 +90,56 @@ def _embedded(max_tokens: int) -> BaseChatModel:
     )
 
 
-def usable_cpus() -> int:
-    """CPUs this process may run on (its affinity mask: ``taskset``, cgroup cpusets), not the host's."""
+LLAMA_THREADS_ENV = "RAG_GRAPHS_LLAMA_THREADS"
+
+
+def llama_threads() -> int:
+    """Threads for the embedded llama.cpp runtime: ``RAG_GRAPHS_LLAMA_THREADS`` when set (at most
+    the CPUs this process may run on, ``usable_cpus``), else half of those (at least one), as
+    llama-cpp-python's own default does with the host's count.
+
+    llama.cpp's worker threads spin while they wait for each other, so a thread that loses its
+    core to other work stalls every token. Measured on 2 cores (BENCHMARKS.md, "Threads"): one
+    call took 0.25 s with 2 threads and 0.41 s with 1 when idle, but 8.2 s with 2 threads and
+    0.85 s with 1 while another process kept one core busy. Half leaves room for the store, the
+    embedder and whatever else shares the machine; set the variable to all CPUs on a machine
+    that runs nothing else.
+
+    Raises:
+        ValueError: the variable is not a positive integer.
+    """
+    raw = os.environ.get(LLAMA_THREADS_ENV, "").strip()
+    if not raw:
+        return max(1, usable_cpus() // 2)
     try:
-        return max(1, len(os.sched_getaffinity(0)))
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ValueError(f"{LLAMA_THREADS_ENV}={raw!r}: expected a positive number of threads, e.g. 1")
+    return min(value, usable_cpus())
+
+
+CPU_QUOTA_FILE = Path("/sys/fs/cgroup/cpu.max")
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on, not the host's: its affinity mask (``taskset``, cgroup
+    cpusets), lowered to a cgroup v2 CPU quota when one is set (``docker run --cpus 2``)."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - macOS, Windows
-        return max(1, os.cpu_count() or 1)
+        cpus = os.cpu_count() or 1
+    return max(1, min(cpus, _cpu_quota() or cpus))
+
+
+def _cpu_quota() -> int | None:
+    """Whole CPUs of the cgroup v2 quota (``cpu.max``: "quota period"), None without one."""
+    try:
+        quota, period = CPU_QUOTA_FILE.read_text().split()[:2]
+        return max(1, int(quota) // int(period)) if quota != "max" else None
+    except (OSError, ValueError):
+        return None
 
 
 def _hf_local(path: str, max_tokens: int) -> BaseChatModel:

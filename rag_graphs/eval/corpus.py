@@ -12,9 +12,9 @@ import re
 
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
-from tqdm.auto import tqdm
 
 from ingestion import ChunkIndex, open_index
+from ingestion.progress import progress_bar
 from rag_graphs.eval.datasets import Dataset
 
 BATCH = 256
@@ -52,7 +52,9 @@ def load_passages(dataset: Dataset, index: ChunkIndex, *, progress: bool = True)
     if index.count() >= len(passages):
         return 0
     added = 0
-    bar = tqdm(total=len(passages), desc=f"indexing {dataset.name}", unit="passage", disable=not progress)
+    bar = progress_bar(
+        total=len(passages), desc=f"indexing {dataset.name}", unit="passage", disable=not progress
+    )
     for start in range(0, len(passages), BATCH):
         batch = passages[start : start + BATCH]
         added += index.add([passage_document(p, dataset) for p in batch])

@@ -19,8 +19,7 @@ import json
 from pathlib import Path
 from typing import Literal
 
-from tqdm.auto import tqdm
-
+from ingestion.progress import progress_bar
 from rag_graphs.context import RagContext
 from rag_graphs.demonstrations import MAX_DOCS
 from rag_graphs.eval.corpus import open_corpus
@@ -60,7 +59,7 @@ def mine_demonstrations(
         raise ValueError(f"require must be 'answer' or 'evidence', not {require!r}")
     kept: list[dict] = []
     candidates = [e for e in ds.examples[offset : offset + limit] if e.chain or not chains]
-    for example in tqdm(candidates, desc="mining demonstrations", disable=not progress):
+    for example in progress_bar(candidates, desc="mining demonstrations", disable=not progress):
         result = naive.invoke({"question": example.question}, context=ctx)
         documents = result.get("documents", [])[:max_documents]
         if require == "answer":

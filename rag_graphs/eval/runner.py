@@ -25,9 +25,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Literal
 
-from tqdm.auto import tqdm
-
 from ingestion import ids_filter
+from ingestion.progress import progress_bar
 from rag_graphs.context import RagContext
 from rag_graphs.eval.corpus import open_corpus
 from rag_graphs.eval.datasets import Dataset, Example, load_dataset
@@ -324,7 +323,7 @@ def evaluate(
     rows_path = run_dir / ROWS
     _repair_tail(rows_path)
     lock = threading.Lock()
-    bar = tqdm(total=len(todo), desc=f"eval {ds.name}", unit="run", disable=not progress)
+    bar = progress_bar(total=len(todo), desc=f"eval {ds.name}", unit="run", disable=not progress)
     with rows_path.open("a", encoding="utf-8") as sink:
 
         def work(item: tuple[str, Example]) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +22,7 @@ from rag_graphs.methods import METHODS, get_graph
 from rag_graphs.methods.naive import graph
 from rag_graphs.models import load_chat_model
 from rag_graphs.structured import invoke_structured
+from tests.contract import check_contract
 
 pytestmark = pytest.mark.embedded
 
@@ -127,25 +129,23 @@ print(json.dumps({{"store": ctx.store_uri, "n": len(out["citations"]), "answer":
     env = {**os.environ, "RAG_GRAPHS_STORE_URI": str(tmp_path / "env.db"), "RAG_GRAPHS_K": "2"}
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
+    # Milvus Lite's plumbing messages (ingestion.quiet) stay off the user's screen.
+    assert not re.search(r"NotImplementedError|GOAWAY|too_many_pings|\[WARNING\]\[", proc.stderr), proc.stderr
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result["store"] == str(tmp_path / "env.db") and 1 <= result["n"] <= 2 and result["answer"]
 
 
 @pytest.mark.parametrize("method", [m for m in METHODS if m != "naive"])
-def test_every_method_answers_with_citations_within_budget_on_the_embedded_model(ctx, method):
+def test_every_method_keeps_the_contract_on_the_embedded_model(ctx, method):
+    """Whatever branch SmolLM2's words take on this CPU (see ``tests/contract.py``)."""
     multi_hop = "In which town was the founder of the Velmora Institute born?"
     out = get_graph(method).invoke({"question": multi_hop}, context=ctx)
-    assert out["answer"].strip()
-    if method == "auto":  # the nearest-example router sends this question to retrieval
-        assert out["steps"][0]["text"].startswith("multi_hop -> ircot (nearest example: ")
-    if not out["documents"]:
-        # Self-RAG may judge that no retrieval is needed (SmolLM2 sometimes does, on this
-        # question); the first step must then say so.
-        assert method == "self_rag" and "retrieve=False" in out["steps"][0]["text"], out["steps"]
-        return
-    assert out["citations"]
     collection = tree_collection(ctx.collection) if method == "raptor" else ctx.collection
     index = open_index(ctx.store_uri, collection, load_embeddings("embedded"))
-    assert len(index.get([c["chunk_id"] for c in out["citations"]])) == len(out["citations"])
-    assert 1 <= out["usage"]["retrievals"] <= ctx.max_hops
-    assert out["steps"][-1]["node"] == "generate"
+    cited = index.get([c["chunk_id"] for c in out["citations"]]) if out["citations"] else []
+    check_contract(out, method=method, ctx=ctx, stored=cited)
+    if method == "auto":  # the router says which kind it saw and which method it ran
+        routed = re.match(r"(\w+) -> (\w+|answer directly)\b", out["steps"][0]["text"])
+        assert routed and (routed[2] in METHODS or routed[2] == "answer directly"), out["steps"][0]
+    if not out["documents"]:  # only a method that may judge retrieval unneeded answers without passages
+        assert method in {"self_rag", "auto"} and out["usage"].get("retrievals", 0) == 0, out["steps"]
