@@ -125,7 +125,7 @@ def _non_blank(value: str) -> str:
     return value
 
 
-Label = Annotated[str, AfterValidator(_non_blank)]
+Label = Annotated[str, Field(min_length=1), AfterValidator(_non_blank)]
 Labels = Annotated[tuple[Label, ...], BeforeValidator(_one_or_many)]
 
 

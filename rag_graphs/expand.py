@@ -44,7 +44,9 @@ def check_expand(spec: str) -> str:
     if text.startswith(PREFIX) and number.isascii() and number.isdigit():
         if 1 <= int(number) <= MAX_WINDOW:
             return text
-        raise ValueError(f"RagContext.expand={spec!r}: N must be between 1 and {MAX_WINDOW}")
+        raise ValueError(
+            f"RagContext.expand={spec!r}: unknown expansion: neighbours:N takes N from 1 to {MAX_WINDOW}"
+        )
     raise ValueError(f"RagContext.expand={spec!r}: unknown expansion; use {SPECS}")
 
 

@@ -27,7 +27,7 @@ def _invoke(*args: str) -> tuple[int, str]:
 
 @pytest.mark.parametrize("spec", ["neighbours:20000000", "neighbours:101"])
 def test_a_huge_expansion_window_is_refused_naming_its_range(spec, monkeypatch):
-    with pytest.raises(ValidationError, match="RagContext.expand=.*between 1 and 100"):
+    with pytest.raises(ValidationError, match="RagContext.expand=.*N from 1 to 100"):
         RagContext(expand=spec)
     monkeypatch.setenv("RAG_GRAPHS_EXPAND", spec)
     with pytest.raises(ValidationError, match="RAG_GRAPHS_EXPAND"):
