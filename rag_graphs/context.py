@@ -301,7 +301,9 @@ class RagContext:
 
     tenant: Label | None = _env("RAG_GRAPHS_TENANT", None, restricts=True)
     """Access control: search only chunks ingested with this tenant (``ingest(tenant=...)``);
-    chunks without one are then out of reach. None: no tenant restriction."""
+    chunks without one are then out of reach. None: no tenant restriction. An empty or blank
+    value is refused, also from ``RAG_GRAPHS_TENANT=`` (unset it for no restriction), as are
+    empty ``RAG_GRAPHS_TAGS``/``RAG_GRAPHS_SOURCES`` (``,``): an access setting fails closed."""
 
     tags: Labels = _env("RAG_GRAPHS_TAGS", (), _names, restricts=True)
     """Access control: search only chunks carrying at least one of these tags
@@ -399,7 +401,7 @@ class RagContext:
     shipped ``prompts/question_kinds.json``."""
 
     max_hops: LoopBudget = _env("RAG_GRAPHS_MAX_HOPS", 3)
-    """Budget of retrieval hops for multi-hop methods."""
+    """Budget of retrieval hops for multi-hop methods (loop budgets are at most ``MAX_LOOP``, 50)."""
 
     fixed_hops: LoopBudget = _env("RAG_GRAPHS_FIXED_HOPS", 2)
     """Number of hops of the fixed-step method."""
