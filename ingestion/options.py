@@ -10,6 +10,7 @@ each setting as a keyword (``options_with``) for callers that name one or two.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any
@@ -53,7 +54,9 @@ class IngestOptions:
     and are kept as tuples.
 
     Raises:
-        ValueError: ``tenant`` is not a non-empty string, or a tag is not one.
+        ValueError: ``tenant`` is not a non-empty string, or a tag is not one; ``max_file_bytes``
+            is not a whole number of bytes >= 1; ``timeout`` is not None or a finite number
+            of seconds > 0 (NaN would disable the hang guard, a negative one refuse every file).
     """
 
     include: Sequence[str] = ()
@@ -74,6 +77,7 @@ class IngestOptions:
             value: Iterable[str] = getattr(self, name)
             object.__setattr__(self, name, (value,) if isinstance(value, str) else tuple(value))
         access_labels(self.tenant, self.tags)
+        check_bounds(self.max_file_bytes, self.timeout)
 
     @property
     def labels(self) -> dict[str, Any]:
@@ -106,6 +110,33 @@ def options_with(options: IngestOptions | None, overrides: Mapping[str, Any]) ->
             f"its settings are {', '.join(OPTION_NAMES)} (or pass options=IngestOptions(...))"
         )
     return replace(options or IngestOptions(), **overrides)
+
+
+def check_bounds(max_file_bytes: Any, timeout: Any) -> None:
+    """Refuse, naming the setting and its range, a file size limit or a timeout that is not one."""
+    if isinstance(max_file_bytes, bool) or not isinstance(max_file_bytes, int) or max_file_bytes < 1:
+        raise ValueError(f"ingest: max_file_bytes={max_file_bytes!r}: expected a whole number of bytes >= 1")
+    if timeout is not None and (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, int | float)
+        or not math.isfinite(timeout)
+        or timeout <= 0
+    ):
+        raise ValueError(
+            f"ingest: timeout={timeout!r}: expected a finite number of seconds > 0 "
+            "(None: no limit, in process)"
+        )
+
+
+def megabytes(value: float, setting: str = "--max-file-mb") -> int:
+    """``value`` megabytes as bytes, for a size given in MB (the CLI's ``--max-file-mb``).
+
+    Raises:
+        ValueError: ``value`` is not a finite number > 0 (the message names ``setting``).
+    """
+    if not math.isfinite(value) or value <= 0 or int(value * 1024 * 1024) < 1:
+        raise ValueError(f"{setting}={value!r}: expected a finite number of megabytes > 0")
+    return int(value * 1024 * 1024)
 
 
 def access_labels(tenant: str | None, tags: Iterable[str]) -> dict[str, Any]:

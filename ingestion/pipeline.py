@@ -190,14 +190,19 @@ def _ingest_files(
 
 
 def _prepared(path: Path, prepared: Future[list[Document]]) -> tuple[FileResult, list[Document]]:
-    """The file's chunks and its result so far (chunk counts, or the error naming the file)."""
+    """The file's chunks and its result so far (chunk counts, or the error naming the file).
+
+    A chunk id hashes the chunk's text and place, so identical chunks of one file (a CSV of
+    repeated rows) are one chunk: they are merged here and counted as ``merged``, so every
+    count after this one (chunks, new, already stored) is of what the store can hold."""
     result = FileResult(path=str(path))
     try:
         chunks = prepared.result()
     except Exception as exc:  # one bad file must not stop the batch
         result.error = str(exc) if str(path) in str(exc) else f"{path}: {exc}"
         return result, []
-    result.chunks = len(chunks)
+    unique = list({str(c.id): c for c in chunks}.values())  # identical chunks share an id: stored once
+    result.chunks, result.merged, chunks = len(unique), len(chunks) - len(unique), unique
     for chunk in chunks:
         result.kinds[chunk.metadata["kind"]] = result.kinds.get(chunk.metadata["kind"], 0) + 1
     return result, chunks

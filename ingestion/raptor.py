@@ -15,6 +15,19 @@ Building is explicit (``rag-graphs raptor build``) and resumable: node ids
 hash their children, clustering is seeded, and a summary already stored is
 not written again, so a re-run after an interruption only does what is missing.
 
+The tree follows its chunks. A summary reads its children's text, so it must
+never outlive them: whenever chunks leave the collection (``ingest --delete``,
+a changed or relabelled file replacing its old chunks; ``ChunkIndex`` calls
+``forget_in_tree`` before it deletes them), their leaf copies and every summary
+above them are removed from the tree, not relabelled. Dropping is the simple,
+safe choice: a summary's labels are those all its children share
+(``shared_labels``), and a recomputed label could only be right if every other
+child were still right too. What remains is searched as before; ``raptor build``
+writes the missing summaries again. A build also prunes first: leaves whose
+chunk is gone or whose labels (tenant, tags, source, file version) differ from
+the chunk's are removed with their ancestors and copied again, so a tree built
+before this rule, or changed behind its back, is made current by rebuilding.
+
 The tree always ends in one root: after ``max_levels`` clustered levels (or
 as soon as clustering merges nothing), the remaining nodes are packed in order
 into groups that fit the summariser's budget, two or more a group, level after
@@ -37,13 +50,17 @@ from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 
 from ingestion.progress import progress_bar
-from ingestion.store import TAGS_FIELD, TENANT_FIELD, ChunkIndex, open_index
+from ingestion.store import TAGS_FIELD, TENANT_FIELD, ChunkIndex, open_index, quote
 from prompts import load_prompt
 from prompts.fencing import fence
 
 MAX_CLUSTER_CHARS = 6000  # text of one cluster given to the summariser
 REDUCED_DIMS = 10
 MAX_CLUSTERS = 50
+LEAF_LABELS = (TENANT_FIELD, TAGS_FIELD, "source", "doc_hash")
+"""What a leaf copy must share with its chunk to stay in the tree (access labels, file version)."""
+_ID_BATCH = 256
+_QUERY_LIMIT = 16_384  # Milvus's largest query limit
 
 
 def tree_collection(collection: str) -> str:
@@ -59,10 +76,14 @@ class RaptorReport:
     nodes_per_level: list[int] = field(default_factory=list)
     summaries_written: int = 0
     seconds: float = 0.0
+    pruned: int = 0
+    """Stale nodes removed before building: leaves whose chunk is gone or relabelled, and
+    every summary above them."""
 
     def summary(self) -> str:
         levels = ", ".join(f"level {i}: {n}" for i, n in enumerate(self.nodes_per_level))
-        return f"RAPTOR tree: {levels}; {self.summaries_written} new summaries in {self.seconds:.1f}s"
+        stale = f"; {self.pruned} stale nodes removed" if self.pruned else ""
+        return f"RAPTOR tree: {levels}; {self.summaries_written} new summaries{stale} in {self.seconds:.1f}s"
 
 
 def _mixture_groups(vectors: np.ndarray, seed: int, components: int | None = None) -> list[list[int]]:
@@ -185,6 +206,7 @@ def build_tree(
         raise ValueError(f"collection {source.collection!r} at {source.uri} is empty: ingest documents first")
     tree = open_index(source.uri, tree_collection(source.collection), source.embeddings, hybrid=source.hybrid)
     report = RaptorReport(leaves=len(leaves), nodes_per_level=[len(leaves)])
+    report.pruned = forget_chunks(tree, _stale_leaves(tree, {str(d.id): d for d, _ in leaves}))
     copies = [
         Document(
             page_content=d.page_content, metadata={**d.metadata, "chunk_id": d.id, "level": 0, "children": []}
@@ -264,3 +286,48 @@ def leaves_of(tree: ChunkIndex, node_id: str) -> list[Document]:
             else:
                 leaves.append(node)
     return leaves
+
+
+def _stale_leaves(tree: ChunkIndex, chunks: dict[str, Document]) -> list[str]:
+    """Ids of the tree's leaves whose chunk is gone or carries other labels (``LEAF_LABELS``)."""
+    stale = []
+    for node, _ in tree.iter_chunks():
+        if node.metadata.get("level") != 0:
+            continue
+        chunk = chunks.get(str(node.id))
+        if chunk is None or any(node.metadata.get(f) != chunk.metadata.get(f) for f in LEAF_LABELS):
+            stale.append(str(node.id))
+    return stale
+
+
+def forget_in_tree(source: ChunkIndex, chunk_ids: list[str]) -> int:
+    """``forget_chunks`` in ``source``'s tree, when it has one (``ChunkIndex`` calls this
+    before deleting chunks); return how many tree nodes were removed."""
+    name = tree_collection(source.collection)
+    if not chunk_ids or not source.client.has_collection(name):
+        return 0
+    return forget_chunks(open_index(source.uri, name, source.embeddings, hybrid=source.hybrid), chunk_ids)
+
+
+def forget_chunks(tree: ChunkIndex, chunk_ids: list[str]) -> int:
+    """Remove these chunks' leaf copies from ``tree`` and every summary built over them, level
+    after level up to the root; return how many nodes were removed. Summaries over other
+    chunks stay; ``build_tree`` writes the removed ones again from what is left."""
+    removed = 0
+    frontier = list(dict.fromkeys(map(str, chunk_ids)))
+    while frontier:
+        parents = _parents(tree, frontier)
+        removed += tree.delete_ids(frontier)
+        frontier = [p for p in parents if p not in frontier]
+    return removed
+
+
+def _parents(tree: ChunkIndex, ids: list[str]) -> list[str]:
+    """Ids of the tree nodes that list any of ``ids`` among their children."""
+    found: list[str] = []
+    for i in range(0, len(ids), _ID_BATCH):
+        values = ", ".join(quote(x) for x in ids[i : i + _ID_BATCH])
+        found += [
+            str(d.id) for d in tree.where(f"json_contains_any(children, [{values}])", limit=_QUERY_LIMIT)
+        ]
+    return list(dict.fromkeys(found))

@@ -23,6 +23,7 @@ class FileResult:
     added: int = 0
     removed_stale: int = 0
     kinds: dict[str, int] = field(default_factory=dict)  # chunks per kind (text/table/picture)
+    merged: int = 0  # identical chunks of the file (same id) counted and stored once
     error: str | None = None
 
 
@@ -76,5 +77,8 @@ class IngestReport:
         ]
         lines += [f"  FAILED {f.error}" for f in self.failed]
         lines += [f"  NO CHUNKS {f.path}: converted, but no text to store" for f in self.empty]
+        lines += [
+            f"  MERGED {f.path}: {f.merged} identical chunk(s) stored once" for f in self.ok if f.merged
+        ]
         lines += [f"  SKIPPED {s}" for s in self.skipped]
         return "\n".join(lines)

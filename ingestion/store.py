@@ -403,9 +403,7 @@ class ChunkIndex:
         )
         with self._lock:
             rows = self.client.query(self.collection, filter=expr, output_fields=[PRIMARY_FIELD, "source"])
-            if rows:
-                self.client.delete(self.collection, ids=[r[PRIMARY_FIELD] for r in rows])
-                self._mark_changed()
+            self._delete_rows([r[PRIMARY_FIELD] for r in rows])
         for row in rows:
             removed[row["source"]] += 1
         return removed
@@ -418,10 +416,29 @@ class ChunkIndex:
             rows = self.client.query(
                 self.collection, filter=f"source == {quote(source)}", output_fields=[PRIMARY_FIELD]
             )
-            if rows:
-                self.client.delete(self.collection, ids=[r[PRIMARY_FIELD] for r in rows])
-                self._mark_changed()
+            self._delete_rows([r[PRIMARY_FIELD] for r in rows])
         return len(rows)
+
+    def delete_ids(self, ids: list[str]) -> int:
+        """Delete the chunks with these ids (and what is derived from them); return how many were stored."""
+        if not ids or not self._exists():
+            return 0
+        with self._lock:
+            present = sorted(self.existing_ids(list(ids)))
+            self._delete_rows(present)
+        return len(present)
+
+    def _delete_rows(self, ids: list[str]) -> None:
+        """Delete rows by id, after what was derived from them: the RAPTOR tree's copies of
+        these chunks and every summary above them go first (``ingestion.raptor.forget_chunks``),
+        so a failure part-way leaves the chunks, never a summary of a chunk that is gone."""
+        if not ids:
+            return
+        from ingestion.raptor import forget_in_tree  # builds on this module: imported when used
+
+        forget_in_tree(self, ids)
+        self.client.delete(self.collection, ids=ids)
+        self._mark_changed()
 
     def _mark_changed(self) -> None:
         """Invalidate search caches: this process's generation, and for every process the

@@ -66,7 +66,7 @@ def _store_together(index: ChunkIndex, group: Group, vectors: Vectors) -> bool:
     except Exception:  # noqa: BLE001 - retried file by file, where the error gets a name
         return False
     for result, chunks in group:
-        result.added = sum(1 for c in chunks if c.id in vectors)
+        result.added = len({c.id for c in chunks if c.id in vectors})  # what the store gained
     return True
 
 

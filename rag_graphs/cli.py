@@ -186,6 +186,7 @@ def ingest(
     """
     from ingestion import StoreLockedError
     from ingestion import ingest as run_ingest
+    from ingestion.options import megabytes
     from ingestion.sentences import build_sentences
 
     if not paths and not delete:
@@ -219,7 +220,7 @@ def ingest(
             captioner=captioner,
             caption_prompt=caption_prompt,
             allow_fetch=allow_fetch,
-            max_file_bytes=int(max_file_mb * 1024 * 1024),
+            max_file_bytes=megabytes(max_file_mb),
             docling_serve=docling_serve,
             timeout=timeout or None,
             tenant=tenant,

@@ -43,6 +43,10 @@ NonNegative = Annotated[int, Field(ge=0)]
 Fraction = Annotated[float, Field(ge=0, le=1)]
 MAX_K = 16_384  # Milvus (Lite and server) refuses a larger top-k, after a long wait
 TopK = Annotated[int, Field(ge=1, le=MAX_K)]
+MAX_LOOP = 50
+"""Most hops, steps or iterations one loop may be given: each costs model calls and searches, and
+a budget of millions ran until LangGraph's recursion limit stopped it."""
+LoopBudget = Annotated[int, Field(ge=1, le=MAX_LOOP)]
 
 
 def _check_filter(expr: str) -> str:
@@ -113,7 +117,16 @@ def _one_or_many(value: Any) -> Any:
     return (value,) if isinstance(value, str) else (() if value is None else value)
 
 
-Labels = Annotated[tuple[Annotated[str, Field(min_length=1)], ...], BeforeValidator(_one_or_many)]
+def _non_blank(value: str) -> str:
+    """An access label that names something: an empty or blank one would match nothing, or,
+    read from an empty environment variable, restrict nothing."""
+    if not value.strip():
+        raise PydanticCustomError("blank_label", "an access label must not be empty or blank")
+    return value
+
+
+Label = Annotated[str, Field(min_length=1), AfterValidator(_non_blank)]
+Labels = Annotated[tuple[Label, ...], BeforeValidator(_one_or_many)]
 
 
 def _parse_routes(value: Any) -> Any:
@@ -161,14 +174,27 @@ Routes = Annotated[
 ]
 
 
-def _env(name: str, default: Any, cast: Callable[[str], Any] | None = None) -> Any:
-    """A field whose default is environment variable ``name`` (converted by the field's type)."""
+def _env(
+    name: str, default: Any, cast: Callable[[str], Any] | None = None, *, restricts: bool = False
+) -> Any:
+    """A field whose default is environment variable ``name`` (converted by the field's type).
+
+    An empty variable means "not set", except for an access restriction (``restricts``): there
+    ``RAG_GRAPHS_TENANT=`` (often an unset shell variable expanded) or ``RAG_GRAPHS_TAGS=,``
+    would silently restrict nothing, so a variable that is set but names nothing is refused.
+    """
 
     def factory() -> Any:
         raw = os.environ.get(name)
-        if raw is None or raw == "":
+        if raw is None or (raw == "" and not restricts):
             return default
-        return cast(raw) if cast else raw
+        value = cast(raw) if cast else raw
+        if restricts and not (value.strip() if isinstance(value, str) else value):
+            raise ValueError(
+                f"environment variable {name}={raw!r} is set but names no value, so it would restrict "
+                f"nothing: give a value, or unset {name} for no restriction"
+            )
+        return value
 
     return field(default_factory=factory, metadata={"env": name})
 
@@ -273,15 +299,17 @@ class RagContext:
     (``ingestion.store.check_filter``): it is parenthesised beside the access fields, and a
     filter such as ``1==1) or (1==1`` that would close that parenthesis is refused."""
 
-    tenant: str | None = _env("RAG_GRAPHS_TENANT", None)
+    tenant: Label | None = _env("RAG_GRAPHS_TENANT", None, restricts=True)
     """Access control: search only chunks ingested with this tenant (``ingest(tenant=...)``);
-    chunks without one are then out of reach. None: no tenant restriction."""
+    chunks without one are then out of reach. None: no tenant restriction. An empty or blank
+    value is refused, also from ``RAG_GRAPHS_TENANT=`` (unset it for no restriction), as are
+    empty ``RAG_GRAPHS_TAGS``/``RAG_GRAPHS_SOURCES`` (``,``): an access setting fails closed."""
 
-    tags: Labels = _env("RAG_GRAPHS_TAGS", (), _names)
+    tags: Labels = _env("RAG_GRAPHS_TAGS", (), _names, restricts=True)
     """Access control: search only chunks carrying at least one of these tags
     (``ingest(tags=...)``; env: comma-separated). Empty: no tag restriction."""
 
-    sources: Labels = _env("RAG_GRAPHS_SOURCES", (), _names)
+    sources: Labels = _env("RAG_GRAPHS_SOURCES", (), _names, restricts=True)
     """Access control: search only chunks of these sources (the stored ``source``: a resolved
     file path or a URL; see ``rag-graphs sources``). Empty: every source."""
 
@@ -350,8 +378,8 @@ class RagContext:
     num_demos: NonNegative = _env("RAG_GRAPHS_NUM_DEMOS", 2)
     """In-context demonstrations (m) DRAG and IterDRAG show, from ``demonstrations``."""
 
-    iterdrag_iterations: Positive = _env("RAG_GRAPHS_ITERDRAG_ITERATIONS", 5)
-    """Most follow-up sub-queries IterDRAG may ask (the paper's n)."""
+    iterdrag_iterations: LoopBudget = _env("RAG_GRAPHS_ITERDRAG_ITERATIONS", 5)
+    """Most follow-up sub-queries IterDRAG may ask (the paper's n; at most 50, like every loop budget)."""
 
     raptor_mode: Literal["collapsed", "traversal"] = _env("RAG_GRAPHS_RAPTOR_MODE", "collapsed")
     """RAPTOR query: ``collapsed`` searches every tree level at once; ``traversal`` descends from
@@ -372,13 +400,13 @@ class RagContext:
     """JSON file of labelled example questions per kind for ``router="examples"``; None: the
     shipped ``prompts/question_kinds.json``."""
 
-    max_hops: Positive = _env("RAG_GRAPHS_MAX_HOPS", 3)
-    """Budget of retrieval hops for multi-hop methods."""
+    max_hops: LoopBudget = _env("RAG_GRAPHS_MAX_HOPS", 3)
+    """Budget of retrieval hops for multi-hop methods (loop budgets are at most ``MAX_LOOP``, 50)."""
 
-    fixed_hops: Positive = _env("RAG_GRAPHS_FIXED_HOPS", 2)
+    fixed_hops: LoopBudget = _env("RAG_GRAPHS_FIXED_HOPS", 2)
     """Number of hops of the fixed-step method."""
 
-    max_steps: Positive = _env("RAG_GRAPHS_MAX_STEPS", 8)
+    max_steps: LoopBudget = _env("RAG_GRAPHS_MAX_STEPS", 8)
     """Budget of loop iterations (agent steps, rewrites) for looping methods."""
 
     web_search: WebSearchSpec = _env("RAG_GRAPHS_WEB_SEARCH", None)

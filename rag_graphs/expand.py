@@ -9,6 +9,12 @@ heading path (``headings``, stored with every chunk) is the hit's own, nearest f
 budget lasts, placed in reading order. Either way the added chunks follow their hit and the added
 text stays within ``expand_max_tokens`` per search (about four characters a token: no tokenizer
 is loaded for a budget). Chunks already in the ranking are not added twice.
+
+Expansion reads the store again, so it applies the run's whole filter (``RagContext.search_expr``:
+``search_filter`` and the access fields) to every chunk it adds, exactly as the search did: a
+chunk the search could not return cannot come in beside a hit either. ``N`` is at most
+``MAX_WINDOW``: each hit asks the store for ``2N`` positions, and a window of millions built a
+list of that size before any budget applied.
 """
 
 from __future__ import annotations
@@ -18,11 +24,13 @@ from dataclasses import dataclass
 from langchain_core.documents import Document
 
 from ingestion import ChunkIndex
-from ingestion.store import quote
+from ingestion.store import all_of, quote
 
 SPECS = "none, neighbours:<N>, section"
 PREFIX = "neighbours:"
 SECTION = "section"
+MAX_WINDOW = 100
+"""Largest ``neighbours:N`` (chunks on each side of a hit; the token budget binds far earlier)."""
 SECTION_LIMIT = 1000
 """Most chunks one section lookup reads (Milvus caps a query's limit; a section is far smaller)."""
 
@@ -32,8 +40,13 @@ def check_expand(spec: str) -> str:
     text = spec.strip().lower()
     if text in ("none", SECTION):
         return text
-    if text.startswith(PREFIX) and text[len(PREFIX) :].isdigit() and int(text[len(PREFIX) :]) >= 1:
-        return text
+    number = text[len(PREFIX) :]
+    if text.startswith(PREFIX) and number.isascii() and number.isdigit():
+        if 1 <= int(number) <= MAX_WINDOW:
+            return text
+        raise ValueError(
+            f"RagContext.expand={spec!r}: unknown expansion: neighbours:N takes N from 1 to {MAX_WINDOW}"
+        )
     raise ValueError(f"RagContext.expand={spec!r}: unknown expansion; use {SPECS}")
 
 
@@ -49,6 +62,8 @@ class NeighbourExpander:
     index: ChunkIndex
     window: int
     max_tokens: int
+    expr: str | None = None
+    """The run's filter (``RagContext.search_expr``): every added chunk must satisfy it too."""
     reading_order = False  # the added chunks of a hit, nearest first (True: sorted by chunk_index)
 
     def expand(self, ranking: list[Document]) -> tuple[list[Document], list[str]]:
@@ -90,7 +105,7 @@ class NeighbourExpander:
             f"source == {quote(meta['source'])} and doc_hash == {quote(meta['doc_hash'])}"
             f" and chunk_index in [{', '.join(map(str, wanted))}]"
         )
-        found = self.index.where(expr, limit=len(wanted))
+        found = self.index.where(all_of(self.expr, expr) or expr, limit=len(wanted))
         return sorted(found, key=lambda d: abs(d.metadata.get("chunk_index", at) - at))
 
 
@@ -121,18 +136,21 @@ class SectionExpander(NeighbourExpander):
             expr += f" and json_contains_all(headings, [{', '.join(quote(str(h)) for h in path)}])"
         found = [
             d
-            for d in self.index.where(expr, limit=SECTION_LIMIT)
+            for d in self.index.where(all_of(self.expr, expr) or expr, limit=SECTION_LIMIT)
             if d.metadata.get("headings") == path and str(d.id) != str(doc.id)
         ]
         place = [d.metadata.get("chunk_index", at) for d in found]
         return [d for _, d in sorted(zip(place, found, strict=True), key=lambda p: (abs(p[0] - at), p[0]))]
 
 
-def expander_for(spec: str, index: ChunkIndex, max_tokens: int) -> NeighbourExpander | None:
-    """The expansion ``spec`` names over ``index`` (``None`` for ``none``)."""
+def expander_for(
+    spec: str, index: ChunkIndex, max_tokens: int, *, expr: str | None = None
+) -> NeighbourExpander | None:
+    """The expansion ``spec`` names over ``index`` (``None`` for ``none``), adding only chunks
+    that satisfy ``expr`` (the run's ``RagContext.search_expr()``)."""
     spec = check_expand(spec)
     if spec == "none":
         return None
     if spec == SECTION:
-        return SectionExpander(index, 0, max_tokens)
-    return NeighbourExpander(index, int(spec[len(PREFIX) :]), max_tokens)
+        return SectionExpander(index, 0, max_tokens, expr)
+    return NeighbourExpander(index, int(spec[len(PREFIX) :]), max_tokens, expr)

@@ -155,6 +155,26 @@ def describe(error: BaseException, node: str, attempt: int) -> str:
     return f"{node} failed (not retried: the error is not transient): {cause}"
 
 
+def recursion_failure(error: Exception, values: dict) -> RunFailed:
+    """``RunFailed`` for LangGraph's ``GraphRecursionError``: a run that took more supersteps than
+    its ``recursion_limit`` (a caller's lower limit, or a loop no budget stopped). ``values`` is
+    the last state the run reached; its chain ends with an ``error`` step."""
+    text = (
+        f"the run stopped after LangGraph's recursion limit ({error}); lower max_hops/max_steps/"
+        "iterdrag_iterations/fixed_hops or raise the config's recursion_limit"
+    )
+    state: RagState = values  # type: ignore[assignment]  # the graph's state, as last streamed
+    result = {
+        "answer": state.get("answer", ""),
+        "citations": state.get("citations", []),
+        "documents": state.get("documents", []),
+        "steps": [*state.get("steps", []), {"node": "run", "kind": "error", "text": text}],
+        "usage": state.get("usage", {}),
+        "error": text,
+    }
+    return RunFailed(text, result)
+
+
 def _failure(node: str, error: Exception, state: RagState) -> RunFailed:
     """``RunFailed`` for ``error`` raised by ``node`` on input ``state``."""
     if isinstance(error, RunFailed):  # a graph run inside this node (auto) failed: keep its chain

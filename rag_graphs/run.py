@@ -309,7 +309,9 @@ class _Run:
 
 
 def _events(run: _Run) -> Iterator[RunEvent]:
-    from rag_graphs.faults import RunFailed  # langgraph's runtime: imported when a run starts
+    from langgraph.errors import GraphRecursionError
+
+    from rag_graphs.faults import RunFailed, recursion_failure  # imported when a run starts
 
     with _saver(run) as saver:
         graph = run.graph(saver)
@@ -323,12 +325,17 @@ def _events(run: _Run) -> Iterator[RunEvent]:
         except RunFailed as error:
             yield run.fail(error)
             return
+        except GraphRecursionError as error:
+            yield run.fail(recursion_failure(error, run.result))
+            return
         stopped = run.stopped_at(graph.get_state(config)) if run.stop_before_answer else None
         yield Finished(run.stopped(run.result, stopped))
 
 
 async def _aevents(run: _Run) -> AsyncIterator[RunEvent]:
-    from rag_graphs.faults import RunFailed
+    from langgraph.errors import GraphRecursionError
+
+    from rag_graphs.faults import RunFailed, recursion_failure
 
     async with _asaver(run) as saver:
         graph = run.graph(saver)
@@ -343,6 +350,9 @@ async def _aevents(run: _Run) -> AsyncIterator[RunEvent]:
                     yield event
         except RunFailed as error:
             yield run.fail(error)
+            return
+        except GraphRecursionError as error:
+            yield run.fail(recursion_failure(error, run.result))
             return
         stopped = run.stopped_at(await graph.aget_state(config)) if run.stop_before_answer else None
         yield Finished(run.stopped(run.result, stopped))

@@ -71,7 +71,15 @@ class Dataset:
                     yield _check_passage(passage, where)
 
     def select(self, *, limit: int | None = None, sample: int | None = None, seed: int = 0) -> list[Example]:
-        """The first ``limit`` examples, or a seeded random ``sample`` of them (file order kept)."""
+        """The first ``limit`` examples, or a seeded random ``sample`` of them (file order kept).
+
+        Raises:
+            ValueError: ``limit`` or ``sample`` is below 1 (``limit=-1`` would silently drop the
+                last question, as a Python slice does).
+        """
+        for name, value in (("limit", limit), ("sample", sample)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise ValueError(f"eval: {name}={value!r}: expected a whole number of questions >= 1")
         examples = self.examples
         if sample is not None and sample < len(examples):
             chosen = set(random.Random(seed).sample(range(len(examples)), sample))

@@ -126,7 +126,9 @@ def expanded(
     """Each ranking with its hits' reading-order neighbours (``RagContext.expand``), and a note
     step per query naming what was added (none when expansion is off)."""
     expander = (
-        expander_for(ctx.expand, index_for(ctx), ctx.expand_max_tokens) if ctx.expand != "none" else None
+        expander_for(ctx.expand, index_for(ctx), ctx.expand_max_tokens, expr=ctx.search_expr())
+        if ctx.expand != "none"
+        else None
     )
     if expander is None:
         return rankings, notes
