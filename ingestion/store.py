@@ -75,6 +75,32 @@ class StoreLockedError(RuntimeError):
     """Another process holds the Milvus Lite data directory."""
 
 
+class StoreDamagedError(ValueError):
+    """A Milvus Lite data directory's own files are damaged (read as is, it would look emptier)."""
+
+
+def check_manifests(uri: str) -> None:
+    """Refuse a Milvus Lite store whose ``manifest.json`` (the list of a collection's data
+    files) is not JSON: Milvus Lite would fall back to an older copy, or none, and the store
+    would read as holding fewer chunks or none, without a word.
+
+    Raises:
+        StoreDamagedError: naming the manifest and the store.
+    """
+    root = Path(uri).expanduser()
+    if not is_local(uri) or not root.is_dir():
+        return
+    for manifest in sorted(root.rglob("manifest.json")):
+        try:
+            json.loads(manifest.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise StoreDamagedError(
+                f"the Milvus Lite store {uri!r} is damaged: {manifest} cannot be read ({exc}), so "
+                "its chunks cannot be listed. Restore the store folder from a backup, or move it "
+                "aside and ingest the documents again (--store, RAG_GRAPHS_STORE_URI)"
+            ) from exc
+
+
 def quote(value: str) -> str:
     """Quote ``value`` as a Milvus expression string literal (no expression injection)."""
     escaped = (
@@ -303,6 +329,7 @@ class ChunkIndex:
         _changed(self.uri, self.collection)  # a new client may see a recreated collection
         if is_local(self.uri):
             check_store_path(self.uri)
+            check_manifests(self.uri)
             Path(self.uri).expanduser().parent.mkdir(parents=True, exist_ok=True)
             # probed before Milvus Lite starts, which would log its own traceback first
             if not _served_here(self.uri) and _held_by_other_process(self.uri):

@@ -232,10 +232,12 @@ def sources(store: StoreOpt = None, collection: CollOpt = None) -> None:
     ctx = _context(store, collection)
     try:
         indexed = index_for(ctx).sources()
-    except StoreLockedError as exc:
+    except (StoreLockedError, ValueError) as exc:
         _fail(str(exc))
     if not indexed:
-        console.print(f"collection {safe(repr(ctx.collection))} at {safe(redact_url(ctx.store_uri))} holds no chunks")
+        console.print(
+            f"collection {safe(repr(ctx.collection))} at {safe(redact_url(ctx.store_uri))} holds no chunks"
+        )
         return
     import os
 
@@ -266,15 +268,18 @@ def _print_result(result: dict) -> None:
     for c in result.get("citations", []):
         where = safe(
             " · ".join(
-                [Path(c["source"]).name, c["kind"], *([f"p. {c['page']}"] if c["page"] >= 0 else []), c["cref"]]
+                [
+                    Path(c["source"]).name,
+                    c["kind"],
+                    *([f"p. {c['page']}"] if c["page"] >= 0 else []),
+                    c["cref"],
+                ]
             )
         )
         quote = c["quote"].replace("\n", " ")
         mark = "" if c["explicit"] else "*"
-        console.print(
-            f"  {safe('[' + str(c['marker']) + ']')}{mark} {where}\n      [dim]{safe(quote[:70])}{'…' if len(quote) > 70 else ''}[/]",
-            highlight=False,
-        )
+        shown = safe(quote[:70]) + ("…" if len(quote) > 70 else "")
+        console.print(f"  \\[{c['marker']}]{mark} {where}\n      [dim]{shown}[/]", highlight=False)
     if any(not c["explicit"] for c in result.get("citations", [])):
         console.print("[dim]* the model wrote no citation marker; the passages it was given are listed[/]")
     console.rule("[bold]steps")
@@ -340,10 +345,11 @@ def _follow(events: Iterable[RunEvent], method: str, live: bool, notices: Consol
     with console.status(f"[bold]{safe(method)}[/] thinking...") as status:
         for event in events:
             if isinstance(event, Resumed):
+                thread = safe(repr(event.thread_id))
                 notices.print(
-                    f"[dim]thread {safe(repr(event.thread_id))} finished earlier; its result:[/]"
+                    f"[dim]thread {thread} finished earlier; its result:[/]"
                     if event.finished
-                    else f"[dim]resuming thread {safe(repr(event.thread_id))} at {safe(', '.join(event.next))}[/]"
+                    else f"[dim]resuming thread {thread} at {safe(', '.join(event.next))}[/]"
                 )
             elif isinstance(event, Progress):
                 status.update(f"[bold]{safe(method)}[/] {safe(event.node)}: {safe(event.event)}")
@@ -664,7 +670,9 @@ def mine_demos(
         )
     except (ValueError, FileNotFoundError, RuntimeError) as exc:
         _fail(str(exc))
-    console.print(f"kept {kept} demonstrations in {safe(out)}; use them with RAG_GRAPHS_DEMONSTRATIONS={safe(out)}")
+    console.print(
+        f"kept {kept} demonstrations in {safe(out)}; use them with RAG_GRAPHS_DEMONSTRATIONS={safe(out)}"
+    )
 
 
 @app.command()

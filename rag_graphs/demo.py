@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
-from ingestion.terminal import safe
 
+from ingestion.terminal import safe
 from rag_graphs.answers import scaffolding, short_answer
 from rag_graphs.eval.metrics import answer_contained
 

@@ -112,7 +112,9 @@ def read_config(run_dir: str | Path) -> dict:
 def _run_folder(run_dir: str | Path | None, runs_root: str | Path, name: str) -> Path:
     """The run directory, resolved; a new one under ``runs_root`` when none is given."""
     if not run_dir:
-        return _new_run_folder(Path(runs_root).expanduser().resolve(), f"{name}-{datetime.now():%Y%m%d-%H%M%S}")
+        return _new_run_folder(
+            Path(runs_root).expanduser().resolve(), f"{name}-{datetime.now():%Y%m%d-%H%M%S}"
+        )
     folder = Path(run_dir).expanduser().resolve()
     if folder.exists() and not folder.is_dir():
         raise ValueError(f"run directory must be a folder, {folder} is a file")

@@ -65,7 +65,7 @@ def test_rows_that_are_not_result_rows_are_skipped_naming_file_and_line(tmp_path
         "retrievals": 1,
     }
     lines = [json.dumps(good), "{}", "[1, 2]", '"text"', '{"method": "naive", "id": "q2", "seconds": "x"}']
-    (tmp_path / "rows.jsonl").write_text("\n".join(lines) + "\n{\"cut off")
+    (tmp_path / "rows.jsonl").write_text("\n".join(lines) + '\n{"cut off')
     with caplog.at_level(logging.WARNING):
         rows = read_rows(tmp_path)
     assert rows == [good]
@@ -116,3 +116,26 @@ def test_a_run_of_a_busy_thread_is_refused_before_it_runs(loaded, make_context, 
         with pytest.raises(ThreadBusy):
             run("naive", "Where?", ctx, thread_id="t1", checkpoints=path)
     assert run("naive", "Where?", ctx, thread_id="t1", checkpoints=path)["answer"] == "Korvik [1]."
+
+
+def test_a_store_with_a_truncated_manifest_is_reported_damaged_not_empty(
+    loaded, fake_embeddings, monkeypatch
+):
+    from pathlib import Path
+
+    from typer.testing import CliRunner
+
+    from rag_graphs import cli
+
+    manifests = sorted(Path(loaded.uri).rglob("manifest.json"))
+    assert manifests
+    text = manifests[0].read_text()
+    manifests[0].write_text(text[: len(text) // 2])  # a write cut off by a crash or a full disk
+    monkeypatch.setattr("rag_graphs.retrieval.embeddings_for", lambda ctx: fake_embeddings)
+    result = CliRunner().invoke(
+        cli.app, ["sources", "--store", loaded.uri, "--collection", loaded.collection]
+    )
+    output = " ".join(result.output.split())
+    assert result.exit_code == 1, output
+    assert "is damaged" in output and "manifest.json" in output and "holds no chunks" not in output
+    assert "Traceback" not in output

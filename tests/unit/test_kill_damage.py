@@ -55,7 +55,9 @@ def _unrecorded(index: ChunkIndex) -> list[tuple[str, str]]:
 
 
 @pytest.mark.parametrize("where", ["ingestion.storing.add_entities", "ingestion.store.ChunkIndex.add"])
-def test_a_kill_between_chunk_rows_and_entity_rows_leaves_no_edge_missing(tmp_path, index, monkeypatch, where):
+def test_a_kill_between_chunk_rows_and_entity_rows_leaves_no_edge_missing(
+    tmp_path, index, monkeypatch, where
+):
     folder = _write(tmp_path / "docs", FILES)
 
     def killed(*args, **kwargs):
@@ -72,7 +74,9 @@ def test_a_kill_between_chunk_rows_and_entity_rows_leaves_no_edge_missing(tmp_pa
 
 def test_graph_build_re_records_chunks_whose_entity_rows_are_missing(tmp_path, index):
     """A store damaged by an older version: chunks carry ``entities`` the entity collection lacks."""
-    ingest([_write(tmp_path / "docs", FILES)], index=index, entities=capitalised, progress=False, timeout=None)
+    ingest(
+        [_write(tmp_path / "docs", FILES)], index=index, entities=capitalised, progress=False, timeout=None
+    )
     name = entity_collection(index.collection)
     keys = [r[PRIMARY_FIELD] for r in index.client.query(name, filter="", output_fields=[PRIMARY_FIELD])]
     index.client.delete(name, ids=keys)
@@ -114,7 +118,9 @@ def test_insert_batches_never_split_a_file_that_fits_in_one(index, monkeypatch):
     assert file_batches(_chunks("x", 3), 256) == [(0, 3)] and file_batches([], 256) == []
 
 
-def test_a_kill_between_new_version_and_old_delete_never_serves_both(tmp_path, index, fake_embeddings, monkeypatch):
+def test_a_kill_between_new_version_and_old_delete_never_serves_both(
+    tmp_path, index, fake_embeddings, monkeypatch
+):
     folder = _write(tmp_path / "docs", {"a.md": "# Harbour\n\nThe keeper is Ansel."})
     ingest([folder], index=index, progress=False, timeout=None)
     (folder / "a.md").write_text("# Harbour\n\nThe keeper is Brita.")
@@ -126,10 +132,14 @@ def test_a_kill_between_new_version_and_old_delete_never_serves_both(tmp_path, i
         patch.setattr("ingestion.storing._remove_stale", killed)
         with pytest.raises(Killed):
             ingest([folder], index=index, progress=False, timeout=None)
-    hashes = {r["doc_hash"] for r in index.client.query(index.collection, filter="", output_fields=["doc_hash"])}
+    hashes = {
+        r["doc_hash"] for r in index.client.query(index.collection, filter="", output_fields=["doc_hash"])
+    }
     assert len(hashes) == 2  # the crash point: both versions stored
 
-    reader = ChunkIndex(uri=index.uri, collection=index.collection, embeddings=fake_embeddings)  # next process
+    reader = ChunkIndex(
+        uri=index.uri, collection=index.collection, embeddings=fake_embeddings
+    )  # next process
     texts = [d.page_content for d, _ in reader.search("Who is the keeper?", k=10)]
     assert any("Brita" in t for t in texts) and not any("Ansel" in t for t in texts)
     ingest([folder], index=reader, progress=False, timeout=None)
