@@ -27,10 +27,12 @@ and removes orphan entities (to reclaim space and keep specificity exact).
 Two processes appending to the same entity row at once (possible on a Milvus
 server) can lose one list entry; ``prune_entities`` restores it.
 
-Ingest keeps the graph current by annotating chunks before they are added
-(``ingestion.entities.annotate``) and then calling ``add_entities``; a
+Ingest keeps the graph current by annotating chunks and calling
+``add_entities`` before the chunks are added (``ingestion.entities.annotate``),
+so a chunk that carries ``entities`` is always recorded, even after a kill; a
 collection ingested without entities gets them from ``build_graph``
-(resumable: chunks that already carry ``entities`` are skipped).
+(resumable: chunks that already carry ``entities`` are skipped; chunks that
+carry them but are in no entity row, left by older versions, are re-recorded).
 """
 
 from __future__ import annotations
@@ -210,6 +212,7 @@ class GraphBuildReport:
 
     chunks: int = 0  # chunks in the collection
     annotated: int = 0  # chunks given entities by this run
+    repaired: int = 0  # chunks whose entities were missing from the entity collection
     skipped: int = 0  # chunks that carried entities already (an earlier run)
     entities_added: int = 0
     extract_seconds: float = 0.0
@@ -219,7 +222,8 @@ class GraphBuildReport:
 
     def summary(self) -> str:
         return (
-            f"graph: {self.annotated} chunks annotated ({self.skipped} done before), "
+            f"graph: {self.annotated} chunks annotated ({self.skipped} done before, "
+            f"{self.repaired} re-recorded), "
             f"{self.entities_added} new entities in {self.seconds:.1f}s "
             f"(extract {self.extract_seconds:.1f}s, entities {self.entity_seconds:.1f}s, "
             f"write {self.write_seconds:.1f}s)"
@@ -288,10 +292,44 @@ def build_graph(
             bar.update(len(docs))
     finally:
         bar.close()
+    report.repaired = repair_entities(index, batch=batch)
     index.flush()
     client.flush(entity_collection(index.collection))
     report.seconds = time.perf_counter() - start
     return report
+
+
+def repair_entities(index: ChunkIndex, *, batch: int = 1000) -> int:
+    """Record in the entity collection every chunk whose ``entities`` it lacks; return how many.
+
+    Before ingest wrote entity rows ahead of the chunks, a ``kill -9`` between the two left
+    chunks that carry ``entities`` (so ``build_graph`` skips them) but are in no entity row:
+    their graph edges were missing for good. A chunk missing from a full list
+    (``MAX_POSTINGS``) is not missing. A re-created entity is named by its key.
+    """
+    repaired = 0
+    for rows in _batches(
+        index, index.collection, [PRIMARY_FIELD, ENTITIES_FIELD], batch, f"exists {ENTITIES_FIELD}"
+    ):
+        keys = [k for r in rows for k in r.get(ENTITIES_FIELD) or []]
+        listed = {
+            key: set(row.get(CHUNKS_FIELD) or [])
+            for key, row in entity_rows(index, keys, [CHUNKS_FIELD]).items()
+        }
+        lacking = []
+        for row in rows:
+            cid = row[PRIMARY_FIELD]
+            missing = [
+                k
+                for k in row.get(ENTITIES_FIELD) or []
+                if k not in listed or (cid not in listed[k] and len(listed[k]) < MAX_POSTINGS)
+            ]
+            if missing:
+                lacking.append(Document(page_content="", id=cid, metadata={ENTITIES_FIELD: missing}))
+        if lacking:
+            add_entities(index, lacking)
+            repaired += len(lacking)
+    return repaired
 
 
 def prune_entities(index: ChunkIndex, *, batch: int = 1000) -> int:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ingestion.discover import Skipped
+from ingestion.terminal import visible
 
 
 @dataclass
@@ -75,10 +76,13 @@ class IngestReport:
             f"({kinds}; {self.added} new, {self.chunks - self.added} already stored); "
             f"{self.total_chunks_in_store} chunks in the store; {self.seconds:.1f}s"
         ]
-        lines += [f"  FAILED {f.error}" for f in self.failed]
-        lines += [f"  NO CHUNKS {f.path}: converted, but no text to store" for f in self.empty]
+        # File names are data: a newline in one must not forge a line, an escape must not run.
+        lines += [f"  FAILED {visible(f.error)}" for f in self.failed]
+        lines += [f"  NO CHUNKS {visible(f.path)}: converted, but no text to store" for f in self.empty]
         lines += [
-            f"  MERGED {f.path}: {f.merged} identical chunk(s) stored once" for f in self.ok if f.merged
+            f"  MERGED {visible(f.path)}: {f.merged} identical chunk(s) stored once"
+            for f in self.ok
+            if f.merged
         ]
-        lines += [f"  SKIPPED {s}" for s in self.skipped]
+        lines += [f"  SKIPPED {visible(s)}" for s in self.skipped]
         return "\n".join(lines)

@@ -12,6 +12,7 @@ Milvus Lite 3.2.2 with langchain-milvus 0.4.0 (see DESIGN.md).
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import threading
@@ -48,6 +49,10 @@ VERSION_PROPERTY = "rag_graphs.version"
 """Collection property holding a marker rewritten by every add and delete through ``ChunkIndex``:
 with the row count it is the collection's ``fingerprint``, which every process sees."""
 
+REPLACING_PROPERTY = "rag_graphs.replacing"
+"""Collection property naming the files being replaced (JSON: source -> the new version's
+doc_hash) while their new chunks are inserted and their old ones deleted; see ``replacing``."""
+
 _GENERATIONS: dict[tuple[str, str], int] = {}
 _GENERATIONS_LOCK = threading.Lock()
 
@@ -70,6 +75,32 @@ def _changed(uri: str, collection: str) -> None:
 
 class StoreLockedError(RuntimeError):
     """Another process holds the Milvus Lite data directory."""
+
+
+class StoreDamagedError(ValueError):
+    """A Milvus Lite data directory's own files are damaged (read as is, it would look emptier)."""
+
+
+def check_manifests(uri: str) -> None:
+    """Refuse a Milvus Lite store whose ``manifest.json`` (the list of a collection's data
+    files) is not JSON: Milvus Lite would fall back to an older copy, or none, and the store
+    would read as holding fewer chunks or none, without a word.
+
+    Raises:
+        StoreDamagedError: naming the manifest and the store.
+    """
+    root = Path(uri).expanduser()
+    if not is_local(uri) or not root.is_dir():
+        return
+    for manifest in sorted(root.rglob("manifest.json")):
+        try:
+            json.loads(manifest.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise StoreDamagedError(
+                f"the Milvus Lite store {uri!r} is damaged: {manifest} cannot be read ({exc}), so "
+                "its chunks cannot be listed. Restore the store folder from a backup, or move it "
+                "aside and ingest the documents again (--store, RAG_GRAPHS_STORE_URI)"
+            ) from exc
 
 
 def quote(value: str) -> str:
@@ -185,6 +216,27 @@ def embed_queries(embeddings: Embeddings, queries: list[str]) -> list[list[float
     return [embeddings.embed_query(q) for q in queries]
 
 
+def file_batches(chunks: Sequence[Document], size: int) -> list[tuple[int, int]]:
+    """``(start, end)`` slices of ``chunks`` of at most ``size`` that keep each file's
+    (``metadata["source"]``) consecutive chunks in one slice, unless they alone exceed ``size``."""
+    runs: list[tuple[int, int]] = []  # each file's consecutive chunks
+    for i, chunk in enumerate(chunks):
+        if runs and chunks[runs[-1][0]].metadata.get("source") == chunk.metadata.get("source"):
+            runs[-1] = (runs[-1][0], i + 1)
+        else:
+            runs.append((i, i + 1))
+    slices: list[tuple[int, int]] = []
+    for start, end in runs:
+        if slices and end - slices[-1][0] <= size:
+            slices[-1] = (slices[-1][0], end)  # the file fits in the open batch
+        elif end - start <= size:
+            slices.append((start, end))
+        else:  # a file bigger than a batch: split it, and nothing else joins its pieces
+            slices += [(i, min(i + size, end)) for i in range(start, end, size)]
+            slices.append((end, end))  # closes the last piece
+    return [(a, b) for a, b in slices if b > a]
+
+
 def is_local(uri: str) -> bool:
     """True when ``uri`` is a Milvus Lite path rather than a server URI."""
     return "://" not in uri
@@ -279,6 +331,7 @@ class ChunkIndex:
         _changed(self.uri, self.collection)  # a new client may see a recreated collection
         if is_local(self.uri):
             check_store_path(self.uri)
+            check_manifests(self.uri)
             Path(self.uri).expanduser().parent.mkdir(parents=True, exist_ok=True)
             # probed before Milvus Lite starts, which would log its own traceback first
             if not _served_here(self.uri) and _held_by_other_process(self.uri):
@@ -327,6 +380,7 @@ class ChunkIndex:
         self.store = Milvus(**kwargs)
         self.client = self.store.client
         self._lock = threading.Lock()
+        self.finish_replacing()
 
     # -- writing -----------------------------------------------------------------
     def existing_ids(self, ids: list[str]) -> set[str]:
@@ -348,7 +402,10 @@ class ChunkIndex:
         ``vectors`` (one per chunk) skips embedding for chunks already embedded
         with this collection's model. If
         embedding or inserting fails part-way, the chunks this call inserted
-        are deleted again before the error propagates.
+        are deleted again before the error propagates. Inserts go in batches that
+        never split a file's chunks unless the file alone exceeds a batch
+        (``file_batches``), so a ``kill -9`` between two batches, which no rollback
+        can catch, leaves only such a file part-stored.
         """
         ids = [c.metadata["chunk_id"] for c in chunks]
         if vectors is not None and len(vectors) != len(chunks):
@@ -365,15 +422,15 @@ class ChunkIndex:
                         new_vectors.append(list(vectors[i]))
             inserted: list[str] = []
             try:
-                for i in range(0, len(new), _BATCH):
-                    batch = new[i : i + _BATCH]
+                for start, end in file_batches(new, _BATCH):
+                    batch = new[start:end]
                     batch_ids = [c.metadata["chunk_id"] for c in batch]
                     if vectors is None:
                         self.store.add_documents(batch, ids=batch_ids)
                     else:  # already embedded (a copy from another collection): no second embedding
                         self.store.add_embeddings(
                             [c.page_content for c in batch],
-                            new_vectors[i : i + _BATCH],
+                            new_vectors[start:end],
                             [dict(c.metadata) for c in batch],
                             ids=batch_ids,
                         )
@@ -397,16 +454,73 @@ class ChunkIndex:
         removed = dict.fromkeys(versions, 0)
         if not versions or not self._exists():
             return removed
-        expr = " or ".join(
-            f"(source == {quote(source)} and doc_hash != {quote(doc_hash)})"
-            for source, doc_hash in versions.items()
-        )
         with self._lock:
-            rows = self.client.query(self.collection, filter=expr, output_fields=[PRIMARY_FIELD, "source"])
+            rows = self._other_versions(versions)
             self._delete_rows([r[PRIMARY_FIELD] for r in rows])
         for row in rows:
             removed[row["source"]] += 1
         return removed
+
+    def _other_versions(self, versions: dict[str, str]) -> list[dict]:
+        """``pk`` and ``source`` of the rows of these sources whose doc_hash is not the given one."""
+        expr = " or ".join(
+            f"(source == {quote(source)} and doc_hash != {quote(doc_hash)})"
+            for source, doc_hash in versions.items()
+        )
+        return self.client.query(self.collection, filter=expr, output_fields=[PRIMARY_FIELD, "source"])
+
+    def changed_sources(self, versions: dict[str, str]) -> dict[str, str]:
+        """The entries of ``versions`` (source -> doc_hash) whose source has another version stored."""
+        if not versions or not self._exists():
+            return {}
+        stored = {row["source"] for row in self._other_versions(versions)}
+        return {source: doc_hash for source, doc_hash in versions.items() if source in stored}
+
+    def replacing(self, versions: dict[str, str]) -> None:
+        """Record (``versions``: source -> new doc_hash) or clear (``{}``) the files being replaced.
+
+        A new version is inserted before the old one is deleted (a failed insert loses
+        nothing stored). A process killed between the two would leave both versions
+        searchable; the record lets the next process that opens the collection finish the
+        replacement (``finish_replacing``) before it searches.
+        """
+        if not self._exists():
+            return
+        value = json.dumps(versions, sort_keys=True) if versions else ""
+        self.client.alter_collection_properties(self.collection, properties={REPLACING_PROPERTY: value})
+
+    def finish_replacing(self) -> None:
+        """Finish a replacement a killed process left recorded: a file whose new version is
+        stored loses its other versions; one whose new version never landed keeps the old."""
+        if not self._exists():
+            return
+        properties = self.client.describe_collection(self.collection).get("properties") or {}
+        recorded = properties.get(REPLACING_PROPERTY) or ""
+        if not recorded:
+            return
+        try:
+            versions = json.loads(recorded)
+        except json.JSONDecodeError:
+            versions = {}
+        landed = {
+            source: doc_hash
+            for source, doc_hash in dict(versions).items()
+            if self.client.query(
+                self.collection,
+                filter=f"source == {quote(source)} and doc_hash == {quote(doc_hash)}",
+                output_fields=[PRIMARY_FIELD],
+                limit=1,
+            )
+        }
+        removed = self.delete_stale_many(landed)
+        log.warning(
+            "collection %r: finished replacing %d file(s) an interrupted ingest left half-done "
+            "(%d old chunks removed)",
+            self.collection,
+            len(landed),
+            sum(removed.values()),
+        )
+        self.replacing({})
 
     def delete_source(self, source: str) -> int:
         """Delete every chunk of ``source``; return how many were removed."""

@@ -4,7 +4,11 @@ Chunks are embedded and inserted a group of files at a time (one large
 embedding call pads far less than one per file). When the group's embedding
 or its insert fails, each file is stored on its own, so the error lands on
 the file that caused it and the others are still stored. Earlier versions of
-the stored files are removed afterwards, in one query for the group.
+the stored files are removed afterwards, in one query for the group; while a
+changed file has both versions stored, the collection records it
+(``ChunkIndex.replacing``), so a process killed in between never leaves both
+searchable: the next one to open the collection finishes the replacement.
+With an entity extractor, entity rows are written before the chunks that name them.
 """
 
 from __future__ import annotations
@@ -29,15 +33,26 @@ def store_group(index: ChunkIndex, group: Group, extractor: Extractor | None = N
     their entities first (stored on the chunk rows) and the stored ones are
     recorded in the entity collection, so graph search sees them at once.
     """
-    names = _annotate_new(index, group, extractor) if extractor else None
+    if extractor:
+        names = _annotate_new(index, group, extractor)
+        # Entity rows first: a chunk stored with its ``entities`` is then always in the graph,
+        # even after a ``kill -9`` (an entity row listing a chunk never stored is harmless).
+        add_entities(index, [c for _, chunks in group for c in chunks if ENTITIES_FIELD in c.metadata], names)
+    changed = index.changed_sources(_versions(group))
+    if changed:
+        index.replacing(changed)  # a kill before the old versions go: the next open finishes it
     vectors = embed_new(index, [c for _, chunks in group for c in chunks])
     if vectors is None or not _store_together(index, group, vectors):
         _store_each(index, group, vectors)
-    if names is not None:
-        stored = [c for r, chunks in group if r.error is None for c in chunks if ENTITIES_FIELD in c.metadata]
-        add_entities(index, stored, names)
     _remove_stale(index, [(r, c) for r, c in group if r.error is None and c])
+    if changed:
+        index.replacing({})
     _keep_sentences(index, [(r, c) for r, c in group if r.error is None and c])
+
+
+def _versions(group: Group) -> dict[str, str]:
+    """source -> doc_hash of the group's files that have chunks."""
+    return {c[0].metadata["source"]: c[0].metadata["doc_hash"] for _, c in group if c}
 
 
 def _annotate_new(index: ChunkIndex, group: Group, extractor: Extractor) -> dict[str, str]:

@@ -13,6 +13,7 @@ import typer
 from rich.console import Console
 
 from ingestion.quiet import show_debug_log
+from ingestion.terminal import safe
 from rag_graphs.context import RagContext
 from rag_graphs.run import DEFAULT_CHECKPOINTS, Finished, Progress, Resumed, RunEvent, Step
 from rag_graphs.sources import delete_sources, source_key
@@ -107,7 +108,9 @@ def _print_summary(text: str) -> None:
 def _fail(message: str) -> NoReturn:
     from rag_graphs.tracing import redact
 
-    err.print(f"[bold red]error:[/] {redact(message)}")  # errors can quote a URL with a key in it
+    # Errors can quote a URL with a key in it, and file names (data): each line is made safe.
+    lines = redact(message).split("\n")
+    err.print("[bold red]error:[/] " + "\n".join(safe(line) for line in lines))
     raise typer.Exit(1)
 
 
@@ -203,7 +206,7 @@ def ingest(
             _fail(str(exc))
         for gone in removed:
             console.print(
-                f"removed {gone.chunks} chunks of {len(gone.sources)} source(s) under {gone.target}"
+                f"removed {gone.chunks} chunks of {len(gone.sources)} source(s) under {safe(gone.target)}"
             )
         if not paths:
             return
@@ -248,46 +251,54 @@ def sources(store: StoreOpt = None, collection: CollOpt = None) -> None:
     ctx = _context(store, collection)
     try:
         indexed = index_for(ctx).sources()
-    except StoreLockedError as exc:
+    except (StoreLockedError, ValueError) as exc:
         _fail(str(exc))
     if not indexed:
-        console.print(f"collection {ctx.collection!r} at {redact_url(ctx.store_uri)} holds no chunks")
+        console.print(
+            f"collection {safe(repr(ctx.collection))} at {safe(redact_url(ctx.store_uri))} holds no chunks"
+        )
         return
     import os
 
     kinds = ("text", "table", "picture")
     local = [s for s in indexed if os.path.isabs(s)]
     root = os.path.commonpath([os.path.dirname(s) for s in local]) if local else ""
-    title = f"{ctx.collection} in {redact_url(ctx.store_uri)}" + (f"\nsources under {root}" if root else "")
+    title = f"{safe(ctx.collection)} in {safe(redact_url(ctx.store_uri))}" + (
+        f"\nsources under {safe(root)}" if root else ""
+    )
     table = Table("source", *kinds, "total", title=title)
     for source, counts in indexed.items():
         shown = os.path.relpath(source, root) if root and source in local else source
-        table.add_row(shown, *(str(counts.get(k, 0)) for k in kinds), str(sum(counts.values())))
+        table.add_row(safe(shown), *(str(counts.get(k, 0)) for k in kinds), str(sum(counts.values())))
     console.print(table)
 
 
 def _step_line(number: int, step: dict) -> str:
     detail = step.get("query", "") if step["kind"] in ("retrieve", "rewrite") else step.get("text", "")
     found = f" -> {len(step['doc_ids'])} passages" if step["kind"] == "retrieve" and "doc_ids" in step else ""
-    return (
-        f"{number}. [cyan]{step['node']}[/] {step['kind']}: {str(detail)[:160].replace(chr(10), ' ')}{found}"
-    )
+    shown = safe(str(detail)[:160].replace("\n", " "))
+    return f"{number}. [cyan]{safe(step['node'])}[/] {safe(step['kind'])}: {shown}{found}"
 
 
 def _print_result(result: dict) -> None:
     console.rule("[bold]answer")
-    console.print(result.get("answer", ""))
+    console.print(safe(result.get("answer", "")), highlight=False)
     console.print("[bold]citations[/]")
     for c in result.get("citations", []):
-        where = " · ".join(
-            [Path(c["source"]).name, c["kind"], *([f"p. {c['page']}"] if c["page"] >= 0 else []), c["cref"]]
+        where = safe(
+            " · ".join(
+                [
+                    Path(c["source"]).name,
+                    c["kind"],
+                    *([f"p. {c['page']}"] if c["page"] >= 0 else []),
+                    c["cref"],
+                ]
+            )
         )
         quote = c["quote"].replace("\n", " ")
         mark = "" if c["explicit"] else "*"
-        console.print(
-            f"  [{c['marker']}]{mark} {where}\n      [dim]{quote[:70]}{'…' if len(quote) > 70 else ''}[/]",
-            highlight=False,
-        )
+        shown = safe(quote[:70]) + ("…" if len(quote) > 70 else "")
+        console.print(f"  \\[{c['marker']}]{mark} {where}\n      [dim]{shown}[/]", highlight=False)
     if any(not c["explicit"] for c in result.get("citations", [])):
         console.print("[dim]* the model wrote no citation marker; the passages it was given are listed[/]")
     console.rule("[bold]steps")
@@ -302,16 +313,16 @@ def _outcome_line(result: dict) -> str:
     outcome = result.get("outcome") or "unknown"
     parts = [f"outcome: {outcome}"]
     if result.get("stop_reason"):
-        parts.append(f"stop reason: {result['stop_reason']}")
+        parts.append(f"stop reason: {safe(result['stop_reason'])}")
     if result.get("confidence"):
-        parts.append(f"confidence: {result['confidence']}")
+        parts.append(f"confidence: {safe(result['confidence'])}")
     colour = "green" if outcome == "answered" else "red"
     return f"[{colour}]{' · '.join(parts)}[/]"
 
 
 def _event_line(event: Progress) -> str:
     details = " ".join(f"{k}={str(v)[:80]!r}" for k, v in event.details.items())
-    return f"   [dim]· {event.node} {event.event} {details}[/]"
+    return f"   [dim]· {safe(event.node)} {safe(event.event)} {safe(details)}[/]"
 
 
 def _run(
@@ -350,16 +361,17 @@ def _follow(events: Iterable[RunEvent], method: str, live: bool, notices: Consol
     ``notices`` (resuming a thread) go to stderr under ``--json``, so stdout stays one JSON document.
     """
     result: dict = {}
-    with console.status(f"[bold]{method}[/] thinking...") as status:
+    with console.status(f"[bold]{safe(method)}[/] thinking...") as status:
         for event in events:
             if isinstance(event, Resumed):
+                thread = safe(repr(event.thread_id))
                 notices.print(
-                    f"[dim]thread {event.thread_id!r} finished earlier; its result:[/]"
+                    f"[dim]thread {thread} finished earlier; its result:[/]"
                     if event.finished
-                    else f"[dim]resuming thread {event.thread_id!r} at {', '.join(event.next)}[/]"
+                    else f"[dim]resuming thread {thread} at {safe(', '.join(event.next))}[/]"
                 )
             elif isinstance(event, Progress):
-                status.update(f"[bold]{method}[/] {event.node}: {event.event}")
+                status.update(f"[bold]{safe(method)}[/] {safe(event.node)}: {safe(event.event)}")
                 if live:
                     console.print(_event_line(event), highlight=False)
             elif isinstance(event, Step) and live:
@@ -545,7 +557,7 @@ def eval_command(
     except (ValueError, FileNotFoundError, RuntimeError) as exc:
         _fail(str(exc))
     console.print(markdown_table(summarize(read_rows(report))), highlight=False, soft_wrap=True)
-    console.print(f"[bold]report[/]: {path}  (plots beside it)")
+    console.print(f"[bold]report[/]: {safe(path)}  (plots beside it)")
 
 
 def _build_over(
@@ -677,7 +689,9 @@ def mine_demos(
         )
     except (ValueError, FileNotFoundError, RuntimeError) as exc:
         _fail(str(exc))
-    console.print(f"kept {kept} demonstrations in {out}; use them with RAG_GRAPHS_DEMONSTRATIONS={out}")
+    console.print(
+        f"kept {kept} demonstrations in {safe(out)}; use them with RAG_GRAPHS_DEMONSTRATIONS={safe(out)}"
+    )
 
 
 @app.command()

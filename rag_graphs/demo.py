@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
-from rich.markup import escape
 
+from ingestion.terminal import safe
 from rag_graphs.answers import scaffolding, short_answer
 from rag_graphs.eval.metrics import answer_contained
 
@@ -132,12 +132,12 @@ def method_lines(row: MethodRow) -> list[str]:
         f"   retrieved: {files}",
     ]
     flat = [" ".join(q.split()) for q in row.queries]  # HyDE searches with a multi-line passage
-    queries = [escape(q if len(q) <= 90 else q[:89] + "…") for q in flat]
+    queries = [safe(q if len(q) <= 90 else q[:89] + "…") for q in flat]
     lines += [f"   searched: {q}" for q in queries[:4]] or ["   searched: [dim](nothing)[/]"]
     if len(queries) > 4:
         lines.append(f"   [dim]… and {len(queries) - 4} more searches[/]")
     answer = row.answer if len(row.answer) <= 90 else row.answer[:89] + "…"
-    lines.append(f"   short answer: {escape(answer)}")
+    lines.append(f"   short answer: {safe(answer)}")
     return lines
 
 

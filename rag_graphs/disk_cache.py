@@ -16,6 +16,8 @@ import json
 import sqlite3
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from langchain_core.documents import Document
@@ -23,6 +25,7 @@ from langchain_core.documents import Document
 from rag_graphs.cache import Ranking, hit_stats
 
 SETTING = "RagContext.search_cache_path"
+WHERE_SET = "--search-cache-path, RAG_GRAPHS_SEARCH_CACHE_PATH"
 MAX_ROWS = 100_000
 """Entries kept; the least recently used go first."""
 _SCHEMA = "CREATE TABLE IF NOT EXISTS rag_graphs_search (key TEXT PRIMARY KEY, ranking TEXT NOT NULL, "
@@ -93,15 +96,28 @@ class DiskCache:
                 raise sqlite3.DatabaseError(f"table rag_graphs_search has columns {sorted(columns)}")
             self._db.commit()
         except (sqlite3.Error, OSError) as exc:
-            raise SearchCacheFileError(
-                f"{SETTING}={str(path)!r}: not a usable search cache file ({exc}); "
-                "delete it or choose another path"
-            ) from exc
+            raise SearchCacheFileError(self._unusable(exc)) from exc
+
+    def _unusable(self, exc: BaseException) -> str:
+        return (
+            f"{SETTING}={str(self.path)!r} ({WHERE_SET}): not a usable search cache file ({exc}); "
+            "it only holds cached searches: delete it or choose another path"
+        )
+
+    @contextmanager
+    def _using(self) -> Iterator[None]:
+        """Hold the lock; a file damaged after it was opened (``database disk image is
+        malformed``) fails naming the file and the setting, not as a bare SQLite error."""
+        with self._lock:
+            try:
+                yield
+            except sqlite3.DatabaseError as exc:
+                raise SearchCacheFileError(self._unusable(exc)) from exc
 
     def get_many(self, keys: list[str]) -> dict[str, tuple[Ranking, float]]:
         """The stored rankings (and what each cost) of the keys that have one."""
         found: dict[str, tuple[Ranking, float]] = {}
-        with self._lock:
+        with self._using():
             for key in keys:
                 row = self._db.execute(
                     "SELECT ranking, cost FROM rag_graphs_search WHERE key = ?", (key,)
@@ -126,7 +142,7 @@ class DiskCache:
     def put_many(self, entries: dict[str, Ranking], cost: float) -> None:
         """Store rankings (each search cost ``cost`` seconds); the oldest beyond ``MAX_ROWS`` go."""
         now = time.time()
-        with self._lock:
+        with self._using():
             self._db.executemany(
                 "INSERT OR REPLACE INTO rag_graphs_search VALUES (?, ?, ?, ?)",
                 [(k, _dump(r), cost, now) for k, r in entries.items()],

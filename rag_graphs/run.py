@@ -48,6 +48,7 @@ from typing_extensions import TypedDict, Unpack
 
 from rag_graphs.context import RagContext
 from rag_graphs.state import OutputState
+from rag_graphs.threads import checkpoint_file, damaged_as_error, thread_lock
 
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
@@ -358,12 +359,6 @@ async def _aevents(run: _Run) -> AsyncIterator[RunEvent]:
         yield Finished(run.stopped(run.result, stopped))
 
 
-def _checkpoint_file(checkpoints: str | Path) -> str:
-    path = Path(checkpoints).expanduser().resolve()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return str(path)
-
-
 def _memory_saver(run: _Run) -> Any:
     """The in-memory checkpointer of a run that stops before its answer without a thread
     (LangGraph's interrupts need one); None when the run checkpoints nothing."""
@@ -382,8 +377,10 @@ def _saver(run: _Run) -> Iterator[Any]:
         return
     from langgraph.checkpoint.sqlite import SqliteSaver
 
-    with SqliteSaver.from_conn_string(_checkpoint_file(run.checkpoints)) as saver:
-        yield saver
+    path = checkpoint_file(run.checkpoints)
+    with thread_lock(path, run.thread_id), damaged_as_error(path):
+        with SqliteSaver.from_conn_string(path) as saver:
+            yield saver
 
 
 @contextlib.asynccontextmanager
@@ -394,5 +391,7 @@ async def _asaver(run: _Run) -> AsyncIterator[Any]:
         return
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-    async with AsyncSqliteSaver.from_conn_string(_checkpoint_file(run.checkpoints)) as saver:
-        yield saver
+    path = checkpoint_file(run.checkpoints)
+    with thread_lock(path, run.thread_id), damaged_as_error(path):
+        async with AsyncSqliteSaver.from_conn_string(path) as saver:
+            yield saver

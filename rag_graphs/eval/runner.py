@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import os
 import threading
 import time
@@ -43,23 +44,56 @@ from rag_graphs.retrieval import embeddings_for
 from rag_graphs.run import run
 from rag_graphs.tracing import redact, spec_name, trace_config
 
+log = logging.getLogger(__name__)
 Setting = Literal["open", "distractor", "oracle"]
 ROWS, CONFIG = "rows.jsonl", "config.json"
 ANSWER_METRICS = ("em", "f1", "contains")
 """The row fields that score the answer (None in retrieval-only rows)."""
 
 
+ROW_NUMBERS = (
+    "seconds",
+    "model_seconds",
+    "search_seconds",
+    "llm_calls",
+    "prompt_tokens",
+    "completion_tokens",
+    "retrievals",
+)
+"""Numeric fields of a row that the report sums (with ``method`` and ``id``, what a row must have)."""
+
+
+def _row_problem(row: object) -> str | None:
+    """Why a parsed line is not a result row (None: it is one)."""
+    if not isinstance(row, dict):
+        return f"expected a JSON object, got {type(row).__name__}"
+    if not isinstance(row.get("method"), str) or not isinstance(row.get("id"), str | int):
+        return "no 'method' and 'id'"
+    bad = [k for k in ROW_NUMBERS if isinstance(row.get(k), bool) or not isinstance(row.get(k), int | float)]
+    return f"fields {', '.join(bad)} are not numbers" if bad else None
+
+
 def read_rows(run_dir: str | Path) -> list[dict]:
-    """The complete rows of a run (a line cut off by an interruption is ignored)."""
+    """The complete rows of a run. A line that is not a row (cut off by an interruption, or
+    damaged: ``{}``, ``[1, 2]``, not JSON) is skipped with a warning naming the file and line,
+    so a report or a resume runs on the rest (a resume runs the skipped question again)."""
     path = Path(run_dir).expanduser() / ROWS
     if not path.is_file():
         return []
     rows = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError:
+    for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+        if not line.strip():
             continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            problem: str | None = f"not valid JSON ({exc.msg})"
+        else:
+            problem = _row_problem(row)
+        if problem:
+            log.warning("%s:%d: skipped, not a result row: %s", path, number, problem)
+            continue
+        rows.append(row)
     return rows
 
 
@@ -76,12 +110,32 @@ def read_config(run_dir: str | Path) -> dict:
 
 def _run_folder(run_dir: str | Path | None, runs_root: str | Path, name: str) -> Path:
     """The run directory, resolved; a new one under ``runs_root`` when none is given."""
-    folder = Path(run_dir) if run_dir else Path(runs_root) / f"{name}-{datetime.now():%Y%m%d-%H%M%S}"
-    folder = folder.expanduser().resolve()
+    if not run_dir:
+        return _new_run_folder(
+            Path(runs_root).expanduser().resolve(), f"{name}-{datetime.now():%Y%m%d-%H%M%S}"
+        )
+    folder = Path(run_dir).expanduser().resolve()
     if folder.exists() and not folder.is_dir():
         raise ValueError(f"run directory must be a folder, {folder} is a file")
     folder.mkdir(parents=True, exist_ok=True)
     return folder
+
+
+def _new_run_folder(root: Path, stem: str) -> Path:
+    """A folder under ``root`` that this call created: ``stem``, else ``stem-2``, ``stem-3``...
+
+    ``mkdir`` without ``exist_ok`` is atomic, so two evaluations started in the same
+    second (same name) never share a folder and append to one ``rows.jsonl``.
+    """
+    root.mkdir(parents=True, exist_ok=True)
+    for n in range(1, 10_000):
+        folder = root / (stem if n == 1 else f"{stem}-{n}")
+        try:
+            folder.mkdir()
+        except FileExistsError:
+            continue
+        return folder
+    raise ValueError(f"{root}: 10,000 run directories named {stem}*; choose another --out")
 
 
 def _repair_tail(path: Path) -> None:

@@ -1,0 +1,87 @@
+"""The checkpoints file of ``thread_id`` runs: checked to be SQLite, and one run per thread at a time.
+
+A file that is not SQLite (or is damaged) used to surface as a bare
+``sqlite3.DatabaseError``; it is now refused naming the file and the setting.
+Two runs of one thread at once (two terminals, the same ``--thread-id``) would
+interleave their checkpoints into one history that is neither run: the second
+is refused while the first runs. The lock is ``flock`` on a small file per
+thread beside the checkpoints file, so the kernel releases it when its holder
+exits, even by ``kill -9``: a killed run never leaves its thread locked.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+SETTING = "--checkpoints"
+_SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+class CheckpointFileError(ValueError):
+    """The checkpoints file cannot be used (a ``ValueError``: bad input, one clear message)."""
+
+
+class ThreadBusy(RuntimeError):
+    """Another run of the same thread holds its lock."""
+
+
+def checkpoint_file(checkpoints: str | Path) -> str:
+    """The resolved checkpoints path, its folder created; refused when it is not SQLite.
+
+    Raises:
+        CheckpointFileError: a folder, or an existing non-empty file that is not SQLite.
+    """
+    path = Path(checkpoints).expanduser().resolve()
+    if path.is_dir():
+        raise CheckpointFileError(f"checkpoints file {str(path)!r} ({SETTING}) is a folder; name a file")
+    if path.is_file() and path.stat().st_size:
+        with open(path, "rb") as handle:
+            if handle.read(len(_SQLITE_HEADER)) != _SQLITE_HEADER:
+                raise CheckpointFileError(_unusable(path, "not an SQLite file"))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return str(path)
+
+
+def _unusable(path: Path | str, why: object) -> str:
+    return (
+        f"checkpoints file {str(path)!r} ({SETTING}) cannot be used: {why}. Move it aside (its "
+        "threads cannot be resumed) or choose another file with --checkpoints"
+    )
+
+
+@contextlib.contextmanager
+def damaged_as_error(path: str) -> Iterator[None]:
+    """Turn a SQLite error of the checkpoints file met inside the block into ``CheckpointFileError``."""
+    try:
+        yield
+    except sqlite3.DatabaseError as exc:
+        raise CheckpointFileError(_unusable(path, exc)) from exc
+
+
+@contextlib.contextmanager
+def thread_lock(path: str, thread_id: str) -> Iterator[None]:
+    """Hold ``thread_id``'s lock in the checkpoints file ``path`` for the block.
+
+    Raises:
+        ThreadBusy: another run (this process or another) holds it.
+    """
+    folder = Path(f"{path}.locks")
+    folder.mkdir(parents=True, exist_ok=True)
+    lock = folder / f"{hashlib.sha256(thread_id.encode()).hexdigest()[:32]}.lock"
+    with open(lock, "a+b") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ThreadBusy(
+                f"thread {thread_id!r} is being run by another process right now (lock {lock}); "
+                "wait for it to finish, then run again to get its result, or use another --thread-id"
+            ) from None
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
