@@ -87,6 +87,20 @@ def test_the_embedded_model_runs_on_the_chosen_thread_count():
     assert runtime.n_threads == runtime.n_threads_batch == models.llama_threads()
 
 
+@pytest.fixture
+def pymilvus_screen():
+    """What pymilvus's own stderr handler would show (pointed at a buffer for the test)."""
+    import pymilvus  # noqa: F401 - installs pymilvus's stderr handler, as a real run does
+
+    screen = io.StringIO()
+    handlers = [h for h in logging.getLogger("pymilvus").handlers if isinstance(h, logging.StreamHandler)]
+    assert handlers, "pymilvus no longer installs a stderr handler: revisit ingestion.quiet"
+    before = [h.setStream(screen) for h in handlers]
+    yield screen
+    for handler, stream in zip(handlers, before, strict=True):
+        handler.setStream(stream)
+
+
 def _plumbing_noise() -> None:
     """What pymilvus and Milvus Lite's gRPC server log about the timestamps Lite lacks."""
     query_iterator = logging.getLogger("pymilvus.client.iterator.query_iterator")
@@ -98,15 +112,15 @@ def _plumbing_noise() -> None:
     logging.getLogger("pymilvus").warning("collection demo: a real problem")
 
 
-def test_milvus_lite_plumbing_noise_goes_to_the_debug_log_not_the_screen(capfd, caplog, monkeypatch):
-    import pymilvus  # noqa: F401 - installs pymilvus's own stderr handler, as a real run does
-
+def test_milvus_lite_plumbing_noise_goes_to_the_debug_log_not_the_screen(
+    pymilvus_screen, caplog, monkeypatch
+):
     monkeypatch.delenv(quiet.VERBOSE_ENV, raising=False)
     quiet.quiet_milvus_lite()
     with caplog.at_level(logging.DEBUG):
         _plumbing_noise()
-    shown = capfd.readouterr().err
-    assert "mvccTs" not in shown and "a real problem" in shown  # pymilvus's handler writes to stderr
+    shown = pymilvus_screen.getvalue()
+    assert "mvccTs" not in shown and "a real problem" in shown
     seen = [(r.name, r.levelno) for r in caplog.records]
     assert ("grpc._server", logging.ERROR) not in seen
     kept = [r for r in caplog.records if r.name == "ingestion.thirdparty"]
@@ -114,14 +128,12 @@ def test_milvus_lite_plumbing_noise_goes_to_the_debug_log_not_the_screen(capfd, 
     assert "mvccTs" in kept[0].getMessage() and kept[1].exc_info[0] is NotImplementedError
 
 
-def test_verbose_lets_the_noise_through(capfd, caplog, monkeypatch):
-    import pymilvus  # noqa: F401
-
+def test_verbose_lets_the_noise_through(pymilvus_screen, caplog, monkeypatch):
     monkeypatch.setenv(quiet.VERBOSE_ENV, "1")
     quiet.quiet_milvus_lite()
     with caplog.at_level(logging.DEBUG):
         _plumbing_noise()
-    assert "mvccTs" in capfd.readouterr().err
+    assert "mvccTs" in pymilvus_screen.getvalue()
     assert ("grpc._server", logging.ERROR) in [(r.name, r.levelno) for r in caplog.records]
 
 
