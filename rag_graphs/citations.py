@@ -4,12 +4,22 @@ Passages are shown to the model as ``[n]`` blocks, fenced as data
 (``prompts.fencing``: a passage cannot close its fence early); the
 answer cites them as ``[n]``. A marker that points at no passage is dropped,
 so every citation resolves to a stored chunk.
+
+One function numbers passages, ``number_passages``, and it returns the numbering it
+showed with the text: ``shown[n - 1]`` is the passage the prompt showed as ``[n]``.
+Answers are parsed against exactly that list (``extract_citations``), never against
+another ordering of the same passages, so ``[n]`` in an answer is the passage the
+model saw as ``[n]``. A numbering can go on across prompts (ReAct's observations,
+search after search): a passage keeps the number it was first shown with, a new one
+gets the next number.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 from langchain_core.documents import Document
 
@@ -18,6 +28,7 @@ from rag_graphs.state import Citation
 
 _MARKER = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
 QUOTE_CHARS = 240
+NO_PASSAGES = "(no passages were found)"
 
 
 def label(doc: Document) -> str:
@@ -32,14 +43,42 @@ def label(doc: Document) -> str:
     return ", ".join(parts)
 
 
-def format_context(docs: list[Document]) -> str:
-    """Render documents as numbered, fenced passages: ``[n]``, then ``(source)`` and the text as data.
+class Numbered(NamedTuple):
+    """Passages as a prompt shows them, and what each number stands for."""
 
-    The label is inside the fence too: a file name is as untrusted as the file.
+    text: str
+    """The numbered, fenced passages (``NO_PASSAGES`` when there are none)."""
+    shown: list[Document]
+    """The numbering: ``shown[n - 1]`` was shown as ``[n]`` (in this prompt or, for a numbering
+    carried on, an earlier one). Citation markers resolve against this list."""
+
+
+def number_passages(docs: Sequence[Document], numbering: Sequence[Document] = ()) -> Numbered:
+    """Render ``docs`` as numbered, fenced passages: ``[n]``, then ``(source)`` and the text as data.
+
+    Without ``numbering`` the passages are ``[1]`` to ``[len(docs)]`` in the order given. With
+    the numbering an earlier prompt returned, the numbers go on: a passage (by chunk id) that
+    it holds keeps its number, a new one gets the next. The label is inside the fence too: a
+    file name is as untrusted as the file.
     """
-    if not docs:
-        return "(no passages were found)"
-    return "\n\n".join(numbered_passage(i, doc) for i, doc in enumerate(docs, start=1))
+    shown = list(numbering)
+    number = {d.id: n for n, d in enumerate(shown, start=1) if d.id is not None}
+    blocks = []
+    for doc in docs:
+        n = number.get(doc.id) if doc.id is not None else None
+        if n is None:
+            shown.append(doc)
+            n = len(shown)
+            if doc.id is not None:
+                number[doc.id] = n
+        blocks.append(numbered_passage(n, doc))
+    return Numbered("\n\n".join(blocks) or NO_PASSAGES, shown)
+
+
+def format_context(docs: list[Document]) -> str:
+    """``docs`` numbered ``[1]`` to ``[n]`` for a prompt whose reply cites nothing (an
+    intermediate answer, a check); an answer's prompt keeps its ``number_passages`` numbering."""
+    return number_passages(docs).text
 
 
 def numbered_passage(number: int, doc: Document) -> str:
@@ -62,7 +101,8 @@ def _citation(marker: int, doc: Document, explicit: bool) -> Citation:
 
 
 def extract_citations(answer: str, docs: list[Document]) -> list[Citation]:
-    """Citations for the ``[n]`` markers in ``answer`` that point at ``docs``.
+    """Citations for the ``[n]`` markers in ``answer`` that point at ``docs``: the numbering
+    the answer's prompt showed (``Numbered.shown``), ``docs[n - 1]`` for ``[n]``.
 
     When the model wrote no valid marker (weak models often don't), every
     passage it was shown is cited with ``explicit=False``: the answer came

@@ -137,6 +137,11 @@ class RagState(InputState, OutputState, total=False):
     evidence: list[Document]
     """The passages the answer reads when a method selected them (graded, refined, arranged);
     unset: every gathered document."""
+    shown: list[Document]
+    """The numbering the answer was written under: ``shown[n - 1]`` is the passage the model
+    was shown as ``[n]`` (``rag_graphs.citations.number_passages``), what the answer's
+    markers resolve against. Answer nodes set it; ReAct carries it on from one search's
+    observation to the next, so a passage keeps its number to the end of the run."""
     found_correct: bool
     """The latest grading judged at least one passage correct (CRAG's and Self-RAG's grader)."""
     budget_exhausted: bool

@@ -26,7 +26,7 @@ from langgraph.graph import END, START, StateGraph
 from prompts import load_prompt
 from rag_graphs.answers import clean_answer
 from rag_graphs.calls import Body
-from rag_graphs.citations import extract_citations, format_context
+from rag_graphs.citations import extract_citations, number_passages
 from rag_graphs.context import RagContext
 from rag_graphs.methods import compile_method, new_builder
 from rag_graphs.nodes import make_generate, make_intermediate, retrieve
@@ -79,7 +79,8 @@ class IterDragState(RagState, total=False):
 def iterate(state: IterDragState, ctx: RagContext) -> Body[dict]:
     """Ask the next follow-up, or give the final answer (whichever marker the reply leads with)."""
     docs = most_relevant_last(state.get("documents", []))  # the paper's order: best next to the question
-    extra = {"context": format_context(docs), "chain": format_chain(state)}
+    numbered = number_passages(docs)
+    extra = {"context": numbered.text, "chain": format_chain(state)}
     extra |= demonstrations_input(_STEP, ctx, state["question"])
     reply, used = yield from chat(ctx, _STEP.format_messages(**template_inputs(_STEP, state, **extra)))
     text = str(reply.content).strip()
@@ -90,8 +91,9 @@ def iterate(state: IterDragState, ctx: RagContext) -> Body[dict]:
         return update | {"stop_reason": NO_FOLLOW_UP_STOP}
     if decision and decision[0] == "final":
         answer = clean_answer(decision[1])
-        citations = extract_citations(answer, docs)
-        return update | {"citations": citations} | finish(state, answer, docs, stop_reason=ENOUGH)
+        citations = extract_citations(answer, numbered.shown)
+        update |= {"citations": citations, "shown": numbered.shown}
+        return update | finish(state, answer, docs, stop_reason=ENOUGH)
     if decision is None:
         return update | {"stop_reason": "the reply had neither a follow-up nor a final answer"}
     query = clean_query(decision[1], fallback="")

@@ -21,6 +21,11 @@ LangChain tool (off by default). Two protocols, chosen by
 A reply in no form falls back safely: before any search it searches the
 question, after one it ends the loop. When the loop ends without an answer
 (no form, or ``max_steps`` spent) the answer is generated from the passages.
+
+Passages are numbered once per run (``shown``): a search's observation shows
+what the shared retrieval step kept, a passage seen before under its first
+number, a new one under the next; the answer's ``[n]`` resolves against that
+numbering, whichever answer ends the run.
 """
 
 from __future__ import annotations
@@ -40,7 +45,7 @@ from prompts import load_prompt
 from prompts.fencing import fence
 from rag_graphs.answers import clean_answer
 from rag_graphs.calls import Body, Call
-from rag_graphs.citations import extract_citations, numbered_passage
+from rag_graphs.citations import extract_citations, number_passages
 from rag_graphs.context import RagContext
 from rag_graphs.faults import rejected_as_invalid
 from rag_graphs.methods import compile_method, new_builder
@@ -49,9 +54,9 @@ from rag_graphs.nodes import make_generate
 from rag_graphs.nodes.common import chat_model, emit, format_notes, llm_usage, model_node, step
 from rag_graphs.nodes.generate import finish
 from rag_graphs.nodes.loop import ENOUGH, Budget, already_searched, loop_stop, stop_update
-from rag_graphs.nodes.retrieve import found
+from rag_graphs.nodes.retrieve import fetch_k, found, keep
 from rag_graphs.retrieval import retriever_for
-from rag_graphs.state import RagState, Step, add_usage, merge_documents
+from rag_graphs.state import RagState, Step, add_usage
 from rag_graphs.tools import calculate
 
 _TEXT_PROMPT = load_prompt("react_text")
@@ -194,9 +199,11 @@ def agent(state: ReactState, ctx: RagContext) -> Body[dict]:
     if kind == "final":
         docs = state.get("documents", [])
         answer = clean_answer(answer)  # the agent's own final answer gets the same cut as generate's
+        # [n] is the passage an observation showed as [n]: the run's numbering, not ``documents``'
+        # order (which each search's fusion re-ranks)
         return (
             update
-            | {"citations": extract_citations(answer, docs)}
+            | {"citations": extract_citations(answer, state.get("shown", []))}
             | finish(state, answer, docs, stop_reason=ENOUGH)
         )
     if kind == "invalid" and not state.get("searches"):
@@ -212,21 +219,18 @@ def agent(state: ReactState, ctx: RagContext) -> Body[dict]:
     return update | {"tool_calls": requests}
 
 
-def _run_tool(ctx: RagContext, state: ReactState, request: ToolRequest) -> Body[tuple[str, list[Document]]]:
-    """The observation of one tool request, and the passages a search found ([] for other tools)."""
+def _run_tool(
+    ctx: RagContext, state: ReactState, request: ToolRequest
+) -> Body[tuple[str | None, list[Document]]]:
+    """The observation of one tool request; for a search that ran, ``None`` and its hits (the
+    observation shows what the shared retrieval step keeps of them, numbered in ``act``)."""
     tool, tool_input = request["tool"], request["input"]
     web_name = getattr(ctx.web_search, "name", None)
     if tool == "search":
         if already_searched(state, tool_input):
             return "already searched; use the passages above or try other words", []
-        hits = yield Call(retriever_for(ctx), tool_input)
-        docs = merge_documents(state.get("documents"), hits)
-        hit_ids = {h.id for h in hits}
-        # Number passages by their place in ``documents`` so [n] in the answer resolves.
-        observation = "\n\n".join(
-            numbered_passage(i, d) for i, d in enumerate(docs, start=1) if d.id in hit_ids
-        )
-        return observation or "no passages found", hits
+        hits = yield Call(retriever_for(ctx, k=fetch_k(ctx)), tool_input)
+        return None, hits
     if tool == "calculator":
         return calculate(tool_input), []
     if isinstance(ctx.web_search, BaseTool) and tool in ("web_search", web_name):
@@ -238,35 +242,50 @@ def _run_tool(ctx: RagContext, state: ReactState, request: ToolRequest) -> Body[
 
 @model_node
 def act(state: ReactState, ctx: RagContext) -> Body[dict]:
-    """Run every pending tool request; observations go back as tool messages or notes."""
-    messages: list[BaseMessage] = []
-    scratchpad: list[str] = []
-    steps: list[Step] = []
+    """Run every pending tool request; observations go back as tool messages or notes.
+
+    A search's observation shows the passages the shared retrieval step kept (reranked,
+    expanded, compressed), numbered in the run's numbering (``shown``): a passage keeps
+    the number it was first shown with, a new one gets the next, so every [n] the agent
+    reads stays valid to the end of the run, whatever order ``documents`` takes."""
+    outcomes: list[tuple[ToolRequest, str | None]] = []
     queries: list[str] = []
     rankings: list[list[Document]] = []
     for request in state.get("tool_calls", []):
         seen = {  # later requests of this turn see this turn's searches
             **state,
-            "documents": merge_documents(state.get("documents"), [d for r in rankings for d in r]),
             "searches": [*state.get("searches", []), *({"query": q, "doc_ids": []} for q in queries)],
         }
         observation, hits = yield from _run_tool(ctx, seen, request)  # type: ignore[arg-type]
-        is_search = request["tool"] == "search" and not observation.startswith("already searched")
-        if is_search:
+        if observation is None:
             queries.append(request["input"])
             rankings.append(hits)
+        outcomes.append((request, observation))
+    kept = keep(ctx, queries, rankings) if queries else None
+    searched = iter(kept.rankings if kept is not None else [])
+    numbering = state.get("shown", [])
+    messages: list[BaseMessage] = []
+    scratchpad: list[str] = []
+    steps: list[Step] = []
+    for request, observation in outcomes:
+        kind, passages = "note", []
+        if observation is None:  # a search that ran
+            kind, passages = "retrieve", next(searched)
+            numbered = number_passages(passages, numbering)
+            numbering = numbered.shown
+            observation = numbered.text if passages else "no passages found"
         if request["id"]:
             messages.append(ToolMessage(observation, tool_call_id=request["id"]))
         elif _native(ctx):  # the fallback search answers a reply that made no tool call
             messages.append(HumanMessage(f"Observation: {observation}"))
         scratchpad.append(f"Observation: {observation}")
-        kind = "retrieve" if is_search else "note"
-        ids = [str(d.id) for d in hits]
+        ids = [str(d.id) for d in passages]
         steps.append(step(kind, query=request["input"], text=observation[:500], doc_ids=ids))
-    update: dict = {"messages": messages, "scratchpad": scratchpad, "tool_calls": []}
-    if queries:
-        update |= found(state, ctx, queries, rankings)
-    return update | {"steps": steps}
+    update: dict = {"messages": messages, "scratchpad": scratchpad, "tool_calls": [], "shown": numbering}
+    if kept is None:
+        return update | {"steps": steps}
+    retrieved = found(state, ctx, queries, rankings, kept)
+    return update | retrieved | {"steps": steps + kept.notes}  # the retrieval step's notes, kept
 
 
 def route_after_agent(state: ReactState) -> Literal["act", "generate", "__end__"]:
@@ -287,7 +306,7 @@ def build() -> StateGraph:
     builder = new_builder(ReactState)
     builder.add_node("agent", agent)
     builder.add_node("act", act)
-    builder.add_node("generate", make_generate("answer_with_notes", notes=_scratchpad))
+    builder.add_node("generate", make_generate("answer_with_notes", notes=_scratchpad, carry_numbers=True))
     builder.add_edge(START, "agent")
     builder.add_conditional_edges("agent", route_after_agent, ["act", "generate", END])
     builder.add_edge("act", "agent")

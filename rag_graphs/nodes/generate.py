@@ -8,11 +8,12 @@ from typing import Any
 
 from langchain_core.documents import Document
 from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.prompts import ChatPromptTemplate
 
 from prompts import load_prompt
 from rag_graphs.answers import ANSWER_STOPS, UNKNOWN, clean_answer, short_answer
 from rag_graphs.calls import Body, Call
-from rag_graphs.citations import extract_citations, format_context
+from rag_graphs.citations import Numbered, extract_citations, format_context, number_passages
 from rag_graphs.context import RagContext
 from rag_graphs.nodes.common import (
     ModelNode,
@@ -77,11 +78,22 @@ def _stop_note(state: RagState) -> list[Step]:
     return [step("note", text=f"answering from what was gathered: {reason}")]
 
 
+def numbered_context(
+    template: ChatPromptTemplate, docs: list[Document], numbering: list[Document]
+) -> Numbered:
+    """The passages an answer prompt shows, numbered, and the numbering its markers resolve
+    against: none when the template shows no passages (``{context}``), so nothing is cited."""
+    if "context" not in template.input_variables:
+        return Numbered("", [])
+    return number_passages(docs, numbering)
+
+
 def make_generate(
     prompt: str = "answer_with_citations",
     *,
     notes: Callable[[Any], str] | None = None,
     final: bool = True,
+    carry_numbers: bool = False,
 ) -> ModelNode:
     """Build a generate node that answers from all gathered passages with template ``prompt``.
 
@@ -90,24 +102,29 @@ def make_generate(
     a method's own notes instead (IRCoT's chain of thought, ReAct's scratchpad).
     The node logic (numbered passages, citation parsing, usage, the budget
     note, ``finish``) stays here. ``final=False`` writes a draft a later node
-    judges and finishes (Self-RAG's check).
+    judges and finishes (Self-RAG's check). The passages are numbered ``[1]`` to
+    ``[n]`` in ranking order; ``carry_numbers=True`` goes on with the run's numbering
+    (``shown``) instead, for notes that quote passages under it (ReAct's observations).
+    Either way the answer's markers resolve against the numbering this prompt showed.
     """
     template = load_prompt(prompt)
 
     def generate(state: RagState, ctx: RagContext) -> Body[dict]:
         docs = answer_documents(state)
-        extra = demonstrations_input(template, ctx, state["question"])
+        numbered = numbered_context(template, docs, state.get("shown", []) if carry_numbers else [])
+        extra = demonstrations_input(template, ctx, state["question"]) | {"context": numbered.text}
         extra |= {"notes": notes(state)} if notes else {}
         messages = template.format_messages(**template_inputs(template, state, **extra))
         emit("start", passages=len(docs))
         reply, used = yield from answer_call(ctx, messages)
         answer = clean_answer(str(reply.content))
-        citations = extract_citations(answer, docs)
+        citations = extract_citations(answer, numbered.shown)
         emit("end", answer=answer)
         answered = step("generate", text=answer, doc_ids=[c["chunk_id"] for c in citations])
         update = {
             "answer": answer,
             "citations": citations,
+            "shown": numbered.shown,
             "steps": [*_stop_note(state), answered] if final else [answered],
             "usage": used,
         }

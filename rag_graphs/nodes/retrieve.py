@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from langchain_core.documents import Document
 from langgraph.types import Overwrite
 
@@ -20,7 +22,7 @@ from rag_graphs.retrieval import (
     searcher_for,
     unique_union,
 )
-from rag_graphs.state import RagState, Search, Usage, add_usage, usage
+from rag_graphs.state import RagState, Search, Step, Usage, add_usage, usage
 
 
 def new_queries(state: RagState, wanted: list[str]) -> list[str]:
@@ -142,21 +144,46 @@ def expanded(
     return out, notes
 
 
-def found(state: RagState, ctx: RagContext, queries: list[str], rankings: list[list[Document]]) -> dict:
+class Kept(NamedTuple):
+    """What the retrieval step kept of one round's searches."""
+
+    rankings: list[list[Document]]
+    """Each query's passages, reranked, expanded and compressed, best first: what a prompt shows."""
+    notes: list[Step]
+    """A note step per query and stage that changed something (rerank, expand, compress)."""
+    usage: Usage
+    """The LLM usage of an ``llm`` reranker or extractor."""
+
+
+def keep(ctx: RagContext, queries: list[str], rankings: list[list[Document]]) -> Kept:
+    """Each search's hits through the context's reranker (``fetch_k`` candidates cut to ``k``),
+    expansion and compression, in that order."""
+    rankings, notes, reranking = reranked(ctx, queries, rankings)
+    rankings, notes = expanded(ctx, queries, rankings, notes)
+    rankings, notes, compressing = compressed(ctx, queries, rankings, notes)
+    return Kept(rankings, notes, add_usage(reranking, compressing))
+
+
+def found(
+    state: RagState,
+    ctx: RagContext,
+    queries: list[str],
+    rankings: list[list[Document]],
+    kept: Kept | None = None,
+) -> dict:
     """The update of one retrieval round: the re-ranked documents, the searches, one hop, and
     a step per query. ``latest`` is the round's unique hits in rank order.
 
     With a reranker set the searches fetched ``fetch_k`` candidates; each is cut to ``k``
-    here (a note step per query names what was dropped), expanded, then compressed, before
-    the searches are recorded."""
+    here (a note step per query names what was dropped), expanded, then compressed
+    (``keep``; a caller that already showed the kept passages passes them as ``kept``),
+    before the searches are recorded."""
     served = [
         q
         for q, ranking in zip(queries, rankings, strict=True)
         if ranking and ranking[0].metadata.get("cached")
     ]
-    rankings, notes, reranking = reranked(ctx, queries, rankings)
-    rankings, notes = expanded(ctx, queries, rankings, notes)
-    rankings, notes, compressing = compressed(ctx, queries, rankings, notes)
+    rankings, notes, processing = kept if kept is not None else keep(ctx, queries, rankings)
     if served:  # the cross-question search cache answered these (rag_graphs.cache); their steps say so
         emit("cache", queries=served)
     searches: list[Search] = [
@@ -177,7 +204,7 @@ def found(state: RagState, ctx: RagContext, queries: list[str], rankings: list[l
             for s, ranking in zip(searches, rankings, strict=True)
         ]
         + notes,
-        "usage": add_usage(usage(retrievals=len(queries), hops=1), add_usage(reranking, compressing)),
+        "usage": add_usage(usage(retrievals=len(queries), hops=1), processing),
     }
 
 
