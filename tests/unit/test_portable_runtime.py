@@ -82,6 +82,7 @@ def test_a_disabled_bar_writes_nothing():
     assert out.getvalue() == ""
 
 
+@pytest.mark.embedded
 def test_the_embedded_model_runs_on_the_chosen_thread_count():
     runtime = models.load_chat_model("embedded").client  # the llama_cpp.Llama behind it
     assert runtime.n_threads == runtime.n_threads_batch == models.llama_threads()
