@@ -6,14 +6,11 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
-from langchain_core.runnables import Runnable
-
-# LangGraph's own node runnable (its prebuilt ToolNode builds on it): one sync and one async
-# function, with the run's ``runtime`` injected into both.
-from langgraph._internal._runnable import RunnableCallable
+from langchain_core.runnables import Runnable, RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import get_runtime
 from langgraph.types import RetryPolicy
 
 from rag_graphs.catalog import METHODS as METHODS  # re-exported: the registry's names
@@ -64,6 +61,25 @@ def compile_method(
     return builder.compile(name=name, checkpointer=checkpointer).with_config(method_config(name))
 
 
+class BothWays(Runnable[Any, Any]):
+    """A node with a native sync and a native async entry point, each handed the run's
+    ``Runtime`` (LangGraph's public ``get_runtime``: the node runs inside the run's config).
+
+    It records no run of its own, so traces show the node once, as for a function node.
+    """
+
+    def __init__(self, name: str, sync: Callable[..., Any], async_: Callable[..., Any]) -> None:
+        self.name = name
+        self._sync = sync
+        self._async = async_
+
+    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        return self._sync(input, get_runtime(RagContext))
+
+    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        return await self._async(input, get_runtime(RagContext))
+
+
 class MethodGraph(StateGraph[Any, Any, Any, Any]):
     """A ``StateGraph`` whose function nodes are wrapped by ``rag_graphs.faults.guard``,
     so a failure anywhere ends the run with ``RunFailed`` and the chain so far.
@@ -74,9 +90,7 @@ class MethodGraph(StateGraph[Any, Any, Any, Any]):
 
     def add_node(self, node: Any, action: Any = None, **kwargs: Any) -> MethodGraph:
         if isinstance(node, str) and isinstance(action, ModelNode):
-            action = RunnableCallable(
-                guard(node, action.__call__), guard(node, action.acall), name=node, trace=False
-            )
+            action = BothWays(node, guard(node, action.__call__), guard(node, action.acall))
         elif isinstance(node, str) and callable(action) and not isinstance(action, Runnable):
             action = guard(node, action)
         return super().add_node(node, action, **kwargs)
