@@ -709,7 +709,7 @@ def methods() -> None:
     """List the methods with a one-line description each."""
     from rich.table import Table
 
-    from rag_graphs.methods import METHODS
+    from rag_graphs.catalog import METHODS  # the names alone: no graph is compiled to list them
 
     table = Table(box=None, show_header=False, pad_edge=False)
     table.add_column(style="bold cyan", no_wrap=True)

@@ -169,6 +169,11 @@ def test_the_walk_sees_the_imports(edges: list[Import]) -> None:
     assert layer("ingestion.store") == ("ingestion", 1)
 
 
+def test_the_catalog_imports_nothing_of_ours(edges: list[Import]) -> None:
+    """Settings read the method names from ``rag_graphs.catalog``, so it must stay a leaf."""
+    assert [str(e) for e in edges if e.source == "rag_graphs.catalog"] == []
+
+
 def test_no_import_goes_up_a_layer(edges: list[Import]) -> None:
     upward = [
         f"{edge}: {layer(edge.source)[0]} -> {layer(edge.target)[0]}"
