@@ -2,11 +2,45 @@
 
 Owns the store and the embedding model that fills it. Depends on nothing in
 ``rag_graphs`` (see DESIGN.md's dependency direction).
+
+The names below are loaded on first use (PEP 562): ``from ingestion.store import quote``
+must not pull Docling, transformers and torch in through ``ingestion.pipeline``.
 """
 
-from ingestion.embeddings import EMBEDDED, load_embeddings
-from ingestion.pipeline import FileResult, IngestOptions, IngestReport, ingest
-from ingestion.store import ChunkIndex, StoreLockedError, access_filter, all_of, ids_filter, open_index, quote
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ingestion.embeddings import EMBEDDED, load_embeddings
+    from ingestion.pipeline import FileResult, IngestOptions, IngestReport, ingest
+    from ingestion.store import (
+        ChunkIndex,
+        StoreLockedError,
+        access_filter,
+        all_of,
+        ids_filter,
+        open_index,
+        quote,
+    )
+
+_HOMES = {
+    "EMBEDDED": "ingestion.embeddings",
+    "load_embeddings": "ingestion.embeddings",
+    "FileResult": "ingestion.pipeline",
+    "IngestOptions": "ingestion.pipeline",
+    "IngestReport": "ingestion.pipeline",
+    "ingest": "ingestion.pipeline",
+    "ChunkIndex": "ingestion.store",
+    "StoreLockedError": "ingestion.store",
+    "access_filter": "ingestion.store",
+    "all_of": "ingestion.store",
+    "ids_filter": "ingestion.store",
+    "open_index": "ingestion.store",
+    "quote": "ingestion.store",
+}
+"""Exported name -> the module that defines it."""
 
 __all__ = [
     "EMBEDDED",
@@ -23,3 +57,16 @@ __all__ = [
     "open_index",
     "quote",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'ingestion' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value  # looked up once
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_HOMES})

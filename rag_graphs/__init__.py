@@ -6,7 +6,22 @@ result["answer"], result["citations"], result["steps"], result["usage"]
 result["stop_reason"], result["outcome"]  # answered / budget_exhausted / unreliable / no_evidence
 """
 
-from rag_graphs.context import RagContext
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rag_graphs.context import RagContext
 
 __all__ = ["RagContext"]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    """``RagContext`` on first use (PEP 562): ``import rag_graphs.cli`` for ``rag-graphs --help``
+    must not pay for pydantic and LangChain's model classes."""
+    if name == "RagContext":
+        from rag_graphs.context import RagContext
+
+        return RagContext
+    raise AttributeError(f"module 'rag_graphs' has no attribute {name!r}")

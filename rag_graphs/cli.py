@@ -1,5 +1,8 @@
 """The ``rag-graphs`` command: ingest documents, ask a method, run the demo."""
 
+# Module level imports only what ``rag-graphs --help`` needs (typer, rich, our small leaf
+# modules); settings, graphs, models and the store are imported inside the commands.
+
 from __future__ import annotations
 
 import json
@@ -7,16 +10,19 @@ import sys
 from collections.abc import Callable, Iterable
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
 
 from ingestion.quiet import show_debug_log
 from ingestion.terminal import safe
-from rag_graphs.context import RagContext
-from rag_graphs.run import DEFAULT_CHECKPOINTS, Finished, Progress, Resumed, RunEvent, Step
 from rag_graphs.sources import delete_sources, source_key
+from rag_graphs.threads import DEFAULT_CHECKPOINTS
+
+if TYPE_CHECKING:
+    from rag_graphs.context import RagContext
+    from rag_graphs.run import Progress, RunEvent
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 console = Console()
@@ -84,6 +90,8 @@ WebSearchOpt = Annotated[
 
 
 def _context(store: str | None, collection: str | None, **overrides) -> RagContext:
+    from rag_graphs.context import RagContext
+
     values = {k: v for k, v in overrides.items() if v is not None}
     if store:
         values["store_uri"] = store
@@ -360,6 +368,8 @@ def _follow(events: Iterable[RunEvent], method: str, live: bool, notices: Consol
 
     ``notices`` (resuming a thread) go to stderr under ``--json``, so stdout stays one JSON document.
     """
+    from rag_graphs.run import Finished, Progress, Resumed, Step
+
     result: dict = {}
     with console.status(f"[bold]{safe(method)}[/] thinking...") as status:
         for event in events:
@@ -699,7 +709,7 @@ def methods() -> None:
     """List the methods with a one-line description each."""
     from rich.table import Table
 
-    from rag_graphs.methods import METHODS
+    from rag_graphs.catalog import METHODS  # the names alone: no graph is compiled to list them
 
     table = Table(box=None, show_header=False, pad_edge=False)
     table.add_column(style="bold cyan", no_wrap=True)

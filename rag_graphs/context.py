@@ -33,10 +33,10 @@ from pydantic.dataclasses import dataclass
 from pydantic.json_schema import SkipJsonSchema
 from pydantic_core import ArgsKwargs, ErrorDetails, InitErrorDetails, PydanticCustomError, ValidationError
 
+from rag_graphs.catalog import METHODS, ROUTED_KINDS
+
 DEFAULT_STORE_URI = ".rag-graphs/milvus.db"
 DEFAULT_COLLECTION = "rag_graphs"
-ROUTED_KINDS = ("single_hop", "multi_hop", "global_summary")
-"""Question kinds ``routes`` maps to methods (``no_retrieval`` is answered directly)."""
 
 Positive = Annotated[int, Field(ge=1)]
 NonNegative = Annotated[int, Field(ge=0)]
@@ -146,8 +146,6 @@ def _parse_routes(value: Any) -> Any:
 
 def check_route(kind: str, method: str) -> str:
     """``method`` when it is a method ``routes`` may send questions of ``kind`` to, else ValueError."""
-    from rag_graphs.methods import METHODS  # the registry sits above this module: read it lazily
-
     if kind not in ROUTED_KINDS:
         raise ValueError(f"RagContext.routes: unknown question kind {kind!r}; use {', '.join(ROUTED_KINDS)}")
     if method not in METHODS or method == "auto":

@@ -48,6 +48,7 @@ from typing_extensions import TypedDict, Unpack
 
 from rag_graphs.context import RagContext
 from rag_graphs.state import OutputState
+from rag_graphs.threads import DEFAULT_CHECKPOINTS as DEFAULT_CHECKPOINTS  # re-exported: it lived here
 from rag_graphs.threads import checkpoint_file, damaged_as_error, thread_lock
 
 if TYPE_CHECKING:
@@ -57,9 +58,6 @@ if TYPE_CHECKING:
     from langgraph.types import StateSnapshot
 
     from rag_graphs.faults import RunFailed
-
-DEFAULT_CHECKPOINTS = Path(".rag-graphs/checkpoints.sqlite")
-"""Where ``thread_id`` checkpoints go unless told otherwise (relative to the working folder)."""
 
 ANSWER_NODES = ("generate", "answer_directly")
 """The nodes that write a method's answer (the same names in every method): where

@@ -97,6 +97,18 @@ but answers from no passage, or the answer says it does not know)."""
 
 Confidence = Literal["high", "medium", "low"]
 
+StopKind = Literal[
+    "enough",  # the method judged what it gathered enough (or gave its final answer)
+    "budget",  # a hop, step or follow-up budget ran out
+    "repeated",  # the next search repeats one already made (or the last found nothing new)
+    "no_query",  # no next query was proposed
+    "no_form",  # the model's reply followed none of the method's forms
+    "no_follow_up",  # IterDRAG's "No follow-up needed"
+    "no_evidence",  # no relevant passage to answer from (Self-RAG)
+    "single_pass",  # a method without a loop
+]
+"""Why a run stopped looking, for routers: they read this, never ``stop_reason``'s words."""
+
 
 class InputState(TypedDict):
     """What a caller passes."""
@@ -144,6 +156,9 @@ class RagState(InputState, OutputState, total=False):
     observation to the next, so a passage keeps its number to the end of the run."""
     found_correct: bool
     """The latest grading judged at least one passage correct (CRAG's and Self-RAG's grader)."""
+    stop_kind: StopKind | None
+    """Why the loop stops (``nodes.loop.stop_update``; None: it goes on). Routers read this;
+    ``stop_reason`` says the same in words for the output."""
     budget_exhausted: bool
     """The loop stopped because its budget ran out (``nodes.loop.stop_update``), not because
     it judged the information enough: the answer says so and ``outcome`` is ``budget_exhausted``."""

@@ -19,6 +19,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 SETTING = "--checkpoints"
+DEFAULT_CHECKPOINTS = Path(".rag-graphs/checkpoints.sqlite")
+"""Where ``thread_id`` checkpoints go unless told otherwise (relative to the working folder)."""
 _SQLITE_HEADER = b"SQLite format 3\x00"
 
 

@@ -6,42 +6,18 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
-from langchain_core.runnables import Runnable
-
-# LangGraph's own node runnable (its prebuilt ToolNode builds on it): one sync and one async
-# function, with the run's ``runtime`` injected into both.
-from langgraph._internal._runnable import RunnableCallable
+from langchain_core.runnables import Runnable, RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import get_runtime
 from langgraph.types import RetryPolicy
 
+from rag_graphs.catalog import METHODS as METHODS  # re-exported: the registry's names
 from rag_graphs.context import RagContext
 from rag_graphs.faults import RETRY, guard
 from rag_graphs.nodes.common import ModelNode
 from rag_graphs.state import InputState, OutputState, RagState
-
-METHODS: dict[str, str] = {
-    "naive": "one retrieval with the question, then an answer with citations",
-    "fixed_step": "a fixed number of hops: query, retrieve, intermediate answer, next query",
-    "iterative": "retrieve until the model judges the information enough (bounded, no repeats)",
-    "react": "ReAct: an agent that calls search and calculator tools (native tool calls or a text protocol)",
-    "ircot": "IRCoT: each chain-of-thought sentence becomes the next retrieval query",
-    "self_rag": "Self-RAG: decide to retrieve, grade passages, check the answer, retry when unsupported",
-    "crag": "Corrective RAG: grade passages, rewrite and search again (or the web) when none is correct",
-    "hyde": "HyDE: search with a hypothetical answer passage the model writes",
-    "multi_query": "multi-query: several rewrites searched in one batch, unique union of the hits",
-    "rag_fusion": "RAG-Fusion: related queries searched in one batch, fused by reciprocal rank fusion",
-    "step_back": "step-back: retrieve for the question and for a more general step-back question",
-    "decomposition": "decomposition: 2-4 sub-questions answered in parallel or in order, then synthesised",
-    "planned": "planned path: ordered sub-questions, later ones filled with earlier answers (#1, #2)",
-    "drag": "DRAG: k documents (most relevant last) plus m solved demonstrations in one long context",
-    "iterdrag": "IterDRAG: DRAG with interleaved 'Follow up:' retrievals and intermediate answers",
-    "raptor": "RAPTOR: search a tree of cluster summaries (collapsed or top-down); build it first",
-    "hipporag": "HippoRAG: one graph search (PageRank over the entities chunks share), then an answer",
-    "auto": "adaptive router: classify the question, dispatch to the method RagContext.routes names",
-}
-"""Method name -> one-line description, in the order they are usually compared."""
 
 
 def get_graph(
@@ -85,6 +61,25 @@ def compile_method(
     return builder.compile(name=name, checkpointer=checkpointer).with_config(method_config(name))
 
 
+class BothWays(Runnable[Any, Any]):
+    """A node with a native sync and a native async entry point, each handed the run's
+    ``Runtime`` (LangGraph's public ``get_runtime``: the node runs inside the run's config).
+
+    It records no run of its own, so traces show the node once, as for a function node.
+    """
+
+    def __init__(self, name: str, sync: Callable[..., Any], async_: Callable[..., Any]) -> None:
+        self.name = name
+        self._sync = sync
+        self._async = async_
+
+    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        return self._sync(input, get_runtime(RagContext))
+
+    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        return await self._async(input, get_runtime(RagContext))
+
+
 class MethodGraph(StateGraph[Any, Any, Any, Any]):
     """A ``StateGraph`` whose function nodes are wrapped by ``rag_graphs.faults.guard``,
     so a failure anywhere ends the run with ``RunFailed`` and the chain so far.
@@ -95,9 +90,7 @@ class MethodGraph(StateGraph[Any, Any, Any, Any]):
 
     def add_node(self, node: Any, action: Any = None, **kwargs: Any) -> MethodGraph:
         if isinstance(node, str) and isinstance(action, ModelNode):
-            action = RunnableCallable(
-                guard(node, action.__call__), guard(node, action.acall), name=node, trace=False
-            )
+            action = BothWays(node, guard(node, action.__call__), guard(node, action.acall))
         elif isinstance(node, str) and callable(action) and not isinstance(action, Runnable):
             action = guard(node, action)
         return super().add_node(node, action, **kwargs)

@@ -82,7 +82,7 @@ def route_after_grade(state: RagState) -> Literal["refine", "rewrite", "generate
     """Refine when a passage is correct; answer when the grade node says stop; else search again."""
     if state.get("found_correct"):
         return "refine"
-    return "generate" if state.get("stop_reason") else "rewrite"
+    return "generate" if state.get("stop_kind") else "rewrite"
 
 
 def build() -> StateGraph:

@@ -46,14 +46,14 @@ def reason(state: IrcotState, ctx: RagContext) -> Body[dict]:
     sentence = clean_query(str(reply.content), fallback="")
     budget = hop_budget(state, ctx.max_hops)
     stop = loop_stop(state, budget, done=bool(_ANSWER.search(sentence)), next_query=sentence)
-    emit("end", thought=sentence, stop=stop)
+    emit("end", thought=sentence, stop=stop.reason if stop else "")
     update: dict = {
         "thoughts": [sentence] if sentence else [],
-        **stop_update(stop, budget),
-        "steps": [step("decide", text=sentence + (f" [stop: {stop}]" if stop else ""))],
+        **stop_update(stop),
+        "steps": [step("decide", text=sentence + (f" [stop: {stop.reason}]" if stop else ""))],
         "usage": used,
     }
-    if not stop:
+    if stop is None:
         update["query"] = sentence
     return update
 

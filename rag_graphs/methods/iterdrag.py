@@ -32,7 +32,7 @@ from rag_graphs.methods import compile_method, new_builder
 from rag_graphs.nodes import make_generate, make_intermediate, retrieve
 from rag_graphs.nodes.common import chat, demonstrations_input, emit, model_node, step, template_inputs
 from rag_graphs.nodes.generate import finish
-from rag_graphs.nodes.loop import ENOUGH, Budget, loop_stop, stop_update
+from rag_graphs.nodes.loop import STOP_ENOUGH, Budget, Stop, loop_stop, stop_update
 from rag_graphs.nodes.rewrite import clean_query
 from rag_graphs.retrieval import most_relevant_last
 from rag_graphs.state import RagState
@@ -48,7 +48,7 @@ NO_FOLLOW_UP = re.compile(
     r"no\s+(?:more\s+|further\s+)?follow[\s-]*ups?\s+(?:questions?\s+)?(?:is\s+|are\s+)?needed", re.IGNORECASE
 )
 """The paper's "No follow-up needed": answer now (from everything gathered, when no final answer follows)."""
-NO_FOLLOW_UP_STOP = "no follow-up needed"
+NO_FOLLOW_UP_STOP = Stop("no_follow_up", "no follow-up needed")
 
 
 def parse_markers(text: str) -> list[tuple[str, str]]:
@@ -88,19 +88,19 @@ def iterate(state: IterDragState, ctx: RagContext) -> Body[dict]:
     update: dict = {"usage": used, "steps": [step("decide", text=text)]}
     asked = state.get("follow_ups", [])
     if NO_FOLLOW_UP.search(text) and (decision is None or decision[0] != "final"):
-        return update | {"stop_reason": NO_FOLLOW_UP_STOP}
+        return update | stop_update(NO_FOLLOW_UP_STOP)
     if decision and decision[0] == "final":
         answer = clean_answer(decision[1])
         citations = extract_citations(answer, numbered.shown)
         update |= {"citations": citations, "shown": numbered.shown}
-        return update | finish(state, answer, docs, stop_reason=ENOUGH)
+        return update | finish(state, answer, docs, stop=STOP_ENOUGH)
     if decision is None:
-        return update | {"stop_reason": "the reply had neither a follow-up nor a final answer"}
+        return update | stop_update(Stop("no_form", "the reply had neither a follow-up nor a final answer"))
     query = clean_query(decision[1], fallback="")
     budget = Budget(len(asked), ctx.iterdrag_iterations, "follow-up")
     stop = loop_stop(state, budget, next_query=query, seen=[state["question"], *asked])
     if stop:
-        return update | stop_update(stop, budget)
+        return update | stop_update(stop)
     update["steps"][0]["query"] = query
     emit("end", follow_up=query)
     return update | {"query": query, "follow_ups": [query]}
@@ -108,9 +108,9 @@ def iterate(state: IterDragState, ctx: RagContext) -> Body[dict]:
 
 def route_after_iterate(state: IterDragState) -> Literal["follow_up", "generate", "__end__"]:
     """Done on a final answer; answer from what was gathered when stopped; else follow up."""
-    if state.get("stop_reason") == ENOUGH:
+    if state.get("stop_kind") == "enough":
         return "__end__"
-    return "generate" if state.get("stop_reason") else "follow_up"
+    return "generate" if state.get("stop_kind") else "follow_up"
 
 
 def build() -> StateGraph:

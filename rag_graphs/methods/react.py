@@ -53,7 +53,7 @@ from rag_graphs.models import capabilities, chooses_tools
 from rag_graphs.nodes import make_generate
 from rag_graphs.nodes.common import chat_model, emit, format_notes, llm_usage, model_node, step
 from rag_graphs.nodes.generate import finish
-from rag_graphs.nodes.loop import ENOUGH, Budget, already_searched, loop_stop, stop_update
+from rag_graphs.nodes.loop import STOP_ENOUGH, Budget, Stop, already_searched, loop_stop, stop_update
 from rag_graphs.nodes.retrieve import fetch_k, found, keep
 from rag_graphs.retrieval import retriever_for
 from rag_graphs.state import RagState, Step, add_usage
@@ -204,18 +204,17 @@ def agent(state: ReactState, ctx: RagContext) -> Body[dict]:
         return (
             update
             | {"citations": extract_citations(answer, state.get("shown", []))}
-            | finish(state, answer, docs, stop_reason=ENOUGH)
+            | finish(state, answer, docs, stop=STOP_ENOUGH)
         )
     if kind == "invalid" and not state.get("searches"):
         # Safe default for a reply in no form before any search: search the question.
         update["scratchpad"] = [f"(step {turns} followed no form; searching the question)"]
         requests = [ToolRequest(tool="search", input=state["question"], id=None)]
-    elif kind == "invalid":
+    if kind == "invalid" and state.get("searches"):
         # After a search, a reply in no form ends the loop: answer from the passages.
-        update["stop_reason"] = "the agent's reply followed no protocol form"
-    if not update.get("stop_reason"):
-        budget = Budget(turns, ctx.max_steps, "agent step")
-        update |= stop_update(loop_stop(state, budget), budget)
+        update |= stop_update(Stop("no_form", "the agent's reply followed no protocol form"))
+    else:
+        update |= stop_update(loop_stop(state, Budget(turns, ctx.max_steps, "agent step")))
     return update | {"tool_calls": requests}
 
 
@@ -290,9 +289,9 @@ def act(state: ReactState, ctx: RagContext) -> Body[dict]:
 
 def route_after_agent(state: ReactState) -> Literal["act", "generate", "__end__"]:
     """Finish on an answer; answer from the gathered passages when the loop was stopped."""
-    if state.get("stop_reason") == ENOUGH:
+    if state.get("stop_kind") == "enough":
         return "__end__"
-    if state.get("stop_reason"):
+    if state.get("stop_kind"):
         return "generate"
     return "act" if state.get("tool_calls") else "generate"
 

@@ -47,7 +47,7 @@ from rag_graphs.nodes.common import (
 )
 from rag_graphs.nodes.generate import finish, prompt_text
 from rag_graphs.nodes.grade import RelevanceScore, make_grade
-from rag_graphs.nodes.loop import hop_budget, loop_stop, stop_update
+from rag_graphs.nodes.loop import Stop, hop_budget, loop_stop, stop_update
 from rag_graphs.state import Confidence, RagState, add_usage
 from rag_graphs.structured import structured
 
@@ -109,9 +109,10 @@ def check(state: SelfRagState, ctx: RagContext) -> Body[dict]:
     docs = answer_documents(state)
     budget = hop_budget(state, ctx.max_hops)
     if not docs:  # nothing relevant was kept: nothing to check the answer against
-        stop = loop_stop(state, budget) or "no relevant passage was found"
-        noted = [step("grade", text=f"no relevant passage to check the answer against; stop: {stop}")]
-        return {"steps": noted, **stop_update(stop, budget), "confidence": "low", "outcome": "no_evidence"}
+        none_kept = loop_stop(state, budget) or Stop("no_evidence", "no relevant passage was found")
+        text = f"no relevant passage to check the answer against; stop: {none_kept.reason}"
+        noted = [step("grade", text=text)]
+        return {"steps": noted, **stop_update(none_kept), "confidence": "low", "outcome": "no_evidence"}
     model = chat_model(ctx)
     checks = yield Batch(
         [
@@ -134,17 +135,17 @@ def check(state: SelfRagState, ctx: RagContext) -> Body[dict]:
     parsed = all(c.method != "default" for c in checks)
     stop = loop_stop(state, budget, done=grounded and complete)
     text = f"grounded={grounded}; complete={complete}; via {checks[0].method}/{checks[1].method}"
-    emit("end", grounded=grounded, complete=complete, stop=stop)
+    emit("end", grounded=grounded, complete=complete, stop=stop.reason if stop else "")
     update: dict = {
         "grounded": grounded,
         "complete": complete,
         "usage": add_usage(calls_usage(checks[0].calls), calls_usage(checks[1].calls)),
-        **stop_update(stop, budget),
+        **stop_update(stop),
     }
-    if not stop:
+    if stop is None:
         return update | {"steps": [step("grade", text=text)]}
     confidence = confidence_of(grounded, complete, parsed)
-    text += f"; stop: {stop}; confidence={confidence}"
+    text += f"; stop: {stop.reason}; confidence={confidence}"
     update |= {"confidence": confidence, "steps": [step("grade", text=text)]}
     if not grounded:  # its own check rejected the answer: say so instead of returning it
         reason = "the answer is not supported by the passages found"
@@ -169,12 +170,12 @@ def route_after_need(state: SelfRagState) -> Literal["retrieve", "answer_directl
 
 def route_after_grade(state: SelfRagState) -> Literal["generate", "follow_up"]:
     """Answer when a passage of this round was kept or the loop must stop; else search again."""
-    return "generate" if state.get("found_correct") or state.get("stop_reason") else "follow_up"
+    return "generate" if state.get("found_correct") or state.get("stop_kind") else "follow_up"
 
 
 def route_after_check(state: SelfRagState) -> Literal["follow_up", "__end__"]:
     """Finish when the check node says stop; otherwise search for what the answer lacks."""
-    return "__end__" if state.get("stop_reason") else "follow_up"
+    return "__end__" if state.get("stop_kind") else "follow_up"
 
 
 def build() -> StateGraph:

@@ -3,7 +3,7 @@
 The decision is structured (``Decision``) through ``structured``, so a weak
 model's malformed reply falls back to a safe default instead of crashing.
 Budgets are enforced here by ``loop_stop``, not by LangGraph's recursion
-limit: the node sets ``stop_reason`` and the method's router only reads it.
+limit: the node sets ``stop_kind`` (and ``stop_reason``, its words) and the router reads the kind.
 """
 
 from __future__ import annotations
@@ -38,17 +38,18 @@ def make_decide(prompt: str = "decide_enough") -> ModelNode:
         out = yield from structured(chat_model(ctx), messages, Decision, default)
         decision = out.value
         budget = hop_budget(state, ctx.max_hops)
-        reason = loop_stop(state, budget, done=decision.enough, next_query=decision.next_query)
+        stop = loop_stop(state, budget, done=decision.enough, next_query=decision.next_query)
+        reason = stop.reason if stop else ""
         text = f"enough={decision.enough}; next_query={decision.next_query!r}; via {out.method}"
         if reason:
             text += f"; stop: {reason}"
         emit("end", enough=decision.enough, next_query=decision.next_query, stop=reason)
         update: dict = {
-            **stop_update(reason, budget),
+            **stop_update(stop),
             "steps": [step("decide", query=decision.next_query, text=text)],
             "usage": calls_usage(out.calls),
         }
-        if not reason:
+        if stop is None:
             update["query"] = decision.next_query.strip()
         return update
 
@@ -59,5 +60,5 @@ decide = make_decide()
 
 
 def retrieve_until_stopped(state: RagState) -> Literal["retrieve", "generate"]:
-    """Router of retrieve loops: search again until a node set ``stop_reason``."""
-    return "generate" if state.get("stop_reason") else "retrieve"
+    """Router of retrieve loops: search again until a node set ``stop_kind``."""
+    return "generate" if state.get("stop_kind") else "retrieve"

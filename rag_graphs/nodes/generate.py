@@ -26,7 +26,7 @@ from rag_graphs.nodes.common import (
     step,
     template_inputs,
 )
-from rag_graphs.nodes.loop import ENOUGH, SINGLE_PASS
+from rag_graphs.nodes.loop import STOP_SINGLE_PASS, Stop
 from rag_graphs.state import Outcome, RagState, Step, Usage
 
 
@@ -58,24 +58,25 @@ def outcome_of(state: RagState, answer: str, docs: list[Document]) -> Outcome:
     return "answered"
 
 
-def finish(state: RagState, answer: str, docs: list[Document], *, stop_reason: str = "") -> dict:
-    """The closing fields every final answer carries: ``outcome``, ``stop_reason`` (a method
-    without a loop made one pass) and the answer, which on a spent budget says so the way
-    the guide does (``prompts/templates/budget_exhausted.txt``, after the short answer, so
-    the first line stays the answer the evaluator scores). A node that answers and stops at
-    once (ReAct's and IterDRAG's final answer) passes its ``stop_reason``."""
+def finish(state: RagState, answer: str, docs: list[Document], *, stop: Stop | None = None) -> dict:
+    """The closing fields every final answer carries: ``outcome``, ``stop_kind`` and
+    ``stop_reason`` (a method without a loop made one pass) and the answer, which on a spent
+    budget says so the way the guide does (``prompts/templates/budget_exhausted.txt``, after
+    the short answer, so the first line stays the answer the evaluator scores). A node that
+    answers and stops at once (ReAct's and IterDRAG's final answer) passes its ``stop``."""
     outcome = outcome_of(state, answer, docs)
-    reason = stop_reason or state.get("stop_reason") or SINGLE_PASS
+    kind = state.get("stop_kind")
+    if stop is None:
+        stop = Stop(kind, state.get("stop_reason", "")) if kind else STOP_SINGLE_PASS
     if outcome == "budget_exhausted":
-        answer = prompt_text("budget_exhausted", answer=answer, reason=reason)
-    return {"answer": answer, "outcome": outcome, "stop_reason": reason}
+        answer = prompt_text("budget_exhausted", answer=answer, reason=stop.reason)
+    return {"answer": answer, "outcome": outcome, "stop_kind": stop.kind, "stop_reason": stop.reason}
 
 
 def _stop_note(state: RagState) -> list[Step]:
-    reason = state.get("stop_reason")
-    if not reason or reason == ENOUGH:
+    if state.get("stop_kind") in (None, "enough"):
         return []
-    return [step("note", text=f"answering from what was gathered: {reason}")]
+    return [step("note", text=f"answering from what was gathered: {state.get('stop_reason')}")]
 
 
 def numbered_context(

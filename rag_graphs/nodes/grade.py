@@ -66,7 +66,7 @@ def make_grade(prompt: str = "grade_correctness", schema: type[Grade | Relevance
 
     Keeps passages not labelled incorrect (with all earlier kept ones) in
     ``evidence``; sets ``found_correct`` when one is correct, and
-    ``stop_reason`` when none is and the loop must stop (hop budget spent, or
+    ``stop_kind`` and ``stop_reason`` when none is and the loop must stop (hop budget spent, or
     the last search repeated an earlier one).
     """
     template = load_prompt(prompt)
@@ -89,9 +89,9 @@ def make_grade(prompt: str = "grade_correctness", schema: type[Grade | Relevance
         kept += [d for d, g in grades if g != "incorrect" and d.id not in {k.id for k in kept}]
         correct = any(g == "correct" for _, g in grades)
         budget = hop_budget(state, ctx.max_hops)
-        reason = loop_stop(state, budget, done=correct)
-        if reason and not correct:
-            reason += " without a correct passage"
+        stop = loop_stop(state, budget, done=correct)
+        if stop and not correct:
+            stop = stop.noted(" without a correct passage")
         text = ", ".join(f"{d.id}: {v.shown()}" for d, v in verdicts) or "nothing new to grade"
         emit("end", grades={str(d.id): v.shown() for d, v in verdicts})
         used: Usage = {}
@@ -100,7 +100,7 @@ def make_grade(prompt: str = "grade_correctness", schema: type[Grade | Relevance
         return {
             "evidence": kept,
             "found_correct": correct,
-            **stop_update(reason, budget),
+            **stop_update(stop),
             "steps": [step("grade", doc_ids=[str(d.id) for d, _ in grades], text=text)],
             "usage": used,
         }

@@ -1,20 +1,37 @@
 """The one rule that stops every loop: enough, a spent budget, or a repeated query.
 
 Every looping method (iterative, IRCoT, Self-RAG, CRAG, IterDRAG, ReAct) asks
-``loop_stop`` after each turn and writes the answer into ``stop_reason``; its
-router only reads that field. Budgets are named for what they count:
+``loop_stop`` after each turn and writes the answer (``stop_update``) into two fields:
+``stop_kind``, typed, which routers read, and ``stop_reason``, the human-readable text the
+output carries. No router compares the text. Budgets are named for what they count:
 ``max_hops`` retrieval rounds (``state["hops"]``), ``max_steps`` agent turns,
 ``iterdrag_iterations`` follow-ups. LangGraph's recursion limit is never the stop.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from rag_graphs.state import RagState, searched
+from rag_graphs.state import RagState, StopKind, searched
 
 ENOUGH = "enough"
 SINGLE_PASS = "single pass"  # the stop reason of methods without a loop
+
+
+@dataclass(frozen=True)
+class Stop:
+    """Why a loop stops: ``kind`` for routers, ``reason`` for people (``stop_reason``)."""
+
+    kind: StopKind
+    reason: str
+
+    def noted(self, extra: str) -> Stop:
+        """The same stop with ``extra`` added to its reason."""
+        return replace(self, reason=self.reason + extra)
+
+
+STOP_ENOUGH = Stop("enough", ENOUGH)
+STOP_SINGLE_PASS = Stop("single_pass", SINGLE_PASS)
 
 
 def normalize_query(query: str) -> str:
@@ -41,9 +58,9 @@ class Budget:
         return self.used >= self.limit
 
     @property
-    def reason(self) -> str:
-        """The ``stop_reason`` of a loop this budget stopped."""
-        return f"{self.unit} budget reached ({self.limit} {self.unit}s)"
+    def stop(self) -> Stop:
+        """Why a loop this budget stopped."""
+        return Stop("budget", f"{self.unit} budget reached ({self.limit} {self.unit}s)")
 
 
 def hop_budget(state: RagState, limit: int) -> Budget:
@@ -58,8 +75,8 @@ def loop_stop(
     done: bool = False,
     next_query: str | None = None,
     seen: list[str] | None = None,
-) -> str:
-    """Why the loop stops after this turn ('' to go on).
+) -> Stop | None:
+    """Why the loop stops after this turn (None to go on).
 
     In order: ``done`` (the turn judged the gathered information enough); the
     latest retrieval was a skipped repeat; the budget is spent; the proposed
@@ -68,22 +85,24 @@ def loop_stop(
     whose next turn is not a search of a model-written query.
     """
     if done:
-        return ENOUGH
+        return STOP_ENOUGH
     if state.get("latest_repeated"):
-        return "repeated query: the last search found nothing new"
+        return Stop("repeated", "repeated query: the last search found nothing new")
     if budget.spent:
-        return budget.reason
+        return budget.stop
     if next_query is not None:
         if not next_query.strip():
-            return "no next query proposed"
+            return Stop("no_query", "no next query proposed")
         earlier = {normalize_query(q) for q in [*searched(state), *(seen or [])]}
         if normalize_query(next_query) in earlier:
-            return f"repeated query: {next_query}"
-    return ""
+            return Stop("repeated", f"repeated query: {next_query}")
+    return None
 
 
-def stop_update(reason: str, budget: Budget) -> dict:
-    """The state update of a loop turn that asked ``loop_stop``: its ``stop_reason`` (a node
-    may have added to it) and ``budget_exhausted``, typed, so the answer node knows the loop
-    ran out without reading the reason's words (``outcome`` = ``budget_exhausted``)."""
-    return {"stop_reason": reason, "budget_exhausted": reason.startswith(budget.reason)}
+def stop_update(stop: Stop | None) -> dict:
+    """The state update of a loop turn that asked ``loop_stop`` (None: go on): ``stop_kind``
+    for the router, ``stop_reason`` for the output, and ``budget_exhausted``, so the answer
+    node knows the loop ran out (``outcome`` = ``budget_exhausted``)."""
+    if stop is None:
+        return {"stop_kind": None, "stop_reason": "", "budget_exhausted": False}
+    return {"stop_kind": stop.kind, "stop_reason": stop.reason, "budget_exhausted": stop.kind == "budget"}

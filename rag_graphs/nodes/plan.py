@@ -9,15 +9,14 @@ it. The plan's length (capped by ``RagContext.num_queries``) bounds the loop.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Literal
+from typing import Any, Literal
+
+from langgraph.graph import StateGraph
 
 from rag_graphs.nodes.common import emit, step
 from rag_graphs.nodes.generate import make_intermediate
 from rag_graphs.nodes.retrieve import retrieve
 from rag_graphs.state import RagState
-
-if TYPE_CHECKING:  # the methods package builds on these nodes
-    from rag_graphs.methods import MethodGraph
 
 ANSWER_NODE = "answer_in_order"
 _REFERENCE = re.compile(r"#(\d+)")
@@ -53,8 +52,9 @@ def route_plan(state: RagState) -> Literal["next_subquestion", "generate"]:
     return "next_subquestion" if len(answers_so_far(state)) < len(plan) else "generate"
 
 
-def add_plan_walk(builder: MethodGraph) -> str:
-    """Add the loop that walks the plan, ending at a ``generate`` node the caller adds.
+def add_plan_walk(builder: StateGraph[Any, Any, Any, Any]) -> str:
+    """Add the loop that walks the plan to a method's builder (``rag_graphs.methods.new_builder``,
+    which wraps the nodes), ending at a ``generate`` node the caller adds.
 
         next_subquestion -> retrieve -> answer_in_order --(more)--> next_subquestion
                                                       \\--(done)--> generate

@@ -40,28 +40,34 @@ def test_no_node_or_method_reads_the_steps_log():
 @pytest.mark.parametrize(
     "state,budget,kwargs,expected",
     [
-        ({}, Budget(0, 3, "hop"), {"done": True}, ENOUGH),
+        ({}, Budget(0, 3, "hop"), {"done": True}, ("enough", ENOUGH)),
         (
             {"latest_repeated": True},
             Budget(0, 3, "hop"),
             {},
-            "repeated query: the last search found nothing new",
+            ("repeated", "repeated query: the last search found nothing new"),
         ),
-        ({}, Budget(3, 3, "hop"), {"next_query": "x"}, "hop budget reached (3 hops)"),
-        ({}, Budget(1, 3, "hop"), {"next_query": "  "}, "no next query proposed"),
+        ({}, Budget(3, 3, "hop"), {"next_query": "x"}, ("budget", "hop budget reached (3 hops)")),
+        ({}, Budget(1, 3, "hop"), {"next_query": "  "}, ("no_query", "no next query proposed")),
         (
             {"searches": [{"query": "Who is X?", "doc_ids": []}]},
             Budget(1, 3, "hop"),
             {"next_query": "who is x"},
-            "repeated query: who is x",
+            ("repeated", "repeated query: who is x"),
         ),
-        ({}, Budget(1, 3, "follow-up"), {"next_query": "b", "seen": ["B?"]}, "repeated query: b"),
-        ({}, Budget(1, 3, "hop"), {"next_query": "new"}, ""),
-        ({}, Budget(2, 3, "agent step"), {}, ""),
+        (
+            {},
+            Budget(1, 3, "follow-up"),
+            {"next_query": "b", "seen": ["B?"]},
+            ("repeated", "repeated query: b"),
+        ),
+        ({}, Budget(1, 3, "hop"), {"next_query": "new"}, None),
+        ({}, Budget(2, 3, "agent step"), {}, None),
     ],
 )
 def test_one_loop_stop_rule(state, budget, kwargs, expected):
-    assert loop_stop(state, budget, **kwargs) == expected
+    stop = loop_stop(state, budget, **kwargs)
+    assert (stop and (stop.kind, stop.reason)) == expected
 
 
 def test_a_body_runs_the_same_on_both_drivers():

@@ -1,0 +1,230 @@
+"""The package's imports follow DESIGN.md's dependency direction, and settings stay light.
+
+Every module of ``prompts``, ``ingestion`` and ``rag_graphs`` is parsed (never imported) and its
+imports read: those at module level, those inside functions (the lazy way to reach a heavy
+module) and those under ``TYPE_CHECKING``. An import may go down the layers or stay in its
+layer, never up, wherever it is written: a lazy import only hides an upward dependency from
+the import system, not from the design. Module-level imports form no cycle at all.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("prompts", "ingestion", "rag_graphs")
+
+CORE = "rag_graphs core"
+LAYERS: dict[str, int] = {
+    "prompts": 0,
+    "ingestion": 1,
+    CORE: 2,  # settings, state, models, the retrieval path, answers and citations
+    "rag_graphs.nodes": 3,
+    "rag_graphs.methods": 4,
+    "rag_graphs.run": 5,
+    "rag_graphs.eval": 5,
+    "rag_graphs.cli": 5,
+    "rag_graphs.demo": 5,
+}
+"""prompts <- ingestion <- rag_graphs core <- nodes <- methods <- run/eval/cli (DESIGN.md's
+dependency direction): a module belongs to the longest prefix listed here, any other
+``rag_graphs`` module to the core."""
+
+KNOWN_LAZY_CYCLES = {frozenset({"ingestion.store", "ingestion.raptor"})}
+"""Cycles closed only by an import inside a function, left for the ingestion split (issue 27):
+``ChunkIndex`` deletes a chunk's RAPTOR summaries through ``ingestion.raptor``."""
+
+HEAVY = {"docling", "docling_core", "docling_parse", "docling_ibm_models", "torch", "transformers"}
+
+
+@dataclass(frozen=True)
+class Import:
+    source: str
+    target: str
+    line: int
+    lazy: bool  # inside a function
+    typing_only: bool  # under ``if TYPE_CHECKING:``
+
+    def __str__(self) -> str:
+        how = " (in a function)" if self.lazy else " (TYPE_CHECKING)" if self.typing_only else ""
+        return f"{self.source}:{self.line} imports {self.target}{how}"
+
+
+def modules() -> dict[str, Path]:
+    """Dotted module name -> file, for every module of our packages."""
+    found = {}
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            found[".".join(parts)] = path
+    return found
+
+
+def _ours(name: str, known: dict[str, Path]) -> str | None:
+    """The module of ours ``name`` lands in (``a.b.func`` -> ``a.b``), or None."""
+    while name and name not in known:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def imports(known: dict[str, Path]) -> list[Import]:
+    """Every import of one of our modules by another, where it is written."""
+    found: list[Import] = []
+    for module, path in known.items():
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+
+        def visit(node: ast.AST, lazy: bool, typing_only: bool, module: str = module, package: str = package):
+            for child in ast.iter_child_nodes(node):
+                inner_lazy = lazy or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)
+                inner_typing = typing_only or (
+                    isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test)
+                )
+                names: list[str] = []
+                if isinstance(child, ast.Import):
+                    names = [alias.name for alias in child.names]
+                elif isinstance(child, ast.ImportFrom):
+                    base = child.module or ""
+                    if child.level:
+                        anchor = package.split(".")[: len(package.split(".")) - child.level + 1]
+                        base = ".".join([*anchor, *([child.module] if child.module else [])])
+                    names = [f"{base}.{alias.name}" for alias in child.names]
+                for name in names:
+                    target = _ours(name, known)
+                    if target and target != module:
+                        found.append(Import(module, target, child.lineno, inner_lazy, inner_typing))
+                visit(child, inner_lazy, inner_typing)
+
+        visit(ast.parse(path.read_text(encoding="utf-8")), False, False)
+    return found
+
+
+def layer(module: str) -> tuple[str, int]:
+    """The layer ``module`` belongs to (its name in ``LAYERS`` and its height)."""
+    homes = [name for name in LAYERS if module == name or module.startswith(name + ".")]
+    best = max(homes, key=len, default="")
+    if best == "rag_graphs" or not best:
+        best = CORE
+    return best, LAYERS[best]
+
+
+def cycles(edges: list[Import]) -> list[set[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    graph: dict[str, set[str]] = {}
+    for edge in edges:
+        graph.setdefault(edge.source, set()).add(edge.target)
+        graph.setdefault(edge.target, set())
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[set[str]] = []
+
+    def connect(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in graph[node]:
+            if nxt not in index:
+                connect(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = set()
+            while True:
+                member = stack.pop()
+                component.add(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(component)
+
+    for node in sorted(graph):
+        if node not in index:
+            connect(node)
+    return found
+
+
+@pytest.fixture(scope="module")
+def edges() -> list[Import]:
+    return imports(modules())
+
+
+def test_the_walk_sees_the_imports(edges: list[Import]) -> None:
+    """The walker itself: it finds known imports of each kind, so an empty result means something."""
+    seen = {(e.source, e.target, e.lazy) for e in edges}
+    assert ("rag_graphs.nodes.decide", "prompts", False) in seen  # from prompts import load_prompt
+    assert ("rag_graphs.context", "ingestion.store", True) in seen  # lazy, inside a validator
+    assert ("rag_graphs.methods.naive", "rag_graphs.methods", False) in seen
+    assert layer("rag_graphs.nodes.common") == ("rag_graphs.nodes", 3)
+    assert layer("rag_graphs.eval.runner") == ("rag_graphs.eval", 5)
+    assert layer("rag_graphs.catalog") == (CORE, 2)
+    assert layer("ingestion.store") == ("ingestion", 1)
+
+
+def test_the_catalog_imports_nothing_of_ours(edges: list[Import]) -> None:
+    """Settings read the method names from ``rag_graphs.catalog``, so it must stay a leaf."""
+    assert [str(e) for e in edges if e.source == "rag_graphs.catalog"] == []
+
+
+def test_no_import_goes_up_a_layer(edges: list[Import]) -> None:
+    upward = [
+        f"{edge}: {layer(edge.source)[0]} -> {layer(edge.target)[0]}"
+        for edge in edges
+        if layer(edge.target)[1] > layer(edge.source)[1]
+    ]
+    assert not upward, "imports against the dependency direction:\n" + "\n".join(upward)
+
+
+def test_no_import_cycle_at_module_level(edges: list[Import]) -> None:
+    found = cycles([e for e in edges if not e.lazy and not e.typing_only])
+    assert not found, f"module-level import cycles: {found}"
+
+
+def test_lazy_imports_close_no_new_cycle(edges: list[Import]) -> None:
+    found = {frozenset(c) for c in cycles(edges)}
+    assert found <= KNOWN_LAZY_CYCLES, f"new import cycles: {[sorted(c) for c in found - KNOWN_LAZY_CYCLES]}"
+    assert found == KNOWN_LAZY_CYCLES, f"fixed, remove from KNOWN_LAZY_CYCLES: {KNOWN_LAZY_CYCLES - found}"
+
+
+def loaded_by(code: str) -> set[str]:
+    """Every module ``code`` imports in a fresh interpreter (``python -X importtime``), with the
+    project first on the path and no ``RAG_GRAPHS_*`` setting from the environment."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAG_GRAPHS_")}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", code],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    lines = done.stderr.splitlines()
+    rows = [line.split("|")[-1].strip() for line in lines if line.startswith("import time:")]
+    return set(rows[1:])  # the first row is the header
+
+
+def test_settings_load_no_docling_torch_or_transformers() -> None:
+    loaded = loaded_by("import rag_graphs; from rag_graphs import RagContext; RagContext().search_expr()")
+    assert "rag_graphs.context" in loaded  # the measurement sees our modules
+    heavy = sorted(m for m in loaded if m.split(".")[0] in HEAVY)
+    assert not heavy, f"RagContext() imported {len(heavy)} heavy modules, e.g. {heavy[:5]}"
+
+
+def test_cli_help_imports_no_model_or_graph_library() -> None:
+    """``rag-graphs --help`` stays fast: the command module imports settings, graphs, models
+    and the store inside its commands."""
+    loaded = loaded_by("import rag_graphs.cli")
+    assert "rag_graphs.cli" in loaded
+    slow = {*HEAVY, "langchain_core", "langgraph", "pymilvus"}
+    heavy = sorted(m for m in loaded if m.split(".")[0] in slow)
+    assert not heavy, f"import rag_graphs.cli loaded {len(heavy)} heavy modules, e.g. {heavy[:5]}"
