@@ -57,7 +57,9 @@ class Demote(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         if verbose() or not record.getMessage().startswith(self.beginnings):
             return True
-        debug_log.debug("%s: %s", record.name, record.getMessage(), exc_info=record.exc_info)
+        if not getattr(record, "demoted", False):  # once, however many handlers it meets
+            record.demoted = True
+            debug_log.debug("%s: %s", record.name, record.getMessage(), exc_info=record.exc_info)
         return False
 
 
