@@ -68,6 +68,7 @@ def _embedded(max_tokens: int) -> BaseChatModel:
                 }
             return result
 
+    threads = llama_threads()
     return EmbeddedChat(
         model_path=str(embedded_model_path()),
         temperature=0.0,
@@ -78,10 +79,10 @@ def _embedded(max_tokens: int) -> BaseChatModel:
         # 256-token repetition loops on hard questions; 1.1 (llama.cpp's usual
         # value) does not, at the price of occasional number drift ("320.57 m").
         repeat_penalty=1.1,
-        n_threads=llama_threads(),
+        n_threads=threads,
         # Prompt processing has its own count, which llama-cpp-python otherwise sets to the
         # host's CPUs (not the affinity mask): the same spinning threads on a shared core.
-        model_kwargs={"n_threads_batch": llama_threads()},
+        model_kwargs={"n_threads_batch": threads},
         verbose=False,
         # llama.cpp reports token counts only on non-streamed completions;
         # LangChain would otherwise stream inside graph runs and lose them.

@@ -11,10 +11,11 @@ Each branch is pinned down with scripted fake models in the unit tests instead.
 from __future__ import annotations
 
 import typing
-from collections.abc import Iterable
 
 from langchain_core.documents import Document
 
+from ingestion import load_embeddings, open_index
+from ingestion.raptor import tree_collection
 from rag_graphs.context import RagContext
 from rag_graphs.state import Outcome, Step
 
@@ -45,17 +46,24 @@ def hop_budget(method: str, ctx: RagContext) -> int:
     return budgets.get(method, ctx.max_hops)
 
 
-def check_contract(out: dict, *, method: str, ctx: RagContext, stored: Iterable[Document]) -> None:
-    """Assert that ``out`` keeps the output contract, whatever branch the model's words took.
+def cited_chunks(out: dict, *, method: str, ctx: RagContext) -> list[Document]:
+    """The stored chunks ``out`` cites, read back from the collection the run searched (RAPTOR:
+    its tree)."""
+    if not out["citations"]:
+        return []
+    collection = tree_collection(ctx.collection) if method == "raptor" else ctx.collection
+    index = open_index(ctx.store_uri, collection, load_embeddings(ctx.embeddings))
+    return index.get([c["chunk_id"] for c in out["citations"]])
 
-    ``stored``: the chunks the cited ids were looked up in (the store the run searched).
-    """
+
+def check_contract(out: dict, *, method: str, ctx: RagContext) -> None:
+    """Assert that ``out`` keeps the output contract, whatever branch the model's words took."""
     assert CONTRACT_KEYS <= set(out), sorted(CONTRACT_KEYS - set(out))
     assert "error" not in out, out.get("error")
     assert isinstance(out["answer"], str) and out["answer"].strip()
 
     # Citations resolve to stored chunks and quote them; they cite what the run gathered.
-    by_id = {str(d.id): d for d in stored}
+    by_id = {str(d.id): d for d in cited_chunks(out, method=method, ctx=ctx)}
     gathered = {str(d.id) for d in out["documents"]}
     for cite in out["citations"]:
         assert cite["chunk_id"] in by_id, cite
