@@ -44,8 +44,11 @@ notebooks: install
 	test -x $(BIN)/jupyter-lab || $(BIN)/python -m pip install --quiet -c constraints.txt -e ".[notebooks]"
 	$(BIN)/python -m jupyter lab $(JUPYTER_ARGS) notebooks
 
+# One pytest worker per usable CPU (tests/conftest.py), each with its share of llama.cpp
+# threads: the fake-model unit tests run beside the model-bound ones instead of after them.
+PYTEST_ARGS ?= -n auto --dist worksteal --durations=15
 test: install
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 test-fast: install
 	$(BIN)/python -m pytest -m "not embedded and not server"

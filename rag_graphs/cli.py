@@ -118,7 +118,7 @@ def _fail(message: str) -> NoReturn:
 
     # Errors can quote a URL with a key in it, and file names (data): each line is made safe.
     lines = redact(message).split("\n")
-    err.print("[bold red]error:[/] " + "\n".join(safe(line) for line in lines))
+    err.print("[bold red]error:[/] " + "\n".join(safe(line) for line in lines), soft_wrap=True)
     raise typer.Exit(1)
 
 

@@ -75,7 +75,6 @@ def test_structured_decisions_use_the_best_mode_the_server_accepts(llama_server)
 
     model = load_chat_model(SPEC, max_tokens=ANSWER_TOKENS)
     question = [("human", "Passage: Ilsa Brandt was born in Korvik.\nIs it relevant to: where was she born?")]
-    started = time.monotonic()
     first = invoke_structured(model, question, Relevant, Relevant(relevant=False))
     caps = capabilities(model)
     # llama-cpp-python's server refuses json_schema (HTTP 500, "Input should be 'text' or
@@ -85,7 +84,6 @@ def test_structured_decisions_use_the_best_mode_the_server_accepts(llama_server)
     assert first.calls[-1].usage_metadata["input_tokens"] > 20
     again = invoke_structured(model, question, Relevant, Relevant(relevant=False))
     assert again.method == "native" and len(again.calls) == 1  # no second rejected request
-    assert time.monotonic() - started < 60
 
 
 def test_react_searches_through_native_tool_calls(ctx):
@@ -126,4 +124,5 @@ def test_a_server_killed_mid_run_is_retried_then_fails_clearly(ctx, doomed_serve
     result = failed.value.result
     assert [s["kind"] for s in result["steps"]] == ["retrieve", "error"] and result["documents"]
     assert result["answer"] == "" and result["error"] == message
-    assert 7 <= elapsed < 120  # backoff of ~1 + 2 + 4 s between the four attempts, then the end
+    # backoff of ~1 + 2 + 4 s between the four attempts (a floor: an upper bound would time the machine)
+    assert elapsed >= 7

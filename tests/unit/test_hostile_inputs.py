@@ -11,7 +11,6 @@ from __future__ import annotations
 import fcntl
 import subprocess
 import sys
-import time
 
 import pytest
 from typer.testing import CliRunner
@@ -26,11 +25,10 @@ def _invoke(*args: str) -> tuple[int, str]:
 
 
 def test_an_unbounded_k_is_refused_naming_the_setting(tmp_path):
-    start = time.perf_counter()
-    store = str(tmp_path / "s.db")
-    code, output = _invoke("ask", "Where was Ilsa Brandt born?", "--k", "99999999", "--store", store)
+    store = tmp_path / "s.db"
+    code, output = _invoke("ask", "Where was Ilsa Brandt born?", "--k", "99999999", "--store", str(store))
     assert code == 1 and "k" in output and "16384" in output, output
-    assert time.perf_counter() - start < 10
+    assert not store.exists()  # refused while reading the settings: no store was opened
 
 
 @pytest.mark.parametrize("question", ["", "   ", "\n\t"])

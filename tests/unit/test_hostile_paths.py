@@ -10,7 +10,6 @@ exactly the good files, once each, and the report names what was skipped.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -108,9 +107,7 @@ def test_two_self_links_do_not_expand_a_glob(tmp_path):
     for name in ("l1", "l2"):
         (tmp_path / name).symlink_to(".")
         (deep / name).symlink_to(tmp_path)
-    start = time.perf_counter()
-    found = list(discover([f"{tmp_path}/**/*.md"]))
-    assert time.perf_counter() - start < 5
+    found = list(discover([f"{tmp_path}/**/*.md"]))  # the timeout mark catches a walk that never ends
     assert found == [deep / "x.md"]
 
 
