@@ -34,6 +34,7 @@ from ingestion import ChunkIndex  # noqa: E402
 from rag_graphs.context import RagContext  # noqa: E402
 
 
+@pytest.hookimpl(optionalhook=True)  # a plain `pytest` (no xdist) runs too
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """``-n auto`` = the CPUs this process may use (affinity mask, cgroup quota), as llama.cpp's
     threads are counted: xdist's own count asks psutil for the host's cores and ignores both, so

@@ -7,9 +7,13 @@
 The same from the shell: ``rag-graphs eval --dataset ../shared/eval/hotpotqa -m naive,ircot --limit 30``.
 Retrieval alone (R@2, R@5, no answer call), on many more questions:
 ``rag-graphs eval --dataset ../shared/eval/hotpotqa -m naive --retrieval-only --k 5 --limit 500``.
+LLM-as-judge scores beside EM/F1 (``rag_graphs.eval.judges``; any LangSmith or openevals
+evaluator function plugs in the same way):
+``evaluate(..., evaluators=default_judges(load_chat_model("openai:gpt-4o-mini")))``.
 """
 
 from rag_graphs.eval.datasets import Dataset, Example, load_dataset
+from rag_graphs.eval.judges import citation_precision, correctness, default_judges, groundedness
 from rag_graphs.eval.metrics import (
     answer_contained,
     bootstrap_ci,
@@ -27,10 +31,14 @@ __all__ = [
     "Example",
     "answer_contained",
     "bootstrap_ci",
+    "citation_precision",
     "common_questions",
+    "correctness",
+    "default_judges",
     "evaluate",
     "exact_match",
     "f1_score",
+    "groundedness",
     "load_dataset",
     "markdown_table",
     "normalize_answer",

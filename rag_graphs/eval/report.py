@@ -26,6 +26,9 @@ COLUMNS = {
 }
 """Quality metric (row field) -> its column in the table, in column order."""
 QUALITY = tuple(COLUMNS)
+JUDGED = "judge:"
+"""Prefix of a judge's or user evaluator's score in ``Summary.quality`` (a row's ``judged``
+dict; the prefix keeps a user's key "f1" apart from the lexical F1)."""
 LABELS = {
     "f1": "answer F1",
     "recall": "SP recall (all retrieved)",
@@ -55,11 +58,14 @@ def summarize(rows: list[dict]) -> list[Summary]:
     by_method: dict[str, list[dict]] = {}
     for row in rows:
         by_method.setdefault(row["method"], []).append(row)
+    judged = list(dict.fromkeys(key for r in rows for key in r.get("judged") or {}))
     out = []
     for method, group in by_method.items():
         quality = {}
-        for metric in QUALITY:
-            values = [float(r[metric]) for r in group if r.get(metric) is not None]
+        for metric in [*QUALITY, *(JUDGED + key for key in judged)]:
+            field = metric.removeprefix(JUDGED)
+            scores = ((r.get("judged") or {}) if metric.startswith(JUDGED) else r for r in group)
+            values = [float(s[field]) for s in scores if s.get(field) is not None]
             quality[metric] = (mean(values), *bootstrap_ci(values)) if values else (float("nan"),) * 3
         wall = sum(r["seconds"] for r in group) or float("nan")
         model = sum(r["model_seconds"] for r in group)
@@ -115,8 +121,9 @@ def markdown_table(summaries: list[Summary]) -> str:
     scores (a retrieval-only run); a method without a metric shows ``n/a``, never 0.
     """
     shown = [m for m in QUALITY if m not in ANSWER_METRICS or _answered(summaries)]
+    shown += [m for m in (summaries[0].quality if summaries else {}) if m.startswith(JUDGED)]
     cost = ("LLM calls", "tokens", "retrievals", "s/question", "model", "search", "overhead")
-    columns = ("method", "n", *(COLUMNS[m] for m in shown), *cost)
+    columns = ("method", "n", *(COLUMNS.get(m, m.removeprefix(JUDGED)) for m in shown), *cost)
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     for s in summaries:
         errors = f" ({s.errors} failed)" if s.errors else ""

@@ -20,7 +20,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
@@ -31,6 +31,7 @@ from ingestion.progress import progress_bar
 from rag_graphs.context import RagContext
 from rag_graphs.eval.corpus import open_corpus
 from rag_graphs.eval.datasets import Dataset, Example, load_dataset
+from rag_graphs.eval.judges import Evaluator, judge_run
 from rag_graphs.eval.metrics import (
     RANKS,
     answer_scores,
@@ -216,12 +217,21 @@ def score_row(
     }
 
 
-def run_one(method: str, example: Example, ctx: RagContext, *, retrieval_only: bool = False) -> dict:
+def run_one(
+    method: str,
+    example: Example,
+    ctx: RagContext,
+    *,
+    retrieval_only: bool = False,
+    evaluators: Sequence[Evaluator] = (),
+) -> dict:
     """Ask one question with one method; a failing run becomes a row with ``error`` set.
 
     A run that fails at a node is scored on its partial result (``RunFailed.result``:
     the passages, steps and cost up to the failure), so failures count what they cost.
     ``retrieval_only`` stops the run before its answer (see ``rag_graphs.run``).
+    ``evaluators`` (judges, a user's LangSmith or openevals evaluators) score the answer into
+    the row's ``judged`` (key -> score, None where a verdict could not be had).
     """
     timer = Timer()
     config = trace_config(ctx, method, question_id=example.id)
@@ -239,7 +249,10 @@ def run_one(method: str, example: Example, ctx: RagContext, *, retrieval_only: b
         )
     except Exception as exc:  # failed outside any node: recorded, so one bad run never sinks an evaluation
         out = {"error": f"{type(exc).__name__}: {exc}"}
-    return score_row(method, example, out, time.perf_counter() - start, timer, retrieval_only=retrieval_only)
+    row = score_row(method, example, out, time.perf_counter() - start, timer, retrieval_only=retrieval_only)
+    if evaluators and not retrieval_only:
+        row["judged"] = judge_run(evaluators, example.question, example.golds, out)
+    return row
 
 
 def _postfix(row: dict) -> str:
@@ -284,6 +297,7 @@ def evaluate(
     runs_root: str | Path = "runs",
     eval_store: str = ".rag-graphs/eval.db",
     retrieval_only: bool = False,
+    evaluators: Sequence[Evaluator] = (),
     progress: bool = True,
 ) -> Path:
     """Run ``methods`` over the dataset's questions; return the run directory.
@@ -299,6 +313,10 @@ def evaluate(
     R@2, R@5) is measured on hundreds of questions in minutes: rows carry no answer
     metrics, and their cost is the retrieval's. ``context.k`` is the context size:
     R@5 needs ``k >= 5`` for methods that retrieve once.
+
+    ``evaluators`` add scores beyond the lexical ones: ``rag_graphs.eval.judges`` (LLM-as-judge
+    correctness, groundedness, citation precision) or any evaluator function in LangSmith's and
+    openevals' shape; the report gives each a column with the same bootstrap interval.
     """
     ds = dataset if isinstance(dataset, Dataset) else load_dataset(dataset)
     methods = list(methods)
@@ -328,6 +346,7 @@ def evaluate(
         "demonstrations": ctx.demonstrations,
         "concurrency": concurrency,
         "retrieval_only": retrieval_only,
+        "evaluators": [getattr(e, "__name__", type(e).__name__) for e in evaluators],
     }
     run_dir = _run_folder(run_dir, runs_root, ds.name)
     config_path = run_dir / CONFIG
@@ -382,7 +401,9 @@ def evaluate(
 
         def work(item: tuple[str, Example]) -> None:
             method, example = item
-            row = run_one(method, example, contexts[example.id], retrieval_only=retrieval_only)
+            row = run_one(
+                method, example, contexts[example.id], retrieval_only=retrieval_only, evaluators=evaluators
+            )
             with lock:
                 sink.write(json.dumps(row, default=str) + "\n")
                 sink.flush()

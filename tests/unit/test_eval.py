@@ -33,6 +33,7 @@ from rag_graphs.eval import (
     write_report,
 )
 from rag_graphs.eval.langsmith import recall_at_k_evaluator
+from rag_graphs.eval.runner import read_config
 from tests.conftest import write_jsonl
 from tests.unit.test_faults import StatusError, scripted
 
@@ -479,3 +480,28 @@ def test_a_row_keeps_how_the_run_ended_and_self_rag_confidence():
     row = score_row("self_rag", example, {**out, "stop_reason": "never grounded"}, 1.0, Timer())
     assert (row["outcome"], row["stop_reason"], row["confidence"]) == ("unreliable", "never grounded", "low")
     assert score_row("naive", example, {"answer": "Korvik"}, 1.0, Timer())["confidence"] is None
+
+
+def test_judges_score_every_answered_row_and_the_report_gives_them_columns(tiny, eval_ctx, tmp_path):
+    from rag_graphs.eval.judges import default_judges
+
+    verdicts = itertools.cycle(['{"correct": true}', '{"grounded": false}', '{"supports": true}'])
+    judge = GenericFakeChatModel(messages=(AIMessage(content=v) for v in verdicts))
+
+    def brevity(*, outputs: dict, **_: object) -> dict:
+        return {"key": "brief", "score": len(outputs["answer"]) < 40}
+
+    run = _evaluate(
+        tiny, eval_ctx(k=2), tmp_path, methods=["naive"], evaluators=[*default_judges(judge), brevity]
+    )
+    rows = read_rows(run)
+    # naive answers "Korvik [1]." to each question: one citation, so three judge calls per row
+    assert [r["judged"] for r in rows] == [
+        {"answer_correct": 1.0, "grounded": 0.0, "citation_precision": 1.0, "brief": 1.0}
+    ] * 3
+    assert read_config(run)["evaluators"] == ["answer_correct", "grounded", "citation_precision", "brevity"]
+    text = write_report(run).read_text()
+    assert "| answer_correct | grounded | citation_precision | brief |" in text
+    assert (
+        "| naive | 3 | " in text and "100.0 [100-100] | 0.0 [0-0] | 100.0 [100-100] | 100.0 [100-100]" in text
+    )

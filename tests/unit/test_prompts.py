@@ -28,6 +28,8 @@ EXPECTED_VARIABLES = {
     "ircot_reason": {"context", "notes", "question"},
     "decide_retrieval": {"question"},
     "check_grounded": {"answer", "context"},
+    "judge_correctness": {"answer", "question", "reference"},
+    "judge_citation": {"claim", "passage"},
     "check_complete": {"answer", "question"},
     "grade_relevance": {"passage", "question"},
     "self_rag_follow_up": {"answer", "complete", "context", "grounded", "query", "question"},
