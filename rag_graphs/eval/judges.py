@@ -9,7 +9,8 @@ model reads meaning. Every judge here is an evaluator function in the shape Lang
 - ``inputs``: ``{"question"}``;
 - ``outputs``: ``{"answer", "citations", "passages"}``, where ``passages`` maps each cited
   chunk id to the text the answer's prompt showed (``run_outputs``);
-- ``reference_outputs``: ``{"answers"}``, the gold answer and its aliases.
+- ``reference_outputs``: ``{"answers"}``, the gold answer and its aliases (or LangSmith
+  datasets' ``{"answer", "answer_aliases"}``, ``rag_graphs.eval.langsmith.reference_outputs``).
 
 Judges ask through ``invoke_structured`` (a JSON grammar on llama.cpp, native structured output
 where the model has it, a lenient parser elsewhere). A verdict that cannot be parsed scores
@@ -88,7 +89,7 @@ def correctness(judge: BaseChatModel) -> Evaluator:
         answer = str(outputs.get("answer", "")).strip()
         if not answer:
             return _verdict("answer_correct", False, "no answer")
-        golds = " | ".join(str(a) for a in reference_outputs.get("answers", []))
+        golds = " | ".join(golds_of(reference_outputs))
         value = _ask(
             judge,
             _CORRECT,
@@ -101,6 +102,13 @@ def correctness(judge: BaseChatModel) -> Evaluator:
         return _verdict("answer_correct", value, "" if value is not None else "unparseable verdict")
 
     return answer_correct
+
+
+def golds_of(reference: Mapping[str, Any]) -> list[str]:
+    """The accepted answers in either reference shape (the evaluator's or a LangSmith dataset's)."""
+    if "answers" in reference:
+        return [str(a) for a in reference["answers"]]
+    return [str(a) for a in [reference.get("answer", ""), *reference.get("answer_aliases", [])] if a]
 
 
 def _cited(outputs: dict) -> list[tuple[int, str, str]]:

@@ -19,6 +19,7 @@ from rag_graphs.answers import short_answer
 from rag_graphs.context import RagContext
 from rag_graphs.eval import metrics
 from rag_graphs.eval.datasets import Dataset
+from rag_graphs.eval.judges import Evaluator, run_outputs
 from rag_graphs.eval.metrics import answer_contained, exact_match, f1_score, supporting_recall
 from rag_graphs.methods import get_graph
 from rag_graphs.tracing import spec_name, trace_config
@@ -34,16 +35,16 @@ def reference_outputs(example: Any) -> dict:
 
 
 def target(method: str, context: RagContext | None = None) -> Callable[[dict], dict]:
-    """An ``evaluate()`` target: ``{"question"}`` in, answer, retrieved ids and usage out."""
+    """An ``evaluate()`` target: ``{"question"}`` in; out the answer, the retrieved ids, usage, and
+    what judges read (``rag_graphs.eval.judges.run_outputs``: citations, the cited passages)."""
     graph = get_graph(method)
 
     def run(inputs: dict) -> dict:
         ctx = context or RagContext()
         out = graph.invoke({"question": inputs["question"]}, context=ctx, config=trace_config(ctx, method))
         return {
-            "answer": out.get("answer", ""),
+            **run_outputs(out),
             "retrieved_ids": [str(d.id) for d in out.get("documents", [])],
-            "citations": [c["chunk_id"] for c in out.get("citations", [])],
             **out.get("usage", {}),
         }
 
@@ -118,13 +119,19 @@ def upload_dataset(dataset: Dataset, name: str, *, limit: int | None = None, cli
 
 
 def compare_in_langsmith(
-    data: Any, methods: Iterable[str], *, context: RagContext | None = None, **evaluate_kwargs: Any
+    data: Any,
+    methods: Iterable[str],
+    *,
+    context: RagContext | None = None,
+    evaluators: Iterable[Evaluator] = (),
+    **evaluate_kwargs: Any,
 ) -> dict[str, Any]:
     """Run ``langsmith.evaluate`` once per method; return method -> experiment results.
 
     ``data`` is a LangSmith dataset name or any data ``evaluate`` accepts;
     ``evaluate_kwargs`` pass through (``client=``, ``max_concurrency=``,
-    ``upload_results=False`` to score locally).
+    ``upload_results=False`` to score locally). ``evaluators`` run beside the built-in ones:
+    ``rag_graphs.eval.judges.default_judges(model)``, openevals' or your own.
     """
     from langsmith import evaluate
 
@@ -134,7 +141,7 @@ def compare_in_langsmith(
         results[method] = evaluate(
             target(method, ctx),
             data=data,
-            evaluators=EVALUATORS,
+            evaluators=[*EVALUATORS, *evaluators],
             experiment_prefix=f"rag-graphs-{method}",
             metadata={
                 "method": method,

@@ -11,6 +11,7 @@ from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 
 from rag_graphs.eval import load_dataset
+from rag_graphs.eval.judges import correctness
 from rag_graphs.eval.langsmith import compare_in_langsmith, upload_dataset
 
 
@@ -25,7 +26,10 @@ def test_methods_are_scored_by_langsmith_evaluate_with_the_method_in_metadata(lo
     gold = {"answer": "Korvik", "answer_aliases": [], "supporting_ids": ["no-such-id"]}
     data = [Example(id=uuid.uuid4(), inputs={"question": "Where was Ilsa Brandt born?"}, outputs=gold)]
 
-    results = compare_in_langsmith(data, ["naive"], context=ctx, client=client, upload_results=False)
+    judge = GenericFakeChatModel(messages=itertools.cycle([AIMessage(content='{"correct": true}')]))
+    results = compare_in_langsmith(
+        data, ["naive"], context=ctx, client=client, upload_results=False, evaluators=[correctness(judge)]
+    )
     client.flush()
 
     (row,) = list(results["naive"])
@@ -34,6 +38,7 @@ def test_methods_are_scored_by_langsmith_evaluate_with_the_method_in_metadata(lo
     assert scores["exact_match"] == 1.0 and scores["contains"] == 1.0
     assert scores["f1"] == 1.0 and scores["supporting_recall"] == 0.0
     assert scores["llm_calls"] == 1 and scores["retrievals"] == 1
+    assert scores["answer_correct"] == 1.0  # a judge reads LangSmith's reference shape too
     traced = b"".join(body for method, path, body in received if path.startswith("/runs"))
     assert b'"method":"naive"' in traced.replace(b" ", b"")  # the experiment's runs name the method
 

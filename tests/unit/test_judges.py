@@ -18,6 +18,7 @@ from rag_graphs.eval.judges import (
     claim_for,
     correctness,
     default_judges,
+    golds_of,
     groundedness,
     judge_run,
     run_outputs,
@@ -142,3 +143,8 @@ def test_an_openevals_evaluator_runs_as_a_judge():
 def test_a_score_that_is_not_a_number_is_refused_with_its_value():
     scores = judge_run([lambda **_: {"key": "x", "score": "great"}], "q", ["a"], _run("a", []))
     assert scores == {"<lambda>": None}
+
+
+def test_golds_are_read_from_either_reference_shape():
+    assert golds_of({"answers": ["Korvik", "K."]}) == ["Korvik", "K."]
+    assert golds_of({"answer": "Korvik", "answer_aliases": ["K."]}) == ["Korvik", "K."]  # LangSmith's
