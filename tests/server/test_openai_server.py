@@ -126,3 +126,15 @@ def test_a_server_killed_mid_run_is_retried_then_fails_clearly(ctx, doomed_serve
     assert result["answer"] == "" and result["error"] == message
     # backoff of ~1 + 2 + 4 s between the four attempts (a floor: an upper bound would time the machine)
     assert elapsed >= 7
+
+
+def test_judges_score_an_answer_through_the_server(ctx):
+    """The judges' prompts and schemas through a real server (JSON mode under a grammar): each
+    verdict is a score or None (unjudged), whatever the small model decides."""
+    from rag_graphs.eval.judges import default_judges, judge_run
+
+    out = get_graph("naive").invoke({"question": QUESTION}, context=ctx)
+    judge = load_chat_model(SPEC, max_tokens=ANSWER_TOKENS)
+    scores = judge_run(default_judges(judge), QUESTION, ["Korvik"], out)
+    assert set(scores) == {"answer_correct", "grounded", "citation_precision"}, scores
+    assert all(s is None or 0.0 <= s <= 1.0 for s in scores.values()), scores
