@@ -3,7 +3,7 @@
 Owns the store and the embedding model that fills it. Depends on nothing in
 ``rag_graphs`` (see DESIGN.md's dependency direction).
 
-The names below are loaded on first use (PEP 562): ``from ingestion.store import quote``
+The names below are loaded on first use (PEP 562): ``from ingestion.store.index import quote``
 must not pull Docling, transformers and torch in through ``ingestion.pipeline``.
 """
 
@@ -13,9 +13,9 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ingestion.embeddings import EMBEDDED, load_embeddings
     from ingestion.pipeline import FileResult, IngestOptions, IngestReport, ingest
-    from ingestion.store import (
+    from ingestion.store.embeddings import EMBEDDED, load_embeddings
+    from ingestion.store.index import (
         ChunkIndex,
         StoreLockedError,
         access_filter,
@@ -26,19 +26,19 @@ if TYPE_CHECKING:
     )
 
 _HOMES = {
-    "EMBEDDED": "ingestion.embeddings",
-    "load_embeddings": "ingestion.embeddings",
+    "EMBEDDED": "ingestion.store.embeddings",
+    "load_embeddings": "ingestion.store.embeddings",
     "FileResult": "ingestion.pipeline",
     "IngestOptions": "ingestion.pipeline",
     "IngestReport": "ingestion.pipeline",
     "ingest": "ingestion.pipeline",
-    "ChunkIndex": "ingestion.store",
-    "StoreLockedError": "ingestion.store",
-    "access_filter": "ingestion.store",
-    "all_of": "ingestion.store",
-    "ids_filter": "ingestion.store",
-    "open_index": "ingestion.store",
-    "quote": "ingestion.store",
+    "ChunkIndex": "ingestion.store.index",
+    "StoreLockedError": "ingestion.store.index",
+    "access_filter": "ingestion.store.index",
+    "all_of": "ingestion.store.index",
+    "ids_filter": "ingestion.store.index",
+    "open_index": "ingestion.store.index",
+    "quote": "ingestion.store.index",
 }
 """Exported name -> the module that defines it."""
 

@@ -50,7 +50,7 @@ from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 
 from ingestion.progress import progress_bar
-from ingestion.store import TAGS_FIELD, TENANT_FIELD, ChunkIndex, open_index, quote
+from ingestion.store.index import TAGS_FIELD, TENANT_FIELD, ChunkIndex, open_index, quote
 from prompts import load_prompt
 from prompts.fencing import fence
 

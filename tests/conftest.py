@@ -23,7 +23,7 @@ from langchain_core.language_models import GenericFakeChatModel  # noqa: E402
 from langchain_core.messages import AIMessage  # noqa: E402
 
 from ingestion import ChunkIndex  # noqa: E402
-from rag_graphs.context import RagContext  # noqa: E402
+from rag_graphs.config.context import RagContext  # noqa: E402
 
 
 @pytest.fixture(scope="session")

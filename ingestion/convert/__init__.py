@@ -7,5 +7,5 @@ pages), ``entry`` (``convert``: one file to a ``DoclingDocument``), ``captioning
 descriptions) and ``chunking`` (text, table and picture chunks).
 
 May import ``prompts`` and ``ingestion.redaction``; never the store, the graph or ``rag_graphs``.
-Nothing is imported here: ``ingestion.convert.formats`` must not load Docling.
+Nothing is imported here: ``ingestion.convert.entry.formats`` must not load Docling.
 """

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from urllib.parse import urljoin, urlsplit
 
-from ingestion.formats import SUPPORTED
+from ingestion.convert.formats import SUPPORTED
 from ingestion.redaction import redact_url
 
 MAX_REDIRECTS = 5

@@ -2,5 +2,5 @@
 rows built from the chunks (``build``), synonym links between entities (``linking``) and graph
 search by personalised PageRank (``ppr``).
 
-May import ``ingestion.store``, ``ingestion.progress`` and ``prompts``; never ``rag_graphs``.
+May import ``ingestion.store.index``, ``ingestion.progress`` and ``prompts``; never ``rag_graphs``.
 """

@@ -1,4 +1,4 @@
-"""The chunk-entity graph, kept in the store (HippoRAG-style retrieval; search in ``ingestion.ppr``).
+"""The chunk-entity graph, kept in the store (HippoRAG-style retrieval; search in ``ingestion.graph.ppr``).
 
 Two things hold the graph, both in Milvus beside the chunks:
 
@@ -28,7 +28,7 @@ Two processes appending to the same entity row at once (possible on a Milvus
 server) can lose one list entry; ``prune_entities`` restores it.
 
 Ingest keeps the graph current by annotating chunks and calling
-``add_entities`` before the chunks are added (``ingestion.entities.annotate``),
+``add_entities`` before the chunks are added (``ingestion.graph.entities.annotate``),
 so a chunk that carries ``entities`` is always recorded, even after a kill; a
 collection ingested without entities gets them from ``build_graph``
 (resumable: chunks that already carry ``entities`` are skipped; chunks that
@@ -42,9 +42,9 @@ from dataclasses import dataclass
 
 from langchain_core.documents import Document
 
-from ingestion.entities import ENTITIES_FIELD, Extractor, extract, title_mentions
+from ingestion.graph.entities import ENTITIES_FIELD, Extractor, extract, title_mentions
 from ingestion.progress import progress_bar
-from ingestion.store import DENSE_FIELD, PRIMARY_FIELD, SPARSE_FIELD, TEXT_FIELD, ChunkIndex, quote
+from ingestion.store.index import DENSE_FIELD, PRIMARY_FIELD, SPARSE_FIELD, TEXT_FIELD, ChunkIndex, quote
 
 NAME_FIELD = "name"
 CHUNKS_FIELD = "chunks"
@@ -157,7 +157,7 @@ def add_entities(
 ) -> int:
     """Record the annotated ``chunks`` in the entity collection; return how many entities were new.
 
-    Chunks carry ``metadata["entities"]`` (``ingestion.entities.annotate``,
+    Chunks carry ``metadata["entities"]`` (``ingestion.graph.entities.annotate``,
     whose return value is ``names``: a surface form per key; the key itself is
     the name otherwise). New entities are embedded with the collection's model
     and inserted; known ones get the chunks appended to their list.

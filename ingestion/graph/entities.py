@@ -311,7 +311,7 @@ def annotate(chunks: list[Document], extractor: Extractor, *, titles: bool = Tru
     """Set ``metadata["entities"]`` (entity keys) on every chunk; return a surface form per key.
 
     With ``titles`` each chunk's title (or headings) counts as a mention. Pass
-    the returned names to ``ingestion.graph.add_entities`` so entity rows keep
+    the returned names to ``ingestion.graph.build.add_entities`` so entity rows keep
     readable names.
     """
     title_lists = [title_mentions(c) for c in chunks] if titles else None

@@ -1,6 +1,6 @@
-"""A question's entities: the seeds of graph search (``ingestion.ppr``).
+"""A question's entities: the seeds of graph search (``ingestion.graph.ppr``).
 
-Three ways, all against the entity collection (``ingestion.graph``):
+Three ways, all against the entity collection (``ingestion.graph.build``):
 
 * **mentions**: the question extractor's mentions (spaCy NER by default),
   matched by key, else (a mention no key matches) to the nearest entity
@@ -27,9 +27,9 @@ from functools import lru_cache
 
 from langchain_core.documents import Document
 
-from ingestion.entities import Extractor, SpacyExtractor, normalize
-from ingestion.graph import CHUNKS_FIELD, COUNT_FIELD, NAME_FIELD, entity_collection, entity_rows
-from ingestion.store import DENSE_FIELD, PRIMARY_FIELD, SPARSE_FIELD, ChunkIndex
+from ingestion.graph.build import CHUNKS_FIELD, COUNT_FIELD, NAME_FIELD, entity_collection, entity_rows
+from ingestion.graph.entities import Extractor, SpacyExtractor, normalize
+from ingestion.store.index import DENSE_FIELD, PRIMARY_FIELD, SPARSE_FIELD, ChunkIndex
 
 _DENSE_SEARCH = {"metric_type": "COSINE", "params": {}}
 _SPARSE_SEARCH = {"metric_type": "BM25", "params": {}}

@@ -2,7 +2,7 @@
 
 The steps (HippoRAG, Gutierrez et al. 2024, adapted to a graph kept in Milvus):
 
-1. **Seeds** (``ingestion.linking``): the question's entities, by mention
+1. **Seeds** (``ingestion.graph.linking``): the question's entities, by mention
    (spaCy NER), by name-like n-gram and by meaning (nearest entity names).
    A seed's restart weight is its match similarity times its *specificity*,
    1 / (number of chunks holding it): a rare entity says more about where
@@ -33,10 +33,10 @@ from typing import Literal
 import numpy as np
 from langchain_core.documents import Document
 
-from ingestion.entities import ENTITIES_FIELD, Extractor, normalize
-from ingestion.graph import CHUNKS_FIELD, COUNT_FIELD, NAME_FIELD, entity_rows, has_graph, in_filter
-from ingestion.linking import named_seeds, nearest_entities, question_extractor, search_with_vector
-from ingestion.store import PRIMARY_FIELD, ChunkIndex, all_of, embed_queries
+from ingestion.graph.build import CHUNKS_FIELD, COUNT_FIELD, NAME_FIELD, entity_rows, has_graph, in_filter
+from ingestion.graph.entities import ENTITIES_FIELD, Extractor, normalize
+from ingestion.graph.linking import named_seeds, nearest_entities, question_extractor, search_with_vector
+from ingestion.store.index import PRIMARY_FIELD, ChunkIndex, all_of, embed_queries
 
 _LOOKUP_BATCH = 512
 

@@ -6,6 +6,6 @@ check), ``lite`` (Milvus Lite paths: the one-process lock and damaged manifests)
 (small-to-big child rows, searched for their parent chunks).
 
 May import ``ingestion.quiet`` and, for the one field name sentence rows leave out,
-``ingestion.graph.entities``; never ``ingestion.convert`` or ``rag_graphs``. Nothing is
+``ingestion.graph.build.entities``; never ``ingestion.convert.entry`` or ``rag_graphs``. Nothing is
 imported here: a settings check that needs ``filters`` must not load Milvus.
 """

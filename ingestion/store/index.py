@@ -316,7 +316,7 @@ class ChunkIndex:
     """One Milvus collection of chunks, embedded with one embedding model.
 
     Chunk ids are strings derived from content and provenance (see
-    ``ingestion.chunking``), so adding the same chunk twice stores it once.
+    ``ingestion.convert.chunking``), so adding the same chunk twice stores it once.
     """
 
     uri: str

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 from langchain_core.documents import Document
 
-from ingestion.entities import ENTITIES_FIELD
-from ingestion.store import RRF_K, ChunkIndex, SearchMode, open_index
+from ingestion.graph.entities import ENTITIES_FIELD
+from ingestion.store.index import RRF_K, ChunkIndex, SearchMode, open_index
 
 SUFFIX = "_sentences"
 FANOUT = 4

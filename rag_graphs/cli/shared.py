@@ -17,11 +17,11 @@ from rich.console import Console
 
 from ingestion.quiet import show_debug_log
 from ingestion.terminal import safe
-from rag_graphs.sources import delete_sources, source_key
-from rag_graphs.threads import DEFAULT_CHECKPOINTS
+from rag_graphs.config.threads import DEFAULT_CHECKPOINTS
+from rag_graphs.search.sources import delete_sources, source_key
 
 if TYPE_CHECKING:
-    from rag_graphs.context import RagContext
+    from rag_graphs.config.context import RagContext
     from rag_graphs.run import Progress, RunEvent
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
@@ -90,7 +90,7 @@ WebSearchOpt = Annotated[
 
 
 def _context(store: str | None, collection: str | None, **overrides) -> RagContext:
-    from rag_graphs.context import RagContext
+    from rag_graphs.config.context import RagContext
 
     values = {k: v for k, v in overrides.items() if v is not None}
     if store:
@@ -98,7 +98,7 @@ def _context(store: str | None, collection: str | None, **overrides) -> RagConte
     if collection:
         values["collection"] = collection
     ctx = RagContext(**values)
-    from ingestion.store import check_store_path
+    from ingestion.store.index import check_store_path
 
     try:
         check_store_path(ctx.store_uri)  # a file or unwritable path: one clear error, before any work
@@ -114,7 +114,7 @@ def _print_summary(text: str) -> None:
 
 
 def _fail(message: str) -> NoReturn:
-    from rag_graphs.tracing import redact
+    from rag_graphs.config.tracing import redact
 
     # Errors can quote a URL with a key in it, and file names (data): each line is made safe.
     lines = redact(message).split("\n")
@@ -198,7 +198,7 @@ def ingest(
     from ingestion import StoreLockedError
     from ingestion import ingest as run_ingest
     from ingestion.options import megabytes
-    from ingestion.sentences import build_sentences
+    from ingestion.store.sentences import build_sentences
 
     if not paths and not delete:
         _fail("give files or folders to ingest, or --delete PATH")
@@ -206,7 +206,7 @@ def ingest(
     if not isinstance(ctx.embeddings, str):  # pragma: no cover - env gives strings
         _fail("embeddings must be a spec string on the command line")
     if delete:
-        from rag_graphs.retrieval import index_for
+        from rag_graphs.search.retrieval import index_for
 
         try:
             removed = delete_sources(index_for(ctx), delete)
@@ -253,8 +253,8 @@ def sources(store: StoreOpt = None, collection: CollOpt = None) -> None:
     from rich.table import Table
 
     from ingestion import StoreLockedError
-    from ingestion.captioning import redact_url
-    from rag_graphs.retrieval import index_for
+    from ingestion.convert.captioning import redact_url
+    from rag_graphs.search.retrieval import index_for
 
     ctx = _context(store, collection)
     try:
@@ -428,7 +428,7 @@ def ask(
 ) -> None:
     """Answer a question with one method; print the answer, citations and steps."""
     from ingestion import StoreLockedError
-    from rag_graphs.faults import RunFailed
+    from rag_graphs.llm.faults import RunFailed
 
     if not question.strip():
         _fail("the question is empty: ask something, e.g. rag-graphs ask 'Where was Ilsa Brandt born?'")
@@ -584,8 +584,8 @@ def _build_over(
     reply (the demo's short summaries); by default, the context's answer budget.
     """
     from ingestion import StoreLockedError
-    from rag_graphs.models import load_chat_model
-    from rag_graphs.retrieval import index_for
+    from rag_graphs.llm.models import load_chat_model
+    from rag_graphs.search.retrieval import index_for
 
     try:
         ctx = _context(store, collection, chat_model=model, max_answer_tokens=max_tokens)
@@ -609,7 +609,7 @@ app.add_typer(graph_app, name="graph")
 def sentences_build(store: StoreOpt = None, collection: CollOpt = None) -> None:
     """Store every chunk's sentences in `<collection>_sentences` for `--search-unit sentence`
     (small-to-big); re-running resumes, never embeds a stored sentence again."""
-    from ingestion.sentences import build_sentences
+    from ingestion.store.sentences import build_sentences
 
     _build_over(store, collection, None, lambda index, chat: build_sentences(index()))
 
@@ -646,8 +646,8 @@ def graph_build(
 ) -> None:
     """Give a collection's chunks their entities (for one ingested before graphs existed);
     re-running resumes where it stopped."""
-    from ingestion.entities import load_extractor
-    from ingestion.graph import build_graph
+    from ingestion.graph.build import build_graph
+    from ingestion.graph.entities import load_extractor
 
     def build(index: Callable, chat: Callable) -> Any:  # a GraphBuildReport
         find = load_extractor(

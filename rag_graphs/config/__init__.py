@@ -2,6 +2,6 @@
 (``tracing``) and the checkpoints file of ``thread_id`` runs (``threads``).
 
 May import ``rag_graphs.catalog``, ``ingestion.redaction`` and, inside validators only (a spec is
-checked when it is set, and must not load its library before), ``ingestion.store``,
+checked when it is set, and must not load its library before), ``ingestion.store.index``,
 ``rag_graphs.search`` and ``rag_graphs.llm.web``. Never nodes, methods or the commands.
 """

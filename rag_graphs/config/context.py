@@ -50,7 +50,7 @@ LoopBudget = Annotated[int, Field(ge=1, le=MAX_LOOP)]
 
 
 def _check_filter(expr: str) -> str:
-    from ingestion.store import check_filter
+    from ingestion.store.index import check_filter
 
     return check_filter(expr)
 
@@ -59,7 +59,7 @@ SearchFilter = Annotated[str, AfterValidator(_check_filter)]
 
 
 def _check_reranker(spec: Any) -> Any:
-    from rag_graphs.rerank import check_reranker
+    from rag_graphs.search.rerank import check_reranker
 
     return check_reranker(spec)
 
@@ -70,7 +70,7 @@ RerankerSpec = Annotated[
 
 
 def _check_expand(spec: str) -> str:
-    from rag_graphs.expand import check_expand
+    from rag_graphs.search.neighbours import check_expand
 
     return check_expand(spec)
 
@@ -79,7 +79,7 @@ ExpandSpec = Annotated[str, AfterValidator(_check_expand)]
 
 
 def _check_cache_path(path: str | None) -> str | None:
-    from rag_graphs.disk_cache import check_cache_path
+    from rag_graphs.search.disk_cache import check_cache_path
 
     return check_cache_path(path)
 
@@ -88,7 +88,7 @@ CachePath = Annotated[str | None, AfterValidator(_check_cache_path)]
 
 
 def _check_compress(spec: str) -> str:
-    from rag_graphs.compress import check_compress
+    from rag_graphs.search.compress import check_compress
 
     return check_compress(spec)
 
@@ -99,7 +99,7 @@ CompressSpec = Annotated[str, AfterValidator(_check_compress)]
 def _web_search_tool(spec: Any) -> Any:
     if not isinstance(spec, str):
         return spec
-    from rag_graphs.web import web_search_tool
+    from rag_graphs.llm.web import web_search_tool
 
     return web_search_tool(spec)
 
@@ -266,7 +266,7 @@ class RagContext:
 
     search_unit: Literal["chunk", "sentence"] = _env("RAG_GRAPHS_SEARCH_UNIT", "chunk")
     """What dense and hybrid search match: ``chunk``, or ``sentence`` (small-to-big: the
-    collection's sentence rows, ``ingestion.sentences``, are searched and their parent chunks
+    collection's sentence rows, ``ingestion.store.sentences``, are searched and their parent chunks
     returned, deduplicated, in the order of each one's best sentence; needs ``rag-graphs
     sentences build`` or ``rag-graphs ingest --children``). Graph search ignores it."""
 
@@ -294,7 +294,7 @@ class RagContext:
     ``source like "%annual_report%"`` or ``chunk_id in ["a", "b"]``; None searches all.
     Written by the operator, used as is: never build it from user input (use the
     access fields below, whose values are quoted). It must be one balanced expression
-    (``ingestion.store.check_filter``): it is parenthesised beside the access fields, and a
+    (``ingestion.store.index.check_filter``): it is parenthesised beside the access fields, and a
     filter such as ``1==1) or (1==1`` that would close that parenthesis is refused."""
 
     tenant: Label | None = _env("RAG_GRAPHS_TENANT", None, restricts=True)
@@ -326,7 +326,7 @@ class RagContext:
     A run with one round (naive, RAG-Fusion's fan-out) is plain RRF whatever this is."""
 
     reranker: RerankerSpec = _env("RAG_GRAPHS_RERANKER", "none")
-    """Reranker of every retrieval (``rag_graphs.rerank``): ``none``; ``mmr`` (diversity by the
+    """Reranker of every retrieval (``rag_graphs.search.rerank``): ``none``; ``mmr`` (diversity by the
     store's embeddings, no extra model); ``llm`` (listwise by the chat model, strong models
     only); ``cross-encoder:<local dir>`` (sentence-transformers);
     or a LangChain ``BaseDocumentCompressor``. Searches ``fetch_k`` candidates, keeps ``k``."""
@@ -338,17 +338,17 @@ class RagContext:
     """MMR reranker: weight of relevance against diversity (1 = relevance only)."""
 
     search_cache: NonNegative = _env("RAG_GRAPHS_SEARCH_CACHE", 1024)
-    """Entries of the process's cross-question search cache (``rag_graphs.cache``; 0 = off): the
+    """Entries of the process's cross-question search cache (``rag_graphs.search.cache``; 0 = off): the
     same normalised query on the same store, collection, generation, mode, filter and k is
     searched once. Any ingest or delete in this process invalidates the collection's entries."""
 
     search_cache_path: CachePath = _env("RAG_GRAPHS_SEARCH_CACHE_PATH", None)
-    """SQLite file of the persistent search cache (``rag_graphs.disk_cache``; None / ``none`` =
+    """SQLite file of the persistent search cache (``rag_graphs.search.disk_cache``; None / ``none`` =
     off), consulted on the process cache's misses and shared by every process naming it; keyed
     on the collection's fingerprint, so an ingest or delete in any process invalidates it."""
 
     expand: ExpandSpec = _env("RAG_GRAPHS_EXPAND", "none")
-    """Expansion of every retrieval's kept hits (``rag_graphs.expand``): ``none``, or
+    """Expansion of every retrieval's kept hits (``rag_graphs.search.neighbours``): ``none``, or
     ``neighbours:N`` (the N chunks before and after each hit in the same file, reading order,
     placed right after it), or ``section`` (the other chunks under the hit's own heading path in
     the same file, reading order); a note step names what was added."""
@@ -357,7 +357,7 @@ class RagContext:
     """Token budget (four characters a token) of the chunks ``expand`` adds per search."""
 
     compress: CompressSpec = _env("RAG_GRAPHS_COMPRESS", "none")
-    """Contextual compression of every retrieval's kept passages (``rag_graphs.compress``), after
+    """Contextual compression of every retrieval's kept passages (``rag_graphs.search.compress``), after
     rerank and expand: ``none``, or filters chained with commas: ``embeddings:<t>`` (drop below
     cosine ``t`` to the query), ``redundant:<t>`` (drop near-duplicates of a higher-ranked
     passage), ``llm`` (keep the sentences the chat model says answer; strong models only).
@@ -368,7 +368,7 @@ class RagContext:
     each with the earlier question/answer pairs as background."""
 
     demonstrations: str | None = _env("RAG_GRAPHS_DEMONSTRATIONS", "builtin")
-    """Solved examples DRAG and IterDRAG show (``rag_graphs.demonstrations``): ``builtin`` (the
+    """Solved examples DRAG and IterDRAG show (``rag_graphs.text.demonstrations``): ``builtin`` (the
     shipped ones, mined from MuSiQue dev questions, with IterDRAG follow-up chains), ``none``,
     or your own JSONL (question, answer, documents, optional chain); ``rag-graphs
     mine-demos`` writes one from a labelled set."""
@@ -410,7 +410,7 @@ class RagContext:
     web_search: WebSearchSpec = _env("RAG_GRAPHS_WEB_SEARCH", None)
     """Web search for CRAG's web branch and ReAct's ``web_search`` tool: ``none``,
     ``duckduckgo``, ``tavily`` (needs ``TAVILY_API_KEY``), ``searxng:<http(s) url>``
-    (``rag_graphs.web``; the ``web`` extra), or any LangChain tool. Off when None / ``none``."""
+    (``rag_graphs.llm.web``; the ``web`` extra), or any LangChain tool. Off when None / ``none``."""
 
     tool_calling: Literal["auto", "native", "text"] = _env("RAG_GRAPHS_TOOL_CALLING", "auto")
     """How the ReAct agent calls tools: ``native`` (the model's tool-calling API),
@@ -442,7 +442,7 @@ class RagContext:
         """The Milvus expression every search of this run applies: ``search_filter`` and the
         access fields (tenant, tags, sources), all required. Applied inside the search, so a
         chunk outside it never reaches a prompt."""
-        from ingestion.store import access_filter, all_of
+        from ingestion.store.index import access_filter, all_of
 
         access = access_filter(tenant=self.tenant, tags=self.tags, sources=self.sources)
         return all_of(self.search_filter, access)

@@ -25,7 +25,7 @@ from langchain_core.runnables import RunnableConfig
 from ingestion.redaction import REDACTING_FILTER, redact_url
 from ingestion.redaction import RedactingFilter as RedactingFilter  # re-exported: it lived here
 from ingestion.redaction import redact as redact
-from rag_graphs.context import RagContext
+from rag_graphs.config.context import RagContext
 
 TAG = "rag-graphs"
 _REDACTED_LOGGERS = ("langgraph.pregel._retry",)

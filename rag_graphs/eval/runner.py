@@ -28,7 +28,8 @@ from typing import Literal
 
 from ingestion import ids_filter
 from ingestion.progress import progress_bar
-from rag_graphs.context import RagContext
+from rag_graphs.config.context import RagContext
+from rag_graphs.config.tracing import redact, spec_name, trace_config
 from rag_graphs.eval.corpus import open_corpus
 from rag_graphs.eval.datasets import Dataset, Example, load_dataset
 from rag_graphs.eval.metrics import (
@@ -38,11 +39,10 @@ from rag_graphs.eval.metrics import (
     supporting_recall,
 )
 from rag_graphs.eval.timing import Timer
-from rag_graphs.jsonl import existing_path, read_json_object
 from rag_graphs.methods import METHODS, get_graph
-from rag_graphs.retrieval import embeddings_for
 from rag_graphs.run import run
-from rag_graphs.tracing import redact, spec_name, trace_config
+from rag_graphs.search.retrieval import embeddings_for
+from rag_graphs.text.jsonl import existing_path, read_json_object
 
 log = logging.getLogger(__name__)
 Setting = Literal["open", "distractor", "oracle"]
@@ -361,13 +361,13 @@ def evaluate(
     if "raptor" in methods:  # RAPTOR needs its tree: built (or resumed) here, explicitly, before any run
         from ingestion.raptor import build_tree
         from rag_graphs.nodes.common import chat_model
-        from rag_graphs.retrieval import index_for
+        from rag_graphs.search.retrieval import index_for
 
         build_tree(index_for(ctx), chat_model(ctx), progress=progress)
     if "hipporag" in methods or ctx.search_mode == "graph":  # graph search needs the entity graph
-        from ingestion.entities import load_extractor
-        from ingestion.graph import build_graph
-        from rag_graphs.retrieval import index_for
+        from ingestion.graph.build import build_graph
+        from ingestion.graph.entities import load_extractor
+        from rag_graphs.search.retrieval import index_for
 
         build_graph(index_for(ctx), load_extractor("spacy"), progress=progress)  # resumes; no-op when built
     contexts = {e.id: _question_context(ctx, e, setting) for e in examples}  # fails before any run

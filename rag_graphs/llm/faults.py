@@ -78,7 +78,7 @@ def rejected_as_invalid(exc: BaseException) -> bool:
     is a request-validation error: llama.cpp's server answers an unsupported
     ``response_format`` with HTTP 500 and pydantic's "Input should be 'text' or
     'json_object'". Callers use it to learn what a server supports (see
-    ``rag_graphs.models.capabilities``); the retry policy never retries such a request.
+    ``rag_graphs.llm.models.capabilities``); the retry policy never retries such a request.
     """
     code = status_code(exc)
     if code is None:
@@ -145,7 +145,7 @@ def _attempt() -> int:
 
 def describe(error: BaseException, node: str, attempt: int) -> str:
     """One line for the user: where, what, and whether it was retried."""
-    from rag_graphs.tracing import redact  # an SDK error can quote a URL or header with a key
+    from rag_graphs.config.tracing import redact  # an SDK error can quote a URL or header with a key
 
     cause = redact(f"{type(error).__name__}: {error}").strip().rstrip(":")
     if is_transient(error):

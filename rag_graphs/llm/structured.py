@@ -9,7 +9,7 @@ the strongest way the model supports, and never raises on a bad reply
 2. ``native``: models with ``with_structured_output``; OpenAI-compatible servers
    get the best of JSON schema, JSON mode with the schema attached (a grammar on
    llama-cpp-python's server) and a forced tool call that the server has not
-   refused (learned once per model: ``rag_graphs.models.capabilities``);
+   refused (learned once per model: ``rag_graphs.llm.models.capabilities``);
 3. ``parsed``: everything else gets the schema as text instructions
    (``prompts/templates/json_format_instructions.txt``) and a lenient parser
    that digs the JSON object out of prose or code fences and, for a single
@@ -30,9 +30,9 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from pydantic import BaseModel, ValidationError
 
 from prompts import load_prompt
-from rag_graphs.calls import Body, Call, adrive, drive
-from rag_graphs.faults import is_transient, rejected_as_invalid
-from rag_graphs.models import capabilities
+from rag_graphs.llm.calls import Body, Call, adrive, drive
+from rag_graphs.llm.faults import is_transient, rejected_as_invalid
+from rag_graphs.llm.models import capabilities
 
 T = TypeVar("T", bound=BaseModel)
 Method = Literal["grammar", "native", "parsed", "default"]
@@ -135,10 +135,10 @@ def _is_llama_cpp(model: BaseChatModel) -> bool:
 def structured(
     model: BaseChatModel, messages: list[BaseMessage], schema: type[T], default: T
 ) -> Body[Structured[T]]:
-    """The calls of one structured decision, as a body for ``rag_graphs.calls`` (nodes ``yield from`` it).
+    """The calls of one structured decision, as a body for ``rag_graphs.llm.calls`` (nodes ``yield from`` it).
 
     Native modes are tried best first among those the model's server has not
-    refused (``rag_graphs.models.capabilities``): a mode the server rejects as an
+    refused (``rag_graphs.llm.models.capabilities``): a mode the server rejects as an
     invalid request is remembered and never sent again, so a server without
     ``json_schema`` costs one rejected request per process, not one per decision.
     Any other failure of a native call (a reply the SDK cannot parse, a local

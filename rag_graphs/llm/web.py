@@ -3,7 +3,7 @@
 CRAG's web branch and ReAct's ``web_search`` tool call ``RagContext.web_search``; this turns
 the setting's string form (``RAG_GRAPHS_WEB_SEARCH``, ``--web-search``, LangGraph Studio) into
 LangChain's own tool for each engine, wrapped so every engine returns a list of result dicts
-(``rag_graphs.tools.web_documents`` makes each one a ``kind="web"`` passage, fenced as data in
+(``rag_graphs.llm.tools.web_documents`` makes each one a ``kind="web"`` passage, fenced as data in
 prompts like every stored passage). The engines' packages are the ``web`` extra
 (``pip install -e ".[web]"``), except SearXNG, whose client ships with langchain-community.
 """

@@ -14,8 +14,8 @@ from langgraph.runtime import get_runtime
 from langgraph.types import RetryPolicy
 
 from rag_graphs.catalog import METHODS as METHODS  # re-exported: the registry's names
-from rag_graphs.context import RagContext
-from rag_graphs.faults import RETRY, guard
+from rag_graphs.config.context import RagContext
+from rag_graphs.llm.faults import RETRY, guard
 from rag_graphs.nodes.common import ModelNode
 from rag_graphs.state import InputState, OutputState, RagState
 
@@ -31,7 +31,7 @@ def get_graph(
     With a ``checkpointer`` (``InMemorySaver``, ``SqliteSaver``...), a fresh
     compilation that saves every step under the caller's ``thread_id``; the
     shared module-level graph carries none, as LangGraph Server expects. A
-    ``retry_policy`` replaces ``rag_graphs.faults.RETRY`` (attempts, backoff).
+    ``retry_policy`` replaces ``rag_graphs.llm.faults.RETRY`` (attempts, backoff).
     """
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; available: {', '.join(METHODS)}")
@@ -51,11 +51,11 @@ def compile_method(
     """Compile ``builder`` as method ``name``.
 
     Every node retries transient errors (``retry_policy``, default
-    ``rag_graphs.faults.RETRY``); a node that still fails ends the run with
-    ``RunFailed``, carrying the reasoning chain so far (see ``rag_graphs.faults``).
+    ``rag_graphs.llm.faults.RETRY``); a node that still fails ends the run with
+    ``RunFailed``, carrying the reasoning chain so far (see ``rag_graphs.llm.faults``).
     Traced runs carry the method's name in metadata and tags.
     """
-    from rag_graphs.tracing import method_config
+    from rag_graphs.config.tracing import method_config
 
     builder.set_node_defaults(retry_policy=retry_policy or RETRY)
     return builder.compile(name=name, checkpointer=checkpointer).with_config(method_config(name))
@@ -81,7 +81,7 @@ class BothWays(Runnable[Any, Any]):
 
 
 class MethodGraph(StateGraph[Any, Any, Any, Any]):
-    """A ``StateGraph`` whose function nodes are wrapped by ``rag_graphs.faults.guard``,
+    """A ``StateGraph`` whose function nodes are wrapped by ``rag_graphs.llm.faults.guard``,
     so a failure anywhere ends the run with ``RunFailed`` and the chain so far.
 
     A ``ModelNode`` (a body that yields its calls) is added with both entry

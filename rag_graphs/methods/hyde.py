@@ -17,8 +17,8 @@ from __future__ import annotations
 from langgraph.graph import StateGraph
 
 from prompts import load_prompt
-from rag_graphs.calls import Body
-from rag_graphs.context import RagContext
+from rag_graphs.config.context import RagContext
+from rag_graphs.llm.calls import Body
 from rag_graphs.methods import compile_method, linear_builder
 from rag_graphs.nodes import make_generate, retrieve
 from rag_graphs.nodes.common import chat, emit, model_node, step, template_inputs

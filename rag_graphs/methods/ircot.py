@@ -18,8 +18,8 @@ from typing import Annotated
 from langgraph.graph import END, START, StateGraph
 
 from prompts import load_prompt
-from rag_graphs.calls import Body
-from rag_graphs.context import RagContext
+from rag_graphs.config.context import RagContext
+from rag_graphs.llm.calls import Body
 from rag_graphs.methods import compile_method, new_builder
 from rag_graphs.nodes import make_generate, retrieve
 from rag_graphs.nodes.common import ModelNode, chat, emit, format_notes, model_node, step, template_inputs

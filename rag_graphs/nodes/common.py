@@ -13,25 +13,25 @@ from langchain_core.prompts import ChatPromptTemplate
 from langgraph.config import get_config, get_stream_writer
 from langgraph.runtime import Runtime
 
-from rag_graphs.calls import Body, Call, adrive, drive
-from rag_graphs.citations import format_context
-from rag_graphs.context import RagContext, get_context
-from rag_graphs.demonstrations import (
+from rag_graphs.config.context import RagContext, get_context
+from rag_graphs.llm.calls import Body, Call, adrive, drive
+from rag_graphs.llm.models import load_chat_model
+from rag_graphs.nodes.loop import normalize_query
+from rag_graphs.state import RagState, Step, SubAnswer, Usage, add_usage
+from rag_graphs.text.citations import format_context
+from rag_graphs.text.demonstrations import (
     Demonstration,
     demonstrations_path,
     format_demonstrations,
     load_demonstrations,
 )
-from rag_graphs.models import load_chat_model
-from rag_graphs.nodes.loop import normalize_query
-from rag_graphs.state import RagState, Step, SubAnswer, Usage, add_usage
 
 NodeBody = Callable[[Any, RagContext], Body[dict]]
 """A node's logic: ``(state, context) -> generator`` that yields ``Call``/``Batch`` and returns the update."""
 
 
 class ModelNode:
-    """A graph node whose body yields its model and store calls (see ``rag_graphs.calls``).
+    """A graph node whose body yields its model and store calls (see ``rag_graphs.llm.calls``).
 
     Calling it runs the body synchronously; ``acall`` runs it on the event loop.
     ``MethodGraph.add_node`` registers both, so ``graph.invoke`` and

@@ -13,12 +13,12 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from prompts import load_prompt
-from rag_graphs.calls import Body
-from rag_graphs.context import RagContext
+from rag_graphs.config.context import RagContext
+from rag_graphs.llm.calls import Body
+from rag_graphs.llm.structured import structured
 from rag_graphs.nodes.common import ModelNode, calls_usage, chat_model, emit, step, template_inputs
 from rag_graphs.nodes.loop import hop_budget, loop_stop, stop_update
 from rag_graphs.state import RagState
-from rag_graphs.structured import structured
 
 
 class Decision(BaseModel):

@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 
 from prompts import load_prompt
-from rag_graphs.calls import Body
-from rag_graphs.context import RagContext
+from rag_graphs.config.context import RagContext
+from rag_graphs.llm.calls import Body
 from rag_graphs.nodes.common import ModelNode, chat, emit, step, template_inputs
 from rag_graphs.nodes.loop import normalize_query
 from rag_graphs.nodes.rewrite import clean_query

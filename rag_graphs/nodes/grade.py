@@ -16,12 +16,12 @@ from pydantic import BaseModel, Field
 
 from prompts import load_prompt
 from prompts.fencing import fence
-from rag_graphs.calls import Batch, Body
-from rag_graphs.context import RagContext
+from rag_graphs.config.context import RagContext
+from rag_graphs.llm.calls import Batch, Body
+from rag_graphs.llm.structured import structured
 from rag_graphs.nodes.common import ModelNode, calls_usage, chat_model, emit, latest_documents, step
 from rag_graphs.nodes.loop import hop_budget, loop_stop, stop_update
 from rag_graphs.state import RagState, Usage, add_usage
-from rag_graphs.structured import structured
 
 Label = Literal["correct", "ambiguous", "incorrect"]
 

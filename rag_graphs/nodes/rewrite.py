@@ -7,8 +7,8 @@ from collections.abc import Callable
 from typing import Any
 
 from prompts import load_prompt
-from rag_graphs.calls import Body
-from rag_graphs.context import RagContext
+from rag_graphs.config.context import RagContext
+from rag_graphs.llm.calls import Body
 from rag_graphs.nodes.common import ModelNode, chat, emit, step, template_inputs
 from rag_graphs.state import RagState
 

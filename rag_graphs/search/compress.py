@@ -35,7 +35,7 @@ from langchain_core.messages import AIMessage
 
 from prompts import load_prompt
 from prompts.fencing import fence
-from rag_graphs.rerank import Stored, passage_vectors
+from rag_graphs.search.rerank import Stored, passage_vectors
 
 SPECS = "none, embeddings:<0-1>, redundant:<0-1>, llm (comma-separated to chain)"
 NO_OUTPUT = "NO_OUTPUT"
@@ -66,7 +66,7 @@ def _fraction(text: str) -> float | None:
 
 
 def tokens(text: str) -> int:
-    """A tokenizer-free estimate (four characters a token), as ``rag_graphs.expand`` counts."""
+    """A tokenizer-free estimate (four characters a token), as ``rag_graphs.search.neighbours`` counts."""
     return len(text) // 4
 
 

@@ -1,10 +1,10 @@
 """The persistent half of the cross-question search cache: rankings in a SQLite file.
 
-The process's LRU (``rag_graphs.cache``) dies with the process and keys on the collection's
+The process's LRU (``rag_graphs.search.cache``) dies with the process and keys on the collection's
 in-process generation, which another process's ingest never bumps. Entries here outlive the
 process, so they key on the collection's ``fingerprint`` instead (row count plus a version
 marker that every add and delete writes into the collection's properties, see
-``ingestion.store``): an ingest or delete in any process makes the old entries unreachable.
+``ingestion.store.index``): an ingest or delete in any process makes the old entries unreachable.
 A file that is not this cache (corrupt, or another program's database) is refused with an
 error naming the setting, never silently used or overwritten.
 """
@@ -22,7 +22,7 @@ from pathlib import Path
 
 from langchain_core.documents import Document
 
-from rag_graphs.cache import Ranking, hit_stats
+from rag_graphs.search.cache import Ranking, hit_stats
 
 SETTING = "RagContext.search_cache_path"
 WHERE_SET = "--search-cache-path, RAG_GRAPHS_SEARCH_CACHE_PATH"

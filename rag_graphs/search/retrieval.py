@@ -22,11 +22,11 @@ from pydantic import ConfigDict, Field
 
 from ingestion import ChunkIndex, load_embeddings, open_index
 from ingestion.redaction import redact_url
-from ingestion.sentences import children_of, has_sentences, search_parents, sentence_collection
-from ingestion.store import RRF_K, generation
-from rag_graphs.cache import SEARCHES, Ranking, normalise
-from rag_graphs.context import RagContext
-from rag_graphs.disk_cache import disk_cache, disk_key
+from ingestion.store.index import RRF_K, generation
+from ingestion.store.sentences import children_of, has_sentences, search_parents, sentence_collection
+from rag_graphs.config.context import RagContext
+from rag_graphs.search.cache import SEARCHES, Ranking, normalise
+from rag_graphs.search.disk_cache import disk_cache, disk_key
 
 
 def embeddings_for(ctx: RagContext) -> Embeddings:
@@ -45,7 +45,7 @@ class ChunkRetriever(BaseRetriever):
     Graphs search through it so every search is a retriever run: LangSmith
     shows it in the trace tree and callbacks (the evaluator's timer) see it.
     In ``graph`` mode the hybrid hits are re-ranked by Personalized PageRank
-    over the chunk-entity graph (``ingestion.ppr.graph_search``); every hit then
+    over the chunk-entity graph (``ingestion.graph.ppr.graph_search``); every hit then
     carries the walk's seeds in ``metadata["graph_seeds"]`` for the reasoning chain.
     """
 
@@ -75,7 +75,7 @@ class ChunkRetriever(BaseRetriever):
                 path=self.cache_path,
                 unit=self.unit,
             )[0]
-        from ingestion.ppr import graph_search
+        from ingestion.graph.ppr import graph_search
 
         found = graph_search(self.index, query, k=self.k, expr=self.expr, **self.graph)
         seeds = [name for name, _ in found.seeds]
@@ -84,7 +84,7 @@ class ChunkRetriever(BaseRetriever):
 
 
 def graph_options(ctx: RagContext) -> dict[str, Any]:
-    """The context's graph-search knobs, as ``ingestion.ppr.graph_search`` arguments."""
+    """The context's graph-search knobs, as ``ingestion.graph.ppr.graph_search`` arguments."""
     return {
         "damping": ctx.graph_damping,
         "blend": ctx.graph_blend,
@@ -162,15 +162,15 @@ def cached_search(
     unit: Literal["chunk", "sentence"] = "chunk",
 ) -> list[list[Document]]:
     """One ranking per query, the misses searched as one batch; hits served by the process's
-    search cache (``rag_graphs.cache``) or the persistent one at ``path``
-    (``rag_graphs.disk_cache``, consulted on the process cache's misses) carry
+    search cache (``rag_graphs.search.cache``) or the persistent one at ``path``
+    (``rag_graphs.search.disk_cache``, consulted on the process cache's misses) carry
     ``metadata["cached"] = True``. ``size`` 0 and no ``path``: no cache.
 
     With a ``path`` both caches key on the collection's ``fingerprint`` (read once per call),
     so a change another process made is seen by this one too.
 
     ``unit="sentence"`` searches the collection's sentence rows and returns their parent chunks
-    (``ingestion.sentences``, small-to-big); the caches then key on the sentence collection too."""
+    (``ingestion.store.sentences``, small-to-big); the caches then key on the sentence collection too."""
     if size != SEARCHES.size:
         SEARCHES.resize(size)
     searcher = index.search_many if unit == "chunk" else _sentence_searcher(index)

@@ -24,12 +24,12 @@ from functools import lru_cache
 from pathlib import Path
 
 from prompts.fencing import fence
-from rag_graphs.jsonl import existing_path, read_jsonl, require_text
+from rag_graphs.text.jsonl import existing_path, read_jsonl, require_text
 
 MAX_DOC_CHARS = 600  # per demonstration document: demonstrations must not crowd out the real context
 MAX_DOCS = 5
 BUILTIN = "builtin"
-BUILTIN_PATH = Path(__file__).parent / "data" / "demonstrations.jsonl"
+BUILTIN_PATH = Path(__file__).parents[1] / "data" / "demonstrations.jsonl"
 """The shipped demonstrations (package data)."""
 
 

@@ -28,8 +28,8 @@ from typing import Literal, get_args
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from ingestion.store import embed_queries
-from rag_graphs.jsonl import existing_path, read_json_object
+from ingestion.store.index import embed_queries
+from rag_graphs.text.jsonl import existing_path, read_json_object
 
 Kind = Literal["no_retrieval", "single_hop", "multi_hop", "global_summary"]
 KINDS: tuple[str, ...] = get_args(Kind)

@@ -17,7 +17,9 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import ValidationError
 
-from rag_graphs.compress import (
+from rag_graphs.config.context import RagContext
+from rag_graphs.methods.naive import graph
+from rag_graphs.search.compress import (
     EmbeddingsFilter,
     LLMExtractor,
     RedundantFilter,
@@ -25,8 +27,6 @@ from rag_graphs.compress import (
     compressor_for,
     tokens,
 )
-from rag_graphs.context import RagContext
-from rag_graphs.methods.naive import graph
 
 QUESTION = "Where was Ilsa Brandt born?"
 VECTORS = {  # "q" is the query; "a2" nearly duplicates "a"; "c" is unrelated to the query
@@ -224,7 +224,7 @@ def test_a_naive_run_with_llm_compression_cuts_keeps_ids_and_says_so(run: str, m
 def test_the_cli_names_the_setting_of_a_bad_compress(tmp_path):
     from typer.testing import CliRunner
 
-    from rag_graphs import cli
+    from rag_graphs.cli import shared as cli
 
     args = ["ask", "Where?", "--store", str(tmp_path / "m.db"), "--compress", "zip"]
     result = CliRunner().invoke(cli.app, args)

@@ -13,9 +13,9 @@ from datetime import datetime
 import pytest
 from langchain_core.documents import Document
 
-from rag_graphs.disk_cache import DiskCache, SearchCacheFileError
+from rag_graphs.config.threads import CheckpointFileError, ThreadBusy, checkpoint_file, thread_lock
 from rag_graphs.eval.runner import _run_folder, read_rows
-from rag_graphs.threads import CheckpointFileError, ThreadBusy, checkpoint_file, thread_lock
+from rag_graphs.search.disk_cache import DiskCache, SearchCacheFileError
 
 
 def test_a_cache_file_damaged_after_it_was_written_names_the_setting(tmp_path):
@@ -125,13 +125,13 @@ def test_a_store_with_a_truncated_manifest_is_reported_damaged_not_empty(
 
     from typer.testing import CliRunner
 
-    from rag_graphs import cli
+    from rag_graphs.cli import shared as cli
 
     manifests = sorted(Path(loaded.uri).rglob("manifest.json"))
     assert manifests
     text = manifests[0].read_text()
     manifests[0].write_text(text[: len(text) // 2])  # a write cut off by a crash or a full disk
-    monkeypatch.setattr("rag_graphs.retrieval.embeddings_for", lambda ctx: fake_embeddings)
+    monkeypatch.setattr("rag_graphs.search.retrieval.embeddings_for", lambda ctx: fake_embeddings)
     result = CliRunner().invoke(
         cli.app, ["sources", "--store", loaded.uri, "--collection", loaded.collection]
     )

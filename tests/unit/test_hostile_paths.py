@@ -90,7 +90,7 @@ def test_the_same_file_named_twice_is_read_once(tree, index):
 
 
 def test_glob_root_is_the_part_before_the_first_wildcard():
-    from ingestion.discover import split_glob
+    from ingestion.convert.discover import split_glob
 
     assert split_glob(Path("/data/docs/**/*.md")) == (Path("/data/docs"), ("**", "*.md"))
     assert split_glob(Path("r*/x.md")) == (Path("."), ("r*", "x.md"))
@@ -100,7 +100,7 @@ def test_glob_root_is_the_part_before_the_first_wildcard():
 @pytest.mark.timeout(30)
 def test_two_self_links_do_not_expand_a_glob(tmp_path):
     """Before: glob.glob followed l1 and l2 into 2^depth paths and never returned."""
-    from ingestion.discover import discover
+    from ingestion.convert.discover import discover
 
     deep = tmp_path / "a" / "b" / "c" / "d"
     deep.mkdir(parents=True)
@@ -129,7 +129,7 @@ def test_a_fifo_named_explicitly_is_refused_not_read(tree, index):
 
 def test_the_reported_glob_attack_from_the_command_line(tmp_path, monkeypatch):
     """Issue 19's attack as typed: ``rag-graphs ingest "DIR/**/*.md"`` with the embedded model."""
-    from rag_graphs import cli
+    from rag_graphs.cli import shared as cli
 
     folder, outside = tmp_path / "dir", tmp_path / "outside"
     folder.mkdir(), outside.mkdir()

@@ -12,9 +12,9 @@ from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.embeddings import Embeddings
 from pydantic import ValidationError
 
-from rag_graphs.context import RagContext
+from rag_graphs.config.context import RagContext
 from rag_graphs.methods.naive import graph
-from rag_graphs.rerank import CrossEncoderReranker, MMRReranker, reranker_for
+from rag_graphs.search.rerank import CrossEncoderReranker, MMRReranker, reranker_for
 
 VECTORS = {  # the query points at "a"; "a2" nearly duplicates "a"; "b" is the other relevant side
     "q": [1.0, 0.0, 0.0],
@@ -138,7 +138,7 @@ def test_the_retrieve_step_fetches_fetch_k_keeps_k_and_says_what_it_dropped(load
 def test_the_cli_names_the_setting_of_a_bad_reranker(command: list[str], tmp_path: Path):
     from typer.testing import CliRunner
 
-    from rag_graphs import cli
+    from rag_graphs.cli import shared as cli
 
     args = [*command, "--store", str(tmp_path / "m.db"), "--reranker", "colbert", "--fetch-k", "30"]
     result = CliRunner().invoke(cli.app, args)
