@@ -3,7 +3,7 @@
 Owns the store and the embedding model that fills it. Depends on nothing in
 ``rag_graphs`` (see DESIGN.md's dependency direction).
 
-The names below are loaded on first use (PEP 562): ``from ingestion.store.index import quote``
+The names below are loaded on first use (PEP 562): ``from ingestion.store.filters import quote``
 must not pull Docling, transformers and torch in through ``ingestion.pipeline``.
 """
 
@@ -15,15 +15,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ingestion.pipeline import FileResult, IngestOptions, IngestReport, ingest
     from ingestion.store.embeddings import EMBEDDED, load_embeddings
-    from ingestion.store.index import (
-        ChunkIndex,
-        StoreLockedError,
-        access_filter,
-        all_of,
-        ids_filter,
-        open_index,
-        quote,
-    )
+    from ingestion.store.filters import access_filter, all_of, ids_filter, quote
+    from ingestion.store.index import ChunkIndex, open_index
+    from ingestion.store.lite import StoreLockedError
 
 _HOMES = {
     "EMBEDDED": "ingestion.store.embeddings",
@@ -33,12 +27,12 @@ _HOMES = {
     "IngestReport": "ingestion.pipeline",
     "ingest": "ingestion.pipeline",
     "ChunkIndex": "ingestion.store.index",
-    "StoreLockedError": "ingestion.store.index",
-    "access_filter": "ingestion.store.index",
-    "all_of": "ingestion.store.index",
-    "ids_filter": "ingestion.store.index",
+    "StoreLockedError": "ingestion.store.lite",
+    "access_filter": "ingestion.store.filters",
+    "all_of": "ingestion.store.filters",
+    "ids_filter": "ingestion.store.filters",
     "open_index": "ingestion.store.index",
-    "quote": "ingestion.store.index",
+    "quote": "ingestion.store.filters",
 }
 """Exported name -> the module that defines it."""
 

@@ -19,7 +19,7 @@ from ingestion.convert.captioning import Captioner, CaptionPrompt
 from ingestion.convert.converter import TIMEOUT_SECONDS, ConvertOptions
 from ingestion.convert.guards import MAX_FILE_BYTES
 from ingestion.graph.entities import Extractor
-from ingestion.store.index import TAGS_FIELD, TENANT_FIELD
+from ingestion.store.fields import TAGS_FIELD, TENANT_FIELD
 
 
 @dataclass(frozen=True)

@@ -81,7 +81,7 @@ def ingest(
         ValueError: no store to write to (``uri`` and ``collection``, ``index`` or ``context``),
             or an access label is not a non-empty string.
         FileNotFoundError: a path does not exist (checked before any work).
-        ingestion.store.index.StoreLockedError: another process holds the store.
+        ingestion.store.lite.StoreLockedError: another process holds the store.
     """
     start = time.perf_counter()
     options = options_with(options, settings)

@@ -44,7 +44,9 @@ from langchain_core.documents import Document
 
 from ingestion.graph.entities import ENTITIES_FIELD, Extractor, extract, title_mentions
 from ingestion.progress import progress_bar
-from ingestion.store.index import DENSE_FIELD, PRIMARY_FIELD, SPARSE_FIELD, TEXT_FIELD, ChunkIndex, quote
+from ingestion.store.fields import DENSE_FIELD, PRIMARY_FIELD, SPARSE_FIELD, TEXT_FIELD
+from ingestion.store.filters import quote
+from ingestion.store.index import ChunkIndex
 
 NAME_FIELD = "name"
 CHUNKS_FIELD = "chunks"

@@ -29,7 +29,8 @@ from langchain_core.documents import Document
 
 from ingestion.graph.build import CHUNKS_FIELD, COUNT_FIELD, NAME_FIELD, entity_collection, entity_rows
 from ingestion.graph.entities import Extractor, SpacyExtractor, normalize
-from ingestion.store.index import DENSE_FIELD, PRIMARY_FIELD, SPARSE_FIELD, ChunkIndex
+from ingestion.store.fields import DENSE_FIELD, PRIMARY_FIELD, SPARSE_FIELD
+from ingestion.store.index import ChunkIndex
 
 _DENSE_SEARCH = {"metric_type": "COSINE", "params": {}}
 _SPARSE_SEARCH = {"metric_type": "BM25", "params": {}}

@@ -36,7 +36,10 @@ from langchain_core.documents import Document
 from ingestion.graph.build import CHUNKS_FIELD, COUNT_FIELD, NAME_FIELD, entity_rows, has_graph, in_filter
 from ingestion.graph.entities import ENTITIES_FIELD, Extractor, normalize
 from ingestion.graph.linking import named_seeds, nearest_entities, question_extractor, search_with_vector
-from ingestion.store.index import PRIMARY_FIELD, ChunkIndex, all_of, embed_queries
+from ingestion.store.fields import PRIMARY_FIELD
+from ingestion.store.filters import all_of
+from ingestion.store.index import ChunkIndex
+from ingestion.store.reads import embed_queries
 
 _LOOKUP_BATCH = 512
 

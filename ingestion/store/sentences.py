@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from langchain_core.documents import Document
 
 from ingestion.graph.entities import ENTITIES_FIELD
-from ingestion.store.index import RRF_K, ChunkIndex, SearchMode, open_index
+from ingestion.store.fields import RRF_K, SearchMode
+from ingestion.store.index import ChunkIndex, open_index
 
 SUFFIX = "_sentences"
 FANOUT = 4

@@ -98,7 +98,7 @@ def _context(store: str | None, collection: str | None, **overrides) -> RagConte
     if collection:
         values["collection"] = collection
     ctx = RagContext(**values)
-    from ingestion.store.index import check_store_path
+    from ingestion.store.lite import check_store_path
 
     try:
         check_store_path(ctx.store_uri)  # a file or unwritable path: one clear error, before any work

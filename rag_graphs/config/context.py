@@ -50,7 +50,7 @@ LoopBudget = Annotated[int, Field(ge=1, le=MAX_LOOP)]
 
 
 def _check_filter(expr: str) -> str:
-    from ingestion.store.index import check_filter
+    from ingestion.store.filters import check_filter
 
     return check_filter(expr)
 
@@ -294,7 +294,7 @@ class RagContext:
     ``source like "%annual_report%"`` or ``chunk_id in ["a", "b"]``; None searches all.
     Written by the operator, used as is: never build it from user input (use the
     access fields below, whose values are quoted). It must be one balanced expression
-    (``ingestion.store.index.check_filter``): it is parenthesised beside the access fields, and a
+    (``ingestion.store.filters.check_filter``): it is parenthesised beside the access fields, and a
     filter such as ``1==1) or (1==1`` that would close that parenthesis is refused."""
 
     tenant: Label | None = _env("RAG_GRAPHS_TENANT", None, restricts=True)
@@ -442,7 +442,7 @@ class RagContext:
         """The Milvus expression every search of this run applies: ``search_filter`` and the
         access fields (tenant, tags, sources), all required. Applied inside the search, so a
         chunk outside it never reaches a prompt."""
-        from ingestion.store.index import access_filter, all_of
+        from ingestion.store.filters import access_filter, all_of
 
         access = access_filter(tenant=self.tenant, tags=self.tags, sources=self.sources)
         return all_of(self.search_filter, access)

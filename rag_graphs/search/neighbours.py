@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from langchain_core.documents import Document
 
 from ingestion import ChunkIndex
-from ingestion.store.index import all_of, quote
+from ingestion.store.filters import all_of, quote
 
 SPECS = "none, neighbours:<N>, section"
 PREFIX = "neighbours:"

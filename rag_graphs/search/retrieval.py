@@ -22,7 +22,8 @@ from pydantic import ConfigDict, Field
 
 from ingestion import ChunkIndex, load_embeddings, open_index
 from ingestion.redaction import redact_url
-from ingestion.store.index import RRF_K, generation
+from ingestion.store.fields import RRF_K
+from ingestion.store.generations import generation
 from ingestion.store.sentences import children_of, has_sentences, search_parents, sentence_collection
 from rag_graphs.config.context import RagContext
 from rag_graphs.search.cache import SEARCHES, Ranking, normalise

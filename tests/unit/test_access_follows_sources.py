@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from ingestion import ingest, open_index
 from ingestion.raptor import build_tree, tree_collection
-from ingestion.store.index import quote
+from ingestion.store.filters import quote
 from rag_graphs.config.context import RagContext
 from rag_graphs.methods import get_graph
 from rag_graphs.methods.raptor import tree_context

@@ -106,7 +106,7 @@ def test_the_breakout_through_retrieval_finds_no_other_tenants_chunk(two_tenants
 
 
 def test_balanced_filters_pass_unchanged():
-    from ingestion.store.index import check_filter
+    from ingestion.store.filters import check_filter
 
     for expr in WRAPPED:
         assert check_filter(expr) == expr

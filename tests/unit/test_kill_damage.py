@@ -15,7 +15,8 @@ from langchain_core.documents import Document
 from ingestion import ChunkIndex, ingest
 from ingestion.graph.build import CHUNKS_FIELD, build_graph, entity_collection, entity_rows
 from ingestion.graph.entities import ENTITIES_FIELD
-from ingestion.store.index import PRIMARY_FIELD, file_batches
+from ingestion.store.fields import PRIMARY_FIELD
+from ingestion.store.index import file_batches
 
 
 class Killed(BaseException):

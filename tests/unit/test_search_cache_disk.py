@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from ingestion.store import index as store_module
+from ingestion.store import generations as store_module
 from rag_graphs.config.context import RagContext
 from rag_graphs.search import disk_cache as disk_module
 from rag_graphs.search.cache import SEARCHES
