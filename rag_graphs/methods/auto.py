@@ -25,7 +25,8 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel
 
 from prompts import load_prompt
-from rag_graphs.config.context import RagContext, check_route, get_context
+from rag_graphs.config.context import RagContext, get_context
+from rag_graphs.config.fields import check_route
 from rag_graphs.llm.structured import invoke_structured
 from rag_graphs.methods import compile_method, get_graph, new_builder
 from rag_graphs.methods.raptor import has_tree
