@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from ingestion import ingest
 from ingestion.options import IngestOptions, megabytes
-from rag_graphs.cli import shared as cli
+from rag_graphs import cli
 from rag_graphs.config.context import RagContext
 from rag_graphs.config.fields import MAX_LOOP
 from rag_graphs.eval.datasets import load_dataset

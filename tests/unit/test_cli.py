@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from rag_graphs.cli import shared as cli
+from rag_graphs.cli import ask as cli
 from rag_graphs.methods import METHODS
 
 QUESTION = "In which town was the founder of the Velmora Institute born?"
@@ -131,7 +131,7 @@ def test_source_key_makes_paths_absolute_and_keeps_urls(tmp_path, monkeypatch):
 
 
 def test_ask_prints_how_the_run_ended(loaded, make_context):
-    from rag_graphs.cli.shared import _outcome_line
+    from rag_graphs.cli.ask import _outcome_line
 
     with cli.console.capture() as captured:
         cli._run("naive", QUESTION, make_context("Korvik [1]."), as_json=False)

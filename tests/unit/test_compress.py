@@ -224,7 +224,7 @@ def test_a_naive_run_with_llm_compression_cuts_keeps_ids_and_says_so(run: str, m
 def test_the_cli_names_the_setting_of_a_bad_compress(tmp_path):
     from typer.testing import CliRunner
 
-    from rag_graphs.cli import shared as cli
+    from rag_graphs import cli
 
     args = ["ask", "Where?", "--store", str(tmp_path / "m.db"), "--compress", "zip"]
     result = CliRunner().invoke(cli.app, args)

@@ -125,7 +125,7 @@ def test_a_store_with_a_truncated_manifest_is_reported_damaged_not_empty(
 
     from typer.testing import CliRunner
 
-    from rag_graphs.cli import shared as cli
+    from rag_graphs import cli
 
     manifests = sorted(Path(loaded.uri).rglob("manifest.json"))
     assert manifests

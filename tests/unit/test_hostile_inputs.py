@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ingestion.store.lite import StoreLockedError
-from rag_graphs.cli import shared as cli
+from rag_graphs import cli
 
 
 def _invoke(*args: str) -> tuple[int, str]:

@@ -129,7 +129,7 @@ def test_a_fifo_named_explicitly_is_refused_not_read(tree, index):
 
 def test_the_reported_glob_attack_from_the_command_line(tmp_path, monkeypatch):
     """Issue 19's attack as typed: ``rag-graphs ingest "DIR/**/*.md"`` with the embedded model."""
-    from rag_graphs.cli import shared as cli
+    from rag_graphs import cli
 
     folder, outside = tmp_path / "dir", tmp_path / "outside"
     folder.mkdir(), outside.mkdir()

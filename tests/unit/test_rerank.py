@@ -138,7 +138,7 @@ def test_the_retrieve_step_fetches_fetch_k_keeps_k_and_says_what_it_dropped(load
 def test_the_cli_names_the_setting_of_a_bad_reranker(command: list[str], tmp_path: Path):
     from typer.testing import CliRunner
 
-    from rag_graphs.cli import shared as cli
+    from rag_graphs import cli
 
     args = [*command, "--store", str(tmp_path / "m.db"), "--reranker", "colbert", "--fetch-k", "30"]
     result = CliRunner().invoke(cli.app, args)
