@@ -251,7 +251,7 @@ def _postfix(row: dict) -> str:
 
 def warm_up(ctx: RagContext, methods: list[str]) -> None:
     """Load graphs and models before the clock starts, so one-time loads don't count as overhead."""
-    from rag_graphs.nodes.common import chat_model
+    from rag_graphs.nodes.chat import chat_model
 
     for method in methods:
         get_graph(method)
@@ -360,7 +360,7 @@ def evaluate(
 
     if "raptor" in methods:  # RAPTOR needs its tree: built (or resumed) here, explicitly, before any run
         from ingestion.raptor import build_tree
-        from rag_graphs.nodes.common import chat_model
+        from rag_graphs.nodes.chat import chat_model
         from rag_graphs.search.retrieval import index_for
 
         build_tree(index_for(ctx), chat_model(ctx), progress=progress)

@@ -10,7 +10,7 @@ is a request-validation error, as llama.cpp's server answers an unsupported
 error that outlasts its attempts, ends the run with ``RunFailed``: its message
 names the node and the cause, and its ``result`` is the answer contract as far
 as the run got (the reasoning chain up to the failure included). Every node is
-wrapped by ``guard`` (see ``rag_graphs.methods.new_builder``), which is how the
+wrapped by ``guard`` (see ``rag_graphs.nodes.builder.new_builder``), which is how the
 error knows the chain: it is the failing node's own input state.
 
 A malformed reply (empty, garbage, the wrong format, a call to an unknown

@@ -28,10 +28,12 @@ from prompts import load_prompt
 from rag_graphs.config.context import RagContext, get_context
 from rag_graphs.config.fields import check_route
 from rag_graphs.llm.structured import invoke_structured
-from rag_graphs.methods import compile_method, get_graph, new_builder
+from rag_graphs.methods import get_graph
 from rag_graphs.methods.raptor import has_tree
 from rag_graphs.nodes import make_generate
-from rag_graphs.nodes.common import calls_usage, chat_model, emit, step
+from rag_graphs.nodes.builder import compile_method, new_builder
+from rag_graphs.nodes.chat import calls_usage, chat_model
+from rag_graphs.nodes.events import emit, step
 from rag_graphs.search.retrieval import embeddings_for
 from rag_graphs.state import OutputState, RagState
 from rag_graphs.text.question_kinds import Kind, classify_by_examples, examples_file

@@ -19,9 +19,9 @@ from langgraph.graph import StateGraph
 
 from rag_graphs.config.context import RagContext
 from rag_graphs.llm.calls import Body
-from rag_graphs.methods import compile_method, linear_builder
 from rag_graphs.nodes import generate
-from rag_graphs.nodes.common import ModelNode
+from rag_graphs.nodes.builder import compile_method, linear_builder
+from rag_graphs.nodes.model_node import ModelNode
 from rag_graphs.nodes.retrieve import retrieve_body
 from rag_graphs.state import RagState
 

@@ -48,11 +48,14 @@ from rag_graphs.llm.calls import Body, Call
 from rag_graphs.llm.faults import rejected_as_invalid
 from rag_graphs.llm.models import capabilities, chooses_tools
 from rag_graphs.llm.tools import calculate
-from rag_graphs.methods import compile_method, new_builder
 from rag_graphs.nodes import make_generate
-from rag_graphs.nodes.common import chat_model, emit, format_notes, llm_usage, model_node, step
+from rag_graphs.nodes.builder import compile_method, new_builder
+from rag_graphs.nodes.chat import chat_model, llm_usage
+from rag_graphs.nodes.events import emit, step
 from rag_graphs.nodes.generate import finish
+from rag_graphs.nodes.inputs import format_notes
 from rag_graphs.nodes.loop import STOP_ENOUGH, Budget, Stop, already_searched, loop_stop, stop_update
+from rag_graphs.nodes.model_node import model_node
 from rag_graphs.nodes.retrieve import fetch_k, found, keep
 from rag_graphs.search.retrieval import retriever_for
 from rag_graphs.state import RagState, Step, add_usage

@@ -9,8 +9,10 @@ from langgraph.types import Overwrite
 
 from rag_graphs.config.context import RagContext
 from rag_graphs.llm.calls import Body, Call
-from rag_graphs.nodes.common import ModelNode, calls_usage, chat_model, emit, step
+from rag_graphs.nodes.chat import calls_usage, chat_model
+from rag_graphs.nodes.events import emit, step
 from rag_graphs.nodes.loop import normalize_query
+from rag_graphs.nodes.model_node import ModelNode
 from rag_graphs.search.compress import compressor_for
 from rag_graphs.search.neighbours import expander_for
 from rag_graphs.search.rerank import reranker_for

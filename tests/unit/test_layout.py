@@ -162,8 +162,8 @@ def test_the_walk_sees_the_imports(edges: list[Import]) -> None:
     seen = {(e.source, e.target, e.lazy) for e in edges}
     assert ("rag_graphs.nodes.decide", "prompts", False) in seen  # from prompts import load_prompt
     assert ("rag_graphs.config.context", "ingestion.store.filters", True) in seen  # lazy, inside a validator
-    assert ("rag_graphs.methods.naive", "rag_graphs.methods", False) in seen
-    assert layer("rag_graphs.nodes.common") == ("rag_graphs.nodes", 3)
+    assert ("rag_graphs.methods.naive", "rag_graphs.nodes.builder", False) in seen
+    assert layer("rag_graphs.nodes.inputs") == ("rag_graphs.nodes", 3)
     assert layer("rag_graphs.eval.runner") == ("rag_graphs.eval", 5)
     assert layer("rag_graphs.catalog") == (CORE, 2)
     assert layer("ingestion.store.index") == ("ingestion", 1)
