@@ -13,6 +13,7 @@ from rich.console import Console
 from ingestion.terminal import safe
 from rag_graphs.cli.shared import (
     CollOpt,
+    ModelOpt,
     StoreOpt,
     _context,
     _fail,
@@ -149,7 +150,7 @@ def ask(
     store: StoreOpt = None,
     collection: CollOpt = None,
     k: Annotated[int | None, typer.Option(help="chunks per retrieval [env RAG_GRAPHS_K]")] = None,
-    model: Annotated[str | None, typer.Option(help="chat model spec [env RAG_GRAPHS_CHAT_MODEL]")] = None,
+    model: ModelOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
     stream: Annotated[bool, typer.Option("--stream", help="print each step live as the graph runs")] = False,
     tenant: Annotated[str | None, typer.Option(help="search only chunks of this tenant")] = None,

@@ -10,6 +10,7 @@ import typer
 from ingestion.terminal import safe
 from rag_graphs.cli.shared import (
     CollOpt,
+    ModelOpt,
     StoreOpt,
     _context,
     _eval_store,
@@ -39,7 +40,7 @@ def eval_command(
     limit: Annotated[int | None, typer.Option(help="the first N questions")] = None,
     sample: Annotated[int | None, typer.Option(help="a seeded random sample of N questions")] = None,
     seed: Annotated[int, typer.Option(help="seed of --sample")] = 0,
-    model: Annotated[str | None, typer.Option(help="chat model spec [env RAG_GRAPHS_CHAT_MODEL]")] = None,
+    model: ModelOpt = None,
     embeddings: Annotated[str | None, typer.Option(help="embedding spec [env RAG_GRAPHS_EMBEDDINGS]")] = None,
     k: Annotated[
         int | None,
@@ -122,7 +123,7 @@ def mine_demos(
     offset: Annotated[int, typer.Option(help="skip this many questions (keep your eval sample out)")] = 100,
     limit: Annotated[int, typer.Option(help="candidate questions to try")] = 50,
     keep: Annotated[int, typer.Option(help="demonstrations to keep")] = 8,
-    model: Annotated[str | None, typer.Option(help="chat model spec [env RAG_GRAPHS_CHAT_MODEL]")] = None,
+    model: ModelOpt = None,
     store: StoreOpt = None,
     require: Annotated[
         str,

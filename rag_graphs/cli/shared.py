@@ -50,6 +50,7 @@ StoreOpt = Annotated[
     str | None, typer.Option("--store", help="Milvus Lite path or server URI [env RAG_GRAPHS_STORE_URI]")
 ]
 CollOpt = Annotated[str | None, typer.Option("--collection", help="collection [env RAG_GRAPHS_COLLECTION]")]
+ModelOpt = Annotated[str | None, typer.Option(help="chat model spec [env RAG_GRAPHS_CHAT_MODEL]")]
 TenantOpt = Annotated[str | None, typer.Option(help="access label: the tenant chunks belong to")]
 TagOpt = Annotated[list[str] | None, typer.Option("--tag", help="access label (repeatable)")]
 RerankOpt = Annotated[
