@@ -7,6 +7,9 @@
 The same from the shell: ``rag-graphs eval --dataset ../shared/eval/hotpotqa -m naive,ircot --limit 30``.
 Retrieval alone (R@2, R@5, no answer call), on many more questions:
 ``rag-graphs eval --dataset ../shared/eval/hotpotqa -m naive --retrieval-only --k 5 --limit 500``.
+
+Sits on top with ``run`` and the commands: may import methods, nodes, the core and ``ingestion``;
+nothing below imports it.
 """
 
 from rag_graphs.eval.datasets import Dataset, Example, load_dataset

@@ -1,5 +1,9 @@
 """One module per method; each exposes ``build()`` and a compiled ``graph`` (wired with
-``rag_graphs.nodes.builder``); ``get_graph`` finds one by name."""
+``rag_graphs.nodes.builder``); ``get_graph`` finds one by name.
+
+May import nodes, the ``rag_graphs`` core, ``ingestion`` and ``prompts``; never run, eval or the
+commands.
+"""
 
 from __future__ import annotations
 
