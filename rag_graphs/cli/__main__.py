@@ -2,4 +2,5 @@
 
 from rag_graphs.cli import main
 
-main()
+if __name__ == "__main__":  # pragma: no cover - imported (not run) when every module is walked
+    main()

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from ingestion import ingest
 from ingestion.terminal import safe, visible
-from rag_graphs import cli
+from rag_graphs.cli import ask as cli  # ask looks up _context here
 
 HOSTILE = {
     "markup": "x [/] [bold red]y[/bold red] [link=http://evil]z[/link] \\",
