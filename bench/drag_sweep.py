@@ -45,7 +45,7 @@ def configurations() -> list[tuple[str, str, dict]]:
 
 def measure(dataset: str, limit: int, store: str) -> list[dict]:
     """Run (or resume) every configuration; one summary per configuration."""
-    from rag_graphs.context import RagContext
+    from rag_graphs.config.context import RagContext
     from rag_graphs.eval import evaluate, read_rows
 
     root = ROOT / "bench_runs" / f"drag-sweep-{dataset}-{limit}"

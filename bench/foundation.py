@@ -35,7 +35,7 @@ def _fan_out_ratio(ctx, queries: list[str]) -> dict[str, float]:
     """Wall time of N queries searched as one batch (``search_many``: one embedding call,
     one Milvus request) and one by one, over one query searched alone; medians of
     ``FAN_OUT_ROUNDS`` rounds, each round on new queries (target for the batch: <= 1.5)."""
-    from rag_graphs.retrieval import search, search_many
+    from rag_graphs.search.retrieval import search, search_many
 
     out = {}
     for n in FAN_OUTS:
@@ -139,9 +139,9 @@ def _ingest_ratio(emb, rounds: int = 3) -> dict[str, float]:
 
 def main() -> None:
     from ingestion import ingest, load_embeddings, open_index
-    from rag_graphs.context import RagContext
+    from rag_graphs.config.context import RagContext
+    from rag_graphs.llm.models import load_chat_model
     from rag_graphs.methods.naive import graph
-    from rag_graphs.models import load_chat_model
 
     corpus = Path(str(resources.files("rag_graphs").joinpath("demo_corpus")))
     rows: dict[str, float | str] = {}

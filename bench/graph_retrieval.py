@@ -3,7 +3,7 @@
 For each dataset under ``../shared/eval`` (read in place, never copied): the corpus is
 indexed once into a Milvus Lite store (``rag_graphs.eval.corpus.open_corpus``), copied
 (stored vectors, no second embedding) into a graph collection per extractor variant, and
-the graph is built there with ``ingestion.graph.build_graph``. Then every dev question is
+the graph is built there with ``ingestion.graph.build.build_graph``. Then every dev question is
 searched three ways (dense, hybrid, graph) and scored by supporting-passage recall
 R@k = |gold ∩ top-k| / |gold| (gold = ``supporting_ids``), averaged over questions.
 
@@ -68,8 +68,8 @@ def parse_knobs(pairs: list[str]) -> dict:
 def graph_index(base, variant: str, *, rebuild: bool, n_process: int, timings: dict):
     """The graph collection of ``variant``: a copy of ``base`` (its vectors), graph built."""
     from ingestion import open_index
-    from ingestion.entities import load_extractor
-    from ingestion.graph import build_graph, entity_collection
+    from ingestion.graph.build import build_graph, entity_collection
+    from ingestion.graph.entities import load_extractor
 
     name = f"{base.collection}_{variant.replace('+', '_')}"
     client = base.client
@@ -104,7 +104,7 @@ def embed_seconds(dataset, embeddings) -> float:
 
 
 def evaluate(index, graph, examples, knobs: dict, k_max: int = 5) -> dict[str, dict]:
-    from ingestion.ppr import graph_search
+    from ingestion.graph.ppr import graph_search
 
     out = {}
     runs = {
@@ -136,7 +136,7 @@ def ppr_speed(graph, examples, knobs: dict, n: int = 50) -> dict[str, float]:
     import networkx as nx
     import numpy as np
 
-    import ingestion.ppr as ppr
+    import ingestion.graph.ppr as ppr
 
     captured = []
     original = ppr.personalized_pagerank
@@ -190,7 +190,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from ingestion import load_embeddings
-    from ingestion.graph import entity_collection
+    from ingestion.graph.build import entity_collection
     from rag_graphs.eval.corpus import open_corpus
     from rag_graphs.eval.datasets import load_dataset
 

@@ -1,6 +1,6 @@
 """Compare in-process runtimes for the embedded SmolLM2-135M-Instruct (Q4_1 GGUF).
 
-llama.cpp (the package default, through ``rag_graphs.models``) against transformers
+llama.cpp (the package default, through ``rag_graphs.llm.models``) against transformers
 (GGUF dequantised to fp32, through ``ChatHuggingFace``). Each runtime runs in its own
 subprocess so peak RSS is its own. The transformers row needs ``pip install gguf``.
 
@@ -28,7 +28,7 @@ PROMPTS = [
 
 def _load(runtime: str):
     if runtime == "llama.cpp":
-        from rag_graphs.models import load_chat_model
+        from rag_graphs.llm.models import load_chat_model
 
         return load_chat_model("embedded", max_tokens=128), None
     import torch
@@ -36,7 +36,7 @@ def _load(runtime: str):
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, pipeline
     from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
 
-    from rag_graphs.models import embedded_model_path
+    from rag_graphs.llm.models import embedded_model_path
 
     path = embedded_model_path()
     tok = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)

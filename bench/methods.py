@@ -47,9 +47,9 @@ def run(dataset: str, methods: list[str], limit: int, store: str, *, report_only
     (an interrupted run reports what it measured; the methods are compared on the questions
     all of them answered).
     """
-    from rag_graphs.context import RagContext
-    from rag_graphs.demonstrations import load_demonstrations
+    from rag_graphs.config.context import RagContext
     from rag_graphs.eval import common_questions, evaluate, markdown_table, read_rows, summarize, write_report
+    from rag_graphs.text.demonstrations import load_demonstrations
 
     run_dir = ROOT / "bench_runs" / f"{dataset}-open-{limit}"
     if not report_only:  # DRAG and IterDRAG show the shipped demonstrations (the default)

@@ -35,11 +35,11 @@ def main() -> None:
     args = parser.parse_args()
 
     from ingestion import load_embeddings
-    from rag_graphs.context import RagContext
-    from rag_graphs.disk_cache import disk_cache
+    from rag_graphs.config.context import RagContext
     from rag_graphs.eval.corpus import open_corpus
     from rag_graphs.eval.datasets import load_dataset
-    from rag_graphs.retrieval import retriever_for
+    from rag_graphs.search.disk_cache import disk_cache
+    from rag_graphs.search.retrieval import retriever_for
 
     embeddings = load_embeddings("embedded")
     dataset = load_dataset(EVAL / args.dataset)

@@ -57,9 +57,9 @@ def recall(ranked: list[str], gold: tuple[str, ...], k: int) -> float:
 
 
 def run_option(base: dict, overrides: dict, examples, count_tokens) -> dict:
-    from rag_graphs.context import RagContext
+    from rag_graphs.config.context import RagContext
     from rag_graphs.nodes.retrieve import compressed, expanded, fetch_k, reranked
-    from rag_graphs.retrieval import retriever_for
+    from rag_graphs.search.retrieval import retriever_for
 
     ctx = RagContext(**base, **overrides)
     r5, tokens, ms, fallbacks = [], [], [], []
@@ -83,9 +83,9 @@ def run_option(base: dict, overrides: dict, examples, count_tokens) -> dict:
 
 def run_cache(base: dict, examples) -> dict:
     """The plain setting twice over the same questions with the search cache on."""
-    from rag_graphs.cache import SEARCHES
-    from rag_graphs.context import RagContext
-    from rag_graphs.retrieval import retriever_for
+    from rag_graphs.config.context import RagContext
+    from rag_graphs.search.cache import SEARCHES
+    from rag_graphs.search.retrieval import retriever_for
 
     ctx = RagContext(**{**base, "search_cache": 1024})
     SEARCHES.clear()
@@ -119,7 +119,7 @@ def main() -> None:
     from ingestion import load_embeddings
     from rag_graphs.eval.corpus import open_corpus
     from rag_graphs.eval.datasets import load_dataset
-    from rag_graphs.models import load_chat_model
+    from rag_graphs.llm.models import load_chat_model
 
     embeddings = load_embeddings("embedded")
     llama = load_chat_model("embedded").client  # type: ignore[attr-defined]

@@ -30,7 +30,7 @@ def kinds_by(router: str, questions: list[str]) -> tuple[Counter, float]:
     """Question kinds ``router`` chooses for ``questions``, and the median seconds per question."""
     from langgraph.runtime import Runtime
 
-    from rag_graphs.context import RagContext
+    from rag_graphs.config.context import RagContext
     from rag_graphs.methods.auto import classify
 
     ctx = RagContext(router=router)

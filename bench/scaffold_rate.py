@@ -2,7 +2,7 @@
 
 Scans ``rows.jsonl`` files (by default every one under ``bench_runs/``; pass run
 directories, row files or other roots to scan those) with the detector the tests use,
-``rag_graphs.answers.scaffolding``. Rows without a prediction (retrieval-only runs,
+``rag_graphs.text.answers.scaffolding``. Rows without a prediction (retrieval-only runs,
 runs stopped before their answer) are not answers and are not counted. The
 "after cleaning" column applies ``clean_answer`` to the stored predictions: what the
 post-processing alone would have removed from answers generated before it existed.
@@ -18,8 +18,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rag_graphs.answers import clean_answer, scaffolding
-from rag_graphs.jsonl import read_jsonl
+from rag_graphs.text.answers import clean_answer, scaffolding
+from rag_graphs.text.jsonl import read_jsonl
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -2,7 +2,7 @@
 
 For each dataset under ``../shared/eval`` (read in place), the corpus collection the evaluator
 builds (``rag_graphs.eval.corpus.open_corpus``) gets its sentence rows
-(``ingestion.sentences.build_sentences``: resumable, so a killed build continues), then the first
+(``ingestion.store.sentences.build_sentences``: resumable, so a killed build continues), then the first
 ``--limit`` dev questions are searched through ``retriever_for`` (the retrieve node's own search)
 with ``search_unit=chunk`` and ``search_unit=sentence``, search cache off. Reported: supporting-
 passage R@5 (gold = ``supporting_ids``), R@2, mean characters of the top 5, ms per question.
@@ -34,8 +34,8 @@ def recall(ranked: list[str], gold: tuple[str, ...], k: int) -> float:
 
 
 def measure(base: dict, unit: str, examples) -> dict:
-    from rag_graphs.context import RagContext
-    from rag_graphs.retrieval import retriever_for
+    from rag_graphs.config.context import RagContext
+    from rag_graphs.search.retrieval import retriever_for
 
     ctx = RagContext(**base, search_unit=unit, search_cache=0)
     r5, r2, chars, ms = [], [], [], []
@@ -66,7 +66,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from ingestion import load_embeddings
-    from ingestion.sentences import build_sentences
+    from ingestion.store.sentences import build_sentences
     from rag_graphs.eval.corpus import open_corpus
     from rag_graphs.eval.datasets import load_dataset
 

@@ -3,7 +3,7 @@
 Owns the store and the embedding model that fills it. Depends on nothing in
 ``rag_graphs`` (see DESIGN.md's dependency direction).
 
-The names below are loaded on first use (PEP 562): ``from ingestion.store import quote``
+The names below are loaded on first use (PEP 562): ``from ingestion.store.filters import quote``
 must not pull Docling, transformers and torch in through ``ingestion.pipeline``.
 """
 
@@ -13,32 +13,26 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ingestion.embeddings import EMBEDDED, load_embeddings
     from ingestion.pipeline import FileResult, IngestOptions, IngestReport, ingest
-    from ingestion.store import (
-        ChunkIndex,
-        StoreLockedError,
-        access_filter,
-        all_of,
-        ids_filter,
-        open_index,
-        quote,
-    )
+    from ingestion.store.embeddings import EMBEDDED, load_embeddings
+    from ingestion.store.filters import access_filter, all_of, ids_filter, quote
+    from ingestion.store.index import ChunkIndex, open_index
+    from ingestion.store.lite import StoreLockedError
 
 _HOMES = {
-    "EMBEDDED": "ingestion.embeddings",
-    "load_embeddings": "ingestion.embeddings",
+    "EMBEDDED": "ingestion.store.embeddings",
+    "load_embeddings": "ingestion.store.embeddings",
     "FileResult": "ingestion.pipeline",
     "IngestOptions": "ingestion.pipeline",
     "IngestReport": "ingestion.pipeline",
     "ingest": "ingestion.pipeline",
-    "ChunkIndex": "ingestion.store",
-    "StoreLockedError": "ingestion.store",
-    "access_filter": "ingestion.store",
-    "all_of": "ingestion.store",
-    "ids_filter": "ingestion.store",
-    "open_index": "ingestion.store",
-    "quote": "ingestion.store",
+    "ChunkIndex": "ingestion.store.index",
+    "StoreLockedError": "ingestion.store.lite",
+    "access_filter": "ingestion.store.filters",
+    "all_of": "ingestion.store.filters",
+    "ids_filter": "ingestion.store.filters",
+    "open_index": "ingestion.store.index",
+    "quote": "ingestion.store.filters",
 }
 """Exported name -> the module that defines it."""
 

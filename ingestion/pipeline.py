@@ -19,19 +19,19 @@ from typing import Any, TypeVar
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
-from ingestion.captioning import load_captioner
-from ingestion.chunking import chunk_document
-from ingestion.convert import convert
-from ingestion.discover import find_files
-from ingestion.embeddings import EMBEDDED, chunk_tokenizer, load_embeddings
-from ingestion.entities import Extractor, load_extractor
-from ingestion.graph import has_graph
+from ingestion.convert.captioning import load_captioner
+from ingestion.convert.chunking import chunk_document
+from ingestion.convert.discover import find_files
+from ingestion.convert.entry import convert
+from ingestion.convert.urls import UrlSources
+from ingestion.graph.build import has_graph
+from ingestion.graph.entities import Extractor, load_extractor
 from ingestion.options import IngestOptions, access_labels, options_with
 from ingestion.progress import progress_bar
 from ingestion.report import FileResult, IngestReport
-from ingestion.store import ChunkIndex, open_index
+from ingestion.store.embeddings import EMBEDDED, chunk_tokenizer, load_embeddings
+from ingestion.store.index import ChunkIndex, open_index
 from ingestion.storing import Group, store_group
-from ingestion.urls import UrlSources
 
 __all__ = ["FileResult", "IngestOptions", "IngestReport", "access_labels", "ingest"]
 
@@ -58,10 +58,10 @@ def ingest(
 
     Args:
         paths: files or folders (folders recurse; hidden files skipped), or ``http(s)://``
-            URLs, fetched first under an SSRF guard (see ``ingestion.urls``).
+            URLs, fetched first under an SSRF guard (see ``ingestion.convert.urls``).
         uri: Milvus Lite path or Milvus server URI.
         collection: collection name.
-        embeddings: embedding model spec (see ``ingestion.embeddings``); its
+        embeddings: embedding model spec (see ``ingestion.store.embeddings``); its
             tokenizer also bounds chunk size.
         hybrid: create the collection with BM25 + dense (only when new).
         index: an already-open index (overrides uri/collection/embeddings).
@@ -81,7 +81,7 @@ def ingest(
         ValueError: no store to write to (``uri`` and ``collection``, ``index`` or ``context``),
             or an access label is not a non-empty string.
         FileNotFoundError: a path does not exist (checked before any work).
-        ingestion.store.StoreLockedError: another process holds the store.
+        ingestion.store.lite.StoreLockedError: another process holds the store.
     """
     start = time.perf_counter()
     options = options_with(options, settings)

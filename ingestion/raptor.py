@@ -18,7 +18,7 @@ not written again, so a re-run after an interruption only does what is missing.
 The tree follows its chunks. A summary reads its children's text, so it must
 never outlive them: whenever chunks leave the collection (``ingest --delete``,
 a changed or relabelled file replacing its old chunks; ``ChunkIndex`` calls
-``forget_in_tree`` before it deletes them), their leaf copies and every summary
+``ingestion.store.index.forget_in_tree`` before it deletes them), their leaf copies and every summary
 above them are removed from the tree, not relabelled. Dropping is the simple,
 safe choice: a summary's labels are those all its children share
 (``shared_labels``), and a recomputed label could only be right if every other
@@ -50,7 +50,9 @@ from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 
 from ingestion.progress import progress_bar
-from ingestion.store import TAGS_FIELD, TENANT_FIELD, ChunkIndex, open_index, quote
+from ingestion.store.fields import TAGS_FIELD, TENANT_FIELD
+from ingestion.store.index import ChunkIndex, open_index
+from ingestion.store.tree import forget_chunks, tree_collection
 from prompts import load_prompt
 from prompts.fencing import fence
 
@@ -59,13 +61,6 @@ REDUCED_DIMS = 10
 MAX_CLUSTERS = 50
 LEAF_LABELS = (TENANT_FIELD, TAGS_FIELD, "source", "doc_hash")
 """What a leaf copy must share with its chunk to stay in the tree (access labels, file version)."""
-_ID_BATCH = 256
-_QUERY_LIMIT = 16_384  # Milvus's largest query limit
-
-
-def tree_collection(collection: str) -> str:
-    """The collection that holds ``collection``'s RAPTOR tree."""
-    return f"{collection}_raptor"
 
 
 @dataclass
@@ -298,36 +293,3 @@ def _stale_leaves(tree: ChunkIndex, chunks: dict[str, Document]) -> list[str]:
         if chunk is None or any(node.metadata.get(f) != chunk.metadata.get(f) for f in LEAF_LABELS):
             stale.append(str(node.id))
     return stale
-
-
-def forget_in_tree(source: ChunkIndex, chunk_ids: list[str]) -> int:
-    """``forget_chunks`` in ``source``'s tree, when it has one (``ChunkIndex`` calls this
-    before deleting chunks); return how many tree nodes were removed."""
-    name = tree_collection(source.collection)
-    if not chunk_ids or not source.client.has_collection(name):
-        return 0
-    return forget_chunks(open_index(source.uri, name, source.embeddings, hybrid=source.hybrid), chunk_ids)
-
-
-def forget_chunks(tree: ChunkIndex, chunk_ids: list[str]) -> int:
-    """Remove these chunks' leaf copies from ``tree`` and every summary built over them, level
-    after level up to the root; return how many nodes were removed. Summaries over other
-    chunks stay; ``build_tree`` writes the removed ones again from what is left."""
-    removed = 0
-    frontier = list(dict.fromkeys(map(str, chunk_ids)))
-    while frontier:
-        parents = _parents(tree, frontier)
-        removed += tree.delete_ids(frontier)
-        frontier = [p for p in parents if p not in frontier]
-    return removed
-
-
-def _parents(tree: ChunkIndex, ids: list[str]) -> list[str]:
-    """Ids of the tree nodes that list any of ``ids`` among their children."""
-    found: list[str] = []
-    for i in range(0, len(ids), _ID_BATCH):
-        values = ", ".join(quote(x) for x in ids[i : i + _ID_BATCH])
-        found += [
-            str(d.id) for d in tree.where(f"json_contains_any(children, [{values}])", limit=_QUERY_LIMIT)
-        ]
-    return list(dict.fromkeys(found))

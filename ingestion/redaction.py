@@ -5,7 +5,7 @@ store URI or a results file's field; an error text can quote a URL or a key
 sent in a header; third-party clients log request URLs when a call fails. One
 module masks them all, the same way. It lives in ``ingestion`` because
 ingestion cannot import ``rag_graphs`` (DESIGN.md's dependency direction) and
-both need it; ``rag_graphs.tracing`` re-exports ``redact``.
+both need it; ``rag_graphs.config.tracing`` re-exports ``redact``.
 """
 
 from __future__ import annotations
@@ -128,7 +128,7 @@ class RedactingFilter(RewritingFilter):
 
 
 REDACTING_FILTER = RedactingFilter()
-"""The one ``RedactingFilter`` (stateless), attached to loggers by ``rag_graphs.tracing``."""
+"""The one ``RedactingFilter`` (stateless), attached to loggers by ``rag_graphs.config.tracing``."""
 
 
 class SecretScrubber(RewritingFilter):
@@ -141,7 +141,7 @@ class SecretScrubber(RewritingFilter):
     """
 
     LOGGERS = (
-        "ingestion.captioning",
+        "ingestion.convert.captioning",
         "docling.utils.api_image_request",
         "urllib3.connectionpool",
         "urllib3.util.retry",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ingestion.discover import Skipped
+from ingestion.convert.discover import Skipped
 from ingestion.terminal import visible
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from rag_graphs.context import RagContext
+    from rag_graphs.config.context import RagContext
 
 __all__ = ["RagContext"]
 __version__ = "0.1.0"
@@ -21,7 +21,7 @@ def __getattr__(name: str) -> Any:
     """``RagContext`` on first use (PEP 562): ``import rag_graphs.cli`` for ``rag-graphs --help``
     must not pay for pydantic and LangChain's model classes."""
     if name == "RagContext":
-        from rag_graphs.context import RagContext
+        from rag_graphs.config.context import RagContext
 
         return RagContext
     raise AttributeError(f"module 'rag_graphs' has no attribute {name!r}")

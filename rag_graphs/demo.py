@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 
 from ingestion.terminal import safe
-from rag_graphs.answers import scaffolding, short_answer
 from rag_graphs.eval.metrics import answer_contained
+from rag_graphs.text.answers import scaffolding, short_answer
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel

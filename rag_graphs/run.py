@@ -46,10 +46,10 @@ from typing import TYPE_CHECKING, Any
 
 from typing_extensions import TypedDict, Unpack
 
-from rag_graphs.context import RagContext
+from rag_graphs.config.context import RagContext
+from rag_graphs.config.threads import DEFAULT_CHECKPOINTS as DEFAULT_CHECKPOINTS  # re-exported: it lived here
+from rag_graphs.config.threads import checkpoint_file, damaged_as_error, thread_lock
 from rag_graphs.state import OutputState
-from rag_graphs.threads import DEFAULT_CHECKPOINTS as DEFAULT_CHECKPOINTS  # re-exported: it lived here
-from rag_graphs.threads import checkpoint_file, damaged_as_error, thread_lock
 
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
@@ -57,7 +57,7 @@ if TYPE_CHECKING:
     from langgraph.graph.state import CompiledStateGraph
     from langgraph.types import StateSnapshot
 
-    from rag_graphs.faults import RunFailed
+    from rag_graphs.llm.faults import RunFailed
 
 ANSWER_NODES = ("generate", "answer_directly")
 """The nodes that write a method's answer (the same names in every method): where
@@ -237,7 +237,7 @@ class _Run:
     @functools.cached_property
     def stream_args(self) -> dict[str, Any]:
         """Keyword arguments of ``graph.stream`` / ``graph.astream`` (besides the input)."""
-        from rag_graphs.tracing import trace_config
+        from rag_graphs.config.tracing import trace_config
 
         ctx = self.context or RagContext()
         config: dict[str, Any] = dict(
@@ -310,7 +310,7 @@ class _Run:
 def _events(run: _Run) -> Iterator[RunEvent]:
     from langgraph.errors import GraphRecursionError
 
-    from rag_graphs.faults import RunFailed, recursion_failure  # imported when a run starts
+    from rag_graphs.llm.faults import RunFailed, recursion_failure  # imported when a run starts
 
     with _saver(run) as saver:
         graph = run.graph(saver)
@@ -334,7 +334,7 @@ def _events(run: _Run) -> Iterator[RunEvent]:
 async def _aevents(run: _Run) -> AsyncIterator[RunEvent]:
     from langgraph.errors import GraphRecursionError
 
-    from rag_graphs.faults import RunFailed, recursion_failure
+    from rag_graphs.llm.faults import RunFailed, recursion_failure
 
     async with _asaver(run) as saver:
         graph = run.graph(saver)

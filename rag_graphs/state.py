@@ -151,7 +151,7 @@ class RagState(InputState, OutputState, total=False):
     unset: every gathered document."""
     shown: list[Document]
     """The numbering the answer was written under: ``shown[n - 1]`` is the passage the model
-    was shown as ``[n]`` (``rag_graphs.citations.number_passages``), what the answer's
+    was shown as ``[n]`` (``rag_graphs.text.citations.number_passages``), what the answer's
     markers resolve against. Answer nodes set it; ReAct carries it on from one search's
     observation to the next, so a passage keeps its number to the end of the run."""
     found_correct: bool

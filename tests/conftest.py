@@ -17,7 +17,7 @@ if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
     # `make test` runs one worker per usable CPU (pytest_xdist_auto_num_workers below): each
     # worker's llama.cpp (in process, in notebook kernels) gets its share of the CPUs, so the
     # workers together never run more spinning threads than there are cores.
-    from rag_graphs.models import LLAMA_THREADS_ENV, usable_cpus
+    from rag_graphs.llm.models import LLAMA_THREADS_ENV, usable_cpus
 
     _share = usable_cpus() // int(os.environ["PYTEST_XDIST_WORKER_COUNT"])
     os.environ[LLAMA_THREADS_ENV] = str(max(1, _share))
@@ -31,7 +31,7 @@ from langchain_core.language_models import GenericFakeChatModel  # noqa: E402
 from langchain_core.messages import AIMessage  # noqa: E402
 
 from ingestion import ChunkIndex  # noqa: E402
-from rag_graphs.context import RagContext  # noqa: E402
+from rag_graphs.config.context import RagContext  # noqa: E402
 
 
 @pytest.hookimpl(optionalhook=True)  # a plain `pytest` (no xdist) runs too
@@ -39,7 +39,7 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """``-n auto`` = the CPUs this process may use (affinity mask, cgroup quota), as llama.cpp's
     threads are counted: xdist's own count asks psutil for the host's cores and ignores both, so
     under ``taskset -c 0`` it would start two workers on one core."""
-    from rag_graphs.models import usable_cpus
+    from rag_graphs.llm.models import usable_cpus
 
     return usable_cpus()
 

@@ -16,7 +16,7 @@ from langchain_core.documents import Document
 
 from ingestion import load_embeddings, open_index
 from ingestion.raptor import tree_collection
-from rag_graphs.context import RagContext
+from rag_graphs.config.context import RagContext
 from rag_graphs.state import Outcome, Step
 
 OUTCOMES = set(typing.get_args(Outcome))

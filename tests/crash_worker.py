@@ -125,7 +125,7 @@ def run_graph(store: str, db: str, thread: str, log: str, *, hang_at: int = 0, r
     from langgraph.checkpoint.sqlite import SqliteSaver
 
     from ingestion import open_index
-    from rag_graphs.context import RagContext
+    from rag_graphs.config.context import RagContext
     from rag_graphs.methods import get_graph
 
     ensure_demo_store(store)

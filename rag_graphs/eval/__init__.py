@@ -10,6 +10,9 @@ Retrieval alone (R@2, R@5, no answer call), on many more questions:
 LLM-as-judge scores beside EM/F1 (``rag_graphs.eval.judges``; any LangSmith or openevals
 evaluator function plugs in the same way):
 ``evaluate(..., evaluators=default_judges(load_chat_model("openai:gpt-4o-mini")))``.
+
+Sits on top with ``run`` and the commands: may import methods, nodes, the core and ``ingestion``;
+nothing below imports it.
 """
 
 from rag_graphs.eval.datasets import Dataset, Example, load_dataset
@@ -24,7 +27,8 @@ from rag_graphs.eval.metrics import (
     supporting_recall,
 )
 from rag_graphs.eval.report import common_questions, markdown_table, summarize, write_report
-from rag_graphs.eval.runner import evaluate, read_rows, run_one
+from rag_graphs.eval.rows import read_rows
+from rag_graphs.eval.runner import evaluate, run_one
 
 __all__ = [
     "Dataset",

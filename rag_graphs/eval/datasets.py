@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rag_graphs.jsonl import read_json_object, read_jsonl, require_text
+from rag_graphs.text.jsonl import read_json_object, read_jsonl, require_text
 
 QUESTIONS_FILE = "dev.jsonl"
 CORPUS_FILE = "corpus.jsonl"

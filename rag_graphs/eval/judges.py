@@ -30,9 +30,9 @@ from pydantic import BaseModel, Field
 
 from prompts import load_prompt
 from prompts.fencing import fence
-from rag_graphs.citations import numbered_passage
+from rag_graphs.llm.structured import invoke_structured
 from rag_graphs.methods.self_rag import Grounded
-from rag_graphs.structured import invoke_structured
+from rag_graphs.text.citations import numbered_passage
 
 log = logging.getLogger(__name__)
 

@@ -15,14 +15,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from rag_graphs.answers import short_answer
-from rag_graphs.context import RagContext
+from rag_graphs.config.context import RagContext
+from rag_graphs.config.tracing import spec_name, trace_config
 from rag_graphs.eval import metrics
 from rag_graphs.eval.datasets import Dataset
 from rag_graphs.eval.judges import Evaluator, run_outputs
 from rag_graphs.eval.metrics import answer_contained, exact_match, f1_score, supporting_recall
 from rag_graphs.methods import get_graph
-from rag_graphs.tracing import spec_name, trace_config
+from rag_graphs.text.answers import short_answer
 
 
 def reference_outputs(example: Any) -> dict:

@@ -5,7 +5,7 @@ articles, single spaces); a prediction scores the best over the gold answer
 and its aliases. Supporting-passage recall asks whether the method retrieved
 the gold passages at all, the ceiling for any answer built on them.
 
-EM and F1 score the short answer (``rag_graphs.answers.short_answer``: the first
+EM and F1 score the short answer (``rag_graphs.text.answers.short_answer``: the first
 line, which answer prompts reserve for it), FlashRAG's convention; "contains"
 reads the whole answer, explanation included.
 """
@@ -18,7 +18,7 @@ import string
 from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
 
-from rag_graphs.answers import short_answer
+from rag_graphs.text.answers import short_answer
 
 RANKS = (2, 5)
 """The k of the R@k the evaluator reports (``recall_at_2``, ``recall_at_5``): HippoRAG's columns."""

@@ -14,8 +14,8 @@ from statistics import mean
 from typing import Any
 
 from rag_graphs.eval.metrics import RANKS, bootstrap_ci
-from rag_graphs.eval.runner import ANSWER_METRICS, CONFIG, read_config, read_rows
-from rag_graphs.jsonl import existing_path
+from rag_graphs.eval.rows import ANSWER_METRICS, CONFIG, read_config, read_rows
+from rag_graphs.text.jsonl import existing_path
 
 COLUMNS = {
     "em": "EM",

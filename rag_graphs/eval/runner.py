@@ -28,7 +28,8 @@ from typing import Literal
 
 from ingestion import ids_filter
 from ingestion.progress import progress_bar
-from rag_graphs.context import RagContext
+from rag_graphs.config.context import RagContext
+from rag_graphs.config.tracing import redact, spec_name, trace_config
 from rag_graphs.eval.corpus import open_corpus
 from rag_graphs.eval.datasets import Dataset, Example, load_dataset
 from rag_graphs.eval.judges import Evaluator, judge_run
@@ -38,114 +39,22 @@ from rag_graphs.eval.metrics import (
     recall_at_k,
     supporting_recall,
 )
+from rag_graphs.eval.rows import (
+    ANSWER_METRICS,
+    CONFIG,
+    ROWS,
+    _repair_tail,
+    _run_folder,
+    read_config,
+    read_rows,
+)
 from rag_graphs.eval.timing import Timer
-from rag_graphs.jsonl import existing_path, read_json_object
 from rag_graphs.methods import METHODS, get_graph
-from rag_graphs.retrieval import embeddings_for
 from rag_graphs.run import run
-from rag_graphs.tracing import redact, spec_name, trace_config
+from rag_graphs.search.retrieval import embeddings_for
 
 log = logging.getLogger(__name__)
 Setting = Literal["open", "distractor", "oracle"]
-ROWS, CONFIG = "rows.jsonl", "config.json"
-ANSWER_METRICS = ("em", "f1", "contains")
-"""The row fields that score the answer (None in retrieval-only rows)."""
-
-
-ROW_NUMBERS = (
-    "seconds",
-    "model_seconds",
-    "search_seconds",
-    "llm_calls",
-    "prompt_tokens",
-    "completion_tokens",
-    "retrievals",
-)
-"""Numeric fields of a row that the report sums (with ``method`` and ``id``, what a row must have)."""
-
-
-def _row_problem(row: object) -> str | None:
-    """Why a parsed line is not a result row (None: it is one)."""
-    if not isinstance(row, dict):
-        return f"expected a JSON object, got {type(row).__name__}"
-    if not isinstance(row.get("method"), str) or not isinstance(row.get("id"), str | int):
-        return "no 'method' and 'id'"
-    bad = [k for k in ROW_NUMBERS if isinstance(row.get(k), bool) or not isinstance(row.get(k), int | float)]
-    return f"fields {', '.join(bad)} are not numbers" if bad else None
-
-
-def read_rows(run_dir: str | Path) -> list[dict]:
-    """The complete rows of a run. A line that is not a row (cut off by an interruption, or
-    damaged: ``{}``, ``[1, 2]``, not JSON) is skipped with a warning naming the file and line,
-    so a report or a resume runs on the rest (a resume runs the skipped question again)."""
-    path = Path(run_dir).expanduser() / ROWS
-    if not path.is_file():
-        return []
-    rows = []
-    for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            problem: str | None = f"not valid JSON ({exc.msg})"
-        else:
-            problem = _row_problem(row)
-        if problem:
-            log.warning("%s:%d: skipped, not a result row: %s", path, number, problem)
-            continue
-        rows.append(row)
-    return rows
-
-
-def read_config(run_dir: str | Path) -> dict:
-    """The ``config.json`` of an existing run directory (what ``--resume`` continues).
-
-    Raises:
-        FileNotFoundError: no folder at ``run_dir``, or no ``config.json`` in it.
-        ValueError: ``run_dir`` is a file, or its ``config.json`` is not a JSON object.
-    """
-    folder = existing_path(run_dir, "dir", "run directory")
-    return read_json_object(existing_path(folder / CONFIG, "file", f"run configuration of {folder}"))
-
-
-def _run_folder(run_dir: str | Path | None, runs_root: str | Path, name: str) -> Path:
-    """The run directory, resolved; a new one under ``runs_root`` when none is given."""
-    if not run_dir:
-        return _new_run_folder(
-            Path(runs_root).expanduser().resolve(), f"{name}-{datetime.now():%Y%m%d-%H%M%S}"
-        )
-    folder = Path(run_dir).expanduser().resolve()
-    if folder.exists() and not folder.is_dir():
-        raise ValueError(f"run directory must be a folder, {folder} is a file")
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
-
-
-def _new_run_folder(root: Path, stem: str) -> Path:
-    """A folder under ``root`` that this call created: ``stem``, else ``stem-2``, ``stem-3``...
-
-    ``mkdir`` without ``exist_ok`` is atomic, so two evaluations started in the same
-    second (same name) never share a folder and append to one ``rows.jsonl``.
-    """
-    root.mkdir(parents=True, exist_ok=True)
-    for n in range(1, 10_000):
-        folder = root / (stem if n == 1 else f"{stem}-{n}")
-        try:
-            folder.mkdir()
-        except FileExistsError:
-            continue
-        return folder
-    raise ValueError(f"{root}: 10,000 run directories named {stem}*; choose another --out")
-
-
-def _repair_tail(path: Path) -> None:
-    """Drop a partial last line (the process died mid-write) so appends start on a fresh line."""
-    if not path.is_file() or path.stat().st_size == 0:
-        return
-    data = path.read_bytes()
-    if not data.endswith(b"\n"):
-        path.write_bytes(data[: data.rfind(b"\n") + 1])
 
 
 def score_row(
@@ -264,7 +173,7 @@ def _postfix(row: dict) -> str:
 
 def warm_up(ctx: RagContext, methods: list[str]) -> None:
     """Load graphs and models before the clock starts, so one-time loads don't count as overhead."""
-    from rag_graphs.nodes.common import chat_model
+    from rag_graphs.nodes.chat import chat_model
 
     for method in methods:
         get_graph(method)
@@ -379,14 +288,14 @@ def evaluate(
 
     if "raptor" in methods:  # RAPTOR needs its tree: built (or resumed) here, explicitly, before any run
         from ingestion.raptor import build_tree
-        from rag_graphs.nodes.common import chat_model
-        from rag_graphs.retrieval import index_for
+        from rag_graphs.nodes.chat import chat_model
+        from rag_graphs.search.retrieval import index_for
 
         build_tree(index_for(ctx), chat_model(ctx), progress=progress)
     if "hipporag" in methods or ctx.search_mode == "graph":  # graph search needs the entity graph
-        from ingestion.entities import load_extractor
-        from ingestion.graph import build_graph
-        from rag_graphs.retrieval import index_for
+        from ingestion.graph.build import build_graph
+        from ingestion.graph.entities import load_extractor
+        from rag_graphs.search.retrieval import index_for
 
         build_graph(index_for(ctx), load_extractor("spacy"), progress=progress)  # resumes; no-op when built
     contexts = {e.id: _question_context(ctx, e, setting) for e in examples}  # fails before any run

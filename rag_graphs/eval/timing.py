@@ -9,7 +9,7 @@ from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
 
-from rag_graphs.retrieval import SEARCH_TAG
+from rag_graphs.search.retrieval import SEARCH_TAG
 
 
 class Timer(BaseCallbackHandler):

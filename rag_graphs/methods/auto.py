@@ -5,7 +5,7 @@
 
 The classifier is ``RagContext.router``: ``examples`` (default) gives the
 question the kind of its nearest labelled example questions under the
-embedding model (``rag_graphs.question_kinds``; no model call, and it works
+embedding model (``rag_graphs.text.question_kinds``; no model call, and it works
 with the 135M embedded model, which picks the first option it is offered);
 ``llm`` asks the chat model. The kind picks a method from ``RagContext.routes``
 (default: single_hop=naive, multi_hop=ircot, global_summary=raptor), so cheap
@@ -25,15 +25,18 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel
 
 from prompts import load_prompt
-from rag_graphs.context import RagContext, check_route, get_context
-from rag_graphs.methods import compile_method, get_graph, new_builder
+from rag_graphs.config.context import RagContext, get_context
+from rag_graphs.config.fields import check_route
+from rag_graphs.llm.structured import invoke_structured
+from rag_graphs.methods import get_graph
 from rag_graphs.methods.raptor import has_tree
 from rag_graphs.nodes import make_generate
-from rag_graphs.nodes.common import calls_usage, chat_model, emit, step
-from rag_graphs.question_kinds import Kind, classify_by_examples, examples_file
-from rag_graphs.retrieval import embeddings_for
+from rag_graphs.nodes.builder import compile_method, new_builder
+from rag_graphs.nodes.chat import calls_usage, chat_model
+from rag_graphs.nodes.events import emit, step
+from rag_graphs.search.retrieval import embeddings_for
 from rag_graphs.state import OutputState, RagState
-from rag_graphs.structured import invoke_structured
+from rag_graphs.text.question_kinds import Kind, classify_by_examples, examples_file
 
 _CLASSIFY = load_prompt("classify_question")
 FALLBACK_METHOD = "naive"

@@ -24,15 +24,17 @@ from langchain_core.documents import Document
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
-from rag_graphs.calls import Body, Call
-from rag_graphs.context import RagContext, get_context
-from rag_graphs.methods import compile_method, new_builder
+from rag_graphs.config.context import RagContext, get_context
+from rag_graphs.llm.calls import Body, Call
+from rag_graphs.llm.tools import web_documents
 from rag_graphs.nodes import make_generate, make_rewrite, retrieve
-from rag_graphs.nodes.common import answer_documents, emit, model_node, step
+from rag_graphs.nodes.builder import compile_method, new_builder
+from rag_graphs.nodes.events import emit, step
 from rag_graphs.nodes.grade import grade
+from rag_graphs.nodes.inputs import answer_documents
+from rag_graphs.nodes.model_node import model_node
 from rag_graphs.nodes.retrieve import found
 from rag_graphs.state import RagState
-from rag_graphs.tools import web_documents
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _WORD = re.compile(r"[a-z0-9]{3,}")

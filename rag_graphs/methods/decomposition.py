@@ -18,9 +18,9 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
-from rag_graphs.context import RagContext, get_context
-from rag_graphs.methods import compile_method, new_builder
+from rag_graphs.config.context import RagContext, get_context
 from rag_graphs.nodes import make_expand, make_generate, make_intermediate, make_retrieve_many
+from rag_graphs.nodes.builder import compile_method, new_builder
 from rag_graphs.nodes.plan import add_plan_walk
 from rag_graphs.state import RagState
 

@@ -14,11 +14,12 @@ from __future__ import annotations
 from langgraph.graph import StateGraph
 from langgraph.runtime import Runtime
 
-from rag_graphs.context import RagContext, get_context
-from rag_graphs.methods import compile_method, linear_builder
+from rag_graphs.config.context import RagContext, get_context
 from rag_graphs.nodes import make_generate, retrieve
-from rag_graphs.nodes.common import latest_documents, shown_demonstrations, step
-from rag_graphs.retrieval import most_relevant_last
+from rag_graphs.nodes.builder import compile_method, linear_builder
+from rag_graphs.nodes.events import step
+from rag_graphs.nodes.inputs import latest_documents, shown_demonstrations
+from rag_graphs.search.retrieval import most_relevant_last
 from rag_graphs.state import RagState
 
 

@@ -15,9 +15,9 @@ from typing import Literal
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
-from rag_graphs.context import RagContext, get_context
-from rag_graphs.methods import compile_method, new_builder
+from rag_graphs.config.context import RagContext, get_context
 from rag_graphs.nodes import make_generate, make_intermediate, make_rewrite, retrieve
+from rag_graphs.nodes.builder import compile_method, new_builder
 from rag_graphs.state import RagState
 
 

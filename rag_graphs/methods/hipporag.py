@@ -4,7 +4,7 @@
 
 The multi-hop links live in the index, not in model-written queries: the
 question's entities seed a Personalized PageRank over the chunk-entity graph
-kept in Milvus (``ingestion.graph``, built at ingest or by ``rag-graphs graph
+kept in Milvus (``ingestion.graph.build``, built at ingest or by ``rag-graphs graph
 build``), blended with the hybrid scores, so a passage that shares an entity
 with the question's passages ranks without a second query. This is naive RAG
 with ``search_mode="graph"``; every other method gets the same retrieval by
@@ -17,11 +17,11 @@ import dataclasses
 
 from langgraph.graph import StateGraph
 
-from rag_graphs.calls import Body
-from rag_graphs.context import RagContext
-from rag_graphs.methods import compile_method, linear_builder
+from rag_graphs.config.context import RagContext
+from rag_graphs.llm.calls import Body
 from rag_graphs.nodes import generate
-from rag_graphs.nodes.common import ModelNode
+from rag_graphs.nodes.builder import compile_method, linear_builder
+from rag_graphs.nodes.model_node import ModelNode
 from rag_graphs.nodes.retrieve import retrieve_body
 from rag_graphs.state import RagState
 

@@ -18,13 +18,16 @@ from typing import Annotated
 from langgraph.graph import END, START, StateGraph
 
 from prompts import load_prompt
-from rag_graphs.calls import Body
-from rag_graphs.context import RagContext
-from rag_graphs.methods import compile_method, new_builder
+from rag_graphs.config.context import RagContext
+from rag_graphs.llm.calls import Body
 from rag_graphs.nodes import make_generate, retrieve
-from rag_graphs.nodes.common import ModelNode, chat, emit, format_notes, model_node, step, template_inputs
+from rag_graphs.nodes.builder import compile_method, new_builder
+from rag_graphs.nodes.chat import chat
 from rag_graphs.nodes.decide import retrieve_until_stopped
+from rag_graphs.nodes.events import emit, step
+from rag_graphs.nodes.inputs import format_notes, template_inputs
 from rag_graphs.nodes.loop import hop_budget, loop_stop, stop_update
+from rag_graphs.nodes.model_node import ModelNode, model_node
 from rag_graphs.nodes.rewrite import clean_query
 from rag_graphs.state import RagState
 

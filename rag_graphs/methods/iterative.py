@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from langgraph.graph import END, START, StateGraph
 
-from rag_graphs.methods import compile_method, new_builder
 from rag_graphs.nodes import decide, make_generate, make_intermediate, retrieve
+from rag_graphs.nodes.builder import compile_method, new_builder
 from rag_graphs.nodes.decide import retrieve_until_stopped
 
 

@@ -24,18 +24,21 @@ from typing import Annotated, Literal
 from langgraph.graph import END, START, StateGraph
 
 from prompts import load_prompt
-from rag_graphs.answers import clean_answer
-from rag_graphs.calls import Body
-from rag_graphs.citations import extract_citations, number_passages
-from rag_graphs.context import RagContext
-from rag_graphs.methods import compile_method, new_builder
+from rag_graphs.config.context import RagContext
+from rag_graphs.llm.calls import Body
 from rag_graphs.nodes import make_generate, make_intermediate, retrieve
-from rag_graphs.nodes.common import chat, demonstrations_input, emit, model_node, step, template_inputs
+from rag_graphs.nodes.builder import compile_method, new_builder
+from rag_graphs.nodes.chat import chat
+from rag_graphs.nodes.events import emit, step
 from rag_graphs.nodes.generate import finish
+from rag_graphs.nodes.inputs import demonstrations_input, template_inputs
 from rag_graphs.nodes.loop import STOP_ENOUGH, Budget, Stop, loop_stop, stop_update
+from rag_graphs.nodes.model_node import model_node
 from rag_graphs.nodes.rewrite import clean_query
-from rag_graphs.retrieval import most_relevant_last
+from rag_graphs.search.retrieval import most_relevant_last
 from rag_graphs.state import RagState
+from rag_graphs.text.answers import clean_answer
+from rag_graphs.text.citations import extract_citations, number_passages
 
 _STEP = load_prompt("iterdrag_step")
 MARKERS = {

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from langgraph.graph import StateGraph
 
-from rag_graphs.methods import compile_method, linear_builder
 from rag_graphs.nodes import make_expand, make_generate, make_retrieve_many
+from rag_graphs.nodes.builder import compile_method, linear_builder
 
 
 def build() -> StateGraph:

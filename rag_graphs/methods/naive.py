@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from langgraph.graph import END, START, StateGraph
 
-from rag_graphs.methods import compile_method, new_builder
 from rag_graphs.nodes import generate, retrieve
+from rag_graphs.nodes.builder import compile_method, new_builder
 
 
 def build() -> StateGraph:

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from langgraph.graph import END, START, StateGraph
 
-from rag_graphs.methods import compile_method, new_builder
 from rag_graphs.nodes import make_expand, make_generate
+from rag_graphs.nodes.builder import compile_method, new_builder
 from rag_graphs.nodes.plan import add_plan_walk
 
 

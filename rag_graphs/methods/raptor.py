@@ -18,11 +18,11 @@ from langgraph.runtime import Runtime
 
 from ingestion import all_of, ids_filter
 from ingestion.raptor import tree_collection
-from rag_graphs.context import RagContext, get_context
-from rag_graphs.methods import compile_method, linear_builder
+from rag_graphs.config.context import RagContext, get_context
 from rag_graphs.nodes import make_generate
-from rag_graphs.nodes.common import emit, step
-from rag_graphs.retrieval import index_for, search
+from rag_graphs.nodes.builder import compile_method, linear_builder
+from rag_graphs.nodes.events import emit, step
+from rag_graphs.search.retrieval import index_for, search
 from rag_graphs.state import RagState, usage
 
 MAX_LEVEL = 8

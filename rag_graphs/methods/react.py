@@ -13,7 +13,7 @@ LangChain tool (off by default). Two protocols, chosen by
   back as ``ToolMessage``s in ``messages``. For models that choose tools;
   with ``auto``, a model whose server rejects tools or that answers its first
   step without calling one is switched to the text protocol (learned once per
-  model, see ``rag_graphs.models.Capabilities``).
+  model, see ``rag_graphs.llm.models.Capabilities``).
 * text: ``Thought: / Action: tool[input] / Final Answer:`` lines parsed by a
   lenient parser, for every chat model, including the embedded one (whose
   llama.cpp runtime cannot choose among tools).
@@ -43,21 +43,24 @@ from typing_extensions import TypedDict
 
 from prompts import load_prompt
 from prompts.fencing import fence
-from rag_graphs.answers import clean_answer
-from rag_graphs.calls import Body, Call
-from rag_graphs.citations import extract_citations, number_passages
-from rag_graphs.context import RagContext
-from rag_graphs.faults import rejected_as_invalid
-from rag_graphs.methods import compile_method, new_builder
-from rag_graphs.models import capabilities, chooses_tools
+from rag_graphs.config.context import RagContext
+from rag_graphs.llm.calls import Body, Call
+from rag_graphs.llm.faults import rejected_as_invalid
+from rag_graphs.llm.models import capabilities, chooses_tools
+from rag_graphs.llm.tools import calculate
 from rag_graphs.nodes import make_generate
-from rag_graphs.nodes.common import chat_model, emit, format_notes, llm_usage, model_node, step
+from rag_graphs.nodes.builder import compile_method, new_builder
+from rag_graphs.nodes.chat import chat_model, llm_usage
+from rag_graphs.nodes.events import emit, step
 from rag_graphs.nodes.generate import finish
+from rag_graphs.nodes.inputs import format_notes
 from rag_graphs.nodes.loop import STOP_ENOUGH, Budget, Stop, already_searched, loop_stop, stop_update
+from rag_graphs.nodes.model_node import model_node
 from rag_graphs.nodes.retrieve import fetch_k, found, keep
-from rag_graphs.retrieval import retriever_for
+from rag_graphs.search.retrieval import retriever_for
 from rag_graphs.state import RagState, Step, add_usage
-from rag_graphs.tools import calculate
+from rag_graphs.text.answers import clean_answer
+from rag_graphs.text.citations import extract_citations, number_passages
 
 _TEXT_PROMPT = load_prompt("react_text")
 _TOOLS_PROMPT = load_prompt("react_tools")

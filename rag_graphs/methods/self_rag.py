@@ -32,24 +32,19 @@ from langgraph.graph import END, START, StateGraph
 from pydantic import BaseModel, Field
 
 from prompts import load_prompt
-from rag_graphs.calls import Batch, Body
-from rag_graphs.context import RagContext
-from rag_graphs.methods import compile_method, new_builder
+from rag_graphs.config.context import RagContext
+from rag_graphs.llm.calls import Batch, Body
+from rag_graphs.llm.structured import structured
 from rag_graphs.nodes import make_generate, make_rewrite, retrieve
-from rag_graphs.nodes.common import (
-    answer_documents,
-    calls_usage,
-    chat_model,
-    emit,
-    model_node,
-    step,
-    template_inputs,
-)
+from rag_graphs.nodes.builder import compile_method, new_builder
+from rag_graphs.nodes.chat import calls_usage, chat_model
+from rag_graphs.nodes.events import emit, step
 from rag_graphs.nodes.generate import finish, prompt_text
 from rag_graphs.nodes.grade import RelevanceScore, make_grade
+from rag_graphs.nodes.inputs import answer_documents, template_inputs
 from rag_graphs.nodes.loop import Stop, hop_budget, loop_stop, stop_update
+from rag_graphs.nodes.model_node import model_node
 from rag_graphs.state import Confidence, RagState, add_usage
-from rag_graphs.structured import structured
 
 
 class NeedRetrieval(BaseModel):

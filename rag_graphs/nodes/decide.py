@@ -13,12 +13,15 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from prompts import load_prompt
-from rag_graphs.calls import Body
-from rag_graphs.context import RagContext
-from rag_graphs.nodes.common import ModelNode, calls_usage, chat_model, emit, step, template_inputs
+from rag_graphs.config.context import RagContext
+from rag_graphs.llm.calls import Body
+from rag_graphs.llm.structured import structured
+from rag_graphs.nodes.chat import calls_usage, chat_model
+from rag_graphs.nodes.events import emit, step
+from rag_graphs.nodes.inputs import template_inputs
 from rag_graphs.nodes.loop import hop_budget, loop_stop, stop_update
+from rag_graphs.nodes.model_node import ModelNode
 from rag_graphs.state import RagState
-from rag_graphs.structured import structured
 
 
 class Decision(BaseModel):

@@ -9,10 +9,13 @@ from __future__ import annotations
 import re
 
 from prompts import load_prompt
-from rag_graphs.calls import Body
-from rag_graphs.context import RagContext
-from rag_graphs.nodes.common import ModelNode, chat, emit, step, template_inputs
+from rag_graphs.config.context import RagContext
+from rag_graphs.llm.calls import Body
+from rag_graphs.nodes.chat import chat
+from rag_graphs.nodes.events import emit, step
+from rag_graphs.nodes.inputs import template_inputs
 from rag_graphs.nodes.loop import normalize_query
+from rag_graphs.nodes.model_node import ModelNode
 from rag_graphs.nodes.rewrite import clean_query
 from rag_graphs.state import RagState
 

@@ -16,12 +16,15 @@ from pydantic import BaseModel, Field
 
 from prompts import load_prompt
 from prompts.fencing import fence
-from rag_graphs.calls import Batch, Body
-from rag_graphs.context import RagContext
-from rag_graphs.nodes.common import ModelNode, calls_usage, chat_model, emit, latest_documents, step
+from rag_graphs.config.context import RagContext
+from rag_graphs.llm.calls import Batch, Body
+from rag_graphs.llm.structured import structured
+from rag_graphs.nodes.chat import calls_usage, chat_model
+from rag_graphs.nodes.events import emit, step
+from rag_graphs.nodes.inputs import latest_documents
 from rag_graphs.nodes.loop import hop_budget, loop_stop, stop_update
+from rag_graphs.nodes.model_node import ModelNode
 from rag_graphs.state import RagState, Usage, add_usage
-from rag_graphs.structured import structured
 
 Label = Literal["correct", "ambiguous", "incorrect"]
 

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from langgraph.graph import StateGraph
 
-from rag_graphs.nodes.common import emit, step
+from rag_graphs.nodes.events import emit, step
 from rag_graphs.nodes.generate import make_intermediate
 from rag_graphs.nodes.retrieve import retrieve
 from rag_graphs.state import RagState
@@ -53,7 +53,7 @@ def route_plan(state: RagState) -> Literal["next_subquestion", "generate"]:
 
 
 def add_plan_walk(builder: StateGraph[Any, Any, Any, Any]) -> str:
-    """Add the loop that walks the plan to a method's builder (``rag_graphs.methods.new_builder``,
+    """Add the loop that walks the plan to a method's builder (``rag_graphs.nodes.builder.new_builder``,
     which wraps the nodes), ending at a ``generate`` node the caller adds.
 
         next_subquestion -> retrieve -> answer_in_order --(more)--> next_subquestion

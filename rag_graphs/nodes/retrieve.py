@@ -7,14 +7,16 @@ from typing import NamedTuple
 from langchain_core.documents import Document
 from langgraph.types import Overwrite
 
-from rag_graphs.calls import Body, Call
-from rag_graphs.compress import compressor_for
-from rag_graphs.context import RagContext
-from rag_graphs.expand import expander_for
-from rag_graphs.nodes.common import ModelNode, calls_usage, chat_model, emit, step
+from rag_graphs.config.context import RagContext
+from rag_graphs.llm.calls import Body, Call
+from rag_graphs.nodes.chat import calls_usage, chat_model
+from rag_graphs.nodes.events import emit, step
 from rag_graphs.nodes.loop import normalize_query
-from rag_graphs.rerank import reranker_for
-from rag_graphs.retrieval import (
+from rag_graphs.nodes.model_node import ModelNode
+from rag_graphs.search.compress import compressor_for
+from rag_graphs.search.neighbours import expander_for
+from rag_graphs.search.rerank import reranker_for
+from rag_graphs.search.retrieval import (
     embeddings_for,
     index_for,
     reciprocal_rank_fusion,
@@ -184,7 +186,7 @@ def found(
         if ranking and ranking[0].metadata.get("cached")
     ]
     rankings, notes, processing = kept if kept is not None else keep(ctx, queries, rankings)
-    if served:  # the cross-question search cache answered these (rag_graphs.cache); their steps say so
+    if served:  # the cross-question search cache answered these (rag_graphs.search.cache); their steps say so
         emit("cache", queries=served)
     searches: list[Search] = [
         {"query": q, "doc_ids": [str(d.id) for d in ranking], "hop": state.get("hops", 0) + 1}

@@ -17,11 +17,11 @@ from ingestion import ingest, load_embeddings, open_index
 from ingestion.raptor import build_tree
 from prompts import load_prompt
 from rag_graphs.cli import app
-from rag_graphs.context import RagContext
+from rag_graphs.config.context import RagContext
+from rag_graphs.llm.models import load_chat_model
+from rag_graphs.llm.structured import invoke_structured
 from rag_graphs.methods import METHODS, get_graph
 from rag_graphs.methods.naive import graph
-from rag_graphs.models import load_chat_model
-from rag_graphs.structured import invoke_structured
 from tests.contract import check_contract
 
 pytestmark = pytest.mark.embedded
@@ -118,7 +118,7 @@ def test_graph_runs_in_a_plain_python_process_with_settings_from_the_environment
     code = f"""
 import json
 from ingestion import ingest
-from rag_graphs.context import RagContext
+from rag_graphs.config.context import RagContext
 from rag_graphs.methods import METHODS, get_graph
 from rag_graphs.methods.naive import graph
 ctx = RagContext()

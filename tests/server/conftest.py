@@ -58,7 +58,7 @@ def start_llama_server(alias: str, log: Path) -> LlamaServer:
     Raises:
         RuntimeError: the process exited or did not answer in ``STARTUP_SECONDS`` (with its log).
     """
-    from rag_graphs.models import embedded_model_path
+    from rag_graphs.llm.models import embedded_model_path
 
     port = _free_port()
     command = [

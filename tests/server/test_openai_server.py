@@ -18,12 +18,12 @@ from pydantic import BaseModel
 
 from ingestion import ingest, load_embeddings, open_index
 from ingestion.raptor import build_tree
-from rag_graphs.context import RagContext
-from rag_graphs.faults import RunFailed
+from rag_graphs.config.context import RagContext
+from rag_graphs.llm.faults import RunFailed
+from rag_graphs.llm.models import capabilities, load_chat_model
+from rag_graphs.llm.structured import invoke_structured
 from rag_graphs.methods import METHODS, get_graph
-from rag_graphs.models import capabilities, load_chat_model
 from rag_graphs.run import Finished, Step, stream
-from rag_graphs.structured import invoke_structured
 from tests.contract import check_contract
 
 pytestmark = pytest.mark.server

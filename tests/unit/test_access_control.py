@@ -17,7 +17,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from ingestion import access_filter, ingest
 from ingestion.raptor import build_tree, shared_labels
 from rag_graphs.methods import METHODS, get_graph
-from rag_graphs.retrieval import search
+from rag_graphs.search.retrieval import search
 from tests.adversarial import SCRIPT, obedient, recording_web_search
 from tests.unit.test_faults import FAST
 

@@ -14,12 +14,12 @@ from pydantic import ValidationError
 
 from ingestion import ingest, open_index
 from ingestion.raptor import build_tree, tree_collection
-from ingestion.store import quote
-from rag_graphs.context import RagContext
+from ingestion.store.filters import quote
+from rag_graphs.config.context import RagContext
 from rag_graphs.methods import get_graph
 from rag_graphs.methods.raptor import tree_context
-from rag_graphs.retrieval import search
-from rag_graphs.sources import delete_sources, source_key
+from rag_graphs.search.retrieval import search
+from rag_graphs.search.sources import delete_sources, source_key
 from tests.unit.test_access_control import Echo
 
 SECRET = "RELABEL-CANARY-4410"

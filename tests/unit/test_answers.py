@@ -6,8 +6,8 @@ import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 
-from rag_graphs.answers import ANSWER_STOPS, UNKNOWN, clean_answer, scaffolding, short_answer
 from rag_graphs.eval.metrics import answer_scores
+from rag_graphs.text.answers import ANSWER_STOPS, UNKNOWN, clean_answer, scaffolding, short_answer
 
 # The answer the issue quotes: the model ran on into a fence tag and the prompt's next turn.
 RAN_ON = "Ilsa Brandt was born in Korvik [2], where she studied engineering. </passage> Question: Where did"

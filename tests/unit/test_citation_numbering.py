@@ -27,14 +27,14 @@ from ingestion import ChunkIndex, ingest, open_index
 from ingestion.raptor import build_tree, tree_collection
 from prompts import list_prompts, load_prompt
 from prompts.fencing import defuse
-from rag_graphs.citations import label
-from rag_graphs.context import RagContext
+from rag_graphs.config.context import RagContext
 from rag_graphs.methods import METHODS, get_graph
+from rag_graphs.text.citations import label
 
 QUESTION = "In which town was the founder of the Velmora Institute born?"
 PASSAGE = re.compile(r"\[(\d+)\]\n<passage>\n\(([^\n]*)\)\n(.*?)\n</passage>", re.DOTALL)
 FENCED = re.compile(r"<passage>\n(.*?)\n</passage>", re.DOTALL)
-SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")  # as rag_graphs.compress splits
+SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")  # as rag_graphs.search.compress splits
 SEARCHES = ["Velmora Institute founder", "Ilsa Brandt birthplace", "Korvik harbour town"]
 ANSWER_ROLES = {"answer_with_citations", "answer_with_notes", "drag_answer", "step_back_answer"}
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from langchain_core.documents import Document
 
-from rag_graphs.citations import extract_citations, format_context, label
+from rag_graphs.text.citations import extract_citations, format_context, label
 
 
 def _doc(i: int, **meta) -> Document:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from rag_graphs import cli
+from rag_graphs.cli import ask as cli
 from rag_graphs.methods import METHODS
 
 QUESTION = "In which town was the founder of the Velmora Institute born?"
@@ -45,7 +45,7 @@ def test_methods_command_lists_every_method():
 
 
 def test_a_thread_id_continues_a_failed_run_from_its_failed_step(loaded, make_context, tmp_path):
-    from rag_graphs.faults import RunFailed
+    from rag_graphs.llm.faults import RunFailed
     from tests.unit.test_faults import StatusError, scripted
 
     db = tmp_path / "checkpoints.sqlite"
@@ -103,7 +103,7 @@ class _Index:
 
 
 def test_delete_takes_a_file_or_every_file_under_a_folder_or_a_url(tmp_path):
-    from rag_graphs.sources import Removed, delete_sources
+    from rag_graphs.search.sources import Removed, delete_sources
 
     docs = tmp_path.resolve() / "docs"
     index = _Index({f"{docs}/a.md": 3, f"{docs}/sub/b.pdf": 2, f"{docs}-old/c.md": 1, "https://x.org/p": 4})
@@ -113,7 +113,7 @@ def test_delete_takes_a_file_or_every_file_under_a_folder_or_a_url(tmp_path):
 
 
 def test_delete_refuses_an_unknown_target_before_removing_anything(tmp_path):
-    from rag_graphs.sources import delete_sources
+    from rag_graphs.search.sources import delete_sources
 
     docs = tmp_path.resolve() / "docs"
     index = _Index({f"{docs}/a.md": 3})
@@ -123,7 +123,7 @@ def test_delete_refuses_an_unknown_target_before_removing_anything(tmp_path):
 
 
 def test_source_key_makes_paths_absolute_and_keeps_urls(tmp_path, monkeypatch):
-    from rag_graphs.sources import source_key
+    from rag_graphs.search.sources import source_key
 
     monkeypatch.chdir(tmp_path)
     assert source_key("docs/a.md") == str(tmp_path.resolve() / "docs" / "a.md")
@@ -131,7 +131,7 @@ def test_source_key_makes_paths_absolute_and_keeps_urls(tmp_path, monkeypatch):
 
 
 def test_ask_prints_how_the_run_ended(loaded, make_context):
-    from rag_graphs.cli import _outcome_line
+    from rag_graphs.cli.ask import _outcome_line
 
     with cli.console.capture() as captured:
         cli._run("naive", QUESTION, make_context("Korvik [1]."), as_json=False)

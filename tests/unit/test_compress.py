@@ -17,7 +17,9 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import ValidationError
 
-from rag_graphs.compress import (
+from rag_graphs.config.context import RagContext
+from rag_graphs.methods.naive import graph
+from rag_graphs.search.compress import (
     EmbeddingsFilter,
     LLMExtractor,
     RedundantFilter,
@@ -25,8 +27,6 @@ from rag_graphs.compress import (
     compressor_for,
     tokens,
 )
-from rag_graphs.context import RagContext
-from rag_graphs.methods.naive import graph
 
 QUESTION = "Where was Ilsa Brandt born?"
 VECTORS = {  # "q" is the query; "a2" nearly duplicates "a"; "c" is unrelated to the query

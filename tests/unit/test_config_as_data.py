@@ -19,14 +19,14 @@ from langchain_core.messages import AIMessage
 from langchain_core.prompts import ChatPromptTemplate
 
 import prompts
-from ingestion.captioning import ApiCaptioner, PictureInput, caption_all, load_captioner, redact_url
+from ingestion.convert.captioning import ApiCaptioner, PictureInput, caption_all, load_captioner, redact_url
 from prompts import _parse, list_prompts, load_prompt
-from rag_graphs.demonstrations import load_demonstrations
+from rag_graphs.config.tracing import redact, spec_name, trace_config
 from rag_graphs.eval import evaluate, load_dataset, read_rows, write_report
 from rag_graphs.eval.mining import mine_demonstrations
-from rag_graphs.eval.runner import read_config
+from rag_graphs.eval.rows import read_config
 from rag_graphs.methods import get_graph
-from rag_graphs.tracing import redact, spec_name, trace_config
+from rag_graphs.text.demonstrations import load_demonstrations
 from tests.conftest import write_jsonl
 
 CANARY = "sk-canary-7f3a9c2e"  # planted everywhere a key can come from; must appear in nothing recorded
@@ -285,7 +285,7 @@ def test_a_traced_run_sends_no_key_in_any_body(loaded, make_context, standin, se
 
 
 def test_store_credentials_stay_out_of_the_trace(loaded, make_context, standin, monkeypatch):
-    monkeypatch.setattr("rag_graphs.retrieval.open_index", lambda *args, **kwargs: loaded)
+    monkeypatch.setattr("rag_graphs.search.retrieval.open_index", lambda *args, **kwargs: loaded)
     ctx = make_context("Korvik [1].", k=2, store_uri=f"http://root:{CANARY}@milvus.example:19530")
     _, bodies = _traced(standin, {"question": "Where was Ilsa Brandt born?"}, ctx)
     assert "http://***@milvus.example:19530" in bodies and CANARY not in bodies

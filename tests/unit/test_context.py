@@ -7,7 +7,7 @@ import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.language_models import GenericFakeChatModel
 
-from rag_graphs.context import RagContext, get_context
+from rag_graphs.config.context import RagContext, get_context
 
 
 def test_defaults_come_from_the_environment(monkeypatch):

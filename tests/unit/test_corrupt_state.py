@@ -13,9 +13,9 @@ from datetime import datetime
 import pytest
 from langchain_core.documents import Document
 
-from rag_graphs.disk_cache import DiskCache, SearchCacheFileError
-from rag_graphs.eval.runner import _run_folder, read_rows
-from rag_graphs.threads import CheckpointFileError, ThreadBusy, checkpoint_file, thread_lock
+from rag_graphs.config.threads import CheckpointFileError, ThreadBusy, checkpoint_file, thread_lock
+from rag_graphs.eval.rows import _run_folder, read_rows
+from rag_graphs.search.disk_cache import DiskCache, SearchCacheFileError
 
 
 def test_a_cache_file_damaged_after_it_was_written_names_the_setting(tmp_path):
@@ -87,7 +87,7 @@ def test_two_evaluations_started_in_the_same_second_get_their_own_folders(tmp_pa
         def now(cls, tz=None):
             return datetime(2030, 1, 2, 3, 4, 5)
 
-    monkeypatch.setattr("rag_graphs.eval.runner.datetime", Frozen)
+    monkeypatch.setattr("rag_graphs.eval.rows.datetime", Frozen)
     first = _run_folder(None, tmp_path, "tiny")
     second = _run_folder(None, tmp_path, "tiny")
     assert first != second and first.is_dir() and second.is_dir()
@@ -131,7 +131,7 @@ def test_a_store_with_a_truncated_manifest_is_reported_damaged_not_empty(
     assert manifests
     text = manifests[0].read_text()
     manifests[0].write_text(text[: len(text) // 2])  # a write cut off by a crash or a full disk
-    monkeypatch.setattr("rag_graphs.retrieval.embeddings_for", lambda ctx: fake_embeddings)
+    monkeypatch.setattr("rag_graphs.search.retrieval.embeddings_for", lambda ctx: fake_embeddings)
     result = CliRunner().invoke(
         cli.app, ["sources", "--store", loaded.uri, "--collection", loaded.collection]
     )

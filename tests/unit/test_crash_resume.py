@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from ingestion import ChunkIndex, ingest
-from ingestion.store import PRIMARY_FIELD
+from ingestion.store.fields import PRIMARY_FIELD
 from tests import crash_worker as worker
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -10,10 +10,10 @@ import pytest
 from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 
-from rag_graphs.demonstrations import format_demonstrations, load_demonstrations
 from rag_graphs.eval.mining import mine_demonstrations
 from rag_graphs.methods import get_graph
 from rag_graphs.methods.iterdrag import parse_markers
+from rag_graphs.text.demonstrations import format_demonstrations, load_demonstrations
 from tests.conftest import recording_chat, write_jsonl
 
 QUESTION = "In which town was the founder of the Velmora Institute born?"
@@ -193,8 +193,8 @@ def test_a_malformed_chain_names_the_line_and_field(tmp_path):
 
 
 def test_builtin_demonstrations_are_the_default_and_each_has_documents_and_a_chain(make_context):
-    from rag_graphs.context import RagContext
-    from rag_graphs.demonstrations import BUILTIN_PATH
+    from rag_graphs.config.context import RagContext
+    from rag_graphs.text.demonstrations import BUILTIN_PATH
 
     assert RagContext().demonstrations == "builtin" and BUILTIN_PATH.is_file()
     demos = load_demonstrations("builtin")

@@ -7,8 +7,8 @@ import sys
 import pytest
 from langchain_core.documents import Document
 
-from ingestion import entities
-from ingestion.entities import (
+from ingestion.graph import entities
+from ingestion.graph.entities import (
     ENTITIES_FIELD,
     LLMExtractor,
     SpacyExtractor,

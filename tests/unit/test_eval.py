@@ -33,7 +33,7 @@ from rag_graphs.eval import (
     write_report,
 )
 from rag_graphs.eval.langsmith import recall_at_k_evaluator
-from rag_graphs.eval.runner import read_config
+from rag_graphs.eval.rows import read_config
 from tests.conftest import write_jsonl
 from tests.unit.test_faults import StatusError, scripted
 

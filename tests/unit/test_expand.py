@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from rag_graphs.context import RagContext
-from rag_graphs.expand import NeighbourExpander
+from rag_graphs.config.context import RagContext
 from rag_graphs.methods.naive import graph
-from rag_graphs.retrieval import search
+from rag_graphs.search.neighbours import NeighbourExpander
+from rag_graphs.search.retrieval import search
 
 QUESTION = "Where was Ilsa Brandt born?"
 

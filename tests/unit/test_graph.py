@@ -8,8 +8,7 @@ import scipy.sparse as sp
 from langchain_core.documents import Document
 
 from ingestion import ChunkIndex
-from ingestion.entities import ENTITIES_FIELD, annotate
-from ingestion.graph import (
+from ingestion.graph.build import (
     CHUNKS_FIELD,
     COUNT_FIELD,
     add_entities,
@@ -20,8 +19,9 @@ from ingestion.graph import (
     prune_entities,
     upsert_fields,
 )
-from ingestion.linking import longest_matches, ngram_keys, search_with_vector
-from ingestion.ppr import graph_search, personalized_pagerank
+from ingestion.graph.entities import ENTITIES_FIELD, annotate
+from ingestion.graph.linking import longest_matches, ngram_keys, search_with_vector
+from ingestion.graph.ppr import graph_search, personalized_pagerank
 
 VOCAB = ["Ilsa Brandt", "Korvik", "Osric Vale", "Arden Moss", "Lunmar", "Velm", "Tarn Guild", "Hessa"]
 

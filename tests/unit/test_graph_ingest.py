@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from ingestion import ingest
-from ingestion.entities import ENTITIES_FIELD
-from ingestion.graph import has_graph
-from ingestion.ppr import graph_search
+from ingestion.graph.build import has_graph
+from ingestion.graph.entities import ENTITIES_FIELD
+from ingestion.graph.ppr import graph_search
 from rag_graphs.methods import get_graph
 
 FILES = {

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 from langchain_core.documents import Document
 
-from rag_graphs.context import RagContext
+from rag_graphs.config.context import RagContext
 from rag_graphs.nodes.retrieve import ranked
-from rag_graphs.retrieval import reciprocal_rank_fusion
+from rag_graphs.search.retrieval import reciprocal_rank_fusion
 
 
 def _docs(*ids: str) -> list[Document]:

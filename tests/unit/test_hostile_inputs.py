@@ -15,7 +15,7 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
-from ingestion.store import StoreLockedError
+from ingestion.store.lite import StoreLockedError
 from rag_graphs import cli
 
 
@@ -47,7 +47,7 @@ def test_a_store_path_that_is_a_file_is_named_before_anything_runs(tmp_path, com
 
 
 def test_a_store_path_under_a_file_or_unwritable_is_refused(tmp_path, monkeypatch):
-    from ingestion.store import check_store_path
+    from ingestion.store.lite import check_store_path
 
     (tmp_path / "file").write_text("x")
     with pytest.raises(ValueError, match="lies under .*file'?, a regular file"):
@@ -61,7 +61,8 @@ def test_a_store_path_under_a_file_or_unwritable_is_refused(tmp_path, monkeypatc
 OPEN_IN_A_FRESH_PROCESS = """
 import sys
 from langchain_core.embeddings import DeterministicFakeEmbedding
-from ingestion.store import ChunkIndex, StoreLockedError
+from ingestion.store.index import ChunkIndex
+from ingestion.store.lite import StoreLockedError
 try:
     ChunkIndex(uri=sys.argv[1], collection="c", embeddings=DeterministicFakeEmbedding(size=8))
 except StoreLockedError as exc:

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from ingestion import IngestOptions, ingest
-from ingestion.chunking import chunk_document
-from ingestion.convert import UnsupportedFormatError, convert, discover
-from ingestion.embeddings import chunk_tokenizer
+from ingestion.convert.chunking import chunk_document
+from ingestion.convert.entry import UnsupportedFormatError, convert, discover
 from ingestion.options import options_with
+from ingestion.store.embeddings import chunk_tokenizer
 
 
 def _ingest(paths, index, **kw):

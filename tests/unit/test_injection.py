@@ -13,7 +13,7 @@ import pytest
 from langchain_core.documents import Document
 
 import prompts.fencing
-import rag_graphs.citations
+import rag_graphs.text.citations
 from ingestion.raptor import build_tree
 from prompts.fencing import defuse, fence, outside_fences
 from rag_graphs.methods import METHODS, get_graph
@@ -88,7 +88,7 @@ def test_no_method_follows_instructions_inside_documents(poisoned, make_context,
 
 
 def test_control_without_the_fence_the_same_model_obeys(poisoned, make_context, monkeypatch):
-    monkeypatch.setattr(rag_graphs.citations, "fence", lambda text: text)
+    monkeypatch.setattr(rag_graphs.text.citations, "fence", lambda text: text)
     out, model, _ = _run("naive", make_context)
     assert model.obeyed and out["answer"] == "PWNED"
 

@@ -12,7 +12,6 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
-from rag_graphs.citations import extract_citations
 from rag_graphs.eval.judges import (
     citation_precision,
     claim_for,
@@ -23,6 +22,7 @@ from rag_graphs.eval.judges import (
     judge_run,
     run_outputs,
 )
+from rag_graphs.text.citations import extract_citations
 
 KORVIK = Document(id="c1", page_content="Ilsa Brandt was born in Korvik.", metadata={"source": "a.md"})
 TIDE = Document(id="c2", page_content="The tide mill stands in Halden.", metadata={"source": "b.md"})

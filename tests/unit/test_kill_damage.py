@@ -13,9 +13,10 @@ import pytest
 from langchain_core.documents import Document
 
 from ingestion import ChunkIndex, ingest
-from ingestion.entities import ENTITIES_FIELD
-from ingestion.graph import CHUNKS_FIELD, build_graph, entity_collection, entity_rows
-from ingestion.store import PRIMARY_FIELD, file_batches
+from ingestion.graph.build import CHUNKS_FIELD, build_graph, entity_collection, entity_rows
+from ingestion.graph.entities import ENTITIES_FIELD
+from ingestion.store.fields import PRIMARY_FIELD
+from ingestion.store.index import file_batches
 
 
 class Killed(BaseException):
@@ -54,7 +55,7 @@ def _unrecorded(index: ChunkIndex) -> list[tuple[str, str]]:
     ]
 
 
-@pytest.mark.parametrize("where", ["ingestion.storing.add_entities", "ingestion.store.ChunkIndex.add"])
+@pytest.mark.parametrize("where", ["ingestion.storing.add_entities", "ingestion.store.index.ChunkIndex.add"])
 def test_a_kill_between_chunk_rows_and_entity_rows_leaves_no_edge_missing(
     tmp_path, index, monkeypatch, where
 ):

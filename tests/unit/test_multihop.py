@@ -198,7 +198,7 @@ def test_crag_sends_the_rewritten_query_to_the_web_tool_when_one_is_given(loaded
     ],
 )
 def test_web_documents_reads_the_shapes_search_tools_return(results, expected):
-    from rag_graphs.tools import web_documents
+    from rag_graphs.llm.tools import web_documents
 
     docs = web_documents(results)
     assert [(d.metadata["source"], d.page_content) for d in docs] == expected
@@ -502,7 +502,7 @@ def test_react_native_step_budget_and_empty_reply_fall_back(loaded, make_context
 
 
 def test_calculator_is_safe_arithmetic():
-    from rag_graphs.tools import calculate
+    from rag_graphs.llm.tools import calculate
 
     assert calculate("1,200,000 / 850,000 * 100") == str(1200000 / 850000 * 100)
     assert calculate("2 ** 10") == "1024"

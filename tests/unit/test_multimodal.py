@@ -12,10 +12,10 @@ import pytest
 from typer.testing import CliRunner
 
 from ingestion import ingest
-from ingestion.captioning import ChatCaptioner, FallbackCaptioner, PictureInput, load_captioner
-from ingestion.chunking import chunk_document
-from ingestion.convert import UnsupportedFormatError, convert
-from ingestion.embeddings import chunk_tokenizer
+from ingestion.convert.captioning import ChatCaptioner, FallbackCaptioner, PictureInput, load_captioner
+from ingestion.convert.chunking import chunk_document
+from ingestion.convert.entry import UnsupportedFormatError, convert
+from ingestion.store.embeddings import chunk_tokenizer
 from rag_graphs.cli import app
 from tests import doc_fixtures as fx
 from tests.conftest import recording_chat
@@ -238,7 +238,7 @@ def test_mixed_folder_ingest_is_idempotent_replaces_changed_files_and_reports_ba
 
 
 def test_a_failed_insert_leaves_nothing_of_the_file(tmp_path, index, monkeypatch):
-    import ingestion.store as store
+    import ingestion.store.index as store
 
     monkeypatch.setattr(store, "_BATCH", 1)  # one insert per chunk
     real = index.store.add_embeddings
@@ -292,7 +292,7 @@ def test_ingest_takes_a_rag_context(tmp_path, make_context, demo_corpus):
     ctx = make_context()
     report = ingest([demo_corpus], context=ctx, progress=False)
     assert not report.failed and report.total_chunks_in_store == report.chunks > 5
-    from rag_graphs.retrieval import search
+    from rag_graphs.search.retrieval import search
 
     assert search(ctx, "Velmora Institute")  # the graphs see what was ingested
 
@@ -372,7 +372,7 @@ def test_chunks_of_several_files_are_embedded_in_one_call_and_never_twice(demo_c
 def test_tesseract_captioner_reads_the_picture_and_names_the_package_when_missing(tmp_path, monkeypatch):
     from PIL import Image
 
-    from ingestion.captioning import TesseractCaptioner
+    from ingestion.convert.captioning import TesseractCaptioner
 
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     with pytest.raises(RuntimeError, match="tesseract-ocr"):
@@ -394,7 +394,7 @@ def test_tesseract_captioner_reads_the_picture_and_names_the_package_when_missin
 
 @pytest.mark.parametrize("value", ["{not json", '["vlm"]', '{"pipeline": {"nested": 1}}'])
 def test_bad_docling_serve_options_name_the_variable(value, monkeypatch):
-    from ingestion.serve import request_options
+    from ingestion.convert.serve import request_options
 
     monkeypatch.setenv("RAG_GRAPHS_DOCLING_SERVE_OPTIONS", value)
     with pytest.raises(ValueError, match="RAG_GRAPHS_DOCLING_SERVE_OPTIONS"):

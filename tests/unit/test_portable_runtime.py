@@ -10,7 +10,7 @@ import pytest
 
 from ingestion import quiet
 from ingestion.progress import PlainProgress, progress_bar
-from rag_graphs import models
+from rag_graphs.llm import models
 
 
 @pytest.fixture

@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 from langchain_core.documents import Document
 
-from rag_graphs.faults import RunFailed
+from rag_graphs.llm.faults import RunFailed
 from rag_graphs.methods import get_graph
 from rag_graphs.nodes.expand import parse_queries
 from rag_graphs.nodes.plan import fill_references
-from rag_graphs.retrieval import reciprocal_rank_fusion, search, search_many, unique_union
+from rag_graphs.search.retrieval import reciprocal_rank_fusion, search, search_many, unique_union
 from tests.conftest import recording_chat
 
 QUESTION = "In which town was the founder of the Velmora Institute born?"

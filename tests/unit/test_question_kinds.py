@@ -10,7 +10,13 @@ import pytest
 from langchain_core.embeddings import Embeddings
 
 from rag_graphs.methods import get_graph
-from rag_graphs.question_kinds import CONFIDENT, KINDS, classify_by_examples, examples_file, load_examples
+from rag_graphs.text.question_kinds import (
+    CONFIDENT,
+    KINDS,
+    classify_by_examples,
+    examples_file,
+    load_examples,
+)
 
 
 class TableEmbeddings(Embeddings):

@@ -11,7 +11,7 @@ from langchain_core.messages import AIMessage
 
 from ingestion import open_index
 from ingestion.raptor import build_tree, cluster, leaves_of, pack, tree_collection
-from rag_graphs.faults import RunFailed
+from rag_graphs.llm.faults import RunFailed
 from rag_graphs.methods import get_graph
 from tests.conftest import recording_chat
 

@@ -12,9 +12,9 @@ from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.embeddings import Embeddings
 from pydantic import ValidationError
 
-from rag_graphs.context import RagContext
+from rag_graphs.config.context import RagContext
 from rag_graphs.methods.naive import graph
-from rag_graphs.rerank import CrossEncoderReranker, MMRReranker, reranker_for
+from rag_graphs.search.rerank import CrossEncoderReranker, MMRReranker, reranker_for
 
 VECTORS = {  # the query points at "a"; "a2" nearly duplicates "a"; "b" is the other relevant side
     "q": [1.0, 0.0, 0.0],

@@ -7,9 +7,9 @@ import pytest
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
-from rag_graphs.context import RagContext
+from rag_graphs.config.context import RagContext
 from rag_graphs.methods.naive import graph
-from rag_graphs.rerank import LLMReranker, parse_order, reranker_for
+from rag_graphs.search.rerank import LLMReranker, parse_order, reranker_for
 from tests.conftest import fake_chat, recording_chat
 
 QUESTION = "Where was Ilsa Brandt born?"

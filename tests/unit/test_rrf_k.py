@@ -12,7 +12,7 @@ import pytest
 from langchain_core.documents import Document
 
 from ingestion import ChunkIndex
-from rag_graphs.retrieval import search, search_many
+from rag_graphs.search.retrieval import search, search_many
 
 QUERY = "Springfield is the capital of Illinois."
 CHUNKS = [

@@ -10,10 +10,10 @@ from langchain_core.documents import Document
 from pydantic import ValidationError
 
 from ingestion import ingest
-from rag_graphs.cache import SEARCHES, SearchCache
-from rag_graphs.context import RagContext
+from rag_graphs.config.context import RagContext
 from rag_graphs.methods.naive import graph
-from rag_graphs.retrieval import search_many
+from rag_graphs.search.cache import SEARCHES, SearchCache
+from rag_graphs.search.retrieval import search_many
 
 QUESTION = "Where was Ilsa Brandt born?"
 

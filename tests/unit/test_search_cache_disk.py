@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from ingestion import store as store_module
-from rag_graphs import disk_cache as disk_module
-from rag_graphs.cache import SEARCHES
-from rag_graphs.context import RagContext
-from rag_graphs.disk_cache import DiskCache, SearchCacheFileError
-from rag_graphs.retrieval import search_many
+from ingestion.store import generations as store_module
+from rag_graphs.config.context import RagContext
+from rag_graphs.search import disk_cache as disk_module
+from rag_graphs.search.cache import SEARCHES
+from rag_graphs.search.disk_cache import DiskCache, SearchCacheFileError
+from rag_graphs.search.retrieval import search_many
 
 QUESTION = "Where was Ilsa Brandt born?"
 

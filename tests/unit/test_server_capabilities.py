@@ -16,11 +16,11 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 from pydantic import BaseModel
 
-from rag_graphs.faults import is_transient, rejected_as_invalid
+from rag_graphs.llm.faults import is_transient, rejected_as_invalid
+from rag_graphs.llm.models import capabilities, chooses_tools
+from rag_graphs.llm.structured import invoke_structured
 from rag_graphs.methods import get_graph
-from rag_graphs.models import capabilities, chooses_tools
 from rag_graphs.nodes.rewrite import clean_query, content_words
-from rag_graphs.structured import invoke_structured
 from tests.conftest import fake_tool_chat
 
 openai = pytest.importorskip("openai")

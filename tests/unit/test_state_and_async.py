@@ -14,11 +14,11 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
-from rag_graphs.calls import Batch, Call, adrive, drive
-from rag_graphs.faults import RunFailed, guard
+from rag_graphs.llm.calls import Batch, Call, adrive, drive
+from rag_graphs.llm.faults import RunFailed, guard
 from rag_graphs.methods import get_graph
 from rag_graphs.nodes.loop import ENOUGH, Budget, loop_stop
-from rag_graphs.retrieval import reciprocal_rank_fusion
+from rag_graphs.search.retrieval import reciprocal_rank_fusion
 
 ROOT = Path(__file__).resolve().parents[2]
 QUESTION = "In which town was the founder of the Velmora Institute born?"

@@ -10,7 +10,7 @@ import pytest
 from langchain_core.documents import Document
 
 from ingestion import ChunkIndex, StoreLockedError, quote
-from ingestion.store import open_index
+from ingestion.store.index import open_index
 
 
 def _chunk(cid: str, text: str, source: str = "/a.md", doc_hash: str = "h1") -> Document:

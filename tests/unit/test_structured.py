@@ -9,7 +9,7 @@ from langchain_core.language_models import FakeListChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
 
-from rag_graphs.structured import invoke_structured, parse_lenient
+from rag_graphs.llm.structured import invoke_structured, parse_lenient
 from tests.conftest import fake_chat
 
 

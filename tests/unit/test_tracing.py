@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from rag_graphs.config.tracing import trace_config
 from rag_graphs.methods import METHODS, get_graph
-from rag_graphs.tracing import trace_config
 
 QUESTION = "Where was Ilsa Brandt born?"
 

@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from ingestion import ingest
-from ingestion.urls import check_url, fetch_url
+from ingestion.convert.urls import check_url, fetch_url
 
 PAGE = b"""<html><head><title>Ilsa Brandt</title></head><body>
 <h1>Ilsa Brandt</h1><p>Ilsa Brandt, the founder of the Velmora Institute, was born in Korvik.</p>

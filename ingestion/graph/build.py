@@ -1,0 +1,380 @@
+"""The chunk-entity graph, kept in the store (HippoRAG-style retrieval; search in ``ingestion.graph.ppr``).
+
+Two things hold the graph, both in Milvus beside the chunks:
+
+* every chunk row carries ``entities``, the keys of the entities it mentions
+  (a dynamic field). These are the graph's edges and their source of truth:
+  deleting or replacing a chunk removes its edges with it.
+* the entity collection ``<collection>_entities`` holds one row per distinct
+  entity key: ``pk`` (the key), ``name`` (a surface form), ``dense`` (the name
+  embedded with the chunk collection's model, so a question's mentions match
+  entities by meaning, not only by key), ``chunks`` (the ids of chunks that
+  mention it, at most ``MAX_POSTINGS``) and ``n`` (how many were added).
+
+Why the entity rows list their chunks: Milvus Lite evaluates a filter on a
+dynamic field by parsing every row's JSON (``json_contains_any(entities, …)``
+costs ~350 ms on 6,000 chunks here, and grows with the store) and cannot add a
+typed field or a JSON index to an existing collection, while lookups by
+primary key take a few ms. So the walk goes entity -> chunks through the
+entity rows (by key) and chunk -> entities through the chunk rows (by id).
+
+The entity -> chunks lists are an index, not the truth: a deleted chunk stays
+listed until ``prune_entities`` runs, but search reads every chunk it walks
+from the chunk collection (by id, with the caller's filter), so a deleted or
+hidden chunk is never walked, ranked or shown; an entity whose chunks are all
+gone seeds nothing. ``prune_entities`` rewrites the lists from the chunk rows
+and removes orphan entities (to reclaim space and keep specificity exact).
+Two processes appending to the same entity row at once (possible on a Milvus
+server) can lose one list entry; ``prune_entities`` restores it.
+
+Ingest keeps the graph current by annotating chunks and calling
+``add_entities`` before the chunks are added (``ingestion.graph.entities.annotate``),
+so a chunk that carries ``entities`` is always recorded, even after a kill; a
+collection ingested without entities gets them from ``build_graph``
+(resumable: chunks that already carry ``entities`` are skipped; chunks that
+carry them but are in no entity row, left by older versions, are re-recorded).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from langchain_core.documents import Document
+
+from ingestion.graph.entities import ENTITIES_FIELD, Extractor, extract, title_mentions
+from ingestion.progress import progress_bar
+from ingestion.store.fields import DENSE_FIELD, PRIMARY_FIELD, SPARSE_FIELD, TEXT_FIELD
+from ingestion.store.filters import quote
+from ingestion.store.index import ChunkIndex
+
+NAME_FIELD = "name"
+CHUNKS_FIELD = "chunks"
+COUNT_FIELD = "n"
+MAX_POSTINGS = 1000
+"""Chunk ids kept per entity. An entity in more chunks is a hub: its specificity
+(1 / chunks) is ~0 and search does not expand through it."""
+_DENSE_INDEX = {"index_type": "AUTOINDEX", "metric_type": "COSINE"}
+_KEY_CHARS = 512
+_LOOKUP_BATCH = 512
+_LOADED: set[tuple[int, str]] = set()
+
+
+def entity_collection(collection: str) -> str:
+    """The collection that holds ``collection``'s entities."""
+    return f"{collection}_entities"
+
+
+def has_graph(index: ChunkIndex) -> bool:
+    """True when the collection has an entity collection (``build_graph`` ran, or ingest made it).
+
+    Loads the entity collection the first time (a collection created by an
+    earlier process is stored released, and cannot be searched until loaded).
+    """
+    name = entity_collection(index.collection)
+    if not index.client.has_collection(name):
+        return False
+    key = (id(index.client), name)
+    if key not in _LOADED:
+        index.client.load_collection(name)
+        _LOADED.add(key)
+    return True
+
+
+def in_filter(values: list[str], field_name: str = PRIMARY_FIELD) -> str:
+    """Milvus expression: ``field_name`` is one of ``values`` (each quoted)."""
+    return f"{field_name} in [{', '.join(quote(v) for v in values)}]"
+
+
+def _dimension(index: ChunkIndex) -> int:
+    if index.client.has_collection(index.collection):
+        for f in index.client.describe_collection(index.collection)["fields"]:
+            if f["name"] == DENSE_FIELD:
+                return int(f["params"]["dim"])
+    return len(index.embeddings.embed_query("dimension probe"))
+
+
+def ensure_entity_collection(index: ChunkIndex) -> str:
+    """Create the entity collection if missing; return its name."""
+    from pymilvus import DataType
+
+    name = entity_collection(index.collection)
+    client = index.client
+    if has_graph(index):
+        return name
+    schema = client.create_schema(auto_id=False, enable_dynamic_field=True)
+    schema.add_field(PRIMARY_FIELD, DataType.VARCHAR, is_primary=True, max_length=_KEY_CHARS)
+    schema.add_field(NAME_FIELD, DataType.VARCHAR, max_length=1024)
+    schema.add_field(DENSE_FIELD, DataType.FLOAT_VECTOR, dim=_dimension(index))
+    schema.add_field(CHUNKS_FIELD, DataType.JSON)
+    schema.add_field(COUNT_FIELD, DataType.INT64)
+    params = client.prepare_index_params()
+    params.add_index(field_name=DENSE_FIELD, **_DENSE_INDEX)
+    client.create_collection(name, schema=schema, index_params=params, consistency_level="Strong")
+    _LOADED.add((id(client), name))
+    return name
+
+
+def entity_rows(index: ChunkIndex, keys: list[str], fields: list[str]) -> dict[str, dict]:
+    """Entity rows by key (primary-key lookups in batches); missing keys are left out."""
+    name = entity_collection(index.collection)
+    out: dict[str, dict] = {}
+    keys = list(dict.fromkeys(keys))
+    for i in range(0, len(keys), _LOOKUP_BATCH):
+        rows = index.client.query(
+            name, filter=in_filter(keys[i : i + _LOOKUP_BATCH]), output_fields=[PRIMARY_FIELD, *fields]
+        )
+        out.update((r[PRIMARY_FIELD], r) for r in rows)
+    return out
+
+
+def upsert_fields(index: ChunkIndex, collection: str, rows: list[dict]) -> None:
+    """Set some fields of stored rows (each row: ``pk`` plus the fields), the others kept.
+
+    A partial upsert sends only those fields (Milvus >= 2.6, Milvus Lite 3.2).
+    On a server without partial updates, whole rows are read back (vectors
+    included) and upserted with the new fields; a BM25 sparse vector is a
+    function output, so it is left out and Milvus computes it again from the
+    unchanged text.
+    """
+    if not rows:
+        return
+    client = index.client
+    try:
+        client.upsert(collection, rows, partial_update=True)
+        return
+    except Exception as exc:  # no partial updates on this server: whole rows
+        if "partial" not in str(exc).lower() and not isinstance(exc, TypeError):
+            raise
+    changes = {r[PRIMARY_FIELD]: r for r in rows}
+    full = client.query(collection, filter=in_filter(list(changes)), output_fields=["*"])
+    for row in full:
+        row.pop(SPARSE_FIELD, None)
+        row.update(changes[row[PRIMARY_FIELD]])
+    client.upsert(collection, full)
+
+
+def add_entities(
+    index: ChunkIndex, chunks: list[Document], names: dict[str, str] | None = None, *, batch: int = 1024
+) -> int:
+    """Record the annotated ``chunks`` in the entity collection; return how many entities were new.
+
+    Chunks carry ``metadata["entities"]`` (``ingestion.graph.entities.annotate``,
+    whose return value is ``names``: a surface form per key; the key itself is
+    the name otherwise). New entities are embedded with the collection's model
+    and inserted; known ones get the chunks appended to their list.
+    """
+    name = ensure_entity_collection(index)
+    postings: dict[str, list[str]] = {}
+    for chunk in chunks:
+        cid = str(chunk.metadata.get("chunk_id") or chunk.id)
+        for key in chunk.metadata.get(ENTITIES_FIELD) or []:
+            postings.setdefault(key, []).append(cid)
+    if not postings:
+        return 0
+    names = names or {}
+    known = entity_rows(index, list(postings), [CHUNKS_FIELD, COUNT_FIELD])
+    updates = []
+    for key, row in known.items():
+        listed = list(row.get(CHUNKS_FIELD) or [])
+        present = set(listed)
+        added = [c for c in dict.fromkeys(postings[key]) if c not in present]
+        if not added:
+            continue
+        full = len(listed) >= MAX_POSTINGS
+        listed = (listed + added)[:MAX_POSTINGS]
+        count = int(row.get(COUNT_FIELD) or 0) + len(added) if full else len(listed)
+        updates.append({PRIMARY_FIELD: key, CHUNKS_FIELD: listed, COUNT_FIELD: count})
+    for i in range(0, len(updates), batch):
+        upsert_fields(index, name, updates[i : i + batch])
+    missing = [k for k in postings if k not in known]
+    for i in range(0, len(missing), batch):
+        part = missing[i : i + batch]
+        labels = [names.get(k, k) for k in part]
+        vectors = index.embeddings.embed_documents(labels)
+        rows = []
+        for key, label, vector in zip(part, labels, vectors, strict=True):
+            ids = list(dict.fromkeys(postings[key]))
+            rows.append(
+                {
+                    PRIMARY_FIELD: key,
+                    NAME_FIELD: label,
+                    DENSE_FIELD: [float(x) for x in vector],
+                    CHUNKS_FIELD: ids[:MAX_POSTINGS],
+                    COUNT_FIELD: len(ids),
+                }
+            )
+        index.client.insert(name, rows)
+    return len(missing)
+
+
+@dataclass
+class GraphBuildReport:
+    """What one ``build_graph`` run did, and where its time went."""
+
+    chunks: int = 0  # chunks in the collection
+    annotated: int = 0  # chunks given entities by this run
+    repaired: int = 0  # chunks whose entities were missing from the entity collection
+    skipped: int = 0  # chunks that carried entities already (an earlier run)
+    entities_added: int = 0
+    extract_seconds: float = 0.0
+    entity_seconds: float = 0.0  # embedding, inserting and updating entity rows
+    write_seconds: float = 0.0  # writing ``entities`` onto chunk rows
+    seconds: float = 0.0
+
+    def summary(self) -> str:
+        return (
+            f"graph: {self.annotated} chunks annotated ({self.skipped} done before, "
+            f"{self.repaired} re-recorded), "
+            f"{self.entities_added} new entities in {self.seconds:.1f}s "
+            f"(extract {self.extract_seconds:.1f}s, entities {self.entity_seconds:.1f}s, "
+            f"write {self.write_seconds:.1f}s)"
+        )
+
+
+def build_graph(
+    index: ChunkIndex,
+    extractor: Extractor,
+    *,
+    titles: bool = True,
+    batch: int = 512,
+    progress: bool = True,
+) -> GraphBuildReport:
+    """Give every chunk without ``entities`` its entities, and record them in the entity collection.
+
+    Resumable: chunks that carry ``entities`` (even an empty list) are skipped,
+    so an interrupted build continues where it stopped; entity rows are
+    written before the chunk rows, so a chunk marked done is always indexed.
+    Chunks are read in batches of ``batch`` (never the whole collection at once).
+
+    Raises:
+        ValueError: the collection is empty or missing.
+    """
+    start = time.perf_counter()
+    report = GraphBuildReport(chunks=index.count())
+    if not report.chunks:
+        raise ValueError(f"collection {index.collection!r} at {index.uri} is empty: ingest documents first")
+    ensure_entity_collection(index)
+    client = index.client
+    done = client.query(index.collection, filter=f"exists {ENTITIES_FIELD}", output_fields=["count(*)"])
+    report.skipped = int(done[0]["count(*)"])
+    bar = progress_bar(
+        total=report.chunks, initial=report.skipped, desc="entities", unit="chunk", disable=not progress
+    )
+    try:
+        for rows in _batches(
+            index,
+            index.collection,
+            [PRIMARY_FIELD, TEXT_FIELD, "title", "headings"],
+            batch,
+            f"not exists {ENTITIES_FIELD}",
+        ):
+            t = time.perf_counter()
+            docs = [ChunkIndex._to_document(r) for r in rows]
+            keys, names = extract(
+                [d.page_content for d in docs],
+                extractor,
+                titles=[title_mentions(d) for d in docs] if titles else None,
+            )
+            for doc, chunk_keys in zip(docs, keys, strict=True):
+                doc.metadata[ENTITIES_FIELD] = chunk_keys
+                doc.metadata["chunk_id"] = doc.id
+            report.extract_seconds += time.perf_counter() - t
+            t = time.perf_counter()
+            report.entities_added += add_entities(index, docs, names)
+            report.entity_seconds += time.perf_counter() - t
+            t = time.perf_counter()
+            upsert_fields(
+                index,
+                index.collection,
+                [{PRIMARY_FIELD: str(d.id), ENTITIES_FIELD: d.metadata[ENTITIES_FIELD]} for d in docs],
+            )
+            report.write_seconds += time.perf_counter() - t
+            report.annotated += len(docs)
+            bar.update(len(docs))
+    finally:
+        bar.close()
+    report.repaired = repair_entities(index, batch=batch)
+    index.flush()
+    client.flush(entity_collection(index.collection))
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+def repair_entities(index: ChunkIndex, *, batch: int = 1000) -> int:
+    """Record in the entity collection every chunk whose ``entities`` it lacks; return how many.
+
+    Before ingest wrote entity rows ahead of the chunks, a ``kill -9`` between the two left
+    chunks that carry ``entities`` (so ``build_graph`` skips them) but are in no entity row:
+    their graph edges were missing for good. A chunk missing from a full list
+    (``MAX_POSTINGS``) is not missing. A re-created entity is named by its key.
+    """
+    repaired = 0
+    for rows in _batches(
+        index, index.collection, [PRIMARY_FIELD, ENTITIES_FIELD], batch, f"exists {ENTITIES_FIELD}"
+    ):
+        keys = [k for r in rows for k in r.get(ENTITIES_FIELD) or []]
+        listed = {
+            key: set(row.get(CHUNKS_FIELD) or [])
+            for key, row in entity_rows(index, keys, [CHUNKS_FIELD]).items()
+        }
+        lacking = []
+        for row in rows:
+            cid = row[PRIMARY_FIELD]
+            missing = [
+                k
+                for k in row.get(ENTITIES_FIELD) or []
+                if k not in listed or (cid not in listed[k] and len(listed[k]) < MAX_POSTINGS)
+            ]
+            if missing:
+                lacking.append(Document(page_content="", id=cid, metadata={ENTITIES_FIELD: missing}))
+        if lacking:
+            add_entities(index, lacking)
+            repaired += len(lacking)
+    return repaired
+
+
+def prune_entities(index: ChunkIndex, *, batch: int = 1000) -> int:
+    """Rewrite every entity's chunk list from the chunk rows; delete entities no chunk mentions.
+
+    Returns how many entity rows were deleted. Reads the ``entities`` of every
+    chunk once (ids and keys only; the inverted lists are held in memory).
+    """
+    if not has_graph(index):
+        return 0
+    name = entity_collection(index.collection)
+    postings: dict[str, list[str]] = {}
+    for rows in _batches(
+        index, index.collection, [PRIMARY_FIELD, ENTITIES_FIELD], batch, f"exists {ENTITIES_FIELD}"
+    ):
+        for row in rows:
+            for key in row.get(ENTITIES_FIELD) or []:
+                postings.setdefault(key, []).append(row[PRIMARY_FIELD])
+    orphans, updates = [], []
+    for rows in _batches(index, name, [PRIMARY_FIELD, CHUNKS_FIELD, COUNT_FIELD], batch, ""):
+        for row in rows:
+            ids = postings.get(row[PRIMARY_FIELD])
+            if not ids:
+                orphans.append(row[PRIMARY_FIELD])
+            elif row.get(CHUNKS_FIELD) != ids[:MAX_POSTINGS] or row.get(COUNT_FIELD) != len(ids):
+                updates.append(
+                    {
+                        PRIMARY_FIELD: row[PRIMARY_FIELD],
+                        CHUNKS_FIELD: ids[:MAX_POSTINGS],
+                        COUNT_FIELD: len(ids),
+                    }
+                )
+    for i in range(0, len(updates), _LOOKUP_BATCH):
+        upsert_fields(index, name, updates[i : i + _LOOKUP_BATCH])
+    for i in range(0, len(orphans), _LOOKUP_BATCH):
+        index.client.delete(name, ids=orphans[i : i + _LOOKUP_BATCH])
+    return len(orphans)
+
+
+def _batches(index: ChunkIndex, collection: str, fields: list[str], batch: int, expr: str):
+    iterator = index.client.query_iterator(collection, batch_size=batch, filter=expr, output_fields=fields)
+    try:
+        while rows := iterator.next():
+            yield rows
+    finally:
+        iterator.close()

@@ -1,0 +1,297 @@
+"""Graph search: Personalized PageRank over the chunk-entity neighbourhood of a question.
+
+The steps (HippoRAG, Gutierrez et al. 2024, adapted to a graph kept in Milvus):
+
+1. **Seeds** (``ingestion.graph.linking``): the question's entities, by mention
+   (spaCy NER), by name-like n-gram and by meaning (nearest entity names).
+   A seed's restart weight is its match similarity times its *specificity*,
+   1 / (number of chunks holding it): a rare entity says more about where
+   the answer is (HippoRAG's node specificity).
+2. **Neighbourhood** (``fetch_neighbourhood``): read from Milvus by key, never
+   by scanning and never the whole store: the seeds' chunks and the
+   dense/hybrid hits with their entities, then the chunks sharing a non-hub
+   entity with those (the second hop). Every chunk read carries the caller's
+   filter ``expr``, so the walk never sees a chunk the caller may not.
+3. **Walk**: PPR by power iteration on scipy sparse matrices over the
+   bipartite chunk-entity graph, restarting at the seeds and, with weight
+   ``passage_weight``, at the dense hits (HippoRAG 2's passage nodes).
+4. **Rank**: chunks by PPR probability (``blend`` < 1 mixes in the
+   normalised dense/hybrid score); the top ``k`` as ``(Document, score)``,
+   with the seeds and the neighbourhood's size for a reasoning step.
+
+scipy rather than networkx: on a 1,000-chunk neighbourhood one walk takes
+~2 ms as sparse matrix-vector products, against ~40 ms for building a
+networkx graph and running its pagerank (``bench/graph_retrieval.py --ppr``).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+from langchain_core.documents import Document
+
+from ingestion.graph.build import CHUNKS_FIELD, COUNT_FIELD, NAME_FIELD, entity_rows, has_graph, in_filter
+from ingestion.graph.entities import ENTITIES_FIELD, Extractor, normalize
+from ingestion.graph.linking import named_seeds, nearest_entities, question_extractor, search_with_vector
+from ingestion.store.fields import PRIMARY_FIELD
+from ingestion.store.filters import all_of
+from ingestion.store.index import ChunkIndex
+from ingestion.store.reads import embed_queries
+
+_LOOKUP_BATCH = 512
+
+
+@dataclass
+class GraphHits:
+    """A graph search's ranking and what produced it (for a reasoning step or a trace)."""
+
+    hits: list[tuple[Document, float]]
+    seeds: list[tuple[str, float]] = field(default_factory=list)  # entity name, restart weight
+    mentions: list[str] = field(default_factory=list)  # what the question extractor found
+    chunks: int = 0  # chunk nodes in the walked neighbourhood
+    entities: int = 0  # entity nodes in the walked neighbourhood
+    milliseconds: dict[str, float] = field(default_factory=dict)
+
+    def describe(self) -> str:
+        seeds = ", ".join(f"{name} ({weight:.2f})" for name, weight in self.seeds[:8]) or "none"
+        return f"graph search: seeds {seeds}; neighbourhood {self.chunks} chunks, {self.entities} entities"
+
+
+def personalized_pagerank(
+    incidence, reset: np.ndarray, *, damping: float = 0.5, tol: float = 1e-6, max_iter: int = 100
+) -> np.ndarray:
+    """PPR over the bipartite graph with ``incidence`` (chunks x entities, scipy sparse).
+
+    Nodes are the chunks then the entities; ``reset`` (one weight per node)
+    is normalised to the restart distribution. A walker follows an edge with
+    probability ``damping`` and restarts otherwise; mass at a node without
+    edges restarts too. Returns the stationary probabilities.
+    """
+    import scipy.sparse as sp
+
+    n_chunks, n_entities = incidence.shape
+    total = reset.sum()
+    if total <= 0:
+        return np.zeros(n_chunks + n_entities)
+    reset = reset / total
+    adjacency = sp.bmat([[None, incidence], [incidence.T, None]], format="csr")
+    degree = np.asarray(adjacency.sum(axis=1)).ravel()
+    inverse = np.divide(1.0, degree, out=np.zeros_like(degree, dtype=float), where=degree > 0)
+    step = (adjacency.T.multiply(inverse)).tocsr()  # column-stochastic on nodes with edges
+    dangling = degree == 0
+    rank = reset.copy()
+    for _ in range(max_iter):
+        walked = step @ rank
+        following = damping * (walked + rank[dangling].sum() * reset)
+        new = following + (1 - damping) * reset
+        if np.abs(new - rank).sum() < tol:
+            rank = new
+            break
+        rank = new
+    return rank
+
+
+def _minmax(values: np.ndarray) -> np.ndarray:
+    if values.size == 0:
+        return values
+    low, high = float(values.min()), float(values.max())
+    return (values - low) / (high - low) if high > low else (values > 0).astype(float)
+
+
+def _chunk_rows(index: ChunkIndex, ids: list[str], expr: str | None, fields: list[str]) -> dict[str, dict]:
+    """Stored chunks by id that pass ``expr`` (the rest: deleted or hidden, are left out)."""
+    out: dict[str, dict] = {}
+    for i in range(0, len(ids), _LOOKUP_BATCH):
+        rows = index.client.query(
+            index.collection, filter=all_of(in_filter(ids[i : i + _LOOKUP_BATCH]), expr), output_fields=fields
+        )
+        out.update((r[PRIMARY_FIELD], r) for r in rows)
+    return out
+
+
+def fetch_neighbourhood(
+    index: ChunkIndex,
+    seeds: dict[str, dict],
+    dense_hits: list[tuple[Document, float]],
+    *,
+    expr: str | None,
+    size: int,
+    expand: bool,
+    hub_chunks: int,
+) -> tuple[dict[str, list[str]], set[str]]:
+    """The chunks to walk (chunk id -> its entity keys) and the hub entities to leave out.
+
+    Read from the store by key, never by scanning: the seeds' chunks and the
+    dense hits (with all their entities), then (``expand``) the chunks that
+    share a non-hub entity with those (with the shared entities). Every chunk
+    is read through ``expr``; at most ``size`` chunks.
+    """
+    edges = {str(d.id): list(d.metadata.get(ENTITIES_FIELD) or []) for d, _ in dense_hits}
+    first = [c for row in seeds.values() for c in (row.get(CHUNKS_FIELD) or []) if c not in edges]
+    first = list(dict.fromkeys(first))[: max(size - len(edges), 0)]
+    for cid, row in _chunk_rows(index, first, expr, [PRIMARY_FIELD, ENTITIES_FIELD]).items():
+        edges[cid] = list(row.get(ENTITIES_FIELD) or [])
+    frontier = list(dict.fromkeys(e for ents in edges.values() for e in ents if e not in seeds))
+    info = entity_rows(index, frontier, [CHUNKS_FIELD, COUNT_FIELD]) if frontier else {}
+    hubs = {key for key, row in info.items() if int(row.get(COUNT_FIELD) or 0) > hub_chunks}
+    if expand and len(edges) < size:
+        second: dict[str, list[str]] = {}
+        for key, row in info.items():
+            if key not in hubs:
+                for cid in row.get(CHUNKS_FIELD) or []:
+                    if cid not in edges:
+                        second.setdefault(cid, []).append(key)
+        ids = list(second)[: size - len(edges)]
+        for cid in _chunk_rows(index, ids, expr, [PRIMARY_FIELD]):
+            edges[cid] = second[cid]
+    return edges, hubs
+
+
+def graph_search(
+    index: ChunkIndex,
+    query: str,
+    *,
+    k: int = 5,
+    expr: str | None = None,
+    mode: Literal["dense", "hybrid"] = "dense",
+    dense_hits: list[tuple[Document, float]] | None = None,
+    dense_k: int = 20,
+    extractor: Extractor | None | Literal["default"] = "default",
+    link_k: int = 3,
+    query_link_k: int = 0,
+    link_threshold: float = 0.75,
+    max_ngram: int = 8,
+    max_seeds: int = 20,
+    damping: float = 0.6,
+    passage_weight: float = 0.05,
+    neighbourhood: int = 300,
+    expand: bool = True,
+    hub_chunks: int = 100,
+    blend: float = 1.0,
+) -> GraphHits:
+    """The top ``k`` chunks for ``query`` by Personalized PageRank over its graph neighbourhood.
+
+    Args:
+        index: the chunk collection (its entity collection built by ``build_graph`` or ingest).
+        k: chunks returned.
+        expr: a Milvus filter (access control) applied to every chunk read.
+        mode: ``dense`` or ``hybrid`` search for the first hits (when ``dense_hits`` is None).
+        dense_hits: the first hits when the caller has them (``ChunkIndex.search`` output).
+        dense_k: how many dense/hybrid hits join the neighbourhood and restart the walk.
+        extractor: question mention extractor; ``"default"`` is spaCy NER when
+            installed; None skips mentions (n-grams and the whole question still link).
+        link_k: nearest entity names per mention that matches no key.
+        query_link_k: nearest entity names to the whole question (0: off).
+        link_threshold: cosine similarity a match by meaning needs to seed the walk.
+        max_ngram: question word n-grams up to this length are looked up as entity
+            keys (the longest found seed the walk); 0 turns this off.
+        max_seeds: seeds kept (best match similarity first).
+        damping: probability of following an edge at each step (HippoRAG: 0.5); higher
+            reaches further from the seeds.
+        passage_weight: restart weight of the dense hits (by their normalised scores),
+            relative to the seeds' total (HippoRAG 2's passage node weight: 0.05).
+        neighbourhood: most chunks in the walked graph.
+        expand: also walk the chunks that share an entity with the first chunks (the
+            second hop; without it, a bridge passage's neighbour is never reached).
+        hub_chunks: entities in more chunks than this are hubs, left out of the walk
+            (they link everything; their specificity is ~0 anyway).
+        blend: weight of the PPR score against the dense/hybrid score, both min-max
+            normalised (1: PPR only; the dense hits still restart the walk).
+
+    Without an entity collection, or with no seed found, this is the dense/hybrid ranking.
+    """
+    clock = time.perf_counter()
+    timings: dict[str, float] = {}
+
+    def lap(name: str) -> None:
+        nonlocal clock
+        now = time.perf_counter()
+        timings[name] = (now - clock) * 1000
+        clock = now
+
+    if not has_graph(index):
+        hits = dense_hits if dense_hits is not None else index.search(query, k=k, mode=mode, expr=expr)
+        return GraphHits(hits=list(hits)[:k], milliseconds=timings)
+    if extractor == "default":
+        extractor = question_extractor()
+    mentions = [m for m in (extractor([query])[0] if extractor else []) if normalize(m)]
+    matched, unmatched = named_seeds(index, query, mentions, max_ngram=max_ngram)
+    vectors = embed_queries(index.embeddings, [query, *unmatched])
+    lap("mentions")
+    pending = None
+    if dense_hits is None:
+        pending = search_with_vector(index, query, vectors[0], k=max(k, dense_k), mode=mode, expr=expr)
+    nearest = nearest_entities(
+        index,
+        ([vectors[0]] if query_link_k else []) + vectors[1:],
+        ([query_link_k] if query_link_k else []) + [link_k] * len(unmatched),
+        link_threshold,
+    )
+    for key, row in nearest.items():
+        matched.setdefault(key, row)
+    seeds = dict(sorted(matched.items(), key=lambda kv: -kv[1]["similarity"])[:max_seeds])
+    lap("link")
+    dense_hits = list(pending.result() if pending is not None else dense_hits or [])
+    lap("search")
+    result = GraphHits(hits=dense_hits[:k], mentions=mentions, milliseconds=timings)
+    edges, hubs = fetch_neighbourhood(
+        index, seeds, dense_hits, expr=expr, size=neighbourhood, expand=expand, hub_chunks=hub_chunks
+    )
+    lap("neighbourhood")
+
+    import scipy.sparse as sp
+
+    chunk_ids = list(edges)
+    entity_ids: dict[str, int] = {}
+    rows, cols = [], []
+    for position_, cid in enumerate(chunk_ids):
+        for key in dict.fromkeys(edges[cid]):
+            if key not in hubs:
+                rows.append(position_)
+                cols.append(entity_ids.setdefault(key, len(entity_ids)))
+    incidence = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(chunk_ids), len(entity_ids)))
+    visible = np.asarray(incidence.sum(axis=0)).ravel()
+    reset = np.zeros(len(chunk_ids) + len(entity_ids))
+    used_seeds = []
+    for key, row in seeds.items():
+        column = entity_ids.get(key)
+        if column is None:  # no chunk the caller may see holds it
+            continue
+        listed = len(row.get(CHUNKS_FIELD) or [])
+        count = visible[column] if int(row.get(COUNT_FIELD) or 0) <= listed else int(row[COUNT_FIELD])
+        weight = row["similarity"] / max(count, 1.0)  # specificity: rare entities say more
+        reset[len(chunk_ids) + column] = weight
+        used_seeds.append((row.get(NAME_FIELD) or key, weight))
+    position = {cid: i for i, cid in enumerate(chunk_ids)}
+    dense_ids = [str(d.id) for d, _ in dense_hits]
+    dense_scores = _minmax(np.array([s for _, s in dense_hits], dtype=float))
+    seed_total = reset.sum()
+    if seed_total > 0 and passage_weight > 0 and dense_ids:
+        share = dense_scores / max(dense_scores.sum(), 1e-12) * passage_weight * seed_total
+        for cid, weight in zip(dense_ids, share, strict=True):
+            reset[position[cid]] += weight
+    result.seeds = sorted(used_seeds, key=lambda s: -s[1])
+    result.chunks, result.entities = len(chunk_ids), len(entity_ids)
+    if seed_total <= 0:
+        return result
+    rank = personalized_pagerank(incidence, reset, damping=damping)[: len(chunk_ids)]
+    lap("ppr")
+
+    dense_part = np.zeros(len(chunk_ids))
+    for cid, score in zip(dense_ids, dense_scores, strict=True):
+        dense_part[position[cid]] = score
+    final = blend * _minmax(rank) + (1 - blend) * dense_part
+    order = np.argsort(-final, kind="stable")[:k]
+    top = [chunk_ids[i] for i in order]
+    known = {str(d.id): d for d, _ in dense_hits}
+    fetched = {str(d.id): d for d in index.get([c for c in top if c not in known])}
+    result.hits = [
+        ((known.get(cid) or fetched[cid]), float(final[i]))
+        for cid, i in zip(top, order, strict=True)
+        if cid in known or cid in fetched
+    ]
+    lap("fetch")
+    return result

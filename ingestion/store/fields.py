@@ -1,0 +1,30 @@
+"""The schema every chunk collection shares: field names, index and search parameters, and the
+collection properties that mark its version and a replacement under way."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+SearchMode = Literal["dense", "hybrid"]
+
+TEXT_FIELD = "text"
+PRIMARY_FIELD = "pk"
+DENSE_FIELD = "dense"
+TENANT_FIELD = "tenant"  # access labels set by ingest(tenant=..., tags=...), dynamic fields
+TAGS_FIELD = "tags"
+SPARSE_FIELD = "sparse"
+_DENSE_INDEX = {"index_type": "AUTOINDEX", "metric_type": "COSINE"}
+_SPARSE_INDEX = {"index_type": "SPARSE_INVERTED_INDEX", "metric_type": "BM25"}
+_DENSE_SEARCH = {"metric_type": "COSINE", "params": {}}
+_SPARSE_SEARCH = {"metric_type": "BM25", "params": {}}
+_BATCH = 256
+RRF_K = 60
+"""Hybrid search's default reciprocal rank fusion constant (``RagContext.rrf_k`` passes its own)."""
+
+VERSION_PROPERTY = "rag_graphs.version"
+"""Collection property holding a marker rewritten by every add and delete through ``ChunkIndex``:
+with the row count it is the collection's ``fingerprint``, which every process sees."""
+
+REPLACING_PROPERTY = "rag_graphs.replacing"
+"""Collection property naming the files being replaced (JSON: source -> the new version's
+doc_hash) while their new chunks are inserted and their old ones deleted; see ``replacing``."""

@@ -1,0 +1,198 @@
+"""Reading a chunk collection: searches (one query or a batch, hybrid or dense) and lookups by
+id, by filter or over everything. ``ChunkIndex`` inherits these; they only read."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+
+from ingestion.store.fields import (
+    _DENSE_SEARCH,
+    _SPARSE_SEARCH,
+    DENSE_FIELD,
+    PRIMARY_FIELD,
+    RRF_K,
+    SPARSE_FIELD,
+    TEXT_FIELD,
+    SearchMode,
+)
+from ingestion.store.filters import ids_filter
+
+
+def embed_queries(embeddings: Embeddings, queries: list[str]) -> list[list[float]]:
+    """Query vectors, in one model call when the model allows it.
+
+    Asymmetric models embed queries differently from passages (a query prompt
+    or instruction), so ``embed_documents`` is not a batched ``embed_query``.
+    Sentence-transformers models are encoded in one batch with their query
+    settings; other models get one ``embed_query`` call per query.
+    """
+    try:
+        from langchain_huggingface import HuggingFaceEmbeddings
+    except ImportError:  # pragma: no cover - core dependency
+        HuggingFaceEmbeddings = None  # type: ignore[assignment,misc]
+    if (
+        len(queries) > 1
+        and HuggingFaceEmbeddings is not None
+        and isinstance(embeddings, HuggingFaceEmbeddings)
+    ):
+        return embeddings._embed(queries, embeddings.query_encode_kwargs or embeddings.encode_kwargs)
+    return [embeddings.embed_query(q) for q in queries]
+
+
+class IndexReads:
+    """The read half of ``ChunkIndex`` (which sets these attributes when it opens the collection)."""
+
+    collection: str
+    embeddings: Embeddings
+    hybrid: bool
+    client: Any
+    _fields: list[str] | None
+
+    # -- reading -----------------------------------------------------------------
+    def search(
+        self,
+        query: str,
+        k: int = 4,
+        mode: SearchMode = "hybrid",
+        expr: str | None = None,
+        rrf_k: int = RRF_K,
+    ) -> list[tuple[Document, float]]:
+        """Top-``k`` chunks for ``query`` with scores (higher is better).
+
+        ``hybrid`` fuses BM25 and dense results inside Milvus by reciprocal rank
+        fusion, each chunk scoring the sum of ``1 / (rrf_k + rank)`` over the two
+        rankings; on a dense-only collection it falls back to ``dense`` (cosine
+        scores; ``rrf_k`` unused). One query and a batch take the same path, so they rank alike.
+        """
+        return self.search_many([query], k=k, mode=mode, expr=expr, rrf_k=rrf_k)[0]
+
+    def search_many(
+        self,
+        queries: list[str],
+        k: int = 4,
+        mode: SearchMode = "hybrid",
+        expr: str | None = None,
+        rrf_k: int = RRF_K,
+    ) -> list[list[tuple[Document, float]]]:
+        """``search`` for several queries in one batch: one embedding call, one Milvus request.
+
+        Fan-out methods (multi-query, RAG-Fusion, decomposition) search N
+        queries; batching keeps that close to the cost of one search.
+        """
+        if not queries or not self._exists():
+            return [[] for _ in queries]
+        from pymilvus import AnnSearchRequest, RRFRanker
+
+        vectors = embed_queries(self.embeddings, queries)
+        if mode == "hybrid" and self.hybrid:
+            requests = [
+                AnnSearchRequest(
+                    data=vectors, anns_field=DENSE_FIELD, param=_DENSE_SEARCH, limit=k, expr=expr
+                ),
+                AnnSearchRequest(
+                    data=queries, anns_field=SPARSE_FIELD, param=_SPARSE_SEARCH, limit=k, expr=expr
+                ),
+            ]
+            results = self.client.hybrid_search(
+                self.collection, requests, RRFRanker(rrf_k), limit=k, output_fields=self._result_fields()
+            )
+        else:
+            results = self.client.search(
+                self.collection,
+                data=vectors,
+                anns_field=DENSE_FIELD,
+                search_params=_DENSE_SEARCH,
+                limit=k,
+                filter=expr or "",
+                output_fields=self._result_fields(),
+            )
+        return [[(self._to_document(h["entity"]), float(h["distance"])) for h in hits] for hits in results]
+
+    def get(self, ids: list[str]) -> list[Document]:
+        """Stored chunks by id, in the order asked (missing ids are left out)."""
+        if not ids or not self._exists():
+            return []
+        rows = self.client.query(self.collection, filter=ids_filter(ids), output_fields=self._result_fields())
+        by_id = {r[PRIMARY_FIELD]: self._to_document(r) for r in rows}
+        return [by_id[i] for i in ids if i in by_id]
+
+    def where(self, expr: str, *, limit: int = 100) -> list[Document]:
+        """Stored chunks matching a Milvus filter (at most ``limit``), in no particular order."""
+        if not self._exists():
+            return []
+        rows = self.client.query(
+            self.collection, filter=expr, output_fields=self._result_fields(), limit=limit
+        )
+        return [self._to_document(r) for r in rows]
+
+    def vectors(self, ids: list[str]) -> dict[str, list[float]]:
+        """Stored dense vectors by chunk id (rerankers reuse them instead of embedding again)."""
+        if not ids or not self._exists():
+            return {}
+        rows = self.client.query(self.collection, filter=ids_filter(ids), output_fields=[DENSE_FIELD])
+        return {r[PRIMARY_FIELD]: list(r[DENSE_FIELD]) for r in rows}
+
+    def iter_chunks(self, *, batch_size: int = 1000) -> list[tuple[Document, list[float]]]:
+        """Every stored chunk with its dense vector (for building over a whole collection)."""
+        if not self._exists():
+            return []
+        out: list[tuple[Document, list[float]]] = []
+        iterator = self.client.query_iterator(
+            self.collection, batch_size=batch_size, filter="", output_fields=["*"]
+        )
+        try:
+            while batch := iterator.next():
+                out.extend((self._to_document(row), list(row[DENSE_FIELD])) for row in batch)
+        finally:
+            iterator.close()
+        return out
+
+    def sources(self, *, batch_size: int = 1000) -> dict[str, dict[str, int]]:
+        """Chunk counts per kind for every indexed source: ``{source: {"text": 12, "table": 2}}``."""
+        if not self._exists():
+            return {}
+        out: dict[str, dict[str, int]] = {}
+        iterator = self.client.query_iterator(
+            self.collection, batch_size=batch_size, filter="", output_fields=["source", "kind"]
+        )
+        try:
+            while batch := iterator.next():
+                for row in batch:
+                    kinds = out.setdefault(str(row.get("source")), {})
+                    kind = str(row.get("kind") or "text")
+                    kinds[kind] = kinds.get(kind, 0) + 1
+        finally:
+            iterator.close()
+        return dict(sorted(out.items()))
+
+    def count(self) -> int:
+        """Number of stored chunks."""
+        if not self._exists():
+            return 0
+        rows = self.client.query(self.collection, filter="", output_fields=["count(*)"])
+        return int(rows[0]["count(*)"])
+
+    def _exists(self) -> bool:
+        return self.client.has_collection(self.collection)
+
+    def _result_fields(self) -> list[str]:
+        """Fields a search or lookup returns: everything stored but the vectors.
+
+        ``["*"]`` ships each hit's dense and sparse vectors back, which nothing
+        reads: leaving them out cuts a 5-query hybrid search from ~7.1 to ~5.8 ms.
+        Read from the schema once (a collection keeps its fields).
+        """
+        if self._fields is None:
+            info = self.client.describe_collection(self.collection)
+            names = [f["name"] for f in info["fields"] if not f["type"].name.endswith("VECTOR")]
+            self._fields = names + (["$meta"] if info.get("enable_dynamic_field") else [])
+        return self._fields
+
+    @staticmethod
+    def _to_document(row: dict) -> Document:
+        meta = {k: v for k, v in row.items() if k not in (TEXT_FIELD, DENSE_FIELD, SPARSE_FIELD)}
+        meta.pop(PRIMARY_FIELD, None)
+        return Document(page_content=row.get(TEXT_FIELD, ""), metadata=meta, id=row.get(PRIMARY_FIELD))

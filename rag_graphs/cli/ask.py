@@ -1,0 +1,205 @@
+"""``rag-graphs ask``: one method on one question, its result printed (or streamed, or JSON)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.console import Console
+
+from ingestion.terminal import safe
+from rag_graphs.cli.shared import (
+    CollOpt,
+    ModelOpt,
+    StoreOpt,
+    _context,
+    _fail,
+    app,
+    console,
+    err,
+    with_search_options,
+)
+from rag_graphs.config.threads import DEFAULT_CHECKPOINTS
+from rag_graphs.search.sources import source_key
+
+if TYPE_CHECKING:
+    from rag_graphs.config.context import RagContext
+    from rag_graphs.run import Progress, RunEvent
+
+
+def _step_line(number: int, step: dict) -> str:
+    detail = step.get("query", "") if step["kind"] in ("retrieve", "rewrite") else step.get("text", "")
+    found = f" -> {len(step['doc_ids'])} passages" if step["kind"] == "retrieve" and "doc_ids" in step else ""
+    shown = safe(str(detail)[:160].replace("\n", " "))
+    return f"{number}. [cyan]{safe(step['node'])}[/] {safe(step['kind'])}: {shown}{found}"
+
+
+def _print_result(result: dict) -> None:
+    console.rule("[bold]answer")
+    console.print(safe(result.get("answer", "")), highlight=False)
+    console.print("[bold]citations[/]")
+    for c in result.get("citations", []):
+        where = safe(
+            " · ".join(
+                [
+                    Path(c["source"]).name,
+                    c["kind"],
+                    *([f"p. {c['page']}"] if c["page"] >= 0 else []),
+                    c["cref"],
+                ]
+            )
+        )
+        quote = c["quote"].replace("\n", " ")
+        mark = "" if c["explicit"] else "*"
+        shown = safe(quote[:70]) + ("…" if len(quote) > 70 else "")
+        console.print(f"  \\[{c['marker']}]{mark} {where}\n      [dim]{shown}[/]", highlight=False)
+    if any(not c["explicit"] for c in result.get("citations", [])):
+        console.print("[dim]* the model wrote no citation marker; the passages it was given are listed[/]")
+    console.rule("[bold]steps")
+    for i, step in enumerate(result.get("steps", []), start=1):
+        console.print(_step_line(i, step), highlight=False)
+    console.print(_outcome_line(result), highlight=False)
+    console.print(f"[dim]usage: {json.dumps(result.get('usage', {}))}[/]")
+
+
+def _outcome_line(result: dict) -> str:
+    """How the run ended (``outcome``, ``stop_reason``, Self-RAG's ``confidence``), red unless answered."""
+    outcome = result.get("outcome") or "unknown"
+    parts = [f"outcome: {outcome}"]
+    if result.get("stop_reason"):
+        parts.append(f"stop reason: {safe(result['stop_reason'])}")
+    if result.get("confidence"):
+        parts.append(f"confidence: {safe(result['confidence'])}")
+    colour = "green" if outcome == "answered" else "red"
+    return f"[{colour}]{' · '.join(parts)}[/]"
+
+
+def _event_line(event: Progress) -> str:
+    details = " ".join(f"{k}={str(v)[:80]!r}" for k, v in event.details.items())
+    return f"   [dim]· {safe(event.node)} {safe(event.event)} {safe(details)}[/]"
+
+
+def _run(
+    method: str,
+    question: str,
+    ctx: RagContext,
+    as_json: bool | None,
+    *,
+    live: bool = False,
+    thread: tuple[str, Path] | None = None,
+) -> dict:
+    """Run one method (``rag_graphs.run.stream``) with a live status line; print the result unless
+    ``as_json`` is None.
+
+    With ``live``, every node event and every reasoning step is printed the moment
+    it happens, not only at the end. With ``thread`` (thread id, SQLite file), every
+    step is checkpointed: a run of that thread that was killed or failed continues
+    from its last completed step.
+    """
+    from rag_graphs.run import stream
+
+    thread_id, checkpoints = thread or (None, DEFAULT_CHECKPOINTS)
+    events = stream(method, question, ctx, thread_id=thread_id, checkpoints=checkpoints)
+    result = _follow(events, method, live, notices=err if as_json else console)
+    if as_json:
+        payload = {k: v for k, v in result.items() if k != "documents"}
+        typer.echo(json.dumps(payload, indent=2, default=str))
+    elif as_json is False:
+        _print_result(result)
+    return result
+
+
+def _follow(events: Iterable[RunEvent], method: str, live: bool, notices: Console) -> dict:
+    """Show a run's events (status line; with ``live``, every event and step); its result.
+
+    ``notices`` (resuming a thread) go to stderr under ``--json``, so stdout stays one JSON document.
+    """
+    from rag_graphs.run import Finished, Progress, Resumed, Step
+
+    result: dict = {}
+    with console.status(f"[bold]{safe(method)}[/] thinking...") as status:
+        for event in events:
+            if isinstance(event, Resumed):
+                thread = safe(repr(event.thread_id))
+                notices.print(
+                    f"[dim]thread {thread} finished earlier; its result:[/]"
+                    if event.finished
+                    else f"[dim]resuming thread {thread} at {safe(', '.join(event.next))}[/]"
+                )
+            elif isinstance(event, Progress):
+                status.update(f"[bold]{safe(method)}[/] {safe(event.node)}: {safe(event.event)}")
+                if live:
+                    console.print(_event_line(event), highlight=False)
+            elif isinstance(event, Step) and live:
+                console.print(_step_line(event.number, event.step), highlight=False)
+            elif isinstance(event, Finished):
+                result = event.result
+    return result
+
+
+@app.command()
+@with_search_options
+def ask(
+    question: Annotated[str, typer.Argument(help="the question")],
+    method: Annotated[
+        str, typer.Option("--method", "-m", help="method (see `rag-graphs methods`)")
+    ] = "naive",
+    store: StoreOpt = None,
+    collection: CollOpt = None,
+    k: Annotated[int | None, typer.Option(help="chunks per retrieval [env RAG_GRAPHS_K]")] = None,
+    model: ModelOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
+    stream: Annotated[bool, typer.Option("--stream", help="print each step live as the graph runs")] = False,
+    tenant: Annotated[str | None, typer.Option(help="search only chunks of this tenant")] = None,
+    tag: Annotated[
+        list[str] | None, typer.Option("--tag", help="search only chunks with a tag (repeatable)")
+    ] = None,
+    source: Annotated[
+        list[str] | None, typer.Option("--source", help="search only this source (repeatable)")
+    ] = None,
+    thread_id: Annotated[
+        str | None,
+        typer.Option(help="checkpoint every step under this id; re-run to continue a killed or failed run"),
+    ] = None,
+    checkpoints: Annotated[
+        Path, typer.Option(help="SQLite file of --thread-id checkpoints")
+    ] = DEFAULT_CHECKPOINTS,
+    *,
+    search: dict[str, Any],
+) -> None:
+    """Answer a question with one method; print the answer, citations and steps."""
+    from ingestion import StoreLockedError
+    from rag_graphs.llm.faults import RunFailed
+
+    if not question.strip():
+        _fail("the question is empty: ask something, e.g. rag-graphs ask 'Where was Ilsa Brandt born?'")
+    try:
+        sources = [source_key(s) for s in source or []]
+        ctx = _context(
+            store,
+            collection,
+            k=k,
+            chat_model=model,
+            tenant=tenant,
+            tags=tag or None,
+            sources=sources or None,
+            **search,
+        )
+        thread = (thread_id, checkpoints) if thread_id else None
+        _run(method, question, ctx, as_json, live=stream and not as_json, thread=thread)
+    except RunFailed as exc:
+        if as_json:
+            typer.echo(json.dumps({k: v for k, v in exc.result.items() if k != "documents"}, default=str))
+        else:
+            console.rule("[bold red]steps until the failure")
+            for i, step in enumerate(exc.result["steps"], start=1):
+                console.print(_step_line(i, step), highlight=False)
+        _fail(
+            str(exc)
+            + (f"\nre-run with --thread-id {thread_id} to continue from the failed step" if thread_id else "")
+        )
+    except (ValueError, StoreLockedError, RuntimeError, FileNotFoundError) as exc:
+        _fail(str(exc))

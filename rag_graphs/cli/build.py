@@ -1,0 +1,79 @@
+"""``rag-graphs sentences|raptor|graph build``: what search builds over an ingested collection."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from rag_graphs.cli.shared import (
+    CollOpt,
+    StoreOpt,
+    _build_over,
+    app,
+)
+
+if TYPE_CHECKING:
+    pass
+
+
+raptor_app = typer.Typer(no_args_is_help=True, help="RAPTOR summary trees.")
+graph_app = typer.Typer(no_args_is_help=True, help="The entity graph behind graph search (hipporag).")
+sentences_app = typer.Typer(no_args_is_help=True, help="Sentence rows for small-to-big search.")
+app.add_typer(sentences_app, name="sentences")
+app.add_typer(raptor_app, name="raptor")
+app.add_typer(graph_app, name="graph")
+
+
+@sentences_app.command("build")
+def sentences_build(store: StoreOpt = None, collection: CollOpt = None) -> None:
+    """Store every chunk's sentences in `<collection>_sentences` for `--search-unit sentence`
+    (small-to-big); re-running resumes, never embeds a stored sentence again."""
+    from ingestion.store.sentences import build_sentences
+
+    _build_over(store, collection, None, lambda index, chat: build_sentences(index()))
+
+
+@raptor_app.command("build")
+def raptor_build(
+    store: StoreOpt = None,
+    collection: CollOpt = None,
+    model: Annotated[str | None, typer.Option(help="chat model spec that writes summaries")] = None,
+    max_levels: Annotated[int, typer.Option(help="summary levels at most")] = 3,
+    cluster_chars: Annotated[
+        int, typer.Option(min=500, help="text one summary reads; bigger clusters are split")
+    ] = 6000,  # ingestion.raptor.MAX_CLUSTER_CHARS
+) -> None:
+    """Build (or finish) the RAPTOR tree of a collection; re-running resumes, never re-summarises."""
+    from ingestion.raptor import build_tree
+
+    _build_over(
+        store,
+        collection,
+        model,
+        lambda index, chat: build_tree(index(), chat(), max_levels=max_levels, cluster_chars=cluster_chars),
+    )
+
+
+@graph_app.command("build")
+def graph_build(
+    extractor: Annotated[
+        str, typer.Option(help="who finds entities: spacy (offline NER), spacy:<pipeline>, or llm")
+    ] = "spacy",
+    store: StoreOpt = None,
+    collection: CollOpt = None,
+    model: Annotated[str | None, typer.Option(help="chat model spec for --extractor llm")] = None,
+) -> None:
+    """Give a collection's chunks their entities (for one ingested before graphs existed);
+    re-running resumes where it stopped."""
+    from ingestion.graph.build import build_graph
+    from ingestion.graph.entities import load_extractor
+
+    def build(index: Callable, chat: Callable) -> Any:  # a GraphBuildReport
+        find = load_extractor(
+            extractor, chat_model=chat() if extractor == "llm" else None
+        )  # before the store
+        return build_graph(index(), find)
+
+    _build_over(store, collection, model, build)

@@ -1,0 +1,160 @@
+"""``rag-graphs eval`` (compare methods on a QA set) and ``rag-graphs mine-demos``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from ingestion.terminal import safe
+from rag_graphs.cli.shared import (
+    CollOpt,
+    ModelOpt,
+    StoreOpt,
+    _context,
+    _eval_store,
+    _fail,
+    app,
+    console,
+    with_search_options,
+)
+
+if TYPE_CHECKING:
+    pass
+
+
+@app.command("eval")
+@with_search_options
+def eval_command(
+    dataset: Annotated[
+        Path | None,
+        typer.Option(help="a folder in the ../shared/eval layout, or a JSONL of question/answer rows"),
+    ] = None,
+    methods: Annotated[
+        str, typer.Option("--methods", "-m", help="comma-separated methods, or 'all'")
+    ] = "naive",
+    setting: Annotated[
+        str, typer.Option(help="open (search the whole corpus) | distractor | oracle (gold passages only)")
+    ] = "open",
+    limit: Annotated[int | None, typer.Option(help="the first N questions")] = None,
+    sample: Annotated[int | None, typer.Option(help="a seeded random sample of N questions")] = None,
+    seed: Annotated[int, typer.Option(help="seed of --sample")] = 0,
+    model: ModelOpt = None,
+    embeddings: Annotated[str | None, typer.Option(help="embedding spec [env RAG_GRAPHS_EMBEDDINGS]")] = None,
+    k: Annotated[
+        int | None,
+        typer.Option(min=1, help="context size: chunks per retrieval (R@5 needs k >= 5) [env RAG_GRAPHS_K]"),
+    ] = None,
+    retrieval_only: Annotated[
+        bool,
+        typer.Option(
+            "--retrieval-only",
+            help="stop each run before its answer: passage recall and R@2/R@5 only, no answer call",
+        ),
+    ] = False,
+    concurrency: Annotated[int, typer.Option(help="questions run in parallel")] = 1,
+    out: Annotated[Path, typer.Option(help="folder for new run directories")] = Path("runs"),
+    resume: Annotated[Path | None, typer.Option(help="a run directory to continue")] = None,
+    report: Annotated[
+        Path | None, typer.Option(help="re-render the report of a run directory and exit")
+    ] = None,
+    store: StoreOpt = None,
+    collection: CollOpt = None,
+    *,
+    search: dict[str, Any],
+) -> None:
+    """Compare methods on a QA set: EM/F1, passage recall and R@2/R@5, LLM calls, tokens, seconds;
+    table and plots. With --retrieval-only, retrieval alone, fast enough for hundreds of questions."""
+    from rag_graphs.eval import evaluate, markdown_table, read_rows, summarize, write_report
+    from rag_graphs.eval.rows import CONFIG, read_config
+    from rag_graphs.methods import METHODS
+
+    try:
+        if report is None:
+            if resume is not None and (dataset is None or (resume / CONFIG).is_file()):
+                # A resumed run keeps its dataset, context size and mode unless told otherwise.
+                stored = read_config(resume)
+                dataset = dataset or Path(stored["dataset"])
+                k = k if k is not None else stored.get("k")
+                retrieval_only = retrieval_only or bool(stored.get("retrieval_only"))
+            if dataset is None:
+                _fail("--dataset is required (or --resume RUN_DIR, or --report RUN_DIR)")
+            chosen = (
+                list(METHODS)
+                if methods.strip() == "all"
+                else [m.strip() for m in methods.split(",") if m.strip()]
+            )
+            ctx = _context(
+                store,
+                collection,
+                k=k,
+                chat_model=model,
+                embeddings=embeddings,
+                **search,
+            )
+            report = evaluate(
+                dataset,
+                chosen,
+                context=ctx,
+                setting=setting,  # type: ignore[arg-type]
+                limit=limit,
+                sample=sample,
+                seed=seed,
+                concurrency=concurrency,
+                run_dir=resume,
+                runs_root=out,
+                retrieval_only=retrieval_only,
+                **_eval_store(store),
+            )
+        path = write_report(report)
+    except (ValueError, FileNotFoundError, RuntimeError) as exc:
+        _fail(str(exc))
+    console.print(markdown_table(summarize(read_rows(report))), highlight=False, soft_wrap=True)
+    console.print(f"[bold]report[/]: {safe(path)}  (plots beside it)")
+
+
+@app.command("mine-demos")
+def mine_demos(
+    dataset: Annotated[Path, typer.Option(help="a labelled set (../shared/eval layout or JSONL)")],
+    out: Annotated[Path, typer.Option(help="the demonstrations JSONL to write")] = Path(
+        "demonstrations.jsonl"
+    ),
+    offset: Annotated[int, typer.Option(help="skip this many questions (keep your eval sample out)")] = 100,
+    limit: Annotated[int, typer.Option(help="candidate questions to try")] = 50,
+    keep: Annotated[int, typer.Option(help="demonstrations to keep")] = 8,
+    model: ModelOpt = None,
+    store: StoreOpt = None,
+    require: Annotated[
+        str,
+        typer.Option(
+            help="keep a question when the model's answer contains the gold (answer), or when its "
+            "documents hold every gold passage (evidence: for models too small to answer)"
+        ),
+    ] = "answer",
+    chains: Annotated[
+        bool, typer.Option(help="keep only questions with a gold decomposition (IterDRAG chains, MuSiQue)")
+    ] = False,
+) -> None:
+    """Mine DRAG/IterDRAG demonstrations: questions the run gets right, with their documents
+    (and, where the set has a gold decomposition, IterDRAG's follow-up chain)."""
+    from rag_graphs.eval.mining import mine_demonstrations
+
+    try:
+        ctx = _context(None, None, chat_model=model)
+        kept = mine_demonstrations(
+            dataset,
+            out,
+            context=ctx,
+            offset=offset,
+            limit=limit,
+            keep=keep,
+            require=require,  # type: ignore[arg-type]  # checked by mine_demonstrations
+            chains=chains,
+            **_eval_store(store),
+        )
+    except (ValueError, FileNotFoundError, RuntimeError) as exc:
+        _fail(str(exc))
+    console.print(
+        f"kept {kept} demonstrations in {safe(out)}; use them with RAG_GRAPHS_DEMONSTRATIONS={safe(out)}"
+    )

@@ -1,0 +1,70 @@
+"""``rag-graphs methods`` and ``rag-graphs demo``."""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rag_graphs.cli.ask import _run
+from rag_graphs.cli.ingest import ingest
+from rag_graphs.cli.shared import (
+    CollOpt,
+    StoreOpt,
+    _build_over,
+    _context,
+    app,
+    console,
+)
+
+if TYPE_CHECKING:
+    pass
+
+
+@app.command()
+def methods() -> None:
+    """List the methods with a one-line description each."""
+    from rich.table import Table
+
+    from rag_graphs.catalog import METHODS  # the names alone: no graph is compiled to list them
+
+    table = Table(box=None, show_header=False, pad_edge=False)
+    table.add_column(style="bold cyan", no_wrap=True)
+    table.add_column()  # descriptions wrap inside their column on narrow terminals
+    for name, description in METHODS.items():
+        table.add_row(name, description)
+    console.print(table)
+
+
+@app.command()
+def demo(
+    store: StoreOpt = None,
+    collection: CollOpt = None,
+) -> None:
+    """Ingest the bundled corpus and run every method on a four-file multi-hop question: what each
+    searched, which of the chain's files it retrieved, whether its answer holds the gold."""
+    import time
+
+    from rag_graphs import demo as shown
+    from rag_graphs.methods import METHODS
+
+    steps = shown.Steps(console, total=3)
+    corpus = Path(str(resources.files("rag_graphs").joinpath("demo_corpus")))
+    with steps.step(f"ingest {corpus}", shown.STEP_ESTIMATES["ingest"]):
+        ingest([str(corpus)], store=store, collection=collection, exclude=None, dense_only=False)
+    with steps.step("RAPTOR summary tree", shown.STEP_ESTIMATES["raptor"]):
+        _build_over(store, collection, None, shown.build_raptor_tree, max_tokens=shown.ANSWER_TOKENS)
+    ctx = _context(store, collection, max_answer_tokens=shown.ANSWER_TOKENS)
+    rows = []
+    with steps.step(f"{len(METHODS)} methods, one question", shown.STEP_ESTIMATES["methods"]):
+        for number, method in enumerate(METHODS, start=1):
+            console.print(f"[dim]  {number}/{len(METHODS)} {method}[/]")
+            began = time.monotonic()
+            out = _run(method, shown.QUESTION, ctx, as_json=None)
+            rows.append(shown.method_row(method, out, time.monotonic() - began))
+    console.rule(f"[bold]{shown.QUESTION}[/] (gold: {shown.GOLD})")
+    for row in rows:
+        console.print("\n".join(shown.method_lines(row)), highlight=False)
+    console.print(shown.summary_line(rows))
+    console.print(shown.SMALL_MODEL_NOTE)
+    console.print(f"[dim]demo finished in {steps.elapsed():.0f} s[/]")

@@ -1,0 +1,320 @@
+"""``RagContext``: the one typed run-time settings object of every graph.
+
+Pass it as LangGraph's run-time context::
+
+    graph.invoke({"question": q}, context=RagContext(k=6, chat_model="ollama:qwen3:8b"))
+
+Fields left out take their defaults from environment variables (read when the
+object is created, never cached globally), so a notebook, the CLI and
+``langgraph dev`` can all be pointed at other models or stores without code.
+Model and embedding fields also accept ready objects, which is how tests pass
+scripted fake models.
+
+The field types are the validation: it is a pydantic dataclass, so a value is
+checked (and an environment string converted) against its annotation when the
+object is created and when a field is assigned. A new setting is one annotated
+field, e.g. ``knob: Fraction = _env("RAG_GRAPHS_KNOB", 0.5)`` (the types and ``_env`` are in
+``rag_graphs.config.fields``); an error names the field, and the environment variable when the
+value came from one.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import fields
+from typing import Annotated, Any, Literal
+
+from langchain_core.embeddings import Embeddings
+from langchain_core.language_models import BaseChatModel
+from pydantic import ConfigDict, Field, InstanceOf, model_validator
+from pydantic.dataclasses import dataclass
+from pydantic.json_schema import SkipJsonSchema
+from pydantic_core import ArgsKwargs, ErrorDetails, InitErrorDetails, PydanticCustomError, ValidationError
+
+from rag_graphs.config.fields import (
+    DEFAULT_COLLECTION,
+    DEFAULT_STORE_URI,
+    CachePath,
+    CompressSpec,
+    ExpandSpec,
+    Fraction,
+    Label,
+    Labels,
+    LoopBudget,
+    NonNegative,
+    Positive,
+    RerankerSpec,
+    Routes,
+    SearchFilter,
+    TopK,
+    WebSearchSpec,
+    _env,
+    _names,
+)
+
+
+def _named(exc: ValidationError, data: Any) -> ValidationError:
+    """``exc`` with one message per wrong value, naming ``RagContext.<field>=<value>``, and the
+    environment variable when the value came from one (the field was not passed)."""
+    passed = (data.kwargs or {}) if isinstance(data, ArgsKwargs) else None
+    env = RagContext.env_vars()
+    groups: dict[tuple[str | int, ...], list[ErrorDetails]] = {}
+    for error in exc.errors():
+        name, *rest = error["loc"] or ("",)
+        # ints index a tuple; a str is the member of a union pydantic tried: one message per value
+        groups.setdefault((name, *(p for p in rest if isinstance(p, int))), []).append(error)
+    errors: list[InitErrorDetails] = []
+    for loc, group in groups.items():
+        first, name = group[0], str(loc[0])
+        if first["type"] == "value_error":  # our validators' messages name the field themselves
+            text = str(first["ctx"]["error"])
+        elif first["type"] == "unexpected_positional_argument":
+            text = f"RagContext takes keyword arguments only, got {first['input']!r}"
+        else:
+            where = name + "".join(f"[{p}]" for p in loc[1:])
+            text = f"RagContext.{where}={first['input']!r}: " + "; or ".join(e["msg"] for e in group)
+        variable = env.get(name)
+        if passed is not None and variable and name not in passed and os.environ.get(variable):
+            text += f" (from environment variable {variable}={os.environ[variable]!r})"
+        errors.append({"type": PydanticCustomError(first["type"], text), "loc": loc, "input": None})
+    return ValidationError.from_exception_data("RagContext", errors)
+
+
+@dataclass(
+    kw_only=True,
+    config=ConfigDict(
+        validate_default=True,  # environment strings are converted and checked like passed values
+        validate_assignment=True,
+        extra="forbid",  # a misspelt setting is an error, not silently ignored
+        hide_input_in_errors=True,  # messages quote the value themselves
+        use_attribute_docstrings=True,  # field docs become descriptions in LangGraph Studio
+    ),
+)
+class RagContext:
+    """Run-time settings shared by all methods.
+
+    Every field can also be set by the environment variable named in its
+    ``metadata["env"]`` (see ``RagContext.env_vars()``).
+    """
+
+    chat_model: str | SkipJsonSchema[InstanceOf[BaseChatModel]] = _env("RAG_GRAPHS_CHAT_MODEL", "embedded")
+    """Chat model spec: ``embedded`` (SmolLM2-135M in process), ``ollama:qwen3:8b``,
+    ``openai:gpt-4.1-mini`` (``OPENAI_BASE_URL`` for vLLM/compatible servers),
+    ``hf:<local dir>``; or a ``BaseChatModel`` instance."""
+
+    embeddings: str | SkipJsonSchema[InstanceOf[Embeddings]] = _env("RAG_GRAPHS_EMBEDDINGS", "embedded")
+    """Embedding spec (``embedded`` = all-MiniLM-L6-v2) or an ``Embeddings`` instance.
+    Must be the model the collection was built with."""
+
+    store_uri: str = _env("RAG_GRAPHS_STORE_URI", DEFAULT_STORE_URI)
+    """Milvus Lite path, or a Milvus/Zilliz server URI (``http://localhost:19530``)."""
+
+    collection: str = _env("RAG_GRAPHS_COLLECTION", DEFAULT_COLLECTION)
+    """Milvus collection name."""
+
+    k: TopK = _env("RAG_GRAPHS_K", 4)
+    """Chunks returned per retrieval (at most 16,384: Milvus's top-k limit)."""
+
+    search_mode: Literal["dense", "hybrid", "graph"] = _env("RAG_GRAPHS_SEARCH_MODE", "hybrid")
+    """``hybrid`` = BM25 + dense fused by RRF in Milvus; ``dense`` = embeddings only; ``graph`` =
+    hybrid hits re-ranked by Personalized PageRank over the entities chunks share (HippoRAG;
+    needs the collection's entity graph: ``rag-graphs graph build``)."""
+
+    search_unit: Literal["chunk", "sentence"] = _env("RAG_GRAPHS_SEARCH_UNIT", "chunk")
+    """What dense and hybrid search match: ``chunk``, or ``sentence`` (small-to-big: the
+    collection's sentence rows, ``ingestion.store.sentences``, are searched and their parent chunks
+    returned, deduplicated, in the order of each one's best sentence; needs ``rag-graphs
+    sentences build`` or ``rag-graphs ingest --children``). Graph search ignores it."""
+
+    graph_damping: Fraction = _env("RAG_GRAPHS_GRAPH_DAMPING", 0.6)
+    """Graph search: probability of following an edge at each PageRank step (HippoRAG: 0.5);
+    the rest restarts at the question's entities."""
+
+    graph_blend: Fraction = _env("RAG_GRAPHS_GRAPH_BLEND", 1.0)
+    """Graph search: weight of the PageRank score against the dense/hybrid score (1 = graph only)."""
+
+    graph_neighbourhood: Positive = _env("RAG_GRAPHS_GRAPH_NEIGHBOURHOOD", 300)
+    """Graph search: most chunks fetched from the store around the question's entities and
+    first hits (the walk never loads the whole store). Each chunk and entity read costs
+    ~0.06 ms in Milvus Lite; 300 gave the same R@5 as 500 on 2Wiki/MuSiQue/HotpotQA dev."""
+
+    graph_seeds: Positive = _env("RAG_GRAPHS_GRAPH_SEEDS", 20)
+    """Graph search: most entities the walk restarts at (the best-matching question entities)."""
+
+    graph_link_threshold: Fraction = _env("RAG_GRAPHS_GRAPH_LINK_THRESHOLD", 0.75)
+    """Graph search: cosine similarity a stored entity name needs to a question mention
+    (or the question) to seed the walk. A MiniLM number: retune it for another embedding model."""
+
+    search_filter: SearchFilter | None = _env("RAG_GRAPHS_SEARCH_FILTER", None)
+    """A Milvus boolean expression every search must satisfy, e.g.
+    ``source like "%annual_report%"`` or ``chunk_id in ["a", "b"]``; None searches all.
+    Written by the operator, used as is: never build it from user input (use the
+    access fields below, whose values are quoted). It must be one balanced expression
+    (``ingestion.store.filters.check_filter``): it is parenthesised beside the access fields, and a
+    filter such as ``1==1) or (1==1`` that would close that parenthesis is refused."""
+
+    tenant: Label | None = _env("RAG_GRAPHS_TENANT", None, restricts=True)
+    """Access control: search only chunks ingested with this tenant (``ingest(tenant=...)``);
+    chunks without one are then out of reach. None: no tenant restriction. An empty or blank
+    value is refused, also from ``RAG_GRAPHS_TENANT=`` (unset it for no restriction), as are
+    empty ``RAG_GRAPHS_TAGS``/``RAG_GRAPHS_SOURCES`` (``,``): an access setting fails closed."""
+
+    tags: Labels = _env("RAG_GRAPHS_TAGS", (), _names, restricts=True)
+    """Access control: search only chunks carrying at least one of these tags
+    (``ingest(tags=...)``; env: comma-separated). Empty: no tag restriction."""
+
+    sources: Labels = _env("RAG_GRAPHS_SOURCES", (), _names, restricts=True)
+    """Access control: search only chunks of these sources (the stored ``source``: a resolved
+    file path or a URL; see ``rag-graphs sources``). Empty: every source."""
+
+    num_queries: Positive = _env("RAG_GRAPHS_NUM_QUERIES", 3)
+    """Queries the model writes for multi-query and RAG-Fusion (the question is searched too),
+    and the most sub-questions decomposition keeps."""
+
+    rrf_k: Positive = _env("RAG_GRAPHS_RRF_K", 60)
+    """Reciprocal rank fusion constant: score = sum of 1 / (rrf_k + rank)."""
+
+    first_hop_weight: Annotated[float, Field(ge=1)] = _env("RAG_GRAPHS_FIRST_HOP_WEIGHT", 3.0)
+    """Weight of the first retrieval round's searches when a run's rounds are fused into
+    ``documents`` (weighted RRF; 1 = plain RRF). Later rounds search with model-written
+    queries: on IRCoT + graph search (2Wiki dev, first 30, SmolLM2) plain RRF let them push
+    the first round's hits down, R@2 53.3 -> 59.2 and R@5 85.0 -> 86.7 with 3 (BENCHMARKS.md).
+    A run with one round (naive, RAG-Fusion's fan-out) is plain RRF whatever this is."""
+
+    reranker: RerankerSpec = _env("RAG_GRAPHS_RERANKER", "none")
+    """Reranker of every retrieval (``rag_graphs.search.rerank``): ``none``; ``mmr`` (diversity by the
+    store's embeddings, no extra model); ``llm`` (listwise by the chat model, strong models
+    only); ``cross-encoder:<local dir>`` (sentence-transformers);
+    or a LangChain ``BaseDocumentCompressor``. Searches ``fetch_k`` candidates, keeps ``k``."""
+
+    fetch_k: TopK = _env("RAG_GRAPHS_FETCH_K", 20)
+    """Candidates each search fetches for the reranker (used only when ``reranker`` is set)."""
+
+    mmr_lambda: Fraction = _env("RAG_GRAPHS_MMR_LAMBDA", 0.5)
+    """MMR reranker: weight of relevance against diversity (1 = relevance only)."""
+
+    search_cache: NonNegative = _env("RAG_GRAPHS_SEARCH_CACHE", 1024)
+    """Entries of the process's cross-question search cache (``rag_graphs.search.cache``; 0 = off): the
+    same normalised query on the same store, collection, generation, mode, filter and k is
+    searched once. Any ingest or delete in this process invalidates the collection's entries."""
+
+    search_cache_path: CachePath = _env("RAG_GRAPHS_SEARCH_CACHE_PATH", None)
+    """SQLite file of the persistent search cache (``rag_graphs.search.disk_cache``; None / ``none`` =
+    off), consulted on the process cache's misses and shared by every process naming it; keyed
+    on the collection's fingerprint, so an ingest or delete in any process invalidates it."""
+
+    expand: ExpandSpec = _env("RAG_GRAPHS_EXPAND", "none")
+    """Expansion of every retrieval's kept hits (``rag_graphs.search.neighbours``): ``none``, or
+    ``neighbours:N`` (the N chunks before and after each hit in the same file, reading order,
+    placed right after it), or ``section`` (the other chunks under the hit's own heading path in
+    the same file, reading order); a note step names what was added."""
+
+    expand_max_tokens: Positive = _env("RAG_GRAPHS_EXPAND_MAX_TOKENS", 1024)
+    """Token budget (four characters a token) of the chunks ``expand`` adds per search."""
+
+    compress: CompressSpec = _env("RAG_GRAPHS_COMPRESS", "none")
+    """Contextual compression of every retrieval's kept passages (``rag_graphs.search.compress``), after
+    rerank and expand: ``none``, or filters chained with commas: ``embeddings:<t>`` (drop below
+    cosine ``t`` to the query), ``redundant:<t>`` (drop near-duplicates of a higher-ranked
+    passage), ``llm`` (keep the sentences the chat model says answer; strong models only).
+    A note step names what was cut and the prompt tokens saved."""
+
+    decomposition_mode: Literal["parallel", "recursive"] = _env("RAG_GRAPHS_DECOMPOSITION_MODE", "parallel")
+    """``parallel``: answer sub-questions independently, then synthesise; ``recursive``: in order,
+    each with the earlier question/answer pairs as background."""
+
+    demonstrations: str | None = _env("RAG_GRAPHS_DEMONSTRATIONS", "builtin")
+    """Solved examples DRAG and IterDRAG show (``rag_graphs.text.demonstrations``): ``builtin`` (the
+    shipped ones, mined from MuSiQue dev questions, with IterDRAG follow-up chains), ``none``,
+    or your own JSONL (question, answer, documents, optional chain); ``rag-graphs
+    mine-demos`` writes one from a labelled set."""
+
+    num_demos: NonNegative = _env("RAG_GRAPHS_NUM_DEMOS", 2)
+    """In-context demonstrations (m) DRAG and IterDRAG show, from ``demonstrations``."""
+
+    iterdrag_iterations: LoopBudget = _env("RAG_GRAPHS_ITERDRAG_ITERATIONS", 5)
+    """Most follow-up sub-queries IterDRAG may ask (the paper's n; at most 50, like every loop budget)."""
+
+    raptor_mode: Literal["collapsed", "traversal"] = _env("RAG_GRAPHS_RAPTOR_MODE", "collapsed")
+    """RAPTOR query: ``collapsed`` searches every tree level at once; ``traversal`` descends from
+    the top level, keeping the ``k`` best children at each level."""
+
+    routes: Routes = _env("RAG_GRAPHS_ROUTES", "single_hop=naive,multi_hop=ircot,global_summary=raptor")
+    """The ``auto`` router's method per question kind (``single_hop``, ``multi_hop``,
+    ``global_summary``; ``no_retrieval`` answers directly; a kind left out goes to ``naive``;
+    a route to ``raptor`` runs ``rag_fusion`` while the collection has no RAPTOR tree).
+    Also accepts the environment's string form ``"single_hop=naive,multi_hop=ircot"``."""
+
+    router: Literal["examples", "llm"] = _env("RAG_GRAPHS_ROUTER", "examples")
+    """How ``auto`` classifies a question: ``examples`` (nearest labelled example questions under
+    the embedding model; no model call, works with the smallest chat models) or ``llm`` (the chat
+    model chooses; for strong models)."""
+
+    router_examples: str | None = _env("RAG_GRAPHS_ROUTER_EXAMPLES", None)
+    """JSON file of labelled example questions per kind for ``router="examples"``; None: the
+    shipped ``prompts/question_kinds.json``."""
+
+    max_hops: LoopBudget = _env("RAG_GRAPHS_MAX_HOPS", 3)
+    """Budget of retrieval hops for multi-hop methods (loop budgets are at most ``MAX_LOOP``, 50)."""
+
+    fixed_hops: LoopBudget = _env("RAG_GRAPHS_FIXED_HOPS", 2)
+    """Number of hops of the fixed-step method."""
+
+    max_steps: LoopBudget = _env("RAG_GRAPHS_MAX_STEPS", 8)
+    """Budget of loop iterations (agent steps, rewrites) for looping methods."""
+
+    web_search: WebSearchSpec = _env("RAG_GRAPHS_WEB_SEARCH", None)
+    """Web search for CRAG's web branch and ReAct's ``web_search`` tool: ``none``,
+    ``duckduckgo``, ``tavily`` (needs ``TAVILY_API_KEY``), ``searxng:<http(s) url>``
+    (``rag_graphs.llm.web``; the ``web`` extra), or any LangChain tool. Off when None / ``none``."""
+
+    tool_calling: Literal["auto", "native", "text"] = _env("RAG_GRAPHS_TOOL_CALLING", "auto")
+    """How the ReAct agent calls tools: ``native`` (the model's tool-calling API),
+    ``text`` (Thought/Action lines, for any model) or ``auto`` (native when the
+    model can choose among tools itself, else text)."""
+
+    max_answer_tokens: Positive = _env("RAG_GRAPHS_MAX_ANSWER_TOKENS", 256)
+    """Upper bound on tokens the chat model may generate per call."""
+
+    max_concurrency: Positive = _env("RAG_GRAPHS_MAX_CONCURRENCY", 4)
+    """Most model calls one node runs at once when it fans out (grading each passage, ...)."""
+
+    relevance_threshold: Annotated[int, Field(ge=0, le=10)] = _env("RAG_GRAPHS_RELEVANCE_THRESHOLD", 5)
+    """Self-RAG: a passage scored at least this (0-10) by the relevance grader is kept."""
+
+    hyde_search: Literal["passage", "question+passage"] = _env("RAG_GRAPHS_HYDE_SEARCH", "passage")
+    """HyDE: search the hypothetical passage alone (the paper's and LangChain's form) or the
+    question followed by the passage (keeps the question's own words for BM25)."""
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _name_the_field(cls, data: Any, handler: Callable[[Any], Any]) -> Any:
+        try:
+            return handler(data)
+        except ValidationError as exc:
+            raise _named(exc, data) from None
+
+    def search_expr(self) -> str | None:
+        """The Milvus expression every search of this run applies: ``search_filter`` and the
+        access fields (tenant, tags, sources), all required. Applied inside the search, so a
+        chunk outside it never reaches a prompt."""
+        from ingestion.store.filters import access_filter, all_of
+
+        access = access_filter(tenant=self.tenant, tags=self.tags, sources=self.sources)
+        return all_of(self.search_filter, access)
+
+    @classmethod
+    def env_vars(cls) -> dict[str, str]:
+        """Field name -> environment variable that sets its default."""
+        return {f.name: f.metadata["env"] for f in fields(cls) if "env" in f.metadata}
+
+
+def get_context(runtime: Any) -> RagContext:
+    """The run's ``RagContext``, or one built from the environment when none was passed."""
+    ctx = getattr(runtime, "context", None)
+    if isinstance(ctx, RagContext):
+        return ctx
+    if isinstance(ctx, dict):  # LangGraph Studio / the server pass context as JSON
+        return RagContext(**ctx)
+    return RagContext()

@@ -1,0 +1,182 @@
+"""``RagContext``'s field types: bounds, spec checks and the environment defaults.
+
+A type here is the validation of every field that uses it (``RagContext`` is a pydantic
+dataclass): a spec that needs a library (the store's filter check, a reranker, a compressor,
+web search) imports it inside its validator, when a value is set, so settings stay light.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import field
+from typing import Annotated, Any
+
+from langchain_core.documents import BaseDocumentCompressor
+from langchain_core.tools import BaseTool
+from pydantic import AfterValidator, BeforeValidator, Field, InstanceOf
+from pydantic.json_schema import SkipJsonSchema
+from pydantic_core import PydanticCustomError
+
+from rag_graphs.catalog import METHODS, ROUTED_KINDS
+
+DEFAULT_STORE_URI = ".rag-graphs/milvus.db"
+DEFAULT_COLLECTION = "rag_graphs"
+
+Positive = Annotated[int, Field(ge=1)]
+NonNegative = Annotated[int, Field(ge=0)]
+Fraction = Annotated[float, Field(ge=0, le=1)]
+MAX_K = 16_384  # Milvus (Lite and server) refuses a larger top-k, after a long wait
+TopK = Annotated[int, Field(ge=1, le=MAX_K)]
+MAX_LOOP = 50
+"""Most hops, steps or iterations one loop may be given: each costs model calls and searches, and
+a budget of millions ran until LangGraph's recursion limit stopped it."""
+LoopBudget = Annotated[int, Field(ge=1, le=MAX_LOOP)]
+
+
+def _check_filter(expr: str) -> str:
+    from ingestion.store.filters import check_filter
+
+    return check_filter(expr)
+
+
+SearchFilter = Annotated[str, AfterValidator(_check_filter)]
+
+
+def _check_reranker(spec: Any) -> Any:
+    from rag_graphs.search.rerank import check_reranker
+
+    return check_reranker(spec)
+
+
+RerankerSpec = Annotated[
+    str | SkipJsonSchema[InstanceOf[BaseDocumentCompressor]], AfterValidator(_check_reranker)
+]
+
+
+def _check_expand(spec: str) -> str:
+    from rag_graphs.search.neighbours import check_expand
+
+    return check_expand(spec)
+
+
+ExpandSpec = Annotated[str, AfterValidator(_check_expand)]
+
+
+def _check_cache_path(path: str | None) -> str | None:
+    from rag_graphs.search.disk_cache import check_cache_path
+
+    return check_cache_path(path)
+
+
+CachePath = Annotated[str | None, AfterValidator(_check_cache_path)]
+
+
+def _check_compress(spec: str) -> str:
+    from rag_graphs.search.compress import check_compress
+
+    return check_compress(spec)
+
+
+CompressSpec = Annotated[str, AfterValidator(_check_compress)]
+
+
+def _web_search_tool(spec: Any) -> Any:
+    if not isinstance(spec, str):
+        return spec
+    from rag_graphs.llm.web import web_search_tool
+
+    return web_search_tool(spec)
+
+
+WebSearchSpec = Annotated[str | SkipJsonSchema[InstanceOf[BaseTool]] | None, AfterValidator(_web_search_tool)]
+
+
+def _names(raw: str) -> tuple[str, ...]:
+    """``"a, b"`` -> ``("a", "b")``: list-valued settings in environment variables."""
+    return tuple(part.strip() for part in raw.split(",") if part.strip())
+
+
+def _one_or_many(value: Any) -> Any:
+    """A bare string is one value, not a sequence of letters; None is none."""
+    return (value,) if isinstance(value, str) else (() if value is None else value)
+
+
+def _non_blank(value: str) -> str:
+    """An access label that names something: an empty or blank one would match nothing, or,
+    read from an empty environment variable, restrict nothing."""
+    if not value.strip():
+        raise PydanticCustomError("blank_label", "an access label must not be empty or blank")
+    return value
+
+
+Label = Annotated[str, Field(min_length=1), AfterValidator(_non_blank)]
+Labels = Annotated[tuple[Label, ...], BeforeValidator(_one_or_many)]
+
+
+def _parse_routes(value: Any) -> Any:
+    """``"single_hop=naive,multi_hop=ircot"`` (the environment's and the CLI's form) -> a dict."""
+    if isinstance(value, dict) and not all(isinstance(x, str) for x in (*value, *value.values())):
+        raise ValueError(f"RagContext.routes={value!r}: expected question kind -> method name strings")
+    if not isinstance(value, str):
+        return value
+    table = {}
+    for part in filter(None, (p.strip() for p in value.split(","))):
+        kind, sep, method = part.partition("=")
+        if not sep or not method.strip():
+            raise ValueError(f"RagContext.routes: {part!r} is not 'kind=method'")
+        table[kind.strip()] = method.strip()
+    return table
+
+
+def check_route(kind: str, method: str) -> str:
+    """``method`` when it is a method ``routes`` may send questions of ``kind`` to, else ValueError."""
+    if kind not in ROUTED_KINDS:
+        raise ValueError(f"RagContext.routes: unknown question kind {kind!r}; use {', '.join(ROUTED_KINDS)}")
+    if method not in METHODS or method == "auto":
+        available = ", ".join(m for m in METHODS if m != "auto")
+        raise ValueError(f"RagContext.routes: {kind}={method!r} is not a method; available: {available}")
+    return method
+
+
+def _check_routes(table: dict[str, str]) -> dict[str, str]:
+    unknown = sorted(set(table) - set(ROUTED_KINDS))
+    if unknown:
+        raise ValueError(
+            f"RagContext.routes: unknown question kind(s) {unknown}; use {', '.join(ROUTED_KINDS)}"
+        )
+    for kind, method in table.items():
+        check_route(kind, method)
+    return table
+
+
+Routes = Annotated[
+    dict[str, str],
+    BeforeValidator(_parse_routes, json_schema_input_type=dict[str, str] | str),
+    AfterValidator(_check_routes),
+]
+
+
+def _env(
+    name: str, default: Any, cast: Callable[[str], Any] | None = None, *, restricts: bool = False
+) -> Any:
+    """A field whose default is environment variable ``name`` (converted by the field's type).
+
+    An empty variable means "not set", except for an access restriction (``restricts``): there
+    ``RAG_GRAPHS_TENANT=`` (often an unset shell variable expanded) or ``RAG_GRAPHS_TAGS=,``
+    would silently restrict nothing, so a variable that is set but names nothing is refused.
+    """
+
+    def factory() -> Any:
+        raw = os.environ.get(name)
+        if raw is None or (raw == "" and not restricts):
+            return default
+        value = cast(raw) if cast else raw
+        if restricts and not (value.strip() if isinstance(value, str) else value):
+            raise ValueError(
+                f"environment variable {name}={raw!r} is set but names no value, so it would restrict "
+                f"nothing: give a value, or unset {name} for no restriction"
+            )
+        return value
+
+    return field(default_factory=factory, metadata={"env": name})

@@ -1,0 +1,77 @@
+"""Web search by spec: ``none``, ``duckduckgo``, ``tavily`` or ``searxng:<url>``, as a LangChain tool.
+
+CRAG's web branch and ReAct's ``web_search`` tool call ``RagContext.web_search``; this turns
+the setting's string form (``RAG_GRAPHS_WEB_SEARCH``, ``--web-search``, LangGraph Studio) into
+LangChain's own tool for each engine, wrapped so every engine returns a list of result dicts
+(``rag_graphs.llm.tools.web_documents`` makes each one a ``kind="web"`` passage, fenced as data in
+prompts like every stored passage). The engines' packages are the ``web`` extra
+(``pip install -e ".[web]"``), except SearXNG, whose client ships with langchain-community.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlparse
+
+from langchain_core.tools import BaseTool, StructuredTool
+
+RESULTS = 5
+"""Results each web search returns (CRAG keeps up to ``k`` of them)."""
+
+SPECS = "none, duckduckgo, tavily, searxng:<http(s) url of the instance>"
+
+
+def _named(func: Any, engine: str) -> BaseTool:
+    """A ``web_search`` tool (the name ReAct's prompts use) calling ``func(query)``."""
+    return StructuredTool.from_function(
+        func=func, name="web_search", description=f"Search the web ({engine}); input: a search query."
+    )
+
+
+def _duckduckgo() -> BaseTool:
+    from langchain_community.tools import DuckDuckGoSearchResults
+
+    engine = DuckDuckGoSearchResults(output_format="list", num_results=RESULTS)
+    return _named(lambda query: engine.invoke(query), "DuckDuckGo")
+
+
+def _tavily() -> BaseTool:
+    from langchain_tavily import TavilySearch  # type: ignore[import-not-found, unused-ignore]
+
+    engine = TavilySearch(max_results=RESULTS)
+    return _named(lambda query: engine.invoke({"query": query}), "Tavily")
+
+
+def _searxng(url: str) -> BaseTool:
+    from langchain_community.utilities import SearxSearchWrapper
+
+    engine = SearxSearchWrapper(searx_host=url)
+    return _named(lambda query: engine.results(query, num_results=RESULTS), f"SearXNG at {url}")
+
+
+def web_search_tool(spec: str) -> BaseTool | None:
+    """The tool ``spec`` names (None for ``none``).
+
+    Raises:
+        ValueError: an unknown engine, a SearXNG address that is not an http(s) URL, or an
+            engine whose package is not installed (the message says which extra to install).
+    """
+    name, _, url = spec.strip().partition(":")
+    name = name.lower()
+    if name in ("", "none") and not url:
+        return None
+    if name == "searxng":
+        if urlparse(url).scheme not in ("http", "https") or not urlparse(url).netloc:
+            raise ValueError(
+                f"RagContext.web_search={spec!r}: searxng needs an http(s) address, e.g. searxng:http://localhost:8888"
+            )
+    elif name not in ("duckduckgo", "tavily") or url:
+        raise ValueError(f"RagContext.web_search={spec!r}: unknown web search; use {SPECS}")
+    try:
+        return {"duckduckgo": _duckduckgo, "tavily": _tavily}[name]() if name != "searxng" else _searxng(url)
+    except ImportError as exc:
+        raise ValueError(
+            f'RagContext.web_search={spec!r} needs {exc.name or "its package"}: pip install -e ".[web]"'
+        ) from exc
+    except ValueError as exc:  # e.g. Tavily without TAVILY_API_KEY
+        raise ValueError(f"RagContext.web_search={spec!r}: {exc}") from exc

@@ -1,0 +1,95 @@
+"""The method builder: the graph every method wires its nodes into, and its compilation.
+
+``MethodGraph`` wraps function nodes in ``rag_graphs.llm.faults.guard`` and adds a ``ModelNode``
+with native sync and async entry points; ``new_builder`` and ``linear_builder`` start a method's
+graph with the shared state and contract; ``compile_method`` names it, sets retries and tracing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from langchain_core.runnables import Runnable, RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import get_runtime
+from langgraph.types import RetryPolicy
+
+from rag_graphs.config.context import RagContext
+from rag_graphs.llm.faults import RETRY, guard
+from rag_graphs.nodes.model_node import ModelNode
+from rag_graphs.state import InputState, OutputState, RagState
+
+
+def compile_method(
+    builder: StateGraph,
+    name: str,
+    *,
+    checkpointer: BaseCheckpointSaver | None = None,
+    retry_policy: RetryPolicy | None = None,
+) -> CompiledStateGraph[Any, Any, Any, Any]:
+    """Compile ``builder`` as method ``name``.
+
+    Every node retries transient errors (``retry_policy``, default
+    ``rag_graphs.llm.faults.RETRY``); a node that still fails ends the run with
+    ``RunFailed``, carrying the reasoning chain so far (see ``rag_graphs.llm.faults``).
+    Traced runs carry the method's name in metadata and tags.
+    """
+    from rag_graphs.config.tracing import method_config
+
+    builder.set_node_defaults(retry_policy=retry_policy or RETRY)
+    return builder.compile(name=name, checkpointer=checkpointer).with_config(method_config(name))
+
+
+class BothWays(Runnable[Any, Any]):
+    """A node with a native sync and a native async entry point, each handed the run's
+    ``Runtime`` (LangGraph's public ``get_runtime``: the node runs inside the run's config).
+
+    It records no run of its own, so traces show the node once, as for a function node.
+    """
+
+    def __init__(self, name: str, sync: Callable[..., Any], async_: Callable[..., Any]) -> None:
+        self.name = name
+        self._sync = sync
+        self._async = async_
+
+    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        return self._sync(input, get_runtime(RagContext))
+
+    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        return await self._async(input, get_runtime(RagContext))
+
+
+class MethodGraph(StateGraph[Any, Any, Any, Any]):
+    """A ``StateGraph`` whose function nodes are wrapped by ``rag_graphs.llm.faults.guard``,
+    so a failure anywhere ends the run with ``RunFailed`` and the chain so far.
+
+    A ``ModelNode`` (a body that yields its calls) is added with both entry
+    points, so ``invoke`` runs it synchronously and ``ainvoke`` natively async.
+    """
+
+    def add_node(self, node: Any, action: Any = None, **kwargs: Any) -> MethodGraph:
+        if isinstance(node, str) and isinstance(action, ModelNode):
+            action = BothWays(node, guard(node, action.__call__), guard(node, action.acall))
+        elif isinstance(node, str) and callable(action) and not isinstance(action, Runnable):
+            action = guard(node, action)
+        return super().add_node(node, action, **kwargs)
+
+
+def new_builder(state: type = RagState) -> MethodGraph:
+    """An empty graph with the shared state (or a method's extension of it), the one
+    input/output contract and ``RagContext``."""
+    return MethodGraph(state, context_schema=RagContext, input_schema=InputState, output_schema=OutputState)
+
+
+def linear_builder(*nodes: tuple[str, Callable[..., Any]], state: type = RagState) -> MethodGraph:
+    """A graph that runs ``nodes`` once, in order: the whole wiring of single-pass methods."""
+    builder = new_builder(state)
+    for name, node in nodes:
+        builder.add_node(name, node)
+    names = [START, *(name for name, _ in nodes), END]
+    for source, target in zip(names, names[1:], strict=False):
+        builder.add_edge(source, target)
+    return builder

@@ -1,0 +1,304 @@
+"""Search over the chunk store, as graphs see it.
+
+The store itself belongs to ``ingestion``; this module turns a ``RagContext``
+into the right open index and returns LangChain ``Document``s whose ``id`` is
+the stored chunk id, so citations always resolve.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Hashable
+from functools import partial
+from pathlib import Path
+from typing import Any, Literal
+
+from langchain_core.callbacks import CallbackManagerForRetrieverRun
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables import Runnable, RunnableLambda
+from pydantic import ConfigDict, Field
+
+from ingestion import ChunkIndex, load_embeddings, open_index
+from ingestion.redaction import redact_url
+from ingestion.store.fields import RRF_K
+from ingestion.store.generations import generation
+from ingestion.store.sentences import children_of, has_sentences, search_parents, sentence_collection
+from rag_graphs.config.context import RagContext
+from rag_graphs.search.cache import SEARCHES, Ranking, normalise
+from rag_graphs.search.disk_cache import disk_cache, disk_key
+
+
+def embeddings_for(ctx: RagContext) -> Embeddings:
+    """The context's embedding model (spec loaded once per process, or the instance)."""
+    return ctx.embeddings if isinstance(ctx.embeddings, Embeddings) else load_embeddings(ctx.embeddings)
+
+
+def index_for(ctx: RagContext) -> ChunkIndex:
+    """The open chunk index the context points at."""
+    return open_index(ctx.store_uri, ctx.collection, embeddings_for(ctx))
+
+
+class ChunkRetriever(BaseRetriever):
+    """A LangChain retriever over a ``ChunkIndex``.
+
+    Graphs search through it so every search is a retriever run: LangSmith
+    shows it in the trace tree and callbacks (the evaluator's timer) see it.
+    In ``graph`` mode the hybrid hits are re-ranked by Personalized PageRank
+    over the chunk-entity graph (``ingestion.graph.ppr.graph_search``); every hit then
+    carries the walk's seeds in ``metadata["graph_seeds"]`` for the reasoning chain.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+    index: ChunkIndex
+    k: int = 4
+    mode: Literal["dense", "hybrid", "graph"] = "hybrid"
+    expr: str | None = None
+    rrf_k: int = RRF_K  # hybrid search's reciprocal rank fusion constant (RagContext.rrf_k)
+    graph: dict[str, Any] = Field(default_factory=dict)  # graph_search knobs (damping, blend, ...)
+    cache_size: int = 0  # RagContext.search_cache: dense/hybrid hits shared across questions
+    cache_path: str | None = None  # RagContext.search_cache_path: the persistent cache's file
+    unit: Literal["chunk", "sentence"] = "chunk"  # RagContext.search_unit (dense/hybrid only)
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+    ) -> list[Document]:
+        if self.mode != "graph":
+            return cached_search(
+                self.index,
+                [query],
+                k=self.k,
+                mode=self.mode,
+                expr=self.expr,
+                rrf_k=self.rrf_k,
+                size=self.cache_size,
+                path=self.cache_path,
+                unit=self.unit,
+            )[0]
+        from ingestion.graph.ppr import graph_search
+
+        found = graph_search(self.index, query, k=self.k, expr=self.expr, **self.graph)
+        seeds = [name for name, _ in found.seeds]
+        run_manager.on_text(found.describe())
+        return [_scored(doc, score, graph_seeds=seeds) for doc, score in found.hits]
+
+
+def graph_options(ctx: RagContext) -> dict[str, Any]:
+    """The context's graph-search knobs, as ``ingestion.graph.ppr.graph_search`` arguments."""
+    return {
+        "damping": ctx.graph_damping,
+        "blend": ctx.graph_blend,
+        "neighbourhood": ctx.graph_neighbourhood,
+        "max_seeds": ctx.graph_seeds,
+        "link_threshold": ctx.graph_link_threshold,
+    }
+
+
+def retriever_for(ctx: RagContext, *, k: int | None = None) -> ChunkRetriever:
+    """The retriever the context describes (store, collection, k, mode, filter, graph knobs)."""
+    return ChunkRetriever(
+        index=index_for(ctx),
+        k=k or ctx.k,
+        mode=ctx.search_mode,
+        expr=ctx.search_expr(),
+        rrf_k=ctx.rrf_k,
+        graph=graph_options(ctx) if ctx.search_mode == "graph" else {},
+        cache_size=ctx.search_cache,
+        cache_path=ctx.search_cache_path,
+        unit=ctx.search_unit,
+        tags=["rag-graphs"],
+        metadata=_where(ctx),
+    )
+
+
+def search(ctx: RagContext, query: str, *, k: int | None = None) -> list[Document]:
+    """Top chunks for ``query``; each carries ``metadata["score"]`` and ``id``."""
+    return retriever_for(ctx, k=k).invoke(query)
+
+
+SEARCH_TAG = "rag-graphs:search"
+"""Tag of every search run (the evaluator's timer counts tagged runs as search time)."""
+
+
+def searcher_for(ctx: RagContext, *, k: int | None = None) -> Runnable[list[str], list[list[Document]]]:
+    """A runnable that searches a list of queries as one batch (one embedding call, one store
+    request) and returns one ranking per query; traced as ``search_many``. In ``graph`` mode
+    each query gets its own graph search (the walk is per question)."""
+    if ctx.search_mode == "graph":
+        return retriever_for(ctx, k=k).map().with_config(run_name="search_many", tags=[SEARCH_TAG])
+
+    def run(batch: list[str]) -> list[list[Document]]:
+        mode: Literal["dense", "hybrid"] = "dense" if ctx.search_mode == "dense" else "hybrid"
+        return cached_search(
+            index_for(ctx),
+            batch,
+            k=k or ctx.k,
+            mode=mode,
+            expr=ctx.search_expr(),
+            rrf_k=ctx.rrf_k,
+            size=ctx.search_cache,
+            path=ctx.search_cache_path,
+            unit=ctx.search_unit,
+        )
+
+    return RunnableLambda(run, name="search_many").with_config(tags=[SEARCH_TAG], metadata=_where(ctx))
+
+
+def search_many(ctx: RagContext, queries: list[str], *, k: int | None = None) -> list[list[Document]]:
+    """Top chunks for each query, searched as one batch (one embedding call, one store request)."""
+    return searcher_for(ctx, k=k).invoke(list(queries))
+
+
+def cached_search(
+    index: ChunkIndex,
+    queries: list[str],
+    *,
+    k: int,
+    mode: Literal["dense", "hybrid"],
+    expr: str | None,
+    rrf_k: int,
+    size: int,
+    path: str | None = None,
+    unit: Literal["chunk", "sentence"] = "chunk",
+) -> list[list[Document]]:
+    """One ranking per query, the misses searched as one batch; hits served by the process's
+    search cache (``rag_graphs.search.cache``) or the persistent one at ``path``
+    (``rag_graphs.search.disk_cache``, consulted on the process cache's misses) carry
+    ``metadata["cached"] = True``. ``size`` 0 and no ``path``: no cache.
+
+    With a ``path`` both caches key on the collection's ``fingerprint`` (read once per call),
+    so a change another process made is seen by this one too.
+
+    ``unit="sentence"`` searches the collection's sentence rows and returns their parent chunks
+    (``ingestion.store.sentences``, small-to-big); the caches then key on the sentence collection too."""
+    if size != SEARCHES.size:
+        SEARCHES.resize(size)
+    searcher = index.search_many if unit == "chunk" else _sentence_searcher(index)
+    state = index.fingerprint() if path else generation(index.uri, index.collection)
+    if unit == "sentence":
+        children = children_of(index)
+        state = f"{state}|{children.fingerprint() if path else generation(index.uri, children.collection)}"
+    keys: list[Hashable] = [
+        (index.uri, index.collection, id(index.embeddings), state, unit, mode, expr, k, rrf_k, normalise(q))
+        for q in queries
+    ]
+    served: set[int] = set()
+
+    def run(positions: list[int]) -> list[Ranking]:
+        if not path:
+            return searcher([queries[i] for i in positions], k=k, mode=mode, expr=expr, rrf_k=rrf_k)
+        disk = disk_cache(path)
+        model = embeddings_name(index.embeddings)
+        where = index.uri if "://" in index.uri else str(Path(index.uri).expanduser().resolve())
+        dkeys = {
+            i: disk_key(
+                where, index.collection, model, state, unit, mode, expr, k, rrf_k, normalise(queries[i])
+            )
+            for i in positions
+        }
+        stored = disk.get_many(list(dkeys.values()))
+        served.update(i for i in positions if dkeys[i] in stored)
+        todo = [i for i in positions if i not in served]
+        start = time.perf_counter()
+        fresh = searcher([queries[i] for i in todo], k=k, mode=mode, expr=expr, rrf_k=rrf_k)
+        if todo:
+            cost = (time.perf_counter() - start) / len(todo)
+            disk.put_many({dkeys[i]: r for i, r in zip(todo, fresh, strict=True)}, cost)
+        by_position = dict(zip(todo, fresh, strict=True))
+        return [stored[dkeys[i]][0] if i in served else by_position[i] for i in positions]
+
+    rankings, cached = SEARCHES.many(keys, run)
+    return [
+        [_scored(doc, score, **({"cached": True} if hit or i in served else {})) for doc, score in ranking]
+        for i, (ranking, hit) in enumerate(zip(rankings, cached, strict=True))
+    ]
+
+
+def _sentence_searcher(index: ChunkIndex) -> Callable[..., list[Ranking]]:
+    """Small-to-big search over ``index``'s sentence rows, or ValueError naming the setting when
+    the collection has none (searching nothing would look like a corpus with no answer)."""
+    if not has_sentences(index):
+        raise ValueError(
+            f"RagContext.search_unit='sentence': collection {index.collection!r} has no sentence rows "
+            f"(no collection {sentence_collection(index.collection)!r}); build them with "
+            f"`rag-graphs sentences build --collection {index.collection}` or ingest with "
+            "`rag-graphs ingest --children`, or set search_unit=chunk (RAG_GRAPHS_SEARCH_UNIT)"
+        )
+    return partial(search_parents, index)
+
+
+def embeddings_name(embeddings: Embeddings) -> str:
+    """The embedding model as every process names it (class and model name), for persistent keys."""
+    kind = type(embeddings)
+    name = next(
+        (
+            str(getattr(embeddings, a))
+            for a in ("model_name", "model", "size")
+            if getattr(embeddings, a, None)
+        ),
+        "",
+    )
+    return f"{kind.__module__}.{kind.__qualname__}:{name}"
+
+
+def _where(ctx: RagContext) -> dict[str, str]:
+    """Trace metadata naming the store (credentials masked) and collection a search ran on."""
+    return {"store_uri": redact_url(ctx.store_uri), "collection": ctx.collection}
+
+
+def _scored(doc: Document, score: float, **extra: Any) -> Document:
+    return Document(
+        id=doc.id, page_content=doc.page_content, metadata={**doc.metadata, "score": score, **extra}
+    )
+
+
+def unique_union(rankings: list[list[Document]]) -> list[Document]:
+    """Every document once (by id), in the order first seen across the rankings."""
+    seen: set[str | None] = set()
+    out = []
+    for ranking in rankings:
+        for doc in ranking:
+            if doc.id not in seen:
+                seen.add(doc.id)
+                out.append(doc)
+    return out
+
+
+def reciprocal_rank_fusion(
+    rankings: list[list[Document]],
+    *,
+    k: int = 60,
+    top_k: int | None = None,
+    weights: list[float] | None = None,
+) -> list[Document]:
+    """Fuse rankings by RRF (Cormack et al. 2009): score(d) = sum over rankings of w / (k + rank).
+
+    ``weights`` (one per ranking, default 1) is weighted RRF: a ranking with weight 2
+    counts as two votes. Ties keep the order in which documents were first seen; each
+    document carries its fused score in ``metadata["rrf_score"]``.
+    """
+    scores: dict[str | None, float] = {}
+    first: dict[str | None, Document] = {}
+    weights = weights or [1.0] * len(rankings)
+    if len(weights) != len(rankings):
+        raise ValueError(f"reciprocal_rank_fusion: {len(weights)} weights for {len(rankings)} rankings")
+    for ranking, weight in zip(rankings, weights, strict=True):
+        for rank, doc in enumerate(ranking, start=1):
+            scores[doc.id] = scores.get(doc.id, 0.0) + weight / (k + rank)
+            first.setdefault(doc.id, doc)
+    order = sorted(scores, key=lambda i: -scores[i])  # sorted() is stable: ties stay first-seen
+    return [
+        Document(
+            id=i, page_content=first[i].page_content, metadata={**first[i].metadata, "rrf_score": scores[i]}
+        )
+        for i in order[: top_k or len(order)]
+    ]
+
+
+def most_relevant_last(docs: list[Document]) -> list[Document]:
+    """Rank order reversed, so the best passage sits right before the question in the prompt.
+
+    DRAG's ordering (Yue et al. 2024): long contexts are read best near their end.
+    """
+    return list(reversed(docs))
