@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
@@ -19,9 +19,6 @@ from rag_graphs.cli.shared import (
     console,
     with_search_options,
 )
-
-if TYPE_CHECKING:
-    pass
 
 
 @app.command("eval")
@@ -53,6 +50,13 @@ def eval_command(
             help="stop each run before its answer: passage recall and R@2/R@5 only, no answer call",
         ),
     ] = False,
+    judge: Annotated[
+        str | None,
+        typer.Option(
+            help="a chat model spec that judges each answer (LLM-as-judge): correctness, groundedness "
+            "in its cited passages, citation precision, each a report column"
+        ),
+    ] = None,
     concurrency: Annotated[int, typer.Option(help="questions run in parallel")] = 1,
     out: Annotated[Path, typer.Option(help="folder for new run directories")] = Path("runs"),
     resume: Annotated[Path | None, typer.Option(help="a run directory to continue")] = None,
@@ -65,7 +69,8 @@ def eval_command(
     search: dict[str, Any],
 ) -> None:
     """Compare methods on a QA set: EM/F1, passage recall and R@2/R@5, LLM calls, tokens, seconds;
-    table and plots. With --retrieval-only, retrieval alone, fast enough for hundreds of questions."""
+    table and plots. With --retrieval-only, retrieval alone, fast enough for hundreds of questions;
+    with --judge, LLM-as-judge scores beside EM/F1."""
     from rag_graphs.eval import evaluate, markdown_table, read_rows, summarize, write_report
     from rag_graphs.eval.rows import CONFIG, read_config
     from rag_graphs.methods import METHODS
@@ -80,6 +85,8 @@ def eval_command(
                 retrieval_only = retrieval_only or bool(stored.get("retrieval_only"))
             if dataset is None:
                 _fail("--dataset is required (or --resume RUN_DIR, or --report RUN_DIR)")
+            if judge and retrieval_only:
+                _fail("--judge scores answers; a --retrieval-only run has none (drop one of the two)")
             chosen = (
                 list(METHODS)
                 if methods.strip() == "all"
@@ -105,6 +112,7 @@ def eval_command(
                 run_dir=resume,
                 runs_root=out,
                 retrieval_only=retrieval_only,
+                evaluators=_judges(judge),
                 **_eval_store(store),
             )
         path = write_report(report)
@@ -112,6 +120,17 @@ def eval_command(
         _fail(str(exc))
     console.print(markdown_table(summarize(read_rows(report))), highlight=False, soft_wrap=True)
     console.print(f"[bold]report[/]: {safe(path)}  (plots beside it)")
+
+
+def _judges(spec: str | None) -> list:
+    """The three judges on the model ``spec`` names (none without one); loaded before any run,
+    so a spec whose provider is missing fails before the first question."""
+    if not spec:
+        return []
+    from rag_graphs.eval.judges import JUDGE_TOKENS, default_judges
+    from rag_graphs.llm.models import load_chat_model
+
+    return default_judges(load_chat_model(spec, max_tokens=JUDGE_TOKENS))
 
 
 @app.command("mine-demos")

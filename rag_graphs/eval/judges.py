@@ -39,6 +39,9 @@ log = logging.getLogger(__name__)
 Evaluator = Callable[..., Any]
 """``(*, inputs, outputs, reference_outputs) -> {"key", "score", "comment"}`` (LangSmith, openevals)."""
 
+JUDGE_TOKENS = 96
+"""Reply budget of a judge model: a verdict is a one-field JSON object."""
+
 CITATIONS_JUDGED = 8
 """Citations checked per answer at most (one judge call each)."""
 

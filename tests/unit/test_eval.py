@@ -32,6 +32,7 @@ from rag_graphs.eval import (
     supporting_recall,
     write_report,
 )
+from rag_graphs.eval.judges import JUDGE_TOKENS
 from rag_graphs.eval.langsmith import recall_at_k_evaluator
 from rag_graphs.eval.rows import read_config
 from tests.conftest import write_jsonl
@@ -505,3 +506,31 @@ def test_judges_score_every_answered_row_and_the_report_gives_them_columns(tiny,
     assert (
         "| naive | 3 | " in text and "100.0 [100-100] | 0.0 [0-0] | 100.0 [100-100] | 100.0 [100-100]" in text
     )
+
+
+def test_cli_eval_judge_loads_the_judge_before_any_run_and_refuses_retrieval_only(
+    tiny, tmp_path, monkeypatch
+):
+    import rag_graphs.eval
+    import rag_graphs.llm.models
+
+    loaded: list[tuple[str, int]] = []
+    judge = _constant_model('{"correct": true}')
+    monkeypatch.setattr(
+        rag_graphs.llm.models,
+        "load_chat_model",
+        lambda spec, max_tokens: loaded.append((spec, max_tokens)) or judge,
+    )
+    calls: list[dict] = []
+    monkeypatch.setattr(
+        rag_graphs.eval, "evaluate", lambda dataset, methods, **kw: calls.append(kw) or tmp_path
+    )
+    monkeypatch.setattr(rag_graphs.eval, "write_report", lambda run: tmp_path / "report.md")
+    result = CliRunner().invoke(app, ["eval", "--dataset", str(tiny), "--judge", "openai:judge-model"])
+    assert result.exit_code == 0, result.output
+    assert loaded == [("openai:judge-model", JUDGE_TOKENS)]
+    names = [e.__name__ for e in calls[-1]["evaluators"]]
+    assert names == ["answer_correct", "grounded", "citation_precision"]
+    refused = CliRunner().invoke(app, ["eval", "--dataset", str(tiny), "--judge", "x", "--retrieval-only"])
+    assert refused.exit_code == 1 and "--judge scores answers" in refused.output
+    assert len(calls) == 1  # refused before running
