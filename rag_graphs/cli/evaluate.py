@@ -38,7 +38,6 @@ def eval_command(
     sample: Annotated[int | None, typer.Option(help="a seeded random sample of N questions")] = None,
     seed: Annotated[int, typer.Option(help="seed of --sample")] = 0,
     model: ModelOpt = None,
-    embeddings: Annotated[str | None, typer.Option(help="embedding spec [env RAG_GRAPHS_EMBEDDINGS]")] = None,
     k: Annotated[
         int | None,
         typer.Option(min=1, help="context size: chunks per retrieval (R@5 needs k >= 5) [env RAG_GRAPHS_K]"),
@@ -97,7 +96,6 @@ def eval_command(
                 collection,
                 k=k,
                 chat_model=model,
-                embeddings=embeddings,
                 **search,
             )
             report = evaluate(

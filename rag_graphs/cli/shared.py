@@ -30,6 +30,14 @@ console = Console()
 err = Console(stderr=True)
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        console.print(f"rag-graphs {version('rag-graphs')}", highlight=False)
+        raise typer.Exit()
+
+
 @app.callback()
 def _options(
     verbose: Annotated[
@@ -38,6 +46,12 @@ def _options(
             "--verbose",
             "-v",
             help="show third-party messages (Milvus Lite, gRPC) and the debug log [env RAG_GRAPHS_VERBOSE]",
+        ),
+    ] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", help="print the installed version and exit", callback=_print_version, is_eager=True
         ),
     ] = False,
 ) -> None:
@@ -90,7 +104,21 @@ WebSearchOpt = Annotated[
     ),
 ]
 
+SearchModeOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="dense | hybrid (BM25 + dense) | graph (entity-graph walk) [env RAG_GRAPHS_SEARCH_MODE]"
+    ),
+]
+MaxHopsOpt = Annotated[
+    int | None, typer.Option(min=1, help="retrieval rounds of multi-hop methods [env RAG_GRAPHS_MAX_HOPS]")
+]
+EmbeddingsOpt = Annotated[str | None, typer.Option(help="embedding spec [env RAG_GRAPHS_EMBEDDINGS]")]
+
 SEARCH_OPTIONS: dict[str, Any] = {
+    "search_mode": SearchModeOpt,
+    "max_hops": MaxHopsOpt,
+    "embeddings": EmbeddingsOpt,
     "reranker": RerankOpt,
     "fetch_k": FetchKOpt,
     "search_cache": SearchCacheOpt,

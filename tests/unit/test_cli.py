@@ -142,3 +142,46 @@ def test_ask_prints_how_the_run_ended(loaded, make_context):
     line = _outcome_line({"outcome": "unreliable", "stop_reason": "never grounded", "confidence": "low"})
     assert line.startswith("[red]") and "confidence: low" in line and "never grounded" in line
     assert "outcome: unknown" in _outcome_line({})  # a failed run's partial result has no outcome
+
+
+class Captured(BaseException):
+    """Stops a command where it builds its context (no command, nor the runner, catches it)."""
+
+
+def test_ask_and_eval_take_search_mode_max_hops_and_embeddings(monkeypatch, tmp_path):
+    from rag_graphs.cli import app, evaluate
+
+    seen: list[dict] = []
+
+    def capture(store, collection, **overrides):
+        seen.append(overrides)
+        raise Captured
+
+    monkeypatch.setattr(cli, "_context", capture)
+    monkeypatch.setattr(evaluate, "_context", capture)
+    flags = ["--search-mode", "graph", "--max-hops", "2", "--embeddings", "fake:8"]
+    with pytest.raises(Captured):
+        CliRunner().invoke(app, ["ask", "Where?", *flags])
+    data = tmp_path / "q.jsonl"
+    data.write_text('{"question": "Where?", "answer": "Korvik"}\n')
+    with pytest.raises(Captured):
+        CliRunner().invoke(app, ["eval", "--dataset", str(data), *flags])
+    assert len(seen) == 2
+    for overrides in seen:
+        assert (overrides["search_mode"], overrides["max_hops"], overrides["embeddings"]) == (
+            "graph",
+            2,
+            "fake:8",
+        )
+    assert (
+        CliRunner().invoke(app, ["ask", "Where?", "--max-hops", "0"]).exit_code == 2
+    )  # refused by the option
+
+
+def test_version_prints_the_installed_version():
+    from importlib.metadata import version
+
+    from rag_graphs.cli import app
+
+    result = CliRunner().invoke(app, ["--version"])
+    assert result.exit_code == 0 and result.output.strip() == f"rag-graphs {version('rag-graphs')}"
