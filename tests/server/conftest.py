@@ -24,7 +24,8 @@ pytest.importorskip("sse_starlette", reason="llama_cpp.server needs the 'server'
 pytest.importorskip("langchain_openai", reason="the openai: path needs the 'openai' extra (in 'dev')")
 
 CHAT_FORMAT = "chatml-function-calling"
-STARTUP_SECONDS = 90.0
+STARTUP_SECONDS = 300.0
+"""A bound on a hang, not a speed target: a loaded 2-core CI machine loads the model slowly."""
 
 
 @dataclass
