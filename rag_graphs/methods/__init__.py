@@ -16,6 +16,7 @@ from langgraph.types import RetryPolicy
 from rag_graphs.catalog import METHODS as METHODS  # re-exported: the registry's names
 from rag_graphs.context import RagContext
 from rag_graphs.faults import RETRY, guard
+from rag_graphs.fresh import BEGIN, make_begin
 from rag_graphs.nodes.common import ModelNode
 from rag_graphs.state import InputState, OutputState, RagState
 
@@ -86,7 +87,23 @@ class MethodGraph(StateGraph[Any, Any, Any, Any]):
 
     A ``ModelNode`` (a body that yields its calls) is added with both entry
     points, so ``invoke`` runs it synchronously and ``ainvoke`` natively async.
+
+    It opens with ``rag_graphs.fresh.BEGIN``: an edge a method draws from ``START``
+    leaves ``begin`` instead, so every new question on a thread starts from a clean run
+    state, whoever drives the graph (``rag_graphs.run``, a checkpointer and a
+    ``thread_id`` of the caller's own, LangGraph Server).
     """
+
+    def __init__(self, state: type, **kwargs: Any) -> None:
+        super().__init__(state, **kwargs)
+        super().add_node(BEGIN, guard(BEGIN, make_begin(state)))
+        super().add_edge(START, BEGIN)
+
+    def add_edge(self, start_key: str | list[str], end_key: str) -> MethodGraph:
+        return super().add_edge(BEGIN if start_key == START else start_key, end_key)
+
+    def add_conditional_edges(self, source: str, *args: Any, **kwargs: Any) -> MethodGraph:
+        return super().add_conditional_edges(BEGIN if source == START else source, *args, **kwargs)
 
     def add_node(self, node: Any, action: Any = None, **kwargs: Any) -> MethodGraph:
         if isinstance(node, str) and isinstance(action, ModelNode):

@@ -13,7 +13,12 @@ QUESTION = "Where was Ilsa Brandt born?"
 
 def test_graph_shape_is_retrieve_then_generate():
     edges = {(e.source, e.target) for e in build().compile().get_graph().edges}
-    assert edges == {("__start__", "retrieve"), ("retrieve", "generate"), ("generate", "__end__")}
+    assert edges == {
+        ("__start__", "begin"),  # rag_graphs.fresh: a new question starts from a clean run state
+        ("begin", "retrieve"),
+        ("retrieve", "generate"),
+        ("generate", "__end__"),
+    }
     assert graph.name == "naive" and get_graph("naive") is graph
 
 
