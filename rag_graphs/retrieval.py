@@ -27,6 +27,7 @@ from ingestion.store import RRF_K, generation
 from rag_graphs.cache import SEARCHES, Ranking, normalise
 from rag_graphs.context import RagContext
 from rag_graphs.disk_cache import disk_cache, disk_key
+from rag_graphs.setup_checks import check_collection_exists, check_graph, check_store_exists
 
 
 def embeddings_for(ctx: RagContext) -> Embeddings:
@@ -37,6 +38,16 @@ def embeddings_for(ctx: RagContext) -> Embeddings:
 def index_for(ctx: RagContext) -> ChunkIndex:
     """The open chunk index the context points at."""
     return open_index(ctx.store_uri, ctx.collection, embeddings_for(ctx))
+
+
+def readable_index(ctx: RagContext) -> ChunkIndex:
+    """``index_for``, for searching: a store or collection that does not exist is a
+    ``SetupError`` (opening a missing one would create it empty, and every answer would
+    be ``no_evidence`` as if the corpus did not hold it)."""
+    check_store_exists(ctx.store_uri, ctx.collection)
+    index = index_for(ctx)
+    check_collection_exists(index)
+    return index
 
 
 class ChunkRetriever(BaseRetriever):
@@ -77,6 +88,7 @@ class ChunkRetriever(BaseRetriever):
             )[0]
         from ingestion.ppr import graph_search
 
+        check_graph(self.index)
         found = graph_search(self.index, query, k=self.k, expr=self.expr, **self.graph)
         seeds = [name for name, _ in found.seeds]
         run_manager.on_text(found.describe())
@@ -95,9 +107,13 @@ def graph_options(ctx: RagContext) -> dict[str, Any]:
 
 
 def retriever_for(ctx: RagContext, *, k: int | None = None) -> ChunkRetriever:
-    """The retriever the context describes (store, collection, k, mode, filter, graph knobs)."""
+    """The retriever the context describes (store, collection, k, mode, filter, graph knobs).
+
+    Raises:
+        SetupError: the store or collection does not exist (``rag_graphs.setup_checks``).
+    """
     return ChunkRetriever(
-        index=index_for(ctx),
+        index=readable_index(ctx),
         k=k or ctx.k,
         mode=ctx.search_mode,
         expr=ctx.search_expr(),
@@ -130,7 +146,7 @@ def searcher_for(ctx: RagContext, *, k: int | None = None) -> Runnable[list[str]
     def run(batch: list[str]) -> list[list[Document]]:
         mode: Literal["dense", "hybrid"] = "dense" if ctx.search_mode == "dense" else "hybrid"
         return cached_search(
-            index_for(ctx),
+            readable_index(ctx),
             batch,
             k=k or ctx.k,
             mode=mode,

@@ -10,14 +10,15 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
-from langgraph.runtime import get_runtime
+from langgraph.runtime import Runtime, get_runtime
 from langgraph.types import RetryPolicy
 
 from rag_graphs.catalog import METHODS as METHODS  # re-exported: the registry's names
-from rag_graphs.context import RagContext
+from rag_graphs.context import RagContext, get_context
 from rag_graphs.faults import RETRY, guard
 from rag_graphs.fresh import BEGIN, make_begin
 from rag_graphs.nodes.common import ModelNode
+from rag_graphs.setup_checks import check_setup
 from rag_graphs.state import InputState, OutputState, RagState
 
 
@@ -81,6 +82,19 @@ class BothWays(Runnable[Any, Any]):
         return await self._async(input, get_runtime(RagContext))
 
 
+def begin_node(schema: type) -> Callable[..., dict[str, Any]]:
+    """The node every method graph opens with (``rag_graphs.fresh.BEGIN``)."""
+    reset = make_begin(schema)
+
+    def begin(state: dict[str, Any], runtime: Runtime[RagContext]) -> dict[str, Any]:
+        """Refuse a setup mistake before anything runs (``rag_graphs.setup_checks``), then
+        start the question from a clean run state (``rag_graphs.fresh``)."""
+        check_setup(get_context(runtime))
+        return reset(state)
+
+    return begin
+
+
 class MethodGraph(StateGraph[Any, Any, Any, Any]):
     """A ``StateGraph`` whose function nodes are wrapped by ``rag_graphs.faults.guard``,
     so a failure anywhere ends the run with ``RunFailed`` and the chain so far.
@@ -96,7 +110,7 @@ class MethodGraph(StateGraph[Any, Any, Any, Any]):
 
     def __init__(self, state: type, **kwargs: Any) -> None:
         super().__init__(state, **kwargs)
-        super().add_node(BEGIN, guard(BEGIN, make_begin(state)))
+        super().add_node(BEGIN, begin_node(state))  # unguarded: a SetupError reaches the caller as is
         super().add_edge(START, BEGIN)
 
     def add_edge(self, start_key: str | list[str], end_key: str) -> MethodGraph:

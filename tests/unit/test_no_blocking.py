@@ -20,10 +20,9 @@ pytest.importorskip("blockbuster")
 
 from blockbuster import BlockBuster, BlockingError  # noqa: E402
 
-from ingestion.raptor import build_tree  # noqa: E402
 from rag_graphs.methods import METHODS, get_graph  # noqa: E402
 from tests.adversarial import SCRIPT, obedient, recording_web_search  # noqa: E402
-from tests.unit.test_access_control import Echo  # noqa: E402
+from tests.graphs import prepare  # noqa: E402
 from tests.unit.test_faults import FAST  # noqa: E402
 
 QUESTION = "Where was Ilsa Brandt born?"
@@ -63,8 +62,7 @@ def test_the_detector_catches_a_blocking_call_on_the_loop(tmp_path):
 
 @pytest.mark.parametrize("method", list(METHODS))
 def test_no_method_blocks_the_event_loop(loaded, make_context, method):
-    if method == "raptor":
-        build_tree(loaded, Echo(), progress=False)
+    prepare(loaded, method)
     ctx = make_context(
         chat_model=obedient(*SCRIPT), max_steps=3, max_hops=2, web_search=recording_web_search([])
     )

@@ -14,13 +14,12 @@ from typing import Any
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
-from ingestion.raptor import build_tree
 from rag_graphs.fresh import fresh_values
 from rag_graphs.methods import METHODS, get_graph
 from rag_graphs.methods.self_rag import SelfRagState
 from rag_graphs.state import RagState
 from tests.adversarial import SCRIPT, obedient, recording_web_search
-from tests.unit.test_access_control import Echo
+from tests.graphs import prepare
 from tests.unit.test_faults import FAST
 
 FIRST = "Where was Ilsa Brandt born?"
@@ -37,8 +36,7 @@ def comparable(out: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.mark.parametrize("method", list(METHODS))
 def test_a_second_question_on_a_thread_runs_as_on_a_new_thread(loaded, make_context, method):
-    if method == "raptor":
-        build_tree(loaded, Echo(), progress=False)
+    prepare(loaded, method)
 
     def ctx():  # a fresh script per run, so each run sees the same replies in the same order
         return make_context(
