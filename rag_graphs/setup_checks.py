@@ -1,7 +1,8 @@
 """Setup mistakes refused before they cost a run, each in one line naming the setting and the fix.
 
 A store path that does not exist, a collection never ingested, a graph search on a
-collection without an entity graph: each used to run on, search nothing (or quietly
+collection without an entity graph, an embedding model of another dimension than the
+collection's: each used to run on, search nothing (or quietly
 fall back to hybrid search) and end ``no_evidence`` with exit status 0, as if the
 corpus did not hold the answer. These checks turn them into a ``SetupError`` at the
 first search, before any model call that search would feed.
@@ -119,4 +120,32 @@ def check_setup(ctx: RagContext) -> None:
     from rag_graphs.retrieval import readable_index
 
     check_chat_model(ctx.chat_model)
-    readable_index(ctx)
+    check_dimension(readable_index(ctx))
+
+
+_DIMENSIONS_CHECKED: set[tuple[int, int]] = set()
+
+
+def check_dimension(index: ChunkIndex) -> None:
+    """Refuse an embedding model whose vectors do not fit the collection (it used to end in a
+    faiss ``AssertionError`` or an opaque Milvus error mid-run). One probe embedding per
+    index and model per process.
+
+    Raises:
+        SetupError: the model's dimension differs from the collection's.
+    """
+    from ingestion.store import DENSE_FIELD
+
+    key = (id(index), id(index.embeddings))
+    if key in _DIMENSIONS_CHECKED:
+        return
+    fields = index.client.describe_collection(index.collection)["fields"]
+    stored = next((f.get("params", {}).get("dim") for f in fields if f["name"] == DENSE_FIELD), None)
+    given = len(index.embeddings.embed_query("dimension probe"))
+    if stored is not None and int(stored) != given:
+        raise SetupError(
+            f"embedding model gives {given}-d vectors but collection {index.collection!r} was built "
+            f"with {stored}-d ones: set the model it was ingested with (RagContext.embeddings, "
+            "RAG_GRAPHS_EMBEDDINGS), or ingest into a new collection with this one"
+        )
+    _DIMENSIONS_CHECKED.add(key)

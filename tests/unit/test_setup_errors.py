@@ -112,3 +112,42 @@ def test_a_foreign_context_is_refused_not_replaced_by_environment_defaults(loade
         app.compile().invoke({"question": QUESTION}, context=AppContext())
     message = one_line(error)
     assert "AppContext, not a RagContext" in message and "context=RagContext(" in message
+
+
+def test_an_embedding_model_of_another_dimension_is_refused(loaded, make_context):
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    ctx = make_context(chat_model=silent(), embeddings=DeterministicFakeEmbedding(size=16))
+    with pytest.raises(SetupError) as error:
+        get_graph("naive").invoke({"question": QUESTION}, context=ctx)
+    message = one_line(error)
+    assert "16-d vectors" in message and "32-d" in message and "RAG_GRAPHS_EMBEDDINGS" in message
+
+
+def test_eval_resume_continues_every_method_of_the_run(tiny, tmp_path, monkeypatch):
+    """``eval --resume RUN`` without ``-m`` runs the run's own methods (it used to run ``naive``
+    alone and say nothing of the others)."""
+    import json
+
+    from typer.testing import CliRunner
+
+    import rag_graphs.eval
+    from rag_graphs.cli import app
+    from rag_graphs.eval.runner import CONFIG
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / CONFIG).write_text(json.dumps({"dataset": str(tiny), "methods": ["naive", "ircot"], "k": 4}))
+    asked: list[list[str]] = []
+
+    def fake_evaluate(dataset, methods, **kwargs):
+        asked.append(list(methods))
+        raise ValueError("stop here")
+
+    monkeypatch.setattr(rag_graphs.eval, "evaluate", fake_evaluate)
+    CliRunner().invoke(app, ["eval", "--resume", str(run), "--store", str(tmp_path / "s.db")])
+    CliRunner().invoke(
+        app, ["eval", "--resume", str(run), "-m", "iterative", "--store", str(tmp_path / "s.db")]
+    )
+    CliRunner().invoke(app, ["eval", "--dataset", str(tiny), "--store", str(tmp_path / "s.db")])
+    assert asked == [["naive", "ircot"], ["iterative"], ["naive"]]
