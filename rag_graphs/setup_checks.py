@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ingestion import ChunkIndex
-    from rag_graphs.context import RagContext
 
 
 class SetupError(ValueError):
@@ -112,15 +111,6 @@ def check_chat_model(spec: object) -> None:
                 f"chat model {spec!r} (RagContext.chat_model, RAG_GRAPHS_CHAT_MODEL, --model) needs "
                 f"the package {module!r}, which is not installed: pip install '{install}'"
             )
-
-
-def check_setup(ctx: RagContext) -> None:
-    """Every check a run can make before its first node: the chat model's package, the store
-    and the collection (``SetupError`` naming the setting and the fix)."""
-    from rag_graphs.retrieval import readable_index
-
-    check_chat_model(ctx.chat_model)
-    check_dimension(readable_index(ctx))
 
 
 _DIMENSIONS_CHECKED: set[tuple[int, int]] = set()

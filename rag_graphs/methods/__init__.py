@@ -18,7 +18,7 @@ from rag_graphs.context import RagContext, get_context
 from rag_graphs.faults import RETRY, guard
 from rag_graphs.fresh import BEGIN, make_begin
 from rag_graphs.nodes.common import ModelNode
-from rag_graphs.setup_checks import check_setup
+from rag_graphs.setup_checks import check_chat_model, check_dimension
 from rag_graphs.state import InputState, OutputState, RagState
 
 
@@ -89,7 +89,11 @@ def begin_node(schema: type) -> Callable[..., dict[str, Any]]:
     def begin(state: dict[str, Any], runtime: Runtime[RagContext]) -> dict[str, Any]:
         """Refuse a setup mistake before anything runs (``rag_graphs.setup_checks``), then
         start the question from a clean run state (``rag_graphs.fresh``)."""
-        check_setup(get_context(runtime))
+        from rag_graphs.retrieval import readable_index
+
+        ctx = get_context(runtime)
+        check_chat_model(ctx.chat_model)
+        check_dimension(readable_index(ctx))
         return reset(state)
 
     return begin
