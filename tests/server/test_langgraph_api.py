@@ -54,7 +54,7 @@ BUILD_STORE = textwrap.dedent(
     from rag_graphs.models import load_chat_model
     uri, corpus = sys.argv[1], sys.argv[2]
     index = open_index(uri, "rag_graphs", load_embeddings("embedded"))
-    ingest([corpus], index=index, progress=False)
+    ingest([corpus], index=index, entities="spacy", progress=False)  # hipporag needs the graph
     build_tree(index, load_chat_model("openai:scripted"), progress=False)
     """
 )
