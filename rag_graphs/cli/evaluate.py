@@ -29,8 +29,11 @@ def eval_command(
         typer.Option(help="a folder in the ../shared/eval layout, or a JSONL of question/answer rows"),
     ] = None,
     methods: Annotated[
-        str, typer.Option("--methods", "-m", help="comma-separated methods, or 'all'")
-    ] = "naive",
+        str | None,
+        typer.Option(
+            "--methods", "-m", help="comma-separated methods, or 'all' [default: naive; --resume: the run's]"
+        ),
+    ] = None,
     setting: Annotated[
         str, typer.Option(help="open (search the whole corpus) | distractor | oracle (gold passages only)")
     ] = "open",
@@ -82,6 +85,8 @@ def eval_command(
                 dataset = dataset or Path(stored["dataset"])
                 k = k if k is not None else stored.get("k")
                 retrieval_only = retrieval_only or bool(stored.get("retrieval_only"))
+                methods = methods or ",".join(stored.get("methods") or ["naive"])  # every method of the run
+            methods = methods or "naive"
             if dataset is None:
                 _fail("--dataset is required (or --resume RUN_DIR, or --report RUN_DIR)")
             if judge and retrieval_only:

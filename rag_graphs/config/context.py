@@ -311,10 +311,22 @@ class RagContext:
 
 
 def get_context(runtime: Any) -> RagContext:
-    """The run's ``RagContext``, or one built from the environment when none was passed."""
+    """The run's ``RagContext``, or one built from the environment when none was passed.
+
+    Raises:
+        TypeError: the run's context is another object (a method graph used as a node of an
+            app graph whose ``context_schema`` is not ``RagContext``): it used to be ignored
+            for environment defaults, and the run answered from the wrong store.
+    """
     ctx = getattr(runtime, "context", None)
     if isinstance(ctx, RagContext):
         return ctx
     if isinstance(ctx, dict):  # LangGraph Studio / the server pass context as JSON
         return RagContext(**ctx)
+    if ctx is not None:
+        raise TypeError(
+            f"the run's context is a {type(ctx).__name__}, not a RagContext: pass "
+            "context=RagContext(...) (an app graph that runs a method graph as a node: invoke it "
+            "in the node with its own context=RagContext(...)), or no context for environment defaults"
+        )
     return RagContext()

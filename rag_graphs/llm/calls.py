@@ -14,12 +14,19 @@ driver runs what was yielded and sends the result back in:
 keeps the run's context variables), ``adrive`` with ``ainvoke`` (a batch
 gathered under a semaphore). So every node is written once and is native on
 both ``graph.invoke`` and ``graph.ainvoke``, and fan-out calls never run
-one by one. An exception a call raises is thrown into the body at its
+one by one.
+
+``adrive`` runs the body's own code between yields in a worker thread (with the
+run's context variables): opening the store, resolving its path, loading a model
+or reading a prompt file are blocking calls, which on the event loop stall every
+other run of a server (``langgraph dev`` fails the run with blockbuster's
+``BlockingError``). An exception a call raises is thrown into the body at its
 ``yield``, so ``try``/``except`` around a yield works as around a call.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -68,18 +75,26 @@ def drive(body: Body[T]) -> T:
 
 
 async def adrive(body: Body[T]) -> T:
-    """Run ``body`` to its return value on the event loop."""
+    """Run ``body`` to its return value: its calls awaited on the event loop, its own code
+    between them in a worker thread (``asyncio.to_thread``), never blocking the loop."""
+    done, value = await asyncio.to_thread(_advance, body, None, None)
+    while not done:
+        try:
+            result = await _arun(value)
+        except Exception as exc:
+            done, value = await asyncio.to_thread(_advance, body, None, exc)
+        else:
+            done, value = await asyncio.to_thread(_advance, body, result, None)
+    return value
+
+
+def _advance(body: Body[Any], result: Any, error: Exception | None) -> tuple[bool, Any]:
+    """Resume ``body`` (with ``result``, or ``error`` thrown in): ``(False, next request)`` or
+    ``(True, return value)``. A future cannot carry ``StopIteration``, so it never leaves here."""
     try:
-        request = next(body)
-        while True:
-            try:
-                result = await _arun(request)
-            except Exception as exc:
-                request = body.throw(exc)
-            else:
-                request = body.send(result)
+        return False, (body.throw(error) if error is not None else body.send(result))
     except StopIteration as stop:
-        return stop.value
+        return True, stop.value
 
 
 def _run(request: Call | Batch) -> Any:

@@ -91,7 +91,11 @@ def need_retrieval(state: SelfRagState, ctx: RagContext) -> Body[dict]:
 
 def confidence_of(grounded: bool, complete: bool, parsed: bool) -> Confidence:
     """``high``: grounded and complete, both checks parsed; ``medium``: grounded but incomplete
-    (or a check fell back to its default); ``low``: not grounded."""
+    (or a check fell back to its default); ``low``: not grounded.
+
+    A check whose reply cannot be parsed counts as failed (``Grounded(grounded=False)``,
+    ``Complete(complete=False)``): a weak model's unreadable verdict never lets an answer
+    pass as checked (a run once ended ``answered`` with the answer ``{"retrieve": true}``)."""
     if not grounded:
         return "low"
     return "high" if complete and parsed else "medium"
@@ -115,13 +119,13 @@ def check(state: SelfRagState, ctx: RagContext) -> Body[dict]:
                 model,
                 _GROUNDED.format_messages(**template_inputs(_GROUNDED, state)),
                 Grounded,
-                Grounded(grounded=True),
+                Grounded(grounded=False),  # a check that cannot be read never passes
             ),
             structured(
                 model,
                 _COMPLETE.format_messages(**template_inputs(_COMPLETE, state)),
                 Complete,
-                Complete(complete=True),
+                Complete(complete=False),
             ),
         ],
         max_concurrency=ctx.max_concurrency,

@@ -14,11 +14,13 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
-from langgraph.runtime import get_runtime
+from langgraph.runtime import Runtime, get_runtime
 from langgraph.types import RetryPolicy
 
-from rag_graphs.config.context import RagContext
+from rag_graphs.config.checks import check_chat_model, check_dimension
+from rag_graphs.config.context import RagContext, get_context
 from rag_graphs.llm.faults import RETRY, guard
+from rag_graphs.nodes.fresh import BEGIN, make_begin
 from rag_graphs.nodes.model_node import ModelNode
 from rag_graphs.state import InputState, OutputState, RagState
 
@@ -62,13 +64,46 @@ class BothWays(Runnable[Any, Any]):
         return await self._async(input, get_runtime(RagContext))
 
 
+def begin_node(schema: type) -> Callable[..., dict[str, Any]]:
+    """The node every method graph opens with (``rag_graphs.nodes.fresh.BEGIN``)."""
+    reset = make_begin(schema)
+
+    def begin(state: dict[str, Any], runtime: Runtime[RagContext]) -> dict[str, Any]:
+        """Refuse a setup mistake before anything runs (``rag_graphs.config.checks``), then
+        start the question from a clean run state (``rag_graphs.nodes.fresh``)."""
+        from rag_graphs.search.retrieval import readable_index
+
+        ctx = get_context(runtime)
+        check_chat_model(ctx.chat_model)
+        check_dimension(readable_index(ctx))
+        return reset(state)
+
+    return begin
+
+
 class MethodGraph(StateGraph[Any, Any, Any, Any]):
     """A ``StateGraph`` whose function nodes are wrapped by ``rag_graphs.llm.faults.guard``,
     so a failure anywhere ends the run with ``RunFailed`` and the chain so far.
 
     A ``ModelNode`` (a body that yields its calls) is added with both entry
     points, so ``invoke`` runs it synchronously and ``ainvoke`` natively async.
+
+    It opens with ``rag_graphs.nodes.fresh.BEGIN``: an edge a method draws from ``START``
+    leaves ``begin`` instead, so every new question on a thread starts from a clean run
+    state, whoever drives the graph (``rag_graphs.run``, a checkpointer and a
+    ``thread_id`` of the caller's own, LangGraph Server).
     """
+
+    def __init__(self, state: type, **kwargs: Any) -> None:
+        super().__init__(state, **kwargs)
+        super().add_node(BEGIN, begin_node(state))  # unguarded: a SetupError reaches the caller as is
+        super().add_edge(START, BEGIN)
+
+    def add_edge(self, start_key: str | list[str], end_key: str) -> MethodGraph:
+        return super().add_edge(BEGIN if start_key == START else start_key, end_key)
+
+    def add_conditional_edges(self, source: str, *args: Any, **kwargs: Any) -> MethodGraph:
+        return super().add_conditional_edges(BEGIN if source == START else source, *args, **kwargs)
 
     def add_node(self, node: Any, action: Any = None, **kwargs: Any) -> MethodGraph:
         if isinstance(node, str) and isinstance(action, ModelNode):

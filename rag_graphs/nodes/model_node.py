@@ -33,7 +33,11 @@ class ModelNode:
         return drive(self.body(state, get_context(runtime)))
 
     async def acall(self, state: Any, runtime: Runtime[RagContext]) -> dict:
-        return await adrive(self.body(state, get_context(runtime)))
+        # the context is built (and checked) with the body's code, off the event loop
+        return await adrive(self._start(state, runtime))
+
+    def _start(self, state: Any, runtime: Runtime[RagContext]) -> Body[dict]:
+        return (yield from self.body(state, get_context(runtime)))
 
 
 def model_node(body: NodeBody) -> ModelNode:

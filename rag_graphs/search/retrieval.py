@@ -25,6 +25,7 @@ from ingestion.redaction import redact_url
 from ingestion.store.fields import RRF_K
 from ingestion.store.generations import generation
 from ingestion.store.sentences import children_of, has_sentences, search_parents, sentence_collection
+from rag_graphs.config.checks import check_collection_exists, check_graph, check_store_exists
 from rag_graphs.config.context import RagContext
 from rag_graphs.search.cache import SEARCHES, Ranking, normalise
 from rag_graphs.search.disk_cache import disk_cache, disk_key
@@ -38,6 +39,16 @@ def embeddings_for(ctx: RagContext) -> Embeddings:
 def index_for(ctx: RagContext) -> ChunkIndex:
     """The open chunk index the context points at."""
     return open_index(ctx.store_uri, ctx.collection, embeddings_for(ctx))
+
+
+def readable_index(ctx: RagContext) -> ChunkIndex:
+    """``index_for``, for searching: a store or collection that does not exist is a
+    ``SetupError`` (opening a missing one would create it empty, and every answer would
+    be ``no_evidence`` as if the corpus did not hold it)."""
+    check_store_exists(ctx.store_uri, ctx.collection)
+    index = index_for(ctx)
+    check_collection_exists(index)
+    return index
 
 
 class ChunkRetriever(BaseRetriever):
@@ -78,6 +89,7 @@ class ChunkRetriever(BaseRetriever):
             )[0]
         from ingestion.graph.ppr import graph_search
 
+        check_graph(self.index)
         found = graph_search(self.index, query, k=self.k, expr=self.expr, **self.graph)
         seeds = [name for name, _ in found.seeds]
         run_manager.on_text(found.describe())
@@ -96,9 +108,13 @@ def graph_options(ctx: RagContext) -> dict[str, Any]:
 
 
 def retriever_for(ctx: RagContext, *, k: int | None = None) -> ChunkRetriever:
-    """The retriever the context describes (store, collection, k, mode, filter, graph knobs)."""
+    """The retriever the context describes (store, collection, k, mode, filter, graph knobs).
+
+    Raises:
+        SetupError: the store or collection does not exist (``rag_graphs.config.checks``).
+    """
     return ChunkRetriever(
-        index=index_for(ctx),
+        index=readable_index(ctx),
         k=k or ctx.k,
         mode=ctx.search_mode,
         expr=ctx.search_expr(),
@@ -131,7 +147,7 @@ def searcher_for(ctx: RagContext, *, k: int | None = None) -> Runnable[list[str]
     def run(batch: list[str]) -> list[list[Document]]:
         mode: Literal["dense", "hybrid"] = "dense" if ctx.search_mode == "dense" else "hybrid"
         return cached_search(
-            index_for(ctx),
+            readable_index(ctx),
             batch,
             k=k or ctx.k,
             mode=mode,

@@ -18,19 +18,16 @@ from __future__ import annotations
 
 import os
 import shlex
-import socket
-import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from importlib.util import find_spec
 from pathlib import Path
 
-import httpx
 import pytest
 
 from ingestion import ingest
 from tests import doc_fixtures as fx
+from tests.server.loopback import free_port, serving
 
 
 def _command() -> list[str] | None:
@@ -52,9 +49,7 @@ STARTUP_SECONDS = 180.0
 @pytest.fixture(scope="module")
 def docling_serve(tmp_path_factory) -> Iterator[str]:
     """``docling-serve run`` on a free loopback port; its base URL while it runs."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     log = tmp_path_factory.mktemp("docling-serve") / "server.log"
     command = [*(_command() or []), "run", "--host", "127.0.0.1", "--port", str(port)]
     env = {
@@ -62,26 +57,11 @@ def docling_serve(tmp_path_factory) -> Iterator[str]:
         "DOCLING_SERVE_LOAD_MODELS_AT_BOOT": "false",
         "DOCLING_SERVE_ENABLE_REMOTE_SERVICES": "true",
     }
-    with log.open("wb") as out:
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env)
     url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + STARTUP_SECONDS
-        while True:
-            if process.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"docling-serve did not start:\n{log.read_text(errors='replace')[-2000:]}")
-            try:
-                if httpx.get(f"{url}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.5)
+    with serving(
+        command, health=f"{url}/health", log=log, what="docling-serve", startup=STARTUP_SECONDS, env=env
+    ):
         yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
 
 
 def _chunks(index) -> list[tuple[str, str]]:

@@ -15,10 +15,12 @@ from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
 from ingestion import access_filter, ingest
+from ingestion.graph.build import build_graph
 from ingestion.raptor import build_tree, shared_labels
 from rag_graphs.methods import METHODS, get_graph
 from rag_graphs.search.retrieval import search
 from tests.adversarial import SCRIPT, obedient, recording_web_search
+from tests.entities import capitalised
 from tests.unit.test_faults import FAST
 
 QUESTION = "Where was Ilsa Brandt born?"
@@ -52,6 +54,7 @@ def shared(demo_corpus: Path, index, tmp_path: Path):
     (loose / "note.md").write_text(f"# Ilsa Brandt\n\nIlsa Brandt note without labels {SECRET}-2.\n")
     ingest([loose], index=index, progress=False)
     build_tree(index, Echo(), progress=False)  # summaries repeat their children: a leak would show
+    build_graph(index, capitalised, progress=False)  # hipporag's graph search needs it
     return index
 
 

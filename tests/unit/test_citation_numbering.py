@@ -30,6 +30,7 @@ from prompts.fencing import defuse
 from rag_graphs.config.context import RagContext
 from rag_graphs.methods import METHODS, get_graph
 from rag_graphs.text.citations import label
+from tests.graphs import prepare
 
 QUESTION = "In which town was the founder of the Velmora Institute born?"
 PASSAGE = re.compile(r"\[(\d+)\]\n<passage>\n\(([^\n]*)\)\n(.*?)\n</passage>", re.DOTALL)
@@ -202,6 +203,7 @@ def store(tmp_path_factory: pytest.TempPathFactory, demo_corpus, fake_embeddings
     index = ChunkIndex(uri=uri, collection="test", embeddings=fake_embeddings)
     ingest([demo_corpus], uri=index.uri, collection=index.collection, index=index, progress=False)
     build_tree(index, citing(), progress=False)
+    prepare(index, "hipporag")  # graph search needs the entity graph
     return index
 
 

@@ -114,9 +114,9 @@ def test_a_killed_graph_run_resumes_after_its_last_checkpoint(tmp_path: Path) ->
     victim = _start(output, *common, "--out", tmp_path / "victim.json", "--hang-at", 3)
     try:
         _wait_until(lambda: any(r["event"] == "hang" for r in _jsonl(log)), victim, "3rd model call", output)
-        # The step before the hanging one (intermediate = step 3) is saved; durability "async"
-        # writes it in the background, so wait for it rather than assume it.
-        _wait_until(lambda: 3 in _checkpoint_steps(db, "crashed"), victim, "checkpoint of step 3", output)
+        # The step before the hanging one (intermediate = step 4, after begin) is saved; durability
+        # "async" writes it in the background, so wait for it rather than assume it.
+        _wait_until(lambda: 4 in _checkpoint_steps(db, "crashed"), victim, "checkpoint of step 4", output)
         _kill9(victim)
     finally:
         _stop(victim)
@@ -127,7 +127,7 @@ def test_a_killed_graph_run_resumes_after_its_last_checkpoint(tmp_path: Path) ->
         ("next_query", "hang"),
     ]
     assert {r["pid"] for r in killed} == {victim.pid} and not (tmp_path / "victim.json").exists()
-    assert max(_checkpoint_steps(db, "crashed")) == 3
+    assert max(_checkpoint_steps(db, "crashed")) == 4
     assert _next_nodes(db, "crashed") == ("next_query",)  # the last completed step was intermediate
 
     output = tmp_path / "resumer.out"

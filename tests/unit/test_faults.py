@@ -17,6 +17,7 @@ from rag_graphs.llm.faults import RETRY, RunFailed, is_transient
 from rag_graphs.methods import METHODS, get_graph
 from rag_graphs.search.retrieval import index_for
 from tests.conftest import FakeToolChat
+from tests.graphs import prepare
 
 QUESTION = "Where was Ilsa Brandt born?"
 CONTRACT = {"answer", "citations", "documents", "steps", "usage"}
@@ -203,6 +204,7 @@ GARBAGE = [
 def with_tree(loaded, make_context):
     """The demo store with a RAPTOR tree, so the raptor method can run too."""
     build_tree(loaded, scripted("A summary of the passages."), progress=False)
+    prepare(loaded, "hipporag")  # and hipporag (graph search needs the entity graph)
     return loaded
 
 

@@ -18,6 +18,7 @@ from ingestion.raptor import build_tree
 from prompts.fencing import defuse, fence, outside_fences
 from rag_graphs.methods import METHODS, get_graph
 from tests.adversarial import EXFIL, SCRIPT, obedient, recording_web_search
+from tests.graphs import prepare
 from tests.unit.test_faults import FAST, scripted
 
 QUESTION = "Where was Ilsa Brandt born?"
@@ -55,6 +56,7 @@ def poisoned(loaded):
     loaded.add(injected_documents())
     loaded.flush()
     build_tree(loaded, scripted("A summary of the passages."), progress=False)
+    prepare(loaded, "hipporag")  # graph search needs the entity graph
     return loaded
 
 

@@ -10,6 +10,7 @@ from ingestion.raptor import build_tree, tree_collection
 from rag_graphs.methods import METHODS, get_graph
 from rag_graphs.nodes.rewrite import clean_query
 from tests.conftest import fake_chat, fake_tool_chat, recording_chat
+from tests.graphs import prepare
 
 QUESTION = "In which town was the founder of the Velmora Institute born?"
 
@@ -138,6 +139,8 @@ def test_every_method_keeps_the_output_contract(loaded, make_context, method):
     if method == "raptor":  # RAPTOR answers from its tree, built beforehand
         store = open_index(loaded.uri, tree_collection(loaded.collection), loaded.embeddings)
         build_tree(loaded, fake_chat(*["a summary"] * 20), progress=False)
+    if method == "hipporag":  # graph search needs the entity graph (else a SetupError)
+        prepare(loaded, method)
     out = get_graph(method).invoke({"question": QUESTION}, context=ctx)
     assert set(out) >= {"answer", "citations", "documents", "steps", "usage", "stop_reason", "outcome"}
     assert out["outcome"] in ("answered", "budget_exhausted", "unreliable", "no_evidence")

@@ -13,7 +13,12 @@ QUESTION = "Where was Ilsa Brandt born?"
 
 def test_graph_shape_is_retrieve_then_generate():
     edges = {(e.source, e.target) for e in build().compile().get_graph().edges}
-    assert edges == {("__start__", "retrieve"), ("retrieve", "generate"), ("generate", "__end__")}
+    assert edges == {
+        ("__start__", "begin"),  # rag_graphs.nodes.fresh: a new question starts from a clean run state
+        ("begin", "retrieve"),
+        ("retrieve", "generate"),
+        ("generate", "__end__"),
+    }
     assert graph.name == "naive" and get_graph("naive") is graph
 
 
@@ -64,7 +69,12 @@ def test_prompt_contains_the_question_and_the_numbered_passages(loaded, make_con
     assert len(out["citations"]) == len(out["documents"]) and not out["citations"][0]["explicit"]
 
 
-def test_empty_store_still_answers_and_cites_nothing(make_context):
+def test_empty_store_still_answers_and_cites_nothing(index, make_context):
+    from langchain_core.documents import Document
+
+    gone = {"chunk_id": "gone", "source": "a.md", "kind": "text"}
+    index.add([Document(page_content="A passage deleted again.", metadata=gone)])
+    index.delete_ids(["gone"])  # the collection exists and holds nothing (a missing one is refused)
     out = graph.invoke({"question": QUESTION}, context=make_context("I do not know."))
     assert out["answer"] == "I do not know." and out["documents"] == [] and out["citations"] == []
 

@@ -119,8 +119,10 @@ class SlowGrader(GenericFakeChatModel):
             self.peak = max(self.peak, self.active)
 
     def _reply(self, messages) -> ChatResult:
-        grade = '{"relevance": "correct", "score": 9, "retrieve": true}'  # CRAG's and Self-RAG's graders
-        text = "Korvik [1]." if "Answer" in str(messages[-1].content)[-400:] else grade
+        # CRAG's and Self-RAG's graders, and Self-RAG's checks (an unreadable check never passes)
+        grade = '{"relevance": "correct", "score": 9, "retrieve": true, "grounded": true, "complete": true}'
+        checking = str(messages[0].content).startswith("You check")  # Self-RAG's grounded/complete
+        text = "Korvik [1]." if "Answer" in str(messages[-1].content)[-400:] and not checking else grade
         return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text))])
 
     def _generate(self, messages, *args, **kwargs):

@@ -1,0 +1,91 @@
+"""One question, one run state: the ``begin`` node every method graph opens with.
+
+A checkpointed thread keeps its state between runs (that is how LangGraph Server,
+``langgraph dev`` and a caller's own ``checkpointer`` + ``thread_id`` work), and the
+shared state's reducers add: a second question on a thread used to start with the
+first one's ``steps``, ``documents``, ``usage``, ``hops`` and ``searches`` (so its
+budget was already spent), and with its ``stop_kind``, ``shown`` numbering and
+answer. ``begin`` runs first on every new input and puts every field back to the
+value it has in a run on a new thread: reducer fields are replaced (LangGraph's
+``Overwrite``) with their empty value, plain fields set to the value that reads as
+"not set" to the nodes. On a new thread it writes nothing.
+
+A resumed run (input ``None``, ``rag_graphs.run``'s resume) continues after its
+last checkpoint and never passes through ``begin`` again, so nothing it gathered is lost.
+"""
+
+from __future__ import annotations
+
+import typing
+from collections.abc import Callable
+from typing import Any
+
+from langgraph.types import Overwrite
+from typing_extensions import is_typeddict
+
+BEGIN = "begin"
+"""The name of the node that opens every method graph."""
+
+KEPT = frozenset({"question"})
+"""Fields a new run keeps: the input, written by the caller before ``begin`` runs."""
+
+UNSET: dict[str, Any] = {
+    # What a node reads for a field no node wrote yet: ``state.get(name, <this>)``. Fields not
+    # named here and not reducers read as None (``state.get(name)``).
+    "answer": "",
+    "citations": [],
+    "stop_reason": "",
+    "query": "",
+    "latest": [],
+    "latest_repeated": False,
+    "subqueries": [],
+    "shown": [],
+    "found_correct": False,
+    "budget_exhausted": False,
+    "needs_retrieval": True,  # Self-RAG: unset means "retrieve"
+    "kind": "",
+    "method": "",
+    "hypothesis": "",
+    "tool_calls": [],
+}
+
+
+def fresh_values(schema: type) -> dict[str, Any]:
+    """Field -> the value a new question starts from, for the TypedDict ``schema``: reducer
+    fields (``Annotated[T, reducer]``) as ``Overwrite`` of T's empty value, the rest from
+    ``UNSET`` (None when not listed: ``evidence``, ``stop_kind``, ``grounded``...)."""
+    out: dict[str, Any] = {}
+    for name, hint in typing.get_type_hints(schema, include_extras=True).items():
+        if name in KEPT:
+            continue
+        if typing.get_origin(hint) is typing.Annotated:
+            out[name] = Overwrite(_empty(typing.get_args(hint)[0]))
+        else:
+            out[name] = UNSET.get(name)
+    return out
+
+
+def _empty(kind: Any) -> Any:
+    """The empty value of a reducer field's type: ``[]``, ``{}`` or ``0``."""
+    origin = typing.get_origin(kind) or kind
+    if origin is dict or is_typeddict(origin):  # the state's TypedDicts come from typing_extensions
+        return {}
+    if origin is int:
+        return 0
+    return []
+
+
+def make_begin(schema: type) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """The ``begin`` node of a graph over ``schema``: every field the state holds that
+    differs from its fresh value is reset (nothing on a new thread)."""
+    fresh = fresh_values(schema)
+
+    def begin(state: dict[str, Any]) -> dict[str, Any]:
+        """Start the question from a clean run state (a thread's earlier question leaves nothing)."""
+        return {
+            name: value
+            for name, value in fresh.items()
+            if name in state and state[name] != (value.value if isinstance(value, Overwrite) else value)
+        }
+
+    return begin

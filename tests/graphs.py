@@ -1,0 +1,27 @@
+"""Stored state a method needs before it can run, for tests that run every method."""
+
+from __future__ import annotations
+
+import itertools
+
+from langchain_core.language_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage
+
+from ingestion import ChunkIndex
+from ingestion.graph.build import build_graph
+from ingestion.raptor import build_tree
+from tests.entities import capitalised
+
+
+def summariser() -> GenericFakeChatModel:
+    """A RAPTOR summariser that writes the same summary of every cluster."""
+    return GenericFakeChatModel(messages=itertools.cycle([AIMessage(content="A summary of the passages.")]))
+
+
+def prepare(index: ChunkIndex, method: str) -> None:
+    """Build what ``method`` reads besides the chunks: RAPTOR's tree, HippoRAG's entity graph
+    (graph search on a collection without one is a ``SetupError``)."""
+    if method == "raptor":
+        build_tree(index, summariser(), progress=False)
+    elif method == "hipporag":
+        build_graph(index, capitalised, progress=False)
