@@ -209,6 +209,9 @@ def main() -> None:
     parser.add_argument("--rebuild", action="store_true", help="drop and rebuild the graph (re-time it)")
     parser.add_argument("--n-process", type=int, default=1, help="spaCy worker processes for the build")
     parser.add_argument("--ppr", action="store_true", help="also time scipy PPR against networkx")
+    parser.add_argument(
+        "--facts", action="store_true", help="build the graph collection's sentence rows (facts), timed"
+    )
     parser.add_argument("--no-embed-timing", action="store_true", help="skip timing the passage embedding")
     args = parser.parse_args()
 
@@ -237,6 +240,14 @@ def main() -> None:
             entry["build"] = timings["build"]
             if not args.no_embed_timing:
                 entry["embed_seconds"] = embed_seconds(dataset, embeddings)
+        if args.facts:
+            from ingestion.sentences import build_sentences
+
+            start = time.perf_counter()
+            built = build_sentences(graph)
+            if built.added:
+                entry["facts_build"] = {"sentences": built.sentences, "seconds": time.perf_counter() - start}
+            print(built.summary(), flush=True)
         entry["entities"] = graph.client.query(
             entity_collection(graph.collection), filter="", output_fields=["count(*)"]
         )[0]["count(*)"]
