@@ -89,10 +89,12 @@ def main() -> None:
     print("|---|---|---|---|---|---|")
     for knobs in grid_points(args.grid, parse_knobs(args.fixed)):
         mode = knobs.pop("mode", "dense")
+        fuse_with = knobs.pop("fuse_with", None)  # "hybrid": fuse the walk with the hybrid hits
         got, ms = {}, []
         for e in examples:
             start = time.perf_counter()
-            found = graph_search(graph, e.question, k=5, dense_hits=first[mode][e.id], **knobs)
+            extra = {"fuse_hits": first[fuse_with][e.id]} if fuse_with else {}
+            found = graph_search(graph, e.question, k=5, dense_hits=first[mode][e.id], **knobs, **extra)
             ms.append((time.perf_counter() - start) * 1000)
             got[e.id] = score([str(d.id) for d, _ in found.hits], e.supporting_ids)
         r2 = 100 * statistics.mean(g[0] for g in got.values())
@@ -100,6 +102,8 @@ def main() -> None:
         wins = [sum(got[q][i] > hybrid[q][i] for q in got) for i in (0, 1)]
         losses = [sum(got[q][i] < hybrid[q][i] for q in got) for i in (0, 1)]
         knobs["mode"] = mode
+        if fuse_with:
+            knobs["fuse_with"] = fuse_with
         print(
             f"| {json.dumps(knobs)} | {r2:.1f} | {r5:.1f} | {wins[1]} / {losses[1]} "
             f"| {wins[0]} / {losses[0]} "

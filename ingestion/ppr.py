@@ -192,6 +192,7 @@ def graph_search(
     fact_node_weight: float = 0.0,
     hybrid_weight: float = 0.0,
     fuse_k: int = 60,
+    fuse_hits: list[tuple[Document, float]] | None = None,
 ) -> GraphHits:
     """The top ``k`` chunks for ``query`` by Personalized PageRank over its graph neighbourhood.
 
@@ -233,6 +234,8 @@ def graph_search(
             of the walk's ranking (weight 1) and the first dense/hybrid ranking (this weight);
             0 keeps the walk's ranking (with ``blend``).
         fuse_k: the fusion's rank constant.
+        fuse_hits: the ranking fused with the walk when it is not the first hits (dense first
+            hits seed the walk better, a hybrid ranking is the one not to lose to).
 
     Without an entity collection, or with no seed found, this is the dense/hybrid ranking.
     """
@@ -275,7 +278,7 @@ def graph_search(
     edges, hubs = fetch_neighbourhood(
         index,
         seeds,
-        dense_hits + fact_parents,
+        dense_hits + (fuse_hits or []) + fact_parents,
         expr=expr,
         size=neighbourhood,
         expand=expand,
@@ -319,13 +322,14 @@ def graph_search(
     final = blend * _minmax(rank) + (1 - blend) * dense_part
     order = np.argsort(-final, kind="stable")
     if hybrid_weight > 0:
-        fused = fuse([chunk_ids[i] for i in order], dense_ids, weight=hybrid_weight, k=fuse_k)
+        other = dense_ids if fuse_hits is None else [str(d.id) for d, _ in fuse_hits]
+        fused = fuse([chunk_ids[i] for i in order], other, weight=hybrid_weight, k=fuse_k)
         order = np.array([position[cid] for cid, _ in fused])
         final = np.zeros(len(chunk_ids))
         final[order] = [score for _, score in fused]
     order = order[:k]
     top = [chunk_ids[i] for i in order]
-    known = {str(d.id): d for d, _ in dense_hits}
+    known = {str(d.id): d for d, _ in [*(fuse_hits or []), *dense_hits]}
     fetched = {str(d.id): d for d in index.get([c for c in top if c not in known])}
     result.hits = [
         ((known.get(cid) or fetched[cid]), float(final[i]))

@@ -113,6 +113,12 @@ def test_fusion_keeps_a_one_hop_questions_best_hybrid_hit_first(corpus):
     assert ids(fused.hits)[0] == "d2"
     scores = [s for _, s in fused.hits]
     assert scores == sorted(scores, reverse=True)
+    # the walk seeded by dense hits (only two here), fused with a separate hybrid ranking
+    dense = corpus.search(ONE_HOP, k=2, mode="dense")
+    both = graph_search(
+        corpus, ONE_HOP, k=6, dense_hits=dense, fuse_hits=hybrid, extractor=None, fact_k=3, hybrid_weight=1.0
+    )
+    assert ids(both.hits)[0] == "d2" and set(ids(hybrid)) <= set(ids(both.hits))
 
 
 def test_facts_of_hidden_or_deleted_chunks_lead_nowhere(corpus):
