@@ -15,6 +15,13 @@ Run:
     .venv/bin/python bench/graph_retrieval.py                      # the three corpora
     .venv/bin/python bench/graph_retrieval.py --datasets 2wikimultihopqa_hippocorpus --limit 50
     .venv/bin/python bench/graph_retrieval.py --set blend=0.7 --set damping=0.5   # tuning
+    .venv/bin/python bench/graph_retrieval.py --split tune --set ...   # choose on the tune half,
+    .venv/bin/python bench/graph_retrieval.py --split check            # report the check half too
+
+``--split tune|check`` keeps one fixed half of the dev questions (``rag_graphs.eval.halves``:
+the parity of sha1(question id)), applied before ``--limit``. Defaults are chosen on ``tune``
+only (issue 28's protocol); the table then counts, per question, where graph search beats or
+loses to hybrid search at R@5 (and R@2).
 
 The store is ``.rag-graphs/graph_bench.db`` (its own path: Milvus Lite allows one process
 per path, and the evaluator's ``eval.db`` may be in use). ``--rebuild`` drops the graph
@@ -103,7 +110,7 @@ def embed_seconds(dataset, embeddings) -> float:
     return time.perf_counter() - start
 
 
-def evaluate(index, graph, examples, knobs: dict, k_max: int = 5) -> dict[str, dict]:
+def evaluate(index, graph, examples, knobs: dict, k_max: int = 5, modes=("dense", "hybrid", "graph")):
     from ingestion.graph.ppr import graph_search
 
     out = {}
@@ -112,6 +119,7 @@ def evaluate(index, graph, examples, knobs: dict, k_max: int = 5) -> dict[str, d
         "hybrid": lambda q: [d.id for d, _ in index.search(q, k=k_max, mode="hybrid")],
         "graph": lambda q: [d.id for d, _ in graph_search(graph, q, k=k_max, **knobs).hits],
     }
+    runs = {name: run for name, run in runs.items() if name in modes}
     for name, run in runs.items():
         run(examples[0].question)  # warm up (model loads)
         r2, r5, ms = [], [], []
@@ -126,8 +134,19 @@ def evaluate(index, graph, examples, knobs: dict, k_max: int = 5) -> dict[str, d
             "R@5": 100 * statistics.mean(r5),
             "ms": statistics.mean(ms),
             "p50": statistics.median(ms),
+            "per_question": {e.id: [a, b] for e, a, b in zip(examples, r2, r5, strict=True)},
         }
     return out
+
+
+def wins_losses(scores: dict, against: str = "hybrid", mode: str = "graph", at: int = 1) -> tuple[int, int]:
+    """Questions where ``mode`` has higher / lower recall than ``against`` (``at`` 0: R@2, 1: R@5)."""
+    if mode not in scores or against not in scores:
+        return 0, 0
+    ours, theirs = scores[mode]["per_question"], scores[against]["per_question"]
+    better = sum(ours[q][at] > theirs[q][at] for q in ours)
+    worse = sum(ours[q][at] < theirs[q][at] for q in ours)
+    return better, worse
 
 
 def ppr_speed(graph, examples, knobs: dict, n: int = 50) -> dict[str, float]:
@@ -180,12 +199,19 @@ def main() -> None:
     )
     parser.add_argument("--datasets", nargs="+", default=DATASETS)
     parser.add_argument("--limit", type=int, default=None, help="first N dev questions (default: all)")
+    parser.add_argument(
+        "--split", default="all", choices=["tune", "check", "all"], help="one fixed half of the dev set"
+    )
+    parser.add_argument("--modes", nargs="+", default=["dense", "hybrid", "graph"], help="retrievers run")
     parser.add_argument("--store", default=str(ROOT / ".rag-graphs" / "graph_bench.db"))
     parser.add_argument("--variant", default="ner+title", choices=sorted(VARIANTS))
     parser.add_argument("--set", dest="knobs", action="append", default=[], help="graph_search knob=value")
     parser.add_argument("--rebuild", action="store_true", help="drop and rebuild the graph (re-time it)")
     parser.add_argument("--n-process", type=int, default=1, help="spaCy worker processes for the build")
     parser.add_argument("--ppr", action="store_true", help="also time scipy PPR against networkx")
+    parser.add_argument(
+        "--facts", action="store_true", help="build the graph collection's sentence rows (facts), timed"
+    )
     parser.add_argument("--no-embed-timing", action="store_true", help="skip timing the passage embedding")
     args = parser.parse_args()
 
@@ -193,6 +219,7 @@ def main() -> None:
     from ingestion.graph.build import entity_collection
     from rag_graphs.eval.corpus import open_corpus
     from rag_graphs.eval.datasets import load_dataset
+    from rag_graphs.eval.halves import split
 
     knobs = parse_knobs(args.knobs)
     embeddings = load_embeddings("embedded")
@@ -202,9 +229,9 @@ def main() -> None:
     rows = []
     for name in args.datasets:
         dataset = load_dataset(EVAL / name)
-        examples = dataset.select(limit=args.limit)
+        examples = split(dataset.examples, args.split)[: args.limit]
         base = open_corpus(dataset, args.store, embeddings, "embedded")
-        entry = saved.setdefault(f"{name}/{args.variant}", {})
+        entry = saved.setdefault(f"{name}/{args.variant}/{args.split}", {})
         timings: dict = {}
         graph = graph_index(
             base, args.variant, rebuild=args.rebuild, n_process=args.n_process, timings=timings
@@ -213,11 +240,19 @@ def main() -> None:
             entry["build"] = timings["build"]
             if not args.no_embed_timing:
                 entry["embed_seconds"] = embed_seconds(dataset, embeddings)
+        if args.facts:
+            from ingestion.store.sentences import build_sentences
+
+            start = time.perf_counter()
+            built = build_sentences(graph)
+            if built.added:
+                entry["facts_build"] = {"sentences": built.sentences, "seconds": time.perf_counter() - start}
+            print(built.summary(), flush=True)
         entry["entities"] = graph.client.query(
             entity_collection(graph.collection), filter="", output_fields=["count(*)"]
         )[0]["count(*)"]
         entry["passages"] = base.count()
-        scores = evaluate(base, graph, examples, knobs)
+        scores = evaluate(base, graph, examples, knobs, modes=args.modes)
         entry["scores"] = scores
         entry["knobs"] = knobs
         entry["questions"] = len(examples)
@@ -226,20 +261,30 @@ def main() -> None:
             print(f"{name}: PPR {entry['ppr']}", flush=True)
         results_path.write_text(json.dumps(saved, indent=2))
         rows.append((name, entry))
-        print(f"{name}: {json.dumps(scores)}", flush=True)
+        brief = {
+            m: {key: round(v, 1) for key, v in s.items() if key != "per_question"} for m, s in scores.items()
+        }
+        print(f"{name} ({args.split}, {len(examples)} questions): {json.dumps(brief)}", flush=True)
 
     print(
         f"\n### Retrieval: R@2 / R@5 (%) and ms per question ({args.variant}, knobs {knobs or 'default'})\n"
     )
-    print("| dataset | questions | dense | hybrid | graph | published R@5 BM25 / ColBERTv2 / HippoRAG |")
-    print("|---|---|---|---|---|---|")
+    print(
+        f"| dataset | half | questions | {' | '.join(args.modes)} | graph vs hybrid R@5 better / worse "
+        "| R@2 better / worse | published R@5 BM25 / ColBERTv2 / HippoRAG |"
+    )
+    print("|---|---|---|" + "---|" * len(args.modes) + "---|---|---|")
     for name, entry in rows:
         cells = [
             f"{s['R@2']:.1f} / {s['R@5']:.1f} / {s['ms']:.0f} ms"
-            for s in (entry["scores"][m] for m in ("dense", "hybrid", "graph"))
+            for s in (entry["scores"][m] for m in args.modes)
         ]
         published = " / ".join(f"{PUBLISHED[r][name]:.1f}" for r in PUBLISHED)
-        print(f"| {name} | {entry['questions']} | {' | '.join(cells)} | {published} |")
+        r5, r2 = wins_losses(entry["scores"], at=1), wins_losses(entry["scores"], at=0)
+        print(
+            f"| {name} | {args.split} | {entry['questions']} | {' | '.join(cells)} "
+            f"| {r5[0]} / {r5[1]} | {r2[0]} / {r2[1]} | {published} |"
+        )
     print("\n### Graph build and search\n")
     print(
         "| dataset | passages | entities | embed passages (s) | graph build (s) | build / embed "
@@ -255,11 +300,11 @@ def main() -> None:
             if build
             else "-"
         )
-        s = entry["scores"]
+        p50 = {m: f"{s['p50']:.0f} ms" for m, s in entry["scores"].items()}
         print(
             f"| {name} | {entry['passages']} | {entry['entities']} | {embed or 0:.0f} "
-            f"| {build.get('seconds', 0):.0f} | {ratio} | {parts} | {s['dense']['p50']:.0f} ms "
-            f"| {s['hybrid']['p50']:.0f} ms | {s['graph']['p50']:.0f} ms |"
+            f"| {build.get('seconds', 0):.0f} | {ratio} | {parts} | {p50.get('dense', '-')} "
+            f"| {p50.get('hybrid', '-')} | {p50.get('graph', '-')} |"
         )
 
 

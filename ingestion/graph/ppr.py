@@ -27,6 +27,7 @@ networkx graph and running its pagerank (``bench/graph_retrieval.py --ppr``).
 from __future__ import annotations
 
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -35,7 +36,15 @@ from langchain_core.documents import Document
 
 from ingestion.graph.build import CHUNKS_FIELD, COUNT_FIELD, NAME_FIELD, entity_rows, has_graph, in_filter
 from ingestion.graph.entities import ENTITIES_FIELD, Extractor, normalize
-from ingestion.graph.linking import named_seeds, nearest_entities, question_extractor, search_with_vector
+from ingestion.graph.facts import Fact, fact_seed_weights, link_facts, search_facts, to_facts
+from ingestion.graph.linking import (
+    ENTITY_FIELDS,
+    named_seeds,
+    nearest_entities,
+    question_extractor,
+    search_with_vector,
+)
+from ingestion.graph.walk import build_walk_graph, fuse, pagerank, restart_shares
 from ingestion.store.fields import PRIMARY_FIELD
 from ingestion.store.filters import all_of
 from ingestion.store.index import ChunkIndex
@@ -53,11 +62,15 @@ class GraphHits:
     mentions: list[str] = field(default_factory=list)  # what the question extractor found
     chunks: int = 0  # chunk nodes in the walked neighbourhood
     entities: int = 0  # entity nodes in the walked neighbourhood
+    facts: int = 0  # fact (sentence) nodes in the walked neighbourhood
     milliseconds: dict[str, float] = field(default_factory=dict)
 
     def describe(self) -> str:
         seeds = ", ".join(f"{name} ({weight:.2f})" for name, weight in self.seeds[:8]) or "none"
-        return f"graph search: seeds {seeds}; neighbourhood {self.chunks} chunks, {self.entities} entities"
+        return (
+            f"graph search: seeds {seeds}; neighbourhood {self.chunks} chunks, {self.entities} entities, "
+            f"{self.facts} facts"
+        )
 
 
 def personalized_pagerank(
@@ -72,26 +85,8 @@ def personalized_pagerank(
     """
     import scipy.sparse as sp
 
-    n_chunks, n_entities = incidence.shape
-    total = reset.sum()
-    if total <= 0:
-        return np.zeros(n_chunks + n_entities)
-    reset = reset / total
     adjacency = sp.bmat([[None, incidence], [incidence.T, None]], format="csr")
-    degree = np.asarray(adjacency.sum(axis=1)).ravel()
-    inverse = np.divide(1.0, degree, out=np.zeros_like(degree, dtype=float), where=degree > 0)
-    step = (adjacency.T.multiply(inverse)).tocsr()  # column-stochastic on nodes with edges
-    dangling = degree == 0
-    rank = reset.copy()
-    for _ in range(max_iter):
-        walked = step @ rank
-        following = damping * (walked + rank[dangling].sum() * reset)
-        new = following + (1 - damping) * reset
-        if np.abs(new - rank).sum() < tol:
-            rank = new
-            break
-        rank = new
-    return rank
+    return pagerank(adjacency, reset, damping=damping, tol=tol, max_iter=max_iter)
 
 
 def _minmax(values: np.ndarray) -> np.ndarray:
@@ -110,6 +105,30 @@ def _chunk_rows(index: ChunkIndex, ids: list[str], expr: str | None, fields: lis
         )
         out.update((r[PRIMARY_FIELD], r) for r in rows)
     return out
+
+
+def _question_facts(
+    index: ChunkIndex, pending, expr: str | None, matched: dict[str, dict], weight: float
+) -> tuple[list[Fact], list[tuple[Document, float]]]:
+    """The question's facts whose chunks the caller may read, each naming its entities; those
+    entities added to ``matched`` as seeds (similarity: ``weight`` x the best fact's, kept if a
+    name matched better); and the facts' chunks (with all their entity keys) for the neighbourhood."""
+    if pending is None:
+        return [], []
+    facts = to_facts(pending.result())
+    ids = list(dict.fromkeys(f.parent for f in facts))
+    rows = _chunk_rows(index, ids, expr, [PRIMARY_FIELD, ENTITIES_FIELD])
+    keys = {cid: list(rows[cid].get(ENTITIES_FIELD) or []) for cid in ids if cid in rows}
+    facts = link_facts(facts, keys)
+    strengths = fact_seed_weights(facts)
+    for key, row in entity_rows(index, list(strengths), ENTITY_FIELDS).items():
+        similarity = weight * strengths[key]
+        if similarity > matched.get(key, {}).get("similarity", 0.0):
+            matched[key] = {**row, "similarity": similarity}
+    parents = [
+        (Document(id=cid, page_content="", metadata={ENTITIES_FIELD: ks}), 0.0) for cid, ks in keys.items()
+    ]
+    return facts, parents
 
 
 def fetch_neighbourhood(
@@ -171,6 +190,12 @@ def graph_search(
     expand: bool = True,
     hub_chunks: int = 100,
     blend: float = 1.0,
+    fact_k: int = 0,
+    fact_weight: float = 1.0,
+    fact_node_weight: float = 0.0,
+    hybrid_weight: float = 0.0,
+    fuse_k: int = 60,
+    fuse_hits: list[tuple[Document, float]] | None = None,
 ) -> GraphHits:
     """The top ``k`` chunks for ``query`` by Personalized PageRank over its graph neighbourhood.
 
@@ -200,6 +225,20 @@ def graph_search(
             (they link everything; their specificity is ~0 anyway).
         blend: weight of the PPR score against the dense/hybrid score, both min-max
             normalised (1: PPR only; the dense hits still restart the walk).
+        fact_k: sentences most similar to the question taken as facts (``ingestion.graph.facts``;
+            needs the collection's sentence rows, else ignored; 0: off). Each becomes a node
+            linked to its passage and the entities it names, its passage joins the
+            neighbourhood, and those entities are seeded with the fact's similarity.
+        fact_weight: a fact-reached entity's match similarity relative to a named one (1.0);
+            its restart weight is then divided by its chunk count like any seed's.
+        fact_node_weight: restart weight of the fact nodes themselves (by similarity),
+            relative to the seeds' total (0: they only carry the walk).
+        hybrid_weight: never-lose fusion: the final ranking is weighted reciprocal rank fusion
+            of the walk's ranking (weight 1) and the first dense/hybrid ranking (this weight);
+            0 keeps the walk's ranking (with ``blend``).
+        fuse_k: the fusion's rank constant.
+        fuse_hits: the ranking fused with the walk when it is not the first hits (dense first
+            hits seed the walk better, a hybrid ranking is the one not to lose to).
 
     Without an entity collection, or with no seed found, this is the dense/hybrid ranking.
     """
@@ -224,6 +263,7 @@ def graph_search(
     pending = None
     if dense_hits is None:
         pending = search_with_vector(index, query, vectors[0], k=max(k, dense_k), mode=mode, expr=expr)
+    fact_search = search_facts(index, query, vectors[0], k=fact_k, expr=expr)
     nearest = nearest_entities(
         index,
         ([vectors[0]] if query_link_k else []) + vectors[1:],
@@ -232,61 +272,67 @@ def graph_search(
     )
     for key, row in nearest.items():
         matched.setdefault(key, row)
+    facts, fact_parents = _question_facts(index, fact_search, expr, matched, fact_weight)
     seeds = dict(sorted(matched.items(), key=lambda kv: -kv[1]["similarity"])[:max_seeds])
     lap("link")
     dense_hits = list(pending.result() if pending is not None else dense_hits or [])
     lap("search")
     result = GraphHits(hits=dense_hits[:k], mentions=mentions, milliseconds=timings)
     edges, hubs = fetch_neighbourhood(
-        index, seeds, dense_hits, expr=expr, size=neighbourhood, expand=expand, hub_chunks=hub_chunks
+        index,
+        seeds,
+        dense_hits + (fuse_hits or []) + fact_parents,
+        expr=expr,
+        size=neighbourhood,
+        expand=expand,
+        hub_chunks=hub_chunks,
     )
     lap("neighbourhood")
 
-    import scipy.sparse as sp
-
-    chunk_ids = list(edges)
-    entity_ids: dict[str, int] = {}
-    rows, cols = [], []
-    for position_, cid in enumerate(chunk_ids):
-        for key in dict.fromkeys(edges[cid]):
-            if key not in hubs:
-                rows.append(position_)
-                cols.append(entity_ids.setdefault(key, len(entity_ids)))
-    incidence = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(chunk_ids), len(entity_ids)))
-    visible = np.asarray(incidence.sum(axis=0)).ravel()
-    reset = np.zeros(len(chunk_ids) + len(entity_ids))
+    graph = build_walk_graph(edges, hubs, facts)
+    chunk_ids, entity_ids = graph.chunks, graph.entities
+    visible = Counter(key for cid in chunk_ids for key in set(edges[cid]) if key not in hubs)
+    reset = np.zeros(graph.size)
     used_seeds = []
     for key, row in seeds.items():
-        column = entity_ids.get(key)
-        if column is None:  # no chunk the caller may see holds it
+        node = graph.entity_node(key)
+        if node is None:  # no chunk the caller may see holds it
             continue
         listed = len(row.get(CHUNKS_FIELD) or [])
-        count = visible[column] if int(row.get(COUNT_FIELD) or 0) <= listed else int(row[COUNT_FIELD])
+        count = visible[key] if int(row.get(COUNT_FIELD) or 0) <= listed else int(row[COUNT_FIELD])
         weight = row["similarity"] / max(count, 1.0)  # specificity: rare entities say more
-        reset[len(chunk_ids) + column] = weight
+        reset[node] = weight
         used_seeds.append((row.get(NAME_FIELD) or key, weight))
     position = {cid: i for i, cid in enumerate(chunk_ids)}
     dense_ids = [str(d.id) for d, _ in dense_hits]
     dense_scores = _minmax(np.array([s for _, s in dense_hits], dtype=float))
     seed_total = reset.sum()
-    if seed_total > 0 and passage_weight > 0 and dense_ids:
-        share = dense_scores / max(dense_scores.sum(), 1e-12) * passage_weight * seed_total
-        for cid, weight in zip(dense_ids, share, strict=True):
-            reset[position[cid]] += weight
+    for cid, weight in zip(dense_ids, restart_shares(dense_scores, passage_weight, seed_total), strict=True):
+        reset[position[cid]] += weight
+    similarity = np.array([f.similarity for f in graph.facts], dtype=float)
+    for j, weight in enumerate(restart_shares(similarity, fact_node_weight, seed_total)):
+        reset[graph.fact_node(j)] += weight
     result.seeds = sorted(used_seeds, key=lambda s: -s[1])
-    result.chunks, result.entities = len(chunk_ids), len(entity_ids)
+    result.chunks, result.entities, result.facts = len(chunk_ids), len(entity_ids), len(graph.facts)
     if seed_total <= 0:
         return result
-    rank = personalized_pagerank(incidence, reset, damping=damping)[: len(chunk_ids)]
+    rank = pagerank(graph.adjacency, reset, damping=damping)[: len(chunk_ids)]
     lap("ppr")
 
     dense_part = np.zeros(len(chunk_ids))
     for cid, score in zip(dense_ids, dense_scores, strict=True):
         dense_part[position[cid]] = score
     final = blend * _minmax(rank) + (1 - blend) * dense_part
-    order = np.argsort(-final, kind="stable")[:k]
+    order = np.argsort(-final, kind="stable")
+    if hybrid_weight > 0:
+        other = dense_ids if fuse_hits is None else [str(d.id) for d, _ in fuse_hits]
+        fused = fuse([chunk_ids[i] for i in order], other, weight=hybrid_weight, k=fuse_k)
+        order = np.array([position[cid] for cid, _ in fused])
+        final = np.zeros(len(chunk_ids))
+        final[order] = [score for _, score in fused]
+    order = order[:k]
     top = [chunk_ids[i] for i in order]
-    known = {str(d.id): d for d, _ in dense_hits}
+    known = {str(d.id): d for d, _ in [*(fuse_hits or []), *dense_hits]}
     fetched = {str(d.id): d for d in index.get([c for c in top if c not in known])}
     result.hits = [
         ((known.get(cid) or fetched[cid]), float(final[i]))

@@ -1,0 +1,129 @@
+"""Tune graph search on one half of a dev set: a grid of ``graph_search`` knobs, one process.
+
+The first dense and hybrid hits of every question are searched once and reused for every
+setting (``graph_search(dense_hits=...)``), so a grid point costs only the linking, the
+neighbourhood reads and the walk. Choose on ``--split tune``; then run the chosen setting
+once on ``--split check`` (here or with ``bench/graph_retrieval.py``) and report both.
+
+Run (after ``bench/graph_retrieval.py`` built the store and graph for the dataset; facts need
+the graph collection's sentence rows, ``ingestion.store.sentences.build_sentences``):
+
+    .venv/bin/python bench/graph_tune.py --dataset musique --split tune \\
+        --grid fact_k=0,20 --grid hybrid_weight=0,1 --set mode=hybrid
+
+Prints one row per grid point: R@2 / R@5 of hybrid and graph, and per question how often graph
+search is better / worse than hybrid at R@5 and R@2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import statistics
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+ROOT = Path(__file__).resolve().parent.parent
+EVAL = ROOT.parent / "shared" / "eval"
+
+
+def grid_points(grid: list[str], fixed: dict) -> list[dict]:
+    """Every combination of the ``knob=v1,v2`` values, each merged over ``fixed``."""
+    axes = []
+    for item in grid:
+        key, _, values = item.partition("=")
+        axes.append([(key, json.loads(v) if v[:1] in "0123456789-[{tf" else v) for v in values.split(",")])
+    return [{**fixed, **dict(combo)} for combo in itertools.product(*axes)] if axes else [dict(fixed)]
+
+
+def score(ranked: list[str], gold: tuple[str, ...]) -> tuple[float, float]:
+    def at(k: int) -> float:
+        return len(set(ranked[:k]) & set(gold)) / len(gold) if gold else 0.0
+
+    return at(2), at(5)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--dataset", required=True)
+    parser.add_argument("--split", default="tune", choices=["tune", "check", "all"])
+    parser.add_argument("--limit", type=int, default=None)
+    parser.add_argument("--store", default=str(ROOT / ".rag-graphs" / "graph_bench.db"))
+    parser.add_argument("--variant", default="ner_title")
+    parser.add_argument("--grid", action="append", default=[], help="knob=v1,v2,... (one axis)")
+    parser.add_argument("--set", dest="fixed", action="append", default=[], help="knob=value for every point")
+    parser.add_argument("--dense-k", type=int, default=20, help="first hits searched once per question")
+    parser.add_argument("--out", default=None, help="append the rows as JSON lines to this file")
+    args = parser.parse_args()
+
+    from graph_retrieval import parse_knobs  # bench/ is this script's own directory on sys.path
+
+    from ingestion import load_embeddings, open_index
+    from ingestion.graph.ppr import graph_search
+    from rag_graphs.eval.corpus import collection_name
+    from rag_graphs.eval.datasets import load_dataset
+    from rag_graphs.eval.halves import split
+
+    embeddings = load_embeddings("embedded")
+    dataset = load_dataset(EVAL / args.dataset)
+    examples = split(dataset.examples, args.split)[: args.limit]
+    name = f"{collection_name(dataset, 'embedded')}_{args.variant}"
+    graph = open_index(args.store, name, embeddings)
+    first = {
+        mode: {e.id: graph.search(e.question, k=args.dense_k, mode=mode) for e in examples}
+        for mode in ("dense", "hybrid")
+    }
+    hybrid = {e.id: score([str(d.id) for d, _ in first["hybrid"][e.id]], e.supporting_ids) for e in examples}
+    base2 = 100 * statistics.mean(h[0] for h in hybrid.values())
+    base5 = 100 * statistics.mean(h[1] for h in hybrid.values())
+    print(f"{args.dataset} {args.split}: {len(examples)} questions; hybrid R@2 {base2:.1f} R@5 {base5:.1f}")
+    print("| knobs | graph R@2 | graph R@5 | R@5 better / worse | R@2 better / worse | ms |")
+    print("|---|---|---|---|---|---|")
+    for knobs in grid_points(args.grid, parse_knobs(args.fixed)):
+        mode = knobs.pop("mode", "dense")
+        fuse_with = knobs.pop("fuse_with", None)  # "hybrid": fuse the walk with the hybrid hits
+        got, ms = {}, []
+        for e in examples:
+            start = time.perf_counter()
+            extra = {"fuse_hits": first[fuse_with][e.id]} if fuse_with else {}
+            found = graph_search(graph, e.question, k=5, dense_hits=first[mode][e.id], **knobs, **extra)
+            ms.append((time.perf_counter() - start) * 1000)
+            got[e.id] = score([str(d.id) for d, _ in found.hits], e.supporting_ids)
+        r2 = 100 * statistics.mean(g[0] for g in got.values())
+        r5 = 100 * statistics.mean(g[1] for g in got.values())
+        wins = [sum(got[q][i] > hybrid[q][i] for q in got) for i in (0, 1)]
+        losses = [sum(got[q][i] < hybrid[q][i] for q in got) for i in (0, 1)]
+        knobs["mode"] = mode
+        if fuse_with:
+            knobs["fuse_with"] = fuse_with
+        print(
+            f"| {json.dumps(knobs)} | {r2:.1f} | {r5:.1f} | {wins[1]} / {losses[1]} "
+            f"| {wins[0]} / {losses[0]} "
+            f"| {statistics.median(ms):.0f} |",
+            flush=True,
+        )
+        if args.out:
+            row = {
+                "dataset": args.dataset,
+                "split": args.split,
+                "questions": len(examples),
+                "knobs": knobs,
+                "hybrid": [base2, base5],
+                "graph": [r2, r5],
+                "r5_better_worse": [wins[1], losses[1]],
+                "r2_better_worse": [wins[0], losses[0]],
+            }
+            with open(args.out, "a") as fh:
+                fh.write(json.dumps(row) + "\n")
+
+
+if __name__ == "__main__":
+    main()

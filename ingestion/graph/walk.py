@@ -1,0 +1,133 @@
+"""The graph one question walks: passages, entities and facts as nodes, and the walk's maths.
+
+HippoRAG 2's ablation (arXiv 2502.14802, Table 4) and LinearRAG (arXiv 2510.10114) put passages
+and facts into the graph beside the entities: a passage node is linked to the entities it holds,
+a fact node (a sentence, ``ingestion.graph.facts``) to its passage and to the entities it names. Only
+the facts found for the question are nodes, so the graph stays the size of the question's
+neighbourhood (``ingestion.graph.ppr.fetch_neighbourhood``), never the store's.
+
+Node order in every vector: the passages, then the entities, then the facts.
+
+``pagerank`` is Personalized PageRank by power iteration on a scipy sparse adjacency;
+``fuse`` is the never-lose step: weighted reciprocal rank fusion of the walk's passage ranking
+with the first (hybrid) ranking, so a passage that one hybrid search ranks confidently keeps
+its place unless the walk finds something it agrees on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ingestion.graph.facts import Fact
+
+
+@dataclass
+class WalkGraph:
+    """A question's neighbourhood as one undirected graph (scipy CSR adjacency)."""
+
+    chunks: list[str]
+    entities: dict[str, int]  # entity key -> its column among the entities
+    facts: list[Fact] = field(default_factory=list)
+    adjacency: object = None  # scipy.sparse.csr_matrix, square, symmetric
+
+    @property
+    def size(self) -> int:
+        return len(self.chunks) + len(self.entities) + len(self.facts)
+
+    def entity_node(self, key: str) -> int | None:
+        column = self.entities.get(key)
+        return None if column is None else len(self.chunks) + column
+
+    def fact_node(self, position: int) -> int:
+        return len(self.chunks) + len(self.entities) + position
+
+
+def build_walk_graph(edges: dict[str, list[str]], hubs: set[str], facts: Sequence[Fact] = ()) -> WalkGraph:
+    """Passages linked to their non-hub entities; each fact whose passage is in ``edges`` linked
+    to that passage and to the non-hub entities it names (facts of other passages are left out:
+    the walk never reaches past what the caller's filter let the neighbourhood read)."""
+    import scipy.sparse as sp
+
+    chunks = list(edges)
+    position = {cid: i for i, cid in enumerate(chunks)}
+    entities: dict[str, int] = {}
+    pairs: list[tuple[int, int]] = []
+    for i, cid in enumerate(chunks):
+        for key in dict.fromkeys(edges[cid]):
+            if key not in hubs:
+                pairs.append((i, entities.setdefault(key, len(entities))))
+    kept = [f for f in facts if f.parent in position]
+    graph = WalkGraph(chunks, entities, kept)
+    rows, cols = [], []
+    for i, column in pairs:
+        rows.append(i)
+        cols.append(len(chunks) + column)
+    for j, fact in enumerate(kept):
+        node = graph.fact_node(j)
+        rows.append(node)
+        cols.append(position[fact.parent])
+        for key in dict.fromkeys(fact.entities):
+            entity = graph.entity_node(key)
+            if entity is not None:
+                rows.append(node)
+                cols.append(entity)
+    n = graph.size
+    upper = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, n))
+    graph.adjacency = ((upper + upper.T) > 0).astype(float).tocsr()
+    return graph
+
+
+def pagerank(adjacency, reset: np.ndarray, *, damping: float, tol: float = 1e-6, max_iter: int = 100):
+    """Personalized PageRank over a symmetric sparse ``adjacency`` restarting at ``reset``.
+
+    ``reset`` is normalised to the restart distribution; a walker follows an edge with
+    probability ``damping`` and restarts otherwise; mass at a node without edges restarts
+    too. Returns the stationary probabilities (zeros when ``reset`` is all zero).
+    """
+    total = reset.sum()
+    if total <= 0:
+        return np.zeros(adjacency.shape[0])
+    reset = reset / total
+    degree = np.asarray(adjacency.sum(axis=1)).ravel()
+    inverse = np.divide(1.0, degree, out=np.zeros_like(degree, dtype=float), where=degree > 0)
+    step = (adjacency.T.multiply(inverse)).tocsr()  # column-stochastic on nodes with edges
+    dangling = degree == 0
+    rank = reset.copy()
+    for _ in range(max_iter):
+        walked = step @ rank
+        new = damping * (walked + rank[dangling].sum() * reset) + (1 - damping) * reset
+        if np.abs(new - rank).sum() < tol:
+            return new
+        rank = new
+    return rank
+
+
+def restart_shares(scores: np.ndarray, weight: float, seed_total: float) -> np.ndarray:
+    """Restart weights of scored nodes (passages by their dense/hybrid score, facts by their
+    similarity): proportional to ``scores``, summing to ``weight`` x ``seed_total`` (the entity
+    seeds' total), so ``weight`` is their share of the restart relative to the seeds (HippoRAG 2's
+    passage node weight: 0.05). All zeros when there are no seeds, no weight or no score."""
+    scores = np.clip(np.asarray(scores, dtype=float), 0.0, None)
+    total = scores.sum()
+    if seed_total <= 0 or weight <= 0 or total <= 0:
+        return np.zeros(len(scores))
+    return scores / total * weight * seed_total
+
+
+def fuse(walk: Sequence[str], first: Sequence[str], *, weight: float, k: int = 60) -> list[tuple[str, float]]:
+    """Ids with their fused scores, best first, by weighted reciprocal rank fusion:
+    1 / (k + walk rank) + weight / (k + first rank) (an id missing from a ranking gets nothing from it).
+
+    ``weight`` 0 is the walk's order; a large weight is the first ranking's order with the walk
+    breaking ties and filling in below it. Ties keep the walk's order.
+    """
+    scores: dict[str, float] = {}
+    for rank, cid in enumerate(walk, start=1):
+        scores[cid] = 1.0 / (k + rank)
+    if weight > 0:
+        for rank, cid in enumerate(first, start=1):
+            scores[cid] = scores.get(cid, 0.0) + weight / (k + rank)
+    return sorted(scores.items(), key=lambda item: -item[1])

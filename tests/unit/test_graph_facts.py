@@ -1,0 +1,173 @@
+"""Passages and facts in the graph walk, reset weights from dense scores, and the never-lose fusion."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+
+import numpy as np
+import pytest
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+
+from ingestion import ChunkIndex
+from ingestion.graph.build import add_entities
+from ingestion.graph.entities import annotate
+from ingestion.graph.facts import Fact, fact_seed_weights, link_facts, named_in
+from ingestion.graph.ppr import graph_search
+from ingestion.graph.walk import build_walk_graph, fuse, pagerank, restart_shares
+from ingestion.store.sentences import build_sentences
+
+STOP = set("a an and the is was of in its who which where what to by".split())
+
+
+class BagOfWords(Embeddings):
+    """Texts that share content words get similar vectors (a tiny stand-in for a sentence
+    embedder, so that "the sentence most like the question" means something here)."""
+
+    size = 512
+
+    def _vector(self, text: str) -> list[float]:
+        v = [0.0] * self.size
+        for word in re.findall(r"[a-z]+", text.lower()):
+            if word not in STOP:
+                v[int(hashlib.sha1(word.encode()).hexdigest(), 16) % self.size] += 1.0
+        norm = math.sqrt(sum(x * x for x in v)) or 1.0
+        return [x / norm for x in v]
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self._vector(t) for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._vector(text)
+
+
+NAMES = ["Ilsa Brandt", "Korvik", "Osric Vale", "Arden Moss", "Lunmar", "Velm", "Hessa", "Tarn Guild"]
+PASSAGES = {
+    "p1": ("Ilsa Brandt", "Ilsa Brandt, a painter, was born in Korvik. She left it young."),
+    "p2": ("Korvik", "Korvik is a harbour on the north coast. Osric Vale holds office there."),  # hop two
+    "d1": ("Arden Moss", "Arden Moss was the mayor of Lunmar, a town on the coast."),
+    "d2": ("Velm", "Velm is a town with a river. Velm exports granite and wool by the river."),
+    "d3": ("Hessa", "Hessa is the river in Velm that floods in spring."),
+    "d4": ("Tarn Guild", "The Tarn Guild trades granite in Velm, in Lunmar and in Korvik."),
+}
+TWO_HOP = "Who is the mayor of the town where Ilsa Brandt was born?"
+ONE_HOP = "Which town exports granite and wool?"
+
+
+def names(texts: list[str]) -> list[list[str]]:
+    return [[n for n in NAMES if n in t] for t in texts]
+
+
+@pytest.fixture
+def corpus(store_uri: str) -> ChunkIndex:
+    """The tiny corpus with its entity graph and its sentence rows (the facts)."""
+    index = ChunkIndex(uri=store_uri, collection="walk", embeddings=BagOfWords())
+    docs = [
+        Document(
+            page_content=f"{title}\n{text}",
+            metadata={"chunk_id": cid, "source": f"corpus/{title}", "title": title, "kind": "text"},
+        )
+        for cid, (title, text) in PASSAGES.items()
+    ]
+    found = annotate(docs, names)
+    index.add(docs)
+    add_entities(index, docs, found)
+    index.flush()
+    build_sentences(index)
+    return index
+
+
+def ids(hits) -> list[str]:
+    return [str(d.id) for d, _ in hits]
+
+
+def test_fact_nodes_sit_in_the_neighbourhood_linked_to_passage_and_entities(corpus):
+    hybrid = corpus.search(TWO_HOP, k=6, mode="hybrid")
+    plain = graph_search(corpus, TWO_HOP, k=6, dense_hits=hybrid, extractor=None)
+    facts = graph_search(corpus, TWO_HOP, k=6, dense_hits=hybrid, extractor=None, fact_k=3)
+    assert plain.facts == 0 and facts.facts == 3
+    assert facts.chunks >= plain.chunks and "3 facts" in facts.describe()
+    # p1's first sentence matches the question best and names Korvik: a seed through the fact
+    assert "Korvik" in [name for name, _ in facts.seeds]
+
+
+def test_the_walk_ranks_the_chains_second_passage_above_a_distractor(corpus):
+    hybrid = corpus.search(TWO_HOP, k=6, mode="hybrid")
+    assert ids(hybrid).index("d2") < ids(hybrid).index("p2")  # "a town with a river" wins lexically
+    for fusion in (0.0,):
+        found = graph_search(
+            corpus, TWO_HOP, k=6, dense_hits=hybrid, extractor=None, fact_k=3, hybrid_weight=fusion
+        )
+        ranked = ids(found.hits)
+        assert ranked[0] == "p1" and ranked.index("p2") < ranked.index("d2"), fusion
+
+
+def test_fusion_keeps_a_one_hop_questions_best_hybrid_hit_first(corpus):
+    hybrid = corpus.search(ONE_HOP, k=6, mode="hybrid")
+    assert ids(hybrid)[0] == "d2"
+    walk = graph_search(corpus, ONE_HOP, k=6, dense_hits=hybrid, extractor=None, fact_k=3)
+    assert ids(walk.hits)[0] == "d4"  # the walk alone prefers the Tarn Guild, linked to every town
+    fused = graph_search(corpus, ONE_HOP, k=6, dense_hits=hybrid, extractor=None, fact_k=3, hybrid_weight=1.0)
+    assert ids(fused.hits)[0] == "d2"
+    scores = [s for _, s in fused.hits]
+    assert scores == sorted(scores, reverse=True)
+    # the walk seeded by dense hits (only two here), fused with a separate hybrid ranking
+    dense = corpus.search(ONE_HOP, k=2, mode="dense")
+    both = graph_search(
+        corpus, ONE_HOP, k=6, dense_hits=dense, fuse_hits=hybrid, extractor=None, fact_k=3, hybrid_weight=1.0
+    )
+    assert ids(both.hits)[0] == "d2" and set(ids(hybrid)) <= set(ids(both.hits))
+
+
+def test_facts_of_hidden_or_deleted_chunks_lead_nowhere(corpus):
+    corpus.delete_source("corpus/Ilsa Brandt")
+    found = graph_search(corpus, TWO_HOP, k=6, extractor=None, fact_k=5)
+    assert "p1" not in ids(found.hits)
+    assert "Korvik" not in [name for name, _ in found.seeds] or found.facts <= 5
+
+
+def test_passage_restart_weights_follow_the_dense_scores():
+    shares = restart_shares(np.array([0.9, 0.6, 0.3, 0.0]), 0.05, 2.0)
+    assert shares.sum() == pytest.approx(0.1)  # weight x the seeds' total
+    assert shares[0] == pytest.approx(3 * shares[2]) and shares[3] == 0
+    assert not restart_shares(np.array([0.9, 0.6]), 0.05, 0.0).any()  # no seeds: no walk to weight
+    assert not restart_shares(np.array([0.9, 0.6]), 0.0, 2.0).any()
+
+
+def test_a_higher_dense_score_lifts_a_passage_in_the_walk():
+    edges = {"a": ["x"], "b": ["x"], "c": ["y"]}
+    graph = build_walk_graph(edges, set())
+    reset = np.zeros(graph.size)
+    reset[graph.entity_node("x")] = 1.0
+    for j, share in enumerate(restart_shares(np.array([0.2, 0.8]), 0.5, 1.0)):
+        reset[j] += share  # a: 0.2, b: 0.8
+    rank = pagerank(graph.adjacency, reset, damping=0.5)
+    assert rank[1] > rank[0] > rank[2] == 0
+
+
+def test_fact_entities_are_the_names_the_sentence_holds():
+    keys = ["korvik", "osric vale", "velm"]
+    assert named_in("Osric Vale's harbour, Korvik.", keys) == ["korvik", "osric vale"]
+    facts = [Fact("f1", "p1", "She was born in Korvik.", 0.8), Fact("f2", "gone", "Velm too.", 0.9)]
+    kept = link_facts(facts, {"p1": ["ilsa brandt", "korvik"]})
+    assert [f.id for f in kept] == ["f1"] and kept[0].entities == ["korvik"]
+    kept.append(Fact("f3", "p1", "Korvik again.", 0.5, ["korvik"]))
+    assert fact_seed_weights(kept) == {"korvik": 0.8}  # the best fact, not a sum
+
+
+def test_fact_nodes_link_to_their_passage_and_named_entities_only():
+    facts = [Fact("f", "a", "x and z", 0.5, ["x", "z"]), Fact("g", "elsewhere", "y", 0.9, ["y"])]
+    graph = build_walk_graph({"a": ["x"], "b": ["y"]}, set(), facts)
+    assert len(graph.facts) == 1  # g's passage is not in the neighbourhood
+    node = graph.fact_node(0)
+    linked = set(graph.adjacency[node].indices.tolist())
+    assert linked == {0, graph.entity_node("x")}  # z is in no visible passage: no node
+
+
+def test_fuse_weights_the_first_ranking():
+    walk, first = ["b", "c", "a"], ["a", "b", "c"]
+    assert [c for c, _ in fuse(walk, first, weight=0)] == walk
+    assert [c for c, _ in fuse(walk, first, weight=5)][0] == "a"
+    assert [c for c, _ in fuse(walk, first, weight=1)][0] == "b"  # both rank it high
