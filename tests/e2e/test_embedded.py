@@ -14,6 +14,8 @@ from pydantic import BaseModel
 from typer.testing import CliRunner
 
 from ingestion import ingest, load_embeddings, open_index
+from ingestion.graph.build import build_graph
+from ingestion.graph.entities import load_extractor
 from ingestion.raptor import build_tree
 from prompts import load_prompt
 from rag_graphs.cli import app
@@ -34,10 +36,10 @@ def store(tmp_path_factory, demo_corpus):
     uri = str(tmp_path_factory.mktemp("e2e") / "milvus.db")
     report = ingest([demo_corpus], uri=uri, collection="demo", progress=False)
     assert not report.failed, report.summary()
-    tree = build_tree(
-        open_index(uri, "demo", load_embeddings("embedded")), load_chat_model("embedded"), progress=False
-    )
+    index = open_index(uri, "demo", load_embeddings("embedded"))
+    tree = build_tree(index, load_chat_model("embedded"), progress=False)
     assert tree.nodes_per_level[0] == report.chunks and len(tree.nodes_per_level) >= 2
+    build_graph(index, load_extractor("spacy"), progress=False)  # hipporag refuses a collection without one
     return uri, report
 
 

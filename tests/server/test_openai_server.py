@@ -17,6 +17,8 @@ import pytest
 from pydantic import BaseModel
 
 from ingestion import ingest, load_embeddings, open_index
+from ingestion.graph.build import build_graph
+from ingestion.graph.entities import load_extractor
 from ingestion.raptor import build_tree
 from rag_graphs.config.context import RagContext
 from rag_graphs.llm.faults import RunFailed
@@ -56,7 +58,9 @@ def ctx(llama_server, tmp_path_factory, demo_corpus) -> RagContext:
     model = load_chat_model(SPEC, max_tokens=ANSWER_TOKENS)
     assert type(model).__name__ == "ChatOpenAI"
     assert str(model.root_client.base_url).rstrip("/") == llama_server.base_url  # from OPENAI_BASE_URL
-    build_tree(open_index(uri, "demo", load_embeddings("embedded")), model, progress=False)
+    index = open_index(uri, "demo", load_embeddings("embedded"))
+    build_tree(index, model, progress=False)
+    build_graph(index, load_extractor("spacy"), progress=False)  # hipporag refuses a collection without one
     return ctx
 
 
