@@ -6,7 +6,7 @@ neighbourhood reads and the walk. Choose on ``--split tune``; then run the chose
 once on ``--split check`` (here or with ``bench/graph_retrieval.py``) and report both.
 
 Run (after ``bench/graph_retrieval.py`` built the store and graph for the dataset; facts need
-the graph collection's sentence rows, ``ingestion.store.sentences.build_sentences``):
+the graph collection's sentence rows, ``rag_graphs.ingestion.store.sentences.build_sentences``):
 
     .venv/bin/python bench/graph_tune.py --dataset musique --split tune \\
         --grid fact_k=0,20 --grid hybrid_weight=0,1 --set mode=hybrid
@@ -66,11 +66,11 @@ def main() -> None:
 
     from graph_retrieval import parse_knobs  # bench/ is this script's own directory on sys.path
 
-    from ingestion import load_embeddings, open_index
-    from ingestion.graph.ppr import graph_search
     from rag_graphs.eval.corpus import collection_name
     from rag_graphs.eval.datasets import load_dataset
     from rag_graphs.eval.halves import split
+    from rag_graphs.ingestion import load_embeddings, open_index
+    from rag_graphs.ingestion.graph.ppr import graph_search
 
     embeddings = load_embeddings("embedded")
     dataset = load_dataset(EVAL / args.dataset)

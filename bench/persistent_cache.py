@@ -34,10 +34,10 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=100)
     args = parser.parse_args()
 
-    from ingestion import load_embeddings
     from rag_graphs.config.context import RagContext
     from rag_graphs.eval.corpus import open_corpus
     from rag_graphs.eval.datasets import load_dataset
+    from rag_graphs.ingestion import load_embeddings
     from rag_graphs.search.disk_cache import disk_cache
     from rag_graphs.search.retrieval import retriever_for
 

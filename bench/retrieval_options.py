@@ -116,9 +116,9 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "retrieval_options.json")
     args = parser.parse_args()
 
-    from ingestion import load_embeddings
     from rag_graphs.eval.corpus import open_corpus
     from rag_graphs.eval.datasets import load_dataset
+    from rag_graphs.ingestion import load_embeddings
     from rag_graphs.llm.models import load_chat_model
 
     embeddings = load_embeddings("embedded")

@@ -2,7 +2,8 @@
 
 For each dataset under ``../shared/eval`` (read in place), the corpus collection the evaluator
 builds (``rag_graphs.eval.corpus.open_corpus``) gets its sentence rows
-(``ingestion.store.sentences.build_sentences``: resumable, so a killed build continues), then the first
+(``rag_graphs.ingestion.store.sentences.build_sentences``: resumable, so a killed build continues), then
+the first
 ``--limit`` dev questions are searched through ``retriever_for`` (the retrieve node's own search)
 with ``search_unit=chunk`` and ``search_unit=sentence``, search cache off. Reported: supporting-
 passage R@5 (gold = ``supporting_ids``), R@2, mean characters of the top 5, ms per question.
@@ -65,10 +66,10 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "small_to_big.json")
     args = parser.parse_args()
 
-    from ingestion import load_embeddings
-    from ingestion.store.sentences import build_sentences
     from rag_graphs.eval.corpus import open_corpus
     from rag_graphs.eval.datasets import load_dataset
+    from rag_graphs.ingestion import load_embeddings
+    from rag_graphs.ingestion.store.sentences import build_sentences
 
     embeddings = load_embeddings("embedded")
     results: dict[str, dict] = {}

@@ -1,10 +1,10 @@
 """Docling ingestion into a Milvus collection.
 
-Owns the store and the embedding model that fills it. Depends on nothing in
-``rag_graphs`` (see DESIGN.md's dependency direction).
+Owns the store and the embedding model that fills it. Installed as ``rag_graphs.ingestion``;
+it depends on ``rag_graphs.prompts`` only (see DESIGN.md's dependency direction).
 
-The names below are loaded on first use (PEP 562): ``from ingestion.store.filters import quote``
-must not pull Docling, transformers and torch in through ``ingestion.pipeline``.
+The names below are loaded on first use (PEP 562): ``from rag_graphs.ingestion.store.filters import quote``
+must not pull Docling, transformers and torch in through ``rag_graphs.ingestion.pipeline``.
 """
 
 from __future__ import annotations
@@ -12,27 +12,34 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+if __name__ == "ingestion":  # its folder name, importable from a source checkout's root
+    raise ImportError(
+        "this package installs as rag_graphs.ingestion: write `from rag_graphs.ingestion import ...` "
+        "(one top-level import package, so no name of another distribution is taken)"
+    )
+
+
 if TYPE_CHECKING:
-    from ingestion.pipeline import FileResult, IngestOptions, IngestReport, ingest
-    from ingestion.store.embeddings import EMBEDDED, load_embeddings
-    from ingestion.store.filters import access_filter, all_of, ids_filter, quote
-    from ingestion.store.index import ChunkIndex, open_index
-    from ingestion.store.lite import StoreLockedError
+    from rag_graphs.ingestion.pipeline import FileResult, IngestOptions, IngestReport, ingest
+    from rag_graphs.ingestion.store.embeddings import EMBEDDED, load_embeddings
+    from rag_graphs.ingestion.store.filters import access_filter, all_of, ids_filter, quote
+    from rag_graphs.ingestion.store.index import ChunkIndex, open_index
+    from rag_graphs.ingestion.store.lite import StoreLockedError
 
 _HOMES = {
-    "EMBEDDED": "ingestion.store.embeddings",
-    "load_embeddings": "ingestion.store.embeddings",
-    "FileResult": "ingestion.pipeline",
-    "IngestOptions": "ingestion.pipeline",
-    "IngestReport": "ingestion.pipeline",
-    "ingest": "ingestion.pipeline",
-    "ChunkIndex": "ingestion.store.index",
-    "StoreLockedError": "ingestion.store.lite",
-    "access_filter": "ingestion.store.filters",
-    "all_of": "ingestion.store.filters",
-    "ids_filter": "ingestion.store.filters",
-    "open_index": "ingestion.store.index",
-    "quote": "ingestion.store.filters",
+    "EMBEDDED": "rag_graphs.ingestion.store.embeddings",
+    "load_embeddings": "rag_graphs.ingestion.store.embeddings",
+    "FileResult": "rag_graphs.ingestion.pipeline",
+    "IngestOptions": "rag_graphs.ingestion.pipeline",
+    "IngestReport": "rag_graphs.ingestion.pipeline",
+    "ingest": "rag_graphs.ingestion.pipeline",
+    "ChunkIndex": "rag_graphs.ingestion.store.index",
+    "StoreLockedError": "rag_graphs.ingestion.store.lite",
+    "access_filter": "rag_graphs.ingestion.store.filters",
+    "all_of": "rag_graphs.ingestion.store.filters",
+    "ids_filter": "rag_graphs.ingestion.store.filters",
+    "open_index": "rag_graphs.ingestion.store.index",
+    "quote": "rag_graphs.ingestion.store.filters",
 }
 """Exported name -> the module that defines it."""
 
@@ -56,7 +63,7 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     home = _HOMES.get(name)
     if home is None:
-        raise AttributeError(f"module 'ingestion' has no attribute {name!r}")
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     value = getattr(importlib.import_module(home), name)
     globals()[name] = value  # looked up once
     return value

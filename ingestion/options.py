@@ -15,11 +15,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from ingestion.convert.captioning import Captioner, CaptionPrompt
-from ingestion.convert.converter import TIMEOUT_SECONDS, ConvertOptions
-from ingestion.convert.guards import MAX_FILE_BYTES
-from ingestion.graph.entities import Extractor
-from ingestion.store.fields import TAGS_FIELD, TENANT_FIELD
+from rag_graphs.ingestion.convert.captioning import Captioner, CaptionPrompt
+from rag_graphs.ingestion.convert.converter import TIMEOUT_SECONDS, ConvertOptions
+from rag_graphs.ingestion.convert.guards import MAX_FILE_BYTES
+from rag_graphs.ingestion.graph.entities import Extractor
+from rag_graphs.ingestion.store.fields import TAGS_FIELD, TENANT_FIELD
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,7 @@ class IngestOptions:
         include: glob patterns of the only files to take (all when empty).
         exclude: glob patterns of files to skip.
         follow_links: follow symlinks that lead outside the folder or glob root, and links to
-            folders (off: such links are skipped and reported; see ``ingestion.convert.discover``).
+            folders (off: such links are skipped and reported; see ``rag_graphs.ingestion.convert.discover``).
         captioner: who describes pictures: a spec (``fallback``, ``tesseract``,
             ``api:<url>#<model>``, ``ollama:granite3.2-vision``...) or a ``Captioner``.
         caption_prompt: ``describe``, ``extract_text`` or ``chart``.

@@ -19,19 +19,19 @@ from typing import Any, TypeVar
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
-from ingestion.convert.captioning import load_captioner
-from ingestion.convert.chunking import chunk_document
-from ingestion.convert.discover import find_files
-from ingestion.convert.entry import convert
-from ingestion.convert.urls import UrlSources
-from ingestion.graph.build import has_graph
-from ingestion.graph.entities import Extractor, load_extractor
-from ingestion.options import IngestOptions, access_labels, options_with
-from ingestion.progress import progress_bar
-from ingestion.report import FileResult, IngestReport
-from ingestion.store.embeddings import EMBEDDED, chunk_tokenizer, load_embeddings
-from ingestion.store.index import ChunkIndex, open_index
-from ingestion.storing import Group, store_group
+from rag_graphs.ingestion.convert.captioning import load_captioner
+from rag_graphs.ingestion.convert.chunking import chunk_document
+from rag_graphs.ingestion.convert.discover import find_files
+from rag_graphs.ingestion.convert.entry import convert
+from rag_graphs.ingestion.convert.urls import UrlSources
+from rag_graphs.ingestion.graph.build import has_graph
+from rag_graphs.ingestion.graph.entities import Extractor, load_extractor
+from rag_graphs.ingestion.options import IngestOptions, access_labels, options_with
+from rag_graphs.ingestion.progress import progress_bar
+from rag_graphs.ingestion.report import FileResult, IngestReport
+from rag_graphs.ingestion.store.embeddings import EMBEDDED, chunk_tokenizer, load_embeddings
+from rag_graphs.ingestion.store.index import ChunkIndex, open_index
+from rag_graphs.ingestion.storing import Group, store_group
 
 __all__ = ["FileResult", "IngestOptions", "IngestReport", "access_labels", "ingest"]
 
@@ -58,10 +58,10 @@ def ingest(
 
     Args:
         paths: files or folders (folders recurse; hidden files skipped), or ``http(s)://``
-            URLs, fetched first under an SSRF guard (see ``ingestion.convert.urls``).
+            URLs, fetched first under an SSRF guard (see ``rag_graphs.ingestion.convert.urls``).
         uri: Milvus Lite path or Milvus server URI.
         collection: collection name.
-        embeddings: embedding model spec (see ``ingestion.store.embeddings``); its
+        embeddings: embedding model spec (see ``rag_graphs.ingestion.store.embeddings``); its
             tokenizer also bounds chunk size.
         hybrid: create the collection with BM25 + dense (only when new).
         index: an already-open index (overrides uri/collection/embeddings).
@@ -209,7 +209,7 @@ def _prepared(path: Path, prepared: Future[list[Document]]) -> tuple[FileResult,
 
 
 def _stored(index: ChunkIndex, group: Group, extractor: Extractor | None) -> list[FileResult]:
-    """Store the group (see ``ingestion.storing``) and return its files' results."""
+    """Store the group (see ``rag_graphs.ingestion.storing``) and return its files' results."""
     if group:
         store_group(index, group, extractor)
     return [result for result, _ in group]

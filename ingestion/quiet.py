@@ -13,7 +13,7 @@ client and server print is about their plumbing, not the user's data:
   (``LOCAL_GRPC_OPTIONS``), which removes the cause instead of hiding the message.
 * Loading the embedded embedding model draws a ``Loading weights`` bar for 0.1 s of work.
 
-The log records are re-logged at DEBUG on the ``ingestion.thirdparty`` logger, so they stay
+The log records are re-logged at DEBUG on the ``rag_graphs.ingestion.thirdparty`` logger, so they stay
 one switch away: ``RAG_GRAPHS_VERBOSE=1`` lets them through unchanged, and ``rag-graphs
 --verbose`` shows the debug log on stderr.
 """
@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 VERBOSE_ENV = "RAG_GRAPHS_VERBOSE"
-debug_log = logging.getLogger("ingestion.thirdparty")
+debug_log = logging.getLogger("rag_graphs.ingestion.thirdparty")
 
 LOCAL_GRPC_OPTIONS = {
     "grpc.keepalive_time_ms": 2**31 - 1,  # gRPC's "never"

@@ -141,7 +141,7 @@ class SecretScrubber(RewritingFilter):
     """
 
     LOGGERS = (
-        "ingestion.convert.captioning",
+        "rag_graphs.ingestion.convert.captioning",
         "docling.utils.api_image_request",
         "urllib3.connectionpool",
         "urllib3.util.retry",

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ingestion.convert.discover import Skipped
-from ingestion.terminal import visible
+from rag_graphs.ingestion.convert.discover import Skipped
+from rag_graphs.ingestion.terminal import visible
 
 
 @dataclass

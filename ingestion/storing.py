@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from langchain_core.documents import Document
 
-from ingestion.graph.build import add_entities
-from ingestion.graph.entities import ENTITIES_FIELD, Extractor, annotate
-from ingestion.report import FileResult
-from ingestion.store.index import ChunkIndex
-from ingestion.store.sentences import children_of, has_sentences, sentence_rows
+from rag_graphs.ingestion.graph.build import add_entities
+from rag_graphs.ingestion.graph.entities import ENTITIES_FIELD, Extractor, annotate
+from rag_graphs.ingestion.report import FileResult
+from rag_graphs.ingestion.store.index import ChunkIndex
+from rag_graphs.ingestion.store.sentences import children_of, has_sentences, sentence_rows
 
 Group = list[tuple[FileResult, list[Document]]]
 """Files ready to store: each file's result (filled in here) and its complete list of chunks."""

@@ -22,6 +22,13 @@ from importlib import resources
 
 from langchain_core.prompts import ChatPromptTemplate
 
+if __name__ == "prompts":  # its folder name, importable from a source checkout's root
+    raise ImportError(
+        "this package installs as rag_graphs.prompts: write `from rag_graphs.prompts import ...` "
+        "(one top-level import package, so no name of another distribution is taken)"
+    )
+
+
 __all__ = ["load_prompt", "list_prompts", "PromptNotFoundError"]
 
 _ROLE_LINE = re.compile(r"^\[(system|human|ai)\]\s*$", re.MULTILINE)

@@ -21,15 +21,15 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
-from ingestion.terminal import safe
 from rag_graphs.eval.metrics import answer_contained
+from rag_graphs.ingestion.terminal import safe
 from rag_graphs.text.answers import scaffolding, short_answer
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
-    from ingestion import ChunkIndex
-    from ingestion.raptor import RaptorReport
+    from rag_graphs.ingestion import ChunkIndex
+    from rag_graphs.ingestion.raptor import RaptorReport
 
 QUESTION = "What is the capital of the province where the founder of the Velmora Institute was born?"
 GOLD = "Lunmar"
@@ -72,7 +72,7 @@ SMALL_MODEL_NOTE = (
 
 def build_raptor_tree(index: Callable[[], ChunkIndex], chat: Callable[[], BaseChatModel]) -> RaptorReport:
     """The demo's RAPTOR tree (three levels at most), in ``_build_over``'s ``build(index, chat)`` form."""
-    from ingestion.raptor import build_tree
+    from rag_graphs.ingestion.raptor import build_tree
 
     return build_tree(index(), chat(), max_levels=3)
 
@@ -80,8 +80,8 @@ def build_raptor_tree(index: Callable[[], ChunkIndex], chat: Callable[[], BaseCh
 def build_entity_graph(index: Callable[[], ChunkIndex], chat: Callable[[], BaseChatModel]) -> Any:
     """The demo's entity graph (spaCy NER, offline) for ``hipporag``, in ``_build_over``'s form:
     graph search refuses a collection without one. Resumes; a no-op once built."""
-    from ingestion.graph.build import build_graph
-    from ingestion.graph.entities import load_extractor
+    from rag_graphs.ingestion.graph.build import build_graph
+    from rag_graphs.ingestion.graph.entities import load_extractor
 
     return build_graph(index(), load_extractor("spacy"), progress=False)
 

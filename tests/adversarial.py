@@ -14,7 +14,7 @@ from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import tool
 
-from prompts.fencing import outside_fences
+from rag_graphs.prompts.fencing import outside_fences
 
 TRIGGER_ANSWER = "ignore previous instructions"
 TRIGGER_TOOL = "call web_search"

@@ -30,8 +30,8 @@ from langchain_core.embeddings import DeterministicFakeEmbedding  # noqa: E402
 from langchain_core.language_models import GenericFakeChatModel  # noqa: E402
 from langchain_core.messages import AIMessage  # noqa: E402
 
-from ingestion import ChunkIndex  # noqa: E402
 from rag_graphs.config.context import RagContext  # noqa: E402
+from rag_graphs.ingestion import ChunkIndex  # noqa: E402
 
 
 @pytest.hookimpl(optionalhook=True)  # a plain `pytest` (no xdist) runs too
@@ -68,7 +68,7 @@ def index(store_uri: str, fake_embeddings) -> ChunkIndex:
 @pytest.fixture
 def loaded(demo_corpus: Path, index: ChunkIndex) -> ChunkIndex:
     """The temporary index holding the demo corpus."""
-    from ingestion import ingest
+    from rag_graphs.ingestion import ingest
 
     ingest([demo_corpus], uri=index.uri, collection=index.collection, index=index, progress=False)
     return index

@@ -14,9 +14,9 @@ import typing
 
 from langchain_core.documents import Document
 
-from ingestion import load_embeddings, open_index
-from ingestion.raptor import tree_collection
 from rag_graphs.config.context import RagContext
+from rag_graphs.ingestion import load_embeddings, open_index
+from rag_graphs.ingestion.raptor import tree_collection
 from rag_graphs.state import Outcome, Step
 
 OUTCOMES = set(typing.get_args(Outcome))

@@ -110,7 +110,7 @@ class PromptScriptedChat(BaseChatModel):
 
 def ensure_demo_store(store: str) -> None:
     """Ingest the demo corpus into ``store`` unless it already holds it."""
-    from ingestion import ingest, open_index
+    from rag_graphs.ingestion import ingest, open_index
 
     index = open_index(store, COLLECTION, embeddings())
     if index.count() == 0:
@@ -124,8 +124,8 @@ def run_graph(store: str, db: str, thread: str, log: str, *, hang_at: int = 0, r
     """Run (or resume) ``fixed_step`` on ``thread``, checkpointed in SQLite ``db``; a JSON-able summary."""
     from langgraph.checkpoint.sqlite import SqliteSaver
 
-    from ingestion import open_index
     from rag_graphs.config.context import RagContext
+    from rag_graphs.ingestion import open_index
     from rag_graphs.methods import get_graph
 
     ensure_demo_store(store)
@@ -181,12 +181,12 @@ def run_ingest(
 ) -> None:
     """Ingest ``folder`` into ``store``, ``group`` chunks per embedding call; hang in embedding call
     ``hang_at`` or after storing file number ``hang_after_file`` (0: never)."""
-    import ingestion.pipeline
-    from ingestion import ChunkIndex, FileResult, ingest
+    import rag_graphs.ingestion.pipeline as pipeline
+    from rag_graphs.ingestion import ChunkIndex, FileResult, ingest
 
-    if not hasattr(ingestion.pipeline, "EMBED_GROUP"):
-        raise RuntimeError("ingestion.pipeline.EMBED_GROUP is gone: update tests/crash_worker.py")
-    ingestion.pipeline.EMBED_GROUP = group  # many small groups: many points where files are stored
+    if not hasattr(pipeline, "EMBED_GROUP"):
+        raise RuntimeError("rag_graphs.ingestion.pipeline.EMBED_GROUP is gone: update tests/crash_worker.py")
+    pipeline.EMBED_GROUP = group  # many small groups: many points where files are stored
     model = HangingEmbeddings(size=32, progress=progress, hang_at=hang_at)
     index = ChunkIndex(uri=store, collection=COLLECTION, embeddings=model)
 

@@ -7,9 +7,9 @@ import itertools
 from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 
-from ingestion import ChunkIndex
-from ingestion.graph.build import build_graph
-from ingestion.raptor import build_tree
+from rag_graphs.ingestion import ChunkIndex
+from rag_graphs.ingestion.graph.build import build_graph
+from rag_graphs.ingestion.raptor import build_tree
 from tests.entities import capitalised
 
 

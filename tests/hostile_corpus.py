@@ -292,7 +292,7 @@ def worker_overhead(folder: Path, rounds: int = 3) -> dict[str, float]:
 
     from langchain_core.embeddings import DeterministicFakeEmbedding
 
-    from ingestion import ChunkIndex, ingest
+    from rag_graphs.ingestion import ChunkIndex, ingest
 
     folder.mkdir(parents=True, exist_ok=True)
     for make in (fx.docx, fx.xlsx, fx.pptx, fx.html, fx.pdf):

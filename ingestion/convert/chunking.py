@@ -40,7 +40,7 @@ from docling_core.types.doc import (
 )
 from langchain_core.documents import Document
 
-from ingestion.convert.captioning import FallbackCaptioner, PictureInput, caption_all
+from rag_graphs.ingestion.convert.captioning import FallbackCaptioner, PictureInput, caption_all
 
 CONTEXT_ITEMS = 2  # text items either side of a picture given to the captioner
 MAX_CHUNK_CHARS = 16_000  # Milvus stores at most 65,535 bytes of text: 4 per character at worst
@@ -165,7 +165,7 @@ def chunk_document(
     Labels are part of ``doc_hash``, so re-ingesting a file with other labels
     replaces its chunks (the old ones are stale) instead of keeping the old labels.
 
-    ``captioner`` describes pictures (``ingestion.convert.captioning``); the default
+    ``captioner`` describes pictures (``rag_graphs.ingestion.convert.captioning``); the default
     uses the document's own caption and surrounding text.
     """
     doc_hash = document_hash(doc)

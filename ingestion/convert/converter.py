@@ -4,7 +4,7 @@ The PDF pipeline is chosen by what is on the machine: the standard one
 (layout, tables, OCR) needs models that cannot be downloaded offline, so
 without them PDFs go through Docling's native pipeline, with one warning.
 HTML and Markdown never fetch the images they reference unless asked to
-(``ConvertOptions.allow_fetch``). The worker process (``ingestion.convert.workers``)
+(``ConvertOptions.allow_fetch``). The worker process (``rag_graphs.ingestion.convert.workers``)
 runs ``convert_here`` too, so both paths convert alike.
 """
 
@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from docling.datamodel.base_models import InputFormat
 
-from ingestion.convert.documents import image_document
-from ingestion.convert.formats import SUPPORTED, stream_name
-from ingestion.convert.guards import MAX_FILE_BYTES, check_html_depth
+from rag_graphs.ingestion.convert.documents import image_document
+from rag_graphs.ingestion.convert.formats import SUPPORTED, stream_name
+from rag_graphs.ingestion.convert.guards import MAX_FILE_BYTES, check_html_depth
 
 if TYPE_CHECKING:
     from docling.document_converter import DocumentConverter

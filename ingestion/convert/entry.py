@@ -1,7 +1,7 @@
 """Convert one input file to a ``DoclingDocument``: the entry point, wiring the steps below.
 
 Formats: PDF, DOCX, PPTX, XLSX, HTML, Markdown, plain text, AsciiDoc, CSV and
-images (PNG, JPEG, TIFF), told by content (``ingestion.convert.formats``).
+images (PNG, JPEG, TIFF), told by content (``rag_graphs.ingestion.convert.formats``).
 Conversion errors are reported per file, never raised for the batch.
 
 Each step is its own module:
@@ -25,23 +25,23 @@ from typing import TYPE_CHECKING
 
 from docling.datamodel.base_models import InputFormat
 
-from ingestion.convert.converter import (
+from rag_graphs.ingestion.convert.converter import (
     TIMEOUT_SECONDS,
     ConvertOptions,
     convert_here,
     converter,
     layout_models_present,
 )
-from ingestion.convert.discover import discover
-from ingestion.convert.documents import text_document
-from ingestion.convert.formats import (
+from rag_graphs.ingestion.convert.discover import discover
+from rag_graphs.ingestion.convert.documents import text_document
+from rag_graphs.ingestion.convert.formats import (
     OFFICE,
     SUPPORTED,
     UnsupportedFormatError,
     check_supported,
     detect_format,
 )
-from ingestion.convert.guards import (
+from rag_graphs.ingestion.convert.guards import (
     MAX_FILE_BYTES,
     MAX_HTML_DEPTH,
     MAX_UNZIPPED_BYTES,
@@ -50,8 +50,8 @@ from ingestion.convert.guards import (
     read_checked,
     zip_limit,
 )
-from ingestion.convert.serve import convert_remote
-from ingestion.convert.workers import in_worker
+from rag_graphs.ingestion.convert.serve import convert_remote
+from rag_graphs.ingestion.convert.workers import in_worker
 
 if TYPE_CHECKING:
     from docling_core.types.doc import DoclingDocument
@@ -78,7 +78,8 @@ __all__ = [
 def convert(path: Path, options: ConvertOptions = ConvertOptions()) -> DoclingDocument:
     """Convert one file to a ``DoclingDocument``.
 
-    Docling runs in a worker process when ``options.timeout`` is set (see ``ingestion.convert.workers``),
+    Docling runs in a worker process when ``options.timeout`` is set (see
+    ``rag_graphs.ingestion.convert.workers``),
     in this process when it is None, or on a Docling Serve instance when
     ``options.docling_serve`` names one.
 

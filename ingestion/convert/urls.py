@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from urllib.parse import urljoin, urlsplit
 
-from ingestion.convert.formats import SUPPORTED
-from ingestion.redaction import redact_url
+from rag_graphs.ingestion.convert.formats import SUPPORTED
+from rag_graphs.ingestion.redaction import redact_url
 
 MAX_REDIRECTS = 5
 TIMEOUT_SECONDS = 30.0

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from docling.datamodel.base_models import InputFormat
 
-from ingestion.convert.converter import ConvertOptions, convert_here
+from rag_graphs.ingestion.convert.converter import ConvertOptions, convert_here
 
 if TYPE_CHECKING:
     from docling_core.types.doc import DoclingDocument

@@ -2,5 +2,6 @@
 rows built from the chunks (``build``), synonym links between entities (``linking``) and graph
 search by personalised PageRank (``ppr``).
 
-May import ``ingestion.store.index``, ``ingestion.progress`` and ``prompts``; never ``rag_graphs``.
+May import ``rag_graphs.ingestion.store.index``, ``rag_graphs.ingestion.progress`` and ``prompts``; never
+``rag_graphs``.
 """

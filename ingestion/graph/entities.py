@@ -162,7 +162,7 @@ _OPENIE_FALLBACK = [
 
 
 def _openie_prompt():
-    from prompts import PromptNotFoundError, load_prompt
+    from rag_graphs.prompts import PromptNotFoundError, load_prompt
 
     try:
         return load_prompt(OPENIE_PROMPT)
@@ -214,7 +214,7 @@ class LLMExtractor:
     max_concurrency: int = 4
 
     def __call__(self, texts: list[str]) -> list[list[str]]:
-        from prompts.fencing import fence
+        from rag_graphs.prompts.fencing import fence
 
         prompt = _openie_prompt()
         inputs = [prompt.format_messages(passage=fence(str(t))) for t in texts]
@@ -311,7 +311,7 @@ def annotate(chunks: list[Document], extractor: Extractor, *, titles: bool = Tru
     """Set ``metadata["entities"]`` (entity keys) on every chunk; return a surface form per key.
 
     With ``titles`` each chunk's title (or headings) counts as a mention. Pass
-    the returned names to ``ingestion.graph.build.add_entities`` so entity rows keep
+    the returned names to ``rag_graphs.ingestion.graph.build.add_entities`` so entity rows keep
     readable names.
     """
     title_lists = [title_mentions(c) for c in chunks] if titles else None

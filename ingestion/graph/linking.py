@@ -1,6 +1,6 @@
-"""A question's entities: the seeds of graph search (``ingestion.graph.ppr``).
+"""A question's entities: the seeds of graph search (``rag_graphs.ingestion.graph.ppr``).
 
-Three ways, all against the entity collection (``ingestion.graph.build``):
+Three ways, all against the entity collection (``rag_graphs.ingestion.graph.build``):
 
 * **mentions**: the question extractor's mentions (spaCy NER by default),
   matched by key, else (a mention no key matches) to the nearest entity
@@ -27,10 +27,16 @@ from functools import lru_cache
 
 from langchain_core.documents import Document
 
-from ingestion.graph.build import CHUNKS_FIELD, COUNT_FIELD, NAME_FIELD, entity_collection, entity_rows
-from ingestion.graph.entities import Extractor, SpacyExtractor, normalize
-from ingestion.store.fields import DENSE_FIELD, PRIMARY_FIELD, SPARSE_FIELD
-from ingestion.store.index import ChunkIndex
+from rag_graphs.ingestion.graph.build import (
+    CHUNKS_FIELD,
+    COUNT_FIELD,
+    NAME_FIELD,
+    entity_collection,
+    entity_rows,
+)
+from rag_graphs.ingestion.graph.entities import Extractor, SpacyExtractor, normalize
+from rag_graphs.ingestion.store.fields import DENSE_FIELD, PRIMARY_FIELD, SPARSE_FIELD
+from rag_graphs.ingestion.store.index import ChunkIndex
 
 _DENSE_SEARCH = {"metric_type": "COSINE", "params": {}}
 _SPARSE_SEARCH = {"metric_type": "BM25", "params": {}}

@@ -2,7 +2,7 @@
 
 The steps (HippoRAG, Gutierrez et al. 2024, adapted to a graph kept in Milvus):
 
-1. **Seeds** (``ingestion.graph.linking``): the question's entities, by mention
+1. **Seeds** (``rag_graphs.ingestion.graph.linking``): the question's entities, by mention
    (spaCy NER), by name-like n-gram and by meaning (nearest entity names).
    A seed's restart weight is its match similarity times its *specificity*,
    1 / (number of chunks holding it): a rare entity says more about where
@@ -34,21 +34,28 @@ from typing import Literal
 import numpy as np
 from langchain_core.documents import Document
 
-from ingestion.graph.build import CHUNKS_FIELD, COUNT_FIELD, NAME_FIELD, entity_rows, has_graph, in_filter
-from ingestion.graph.entities import ENTITIES_FIELD, Extractor, normalize
-from ingestion.graph.facts import Fact, fact_seed_weights, link_facts, search_facts, to_facts
-from ingestion.graph.linking import (
+from rag_graphs.ingestion.graph.build import (
+    CHUNKS_FIELD,
+    COUNT_FIELD,
+    NAME_FIELD,
+    entity_rows,
+    has_graph,
+    in_filter,
+)
+from rag_graphs.ingestion.graph.entities import ENTITIES_FIELD, Extractor, normalize
+from rag_graphs.ingestion.graph.facts import Fact, fact_seed_weights, link_facts, search_facts, to_facts
+from rag_graphs.ingestion.graph.linking import (
     ENTITY_FIELDS,
     named_seeds,
     nearest_entities,
     question_extractor,
     search_with_vector,
 )
-from ingestion.graph.walk import build_walk_graph, fuse, pagerank, restart_shares
-from ingestion.store.fields import PRIMARY_FIELD
-from ingestion.store.filters import all_of
-from ingestion.store.index import ChunkIndex
-from ingestion.store.reads import embed_queries
+from rag_graphs.ingestion.graph.walk import build_walk_graph, fuse, pagerank, restart_shares
+from rag_graphs.ingestion.store.fields import PRIMARY_FIELD
+from rag_graphs.ingestion.store.filters import all_of
+from rag_graphs.ingestion.store.index import ChunkIndex
+from rag_graphs.ingestion.store.reads import embed_queries
 
 _LOOKUP_BATCH = 512
 
@@ -225,7 +232,7 @@ def graph_search(
             (they link everything; their specificity is ~0 anyway).
         blend: weight of the PPR score against the dense/hybrid score, both min-max
             normalised (1: PPR only; the dense hits still restart the walk).
-        fact_k: sentences most similar to the question taken as facts (``ingestion.graph.facts``;
+        fact_k: sentences most similar to the question taken as facts (``rag_graphs.ingestion.graph.facts``;
             needs the collection's sentence rows, else ignored; 0: off). Each becomes a node
             linked to its passage and the entities it names, its passage joins the
             neighbourhood, and those entities are seeded with the fact's similarity.

@@ -6,7 +6,7 @@ URI (with ``MILVUS_TOKEN``) is Zilliz Cloud. Hybrid search (BM25 + dense,
 fused by reciprocal rank fusion inside Milvus) is decided when the collection
 is created; an existing collection keeps what it was created with.
 
-The index and search parameters (``ingestion.store.fields``) are the ones measured to work on
+The index and search parameters (``rag_graphs.ingestion.store.fields``) are the ones measured to work on
 Milvus Lite 3.2.2 with langchain-milvus 0.4.0 (see DESIGN.md). Filters, the Milvus Lite path
 checks and the reads live beside this module (``filters``, ``lite``, ``reads``).
 """
@@ -25,8 +25,8 @@ from pathlib import Path
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
-from ingestion.quiet import LOCAL_GRPC_OPTIONS, quiet_milvus_lite
-from ingestion.store.fields import (
+from rag_graphs.ingestion.quiet import LOCAL_GRPC_OPTIONS, quiet_milvus_lite
+from rag_graphs.ingestion.store.fields import (
     _BATCH,
     _DENSE_INDEX,
     _DENSE_SEARCH,
@@ -39,9 +39,9 @@ from ingestion.store.fields import (
     TEXT_FIELD,
     VERSION_PROPERTY,
 )
-from ingestion.store.filters import ids_filter, quote
-from ingestion.store.generations import _changed
-from ingestion.store.lite import (
+from rag_graphs.ingestion.store.filters import ids_filter, quote
+from rag_graphs.ingestion.store.generations import _changed
+from rag_graphs.ingestion.store.lite import (
     StoreLockedError,
     _held_by_other_process,
     _lock_message,
@@ -50,8 +50,8 @@ from ingestion.store.lite import (
     check_store_path,
     is_local,
 )
-from ingestion.store.reads import IndexReads
-from ingestion.store.tree import forget_chunks, tree_collection
+from rag_graphs.ingestion.store.reads import IndexReads
+from rag_graphs.ingestion.store.tree import forget_chunks, tree_collection
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +82,7 @@ class ChunkIndex(IndexReads):
     """One Milvus collection of chunks, embedded with one embedding model.
 
     Chunk ids are strings derived from content and provenance (see
-    ``ingestion.convert.chunking``), so adding the same chunk twice stores it once.
+    ``rag_graphs.ingestion.convert.chunking``), so adding the same chunk twice stores it once.
     """
 
     uri: str

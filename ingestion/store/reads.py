@@ -8,7 +8,7 @@ from typing import Any
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
-from ingestion.store.fields import (
+from rag_graphs.ingestion.store.fields import (
     _DENSE_SEARCH,
     _SPARSE_SEARCH,
     DENSE_FIELD,
@@ -18,7 +18,7 @@ from ingestion.store.fields import (
     TEXT_FIELD,
     SearchMode,
 )
-from ingestion.store.filters import ids_filter
+from rag_graphs.ingestion.store.filters import ids_filter
 
 
 def embed_queries(embeddings: Embeddings, queries: list[str]) -> list[list[float]]:

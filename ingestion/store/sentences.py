@@ -18,9 +18,9 @@ from dataclasses import dataclass
 
 from langchain_core.documents import Document
 
-from ingestion.graph.entities import ENTITIES_FIELD
-from ingestion.store.fields import RRF_K, SearchMode
-from ingestion.store.index import ChunkIndex, open_index
+from rag_graphs.ingestion.graph.entities import ENTITIES_FIELD
+from rag_graphs.ingestion.store.fields import RRF_K, SearchMode
+from rag_graphs.ingestion.store.index import ChunkIndex, open_index
 
 SUFFIX = "_sentences"
 FANOUT = 4

@@ -1,5 +1,5 @@
-"""The rows of a collection's RAPTOR tree that must go when chunks go (``ingestion.raptor`` builds
-the tree). Here, below ``ingestion.raptor``: ``ChunkIndex`` removes a chunk's leaf copies and every
+"""The rows of a collection's RAPTOR tree that must go when chunks go (``rag_graphs.ingestion.raptor`` builds
+the tree). Here, below ``rag_graphs.ingestion.raptor``: ``ChunkIndex`` removes a chunk's leaf copies and every
 summary above them before it deletes the chunk, and the index must not import what builds on it."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Protocol
 
 from langchain_core.documents import Document
 
-from ingestion.store.filters import quote
+from rag_graphs.ingestion.store.filters import quote
 
 _ID_BATCH = 256
 _QUERY_LIMIT = 16_384  # Milvus's largest query limit

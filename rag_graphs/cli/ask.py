@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.console import Console
 
-from ingestion.terminal import safe
 from rag_graphs.cli.shared import (
     CollOpt,
     ModelOpt,
@@ -23,6 +22,7 @@ from rag_graphs.cli.shared import (
     with_search_options,
 )
 from rag_graphs.config.threads import DEFAULT_CHECKPOINTS
+from rag_graphs.ingestion.terminal import safe
 from rag_graphs.search.sources import source_key
 
 if TYPE_CHECKING:
@@ -171,7 +171,7 @@ def ask(
     search: dict[str, Any],
 ) -> None:
     """Answer a question with one method; print the answer, citations and steps."""
-    from ingestion import StoreLockedError
+    from rag_graphs.ingestion import StoreLockedError
     from rag_graphs.llm.faults import RunFailed
 
     if not question.strip():

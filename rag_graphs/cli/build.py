@@ -30,7 +30,7 @@ app.add_typer(graph_app, name="graph")
 def sentences_build(store: StoreOpt = None, collection: CollOpt = None) -> None:
     """Store every chunk's sentences in `<collection>_sentences` for `--search-unit sentence`
     (small-to-big); re-running resumes, never embeds a stored sentence again."""
-    from ingestion.store.sentences import build_sentences
+    from rag_graphs.ingestion.store.sentences import build_sentences
 
     _build_over(store, collection, None, lambda index, chat: build_sentences(index()))
 
@@ -46,7 +46,7 @@ def raptor_build(
     ] = 6000,  # ingestion.raptor.MAX_CLUSTER_CHARS
 ) -> None:
     """Build (or finish) the RAPTOR tree of a collection; re-running resumes, never re-summarises."""
-    from ingestion.raptor import build_tree
+    from rag_graphs.ingestion.raptor import build_tree
 
     _build_over(
         store,
@@ -67,8 +67,8 @@ def graph_build(
 ) -> None:
     """Give a collection's chunks their entities (for one ingested before graphs existed);
     re-running resumes where it stopped."""
-    from ingestion.graph.build import build_graph
-    from ingestion.graph.entities import load_extractor
+    from rag_graphs.ingestion.graph.build import build_graph
+    from rag_graphs.ingestion.graph.entities import load_extractor
 
     def build(index: Callable, chat: Callable) -> Any:  # a GraphBuildReport
         find = load_extractor(

@@ -7,7 +7,6 @@ from typing import Annotated, Any
 
 import typer
 
-from ingestion.terminal import safe
 from rag_graphs.cli.shared import (
     CollOpt,
     ModelOpt,
@@ -19,6 +18,7 @@ from rag_graphs.cli.shared import (
     console,
     with_search_options,
 )
+from rag_graphs.ingestion.terminal import safe
 
 
 @app.command("eval")

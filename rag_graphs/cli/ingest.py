@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ingestion.terminal import safe
 from rag_graphs.cli.shared import (
     CollOpt,
     StoreOpt,
@@ -20,6 +19,7 @@ from rag_graphs.cli.shared import (
     app,
     console,
 )
+from rag_graphs.ingestion.terminal import safe
 from rag_graphs.search.sources import delete_sources
 
 if TYPE_CHECKING:
@@ -94,10 +94,10 @@ def ingest(
     replaces its old chunks. `ask --tenant/--tag/--source` searches only what
     carries those labels.
     """
-    from ingestion import StoreLockedError
-    from ingestion import ingest as run_ingest
-    from ingestion.options import megabytes
-    from ingestion.store.sentences import build_sentences
+    from rag_graphs.ingestion import StoreLockedError
+    from rag_graphs.ingestion import ingest as run_ingest
+    from rag_graphs.ingestion.options import megabytes
+    from rag_graphs.ingestion.store.sentences import build_sentences
 
     if not paths and not delete:
         _fail("give files or folders to ingest, or --delete PATH")
@@ -151,8 +151,8 @@ def sources(store: StoreOpt = None, collection: CollOpt = None) -> None:
     """List the indexed sources with their chunk counts per kind."""
     from rich.table import Table
 
-    from ingestion import StoreLockedError
-    from ingestion.convert.captioning import redact_url
+    from rag_graphs.ingestion import StoreLockedError
+    from rag_graphs.ingestion.convert.captioning import redact_url
     from rag_graphs.search.retrieval import index_for
 
     ctx = _context(store, collection)

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 import typer
 from rich.console import Console
 
-from ingestion.quiet import show_debug_log
-from ingestion.terminal import safe
+from rag_graphs.ingestion.quiet import show_debug_log
+from rag_graphs.ingestion.terminal import safe
 
 if TYPE_CHECKING:
     from rag_graphs.config.context import RagContext
@@ -160,7 +160,7 @@ def _context(store: str | None, collection: str | None, **overrides) -> RagConte
     if collection:
         values["collection"] = collection
     ctx = RagContext(**values)
-    from ingestion.store.lite import check_store_path
+    from rag_graphs.ingestion.store.lite import check_store_path
 
     try:
         check_store_path(ctx.store_uri)  # a file or unwritable path: one clear error, before any work
@@ -202,7 +202,7 @@ def _build_over(
     asks, so a build can check its own settings before the store opens. ``max_tokens`` caps each
     reply (the demo's short summaries); by default, the context's answer budget.
     """
-    from ingestion import StoreLockedError
+    from rag_graphs.ingestion import StoreLockedError
     from rag_graphs.llm.models import load_chat_model
     from rag_graphs.search.retrieval import index_for
 

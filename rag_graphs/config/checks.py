@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ingestion import ChunkIndex
+    from rag_graphs.ingestion import ChunkIndex
 
 
 class SetupError(ValueError):
@@ -62,7 +62,7 @@ def check_graph(index: ChunkIndex) -> None:
     Raises:
         SetupError: the collection has no entity collection.
     """
-    from ingestion.graph.build import entity_collection, has_graph
+    from rag_graphs.ingestion.graph.build import entity_collection, has_graph
 
     if not has_graph(index):
         raise SetupError(
@@ -124,7 +124,7 @@ def check_dimension(index: ChunkIndex) -> None:
     Raises:
         SetupError: the model's dimension differs from the collection's.
     """
-    from ingestion.store.fields import DENSE_FIELD
+    from rag_graphs.ingestion.store.fields import DENSE_FIELD
 
     key = (id(index), id(index.embeddings))
     if key in _DIMENSIONS_CHECKED:

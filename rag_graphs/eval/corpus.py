@@ -2,7 +2,7 @@
 
 Keeping the dataset's ids as chunk ids makes supporting-passage recall a set
 lookup, and lets the distractor and oracle settings reuse the one collection
-through a search filter (``ingestion.ids_filter``) instead of one store per question.
+through a search filter (``rag_graphs.ingestion.ids_filter``) instead of one store per question.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import re
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
-from ingestion import ChunkIndex, open_index
-from ingestion.progress import progress_bar
 from rag_graphs.eval.datasets import Dataset
+from rag_graphs.ingestion import ChunkIndex, open_index
+from rag_graphs.ingestion.progress import progress_bar
 
 BATCH = 256
 

@@ -28,10 +28,10 @@ from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, Field
 
-from prompts import load_prompt
-from prompts.fencing import fence
 from rag_graphs.llm.structured import invoke_structured
 from rag_graphs.methods.self_rag import Grounded
+from rag_graphs.prompts import load_prompt
+from rag_graphs.prompts.fencing import fence
 from rag_graphs.text.citations import numbered_passage
 
 log = logging.getLogger(__name__)

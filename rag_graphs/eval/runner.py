@@ -26,8 +26,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Literal
 
-from ingestion import ids_filter
-from ingestion.progress import progress_bar
 from rag_graphs.config.context import RagContext
 from rag_graphs.config.tracing import redact, spec_name, trace_config
 from rag_graphs.eval.corpus import open_corpus
@@ -49,6 +47,8 @@ from rag_graphs.eval.rows import (
     read_rows,
 )
 from rag_graphs.eval.timing import Timer
+from rag_graphs.ingestion import ids_filter
+from rag_graphs.ingestion.progress import progress_bar
 from rag_graphs.methods import METHODS, get_graph
 from rag_graphs.run import run
 from rag_graphs.search.retrieval import embeddings_for
@@ -287,14 +287,14 @@ def evaluate(
         raise ValueError(f"setting {setting!r} needs passages; dataset {ds.name!r} has none")
 
     if "raptor" in methods:  # RAPTOR needs its tree: built (or resumed) here, explicitly, before any run
-        from ingestion.raptor import build_tree
+        from rag_graphs.ingestion.raptor import build_tree
         from rag_graphs.nodes.chat import chat_model
         from rag_graphs.search.retrieval import index_for
 
         build_tree(index_for(ctx), chat_model(ctx), progress=progress)
     if "hipporag" in methods or ctx.search_mode == "graph":  # graph search needs the entity graph
-        from ingestion.graph.build import build_graph
-        from ingestion.graph.entities import load_extractor
+        from rag_graphs.ingestion.graph.build import build_graph
+        from rag_graphs.ingestion.graph.entities import load_extractor
         from rag_graphs.search.retrieval import index_for
 
         build_graph(index_for(ctx), load_extractor("spacy"), progress=progress)  # resumes; no-op when built

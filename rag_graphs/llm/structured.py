@@ -29,10 +29,10 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from pydantic import BaseModel, ValidationError
 
-from prompts import load_prompt
 from rag_graphs.llm.calls import Body, Call, adrive, drive
 from rag_graphs.llm.faults import is_transient, rejected_as_invalid
 from rag_graphs.llm.models import capabilities
+from rag_graphs.prompts import load_prompt
 
 T = TypeVar("T", bound=BaseModel)
 Method = Literal["grammar", "native", "parsed", "default"]

@@ -24,7 +24,6 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from pydantic import BaseModel
 
-from prompts import load_prompt
 from rag_graphs.config.context import RagContext, get_context
 from rag_graphs.config.fields import check_route
 from rag_graphs.llm.structured import invoke_structured
@@ -34,6 +33,7 @@ from rag_graphs.nodes import make_generate
 from rag_graphs.nodes.builder import compile_method, new_builder
 from rag_graphs.nodes.chat import calls_usage, chat_model
 from rag_graphs.nodes.events import emit, step
+from rag_graphs.prompts import load_prompt
 from rag_graphs.search.retrieval import embeddings_for
 from rag_graphs.state import OutputState, RagState
 from rag_graphs.text.question_kinds import Kind, classify_by_examples, examples_file

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from langgraph.graph import StateGraph
 
-from prompts import load_prompt
 from rag_graphs.config.context import RagContext
 from rag_graphs.llm.calls import Body
 from rag_graphs.nodes import make_generate, retrieve
@@ -25,6 +24,7 @@ from rag_graphs.nodes.chat import chat
 from rag_graphs.nodes.events import emit, step
 from rag_graphs.nodes.inputs import template_inputs
 from rag_graphs.nodes.model_node import model_node
+from rag_graphs.prompts import load_prompt
 from rag_graphs.state import RagState
 
 MAX_PASSAGE_CHARS = 1500

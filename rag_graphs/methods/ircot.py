@@ -17,7 +17,6 @@ from typing import Annotated
 
 from langgraph.graph import END, START, StateGraph
 
-from prompts import load_prompt
 from rag_graphs.config.context import RagContext
 from rag_graphs.llm.calls import Body
 from rag_graphs.nodes import make_generate, retrieve
@@ -29,6 +28,7 @@ from rag_graphs.nodes.inputs import format_notes, template_inputs
 from rag_graphs.nodes.loop import hop_budget, loop_stop, stop_update
 from rag_graphs.nodes.model_node import ModelNode, model_node
 from rag_graphs.nodes.rewrite import clean_query
+from rag_graphs.prompts import load_prompt
 from rag_graphs.state import RagState
 
 _ANSWER = re.compile(r"\bso\s+the\s+answer\s+is\b", re.IGNORECASE)

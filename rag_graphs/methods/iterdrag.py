@@ -23,7 +23,6 @@ from typing import Annotated, Literal
 
 from langgraph.graph import END, START, StateGraph
 
-from prompts import load_prompt
 from rag_graphs.config.context import RagContext
 from rag_graphs.llm.calls import Body
 from rag_graphs.nodes import make_generate, make_intermediate, retrieve
@@ -35,6 +34,7 @@ from rag_graphs.nodes.inputs import demonstrations_input, template_inputs
 from rag_graphs.nodes.loop import STOP_ENOUGH, Budget, Stop, loop_stop, stop_update
 from rag_graphs.nodes.model_node import model_node
 from rag_graphs.nodes.rewrite import clean_query
+from rag_graphs.prompts import load_prompt
 from rag_graphs.search.retrieval import most_relevant_last
 from rag_graphs.state import RagState
 from rag_graphs.text.answers import clean_answer

@@ -6,7 +6,7 @@
 summaries of every level together, so a broad question meets a summary and a
 narrow one a leaf. ``traversal`` starts at the top level and descends: at
 each level the ``k`` best children of the nodes kept so far. Summaries carry
-``children`` ids, so ``ingestion.raptor.leaves_of`` traces them to their chunks.
+``children`` ids, so ``rag_graphs.ingestion.raptor.leaves_of`` traces them to their chunks.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ import dataclasses
 from langgraph.graph import StateGraph
 from langgraph.runtime import Runtime
 
-from ingestion import all_of, ids_filter
-from ingestion.raptor import tree_collection
 from rag_graphs.config.context import RagContext, get_context
+from rag_graphs.ingestion import all_of, ids_filter
+from rag_graphs.ingestion.raptor import tree_collection
 from rag_graphs.nodes import make_generate
 from rag_graphs.nodes.builder import compile_method, linear_builder
 from rag_graphs.nodes.events import emit, step

@@ -41,8 +41,6 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from typing_extensions import TypedDict
 
-from prompts import load_prompt
-from prompts.fencing import fence
 from rag_graphs.config.context import RagContext
 from rag_graphs.llm.calls import Body, Call
 from rag_graphs.llm.faults import rejected_as_invalid
@@ -57,6 +55,8 @@ from rag_graphs.nodes.inputs import format_notes
 from rag_graphs.nodes.loop import STOP_ENOUGH, Budget, Stop, already_searched, loop_stop, stop_update
 from rag_graphs.nodes.model_node import model_node
 from rag_graphs.nodes.retrieve import fetch_k, found, keep
+from rag_graphs.prompts import load_prompt
+from rag_graphs.prompts.fencing import fence
 from rag_graphs.search.retrieval import retriever_for
 from rag_graphs.state import RagState, Step, add_usage
 from rag_graphs.text.answers import clean_answer

@@ -31,7 +31,6 @@ from typing import Literal
 from langgraph.graph import END, START, StateGraph
 from pydantic import BaseModel, Field
 
-from prompts import load_prompt
 from rag_graphs.config.context import RagContext
 from rag_graphs.llm.calls import Batch, Body
 from rag_graphs.llm.structured import structured
@@ -44,6 +43,7 @@ from rag_graphs.nodes.grade import RelevanceScore, make_grade
 from rag_graphs.nodes.inputs import answer_documents, template_inputs
 from rag_graphs.nodes.loop import Stop, hop_budget, loop_stop, stop_update
 from rag_graphs.nodes.model_node import model_node
+from rag_graphs.prompts import load_prompt
 from rag_graphs.state import Confidence, RagState, add_usage
 
 

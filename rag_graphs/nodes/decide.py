@@ -12,7 +12,6 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from prompts import load_prompt
 from rag_graphs.config.context import RagContext
 from rag_graphs.llm.calls import Body
 from rag_graphs.llm.structured import structured
@@ -21,6 +20,7 @@ from rag_graphs.nodes.events import emit, step
 from rag_graphs.nodes.inputs import template_inputs
 from rag_graphs.nodes.loop import hop_budget, loop_stop, stop_update
 from rag_graphs.nodes.model_node import ModelNode
+from rag_graphs.prompts import load_prompt
 from rag_graphs.state import RagState
 
 

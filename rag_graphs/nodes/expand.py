@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 
-from prompts import load_prompt
 from rag_graphs.config.context import RagContext
 from rag_graphs.llm.calls import Body
 from rag_graphs.nodes.chat import chat
@@ -17,6 +16,7 @@ from rag_graphs.nodes.inputs import template_inputs
 from rag_graphs.nodes.loop import normalize_query
 from rag_graphs.nodes.model_node import ModelNode
 from rag_graphs.nodes.rewrite import clean_query
+from rag_graphs.prompts import load_prompt
 from rag_graphs.state import RagState
 
 _BULLET = re.compile(r"^\s*(?:[-*•]+|\(?\d+[.):]|q\d+[.):]|step\s*\d+[.):])\s*", re.IGNORECASE)

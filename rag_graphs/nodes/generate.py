@@ -10,7 +10,6 @@ from langchain_core.documents import Document
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.prompts import ChatPromptTemplate
 
-from prompts import load_prompt
 from rag_graphs.config.context import RagContext
 from rag_graphs.llm.calls import Body, Call
 from rag_graphs.nodes.chat import chat_model, llm_usage
@@ -18,6 +17,7 @@ from rag_graphs.nodes.events import emit, step
 from rag_graphs.nodes.inputs import answer_documents, demonstrations_input, latest_documents, template_inputs
 from rag_graphs.nodes.loop import STOP_SINGLE_PASS, Stop
 from rag_graphs.nodes.model_node import ModelNode
+from rag_graphs.prompts import load_prompt
 from rag_graphs.state import Outcome, RagState, Step, Usage
 from rag_graphs.text.answers import ANSWER_STOPS, UNKNOWN, clean_answer, short_answer
 from rag_graphs.text.citations import Numbered, extract_citations, format_context, number_passages

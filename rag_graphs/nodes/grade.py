@@ -14,8 +14,6 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from prompts import load_prompt
-from prompts.fencing import fence
 from rag_graphs.config.context import RagContext
 from rag_graphs.llm.calls import Batch, Body
 from rag_graphs.llm.structured import structured
@@ -24,6 +22,8 @@ from rag_graphs.nodes.events import emit, step
 from rag_graphs.nodes.inputs import latest_documents
 from rag_graphs.nodes.loop import hop_budget, loop_stop, stop_update
 from rag_graphs.nodes.model_node import ModelNode
+from rag_graphs.prompts import load_prompt
+from rag_graphs.prompts.fencing import fence
 from rag_graphs.state import RagState, Usage, add_usage
 
 Label = Literal["correct", "ambiguous", "incorrect"]

@@ -6,13 +6,13 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from prompts import load_prompt
 from rag_graphs.config.context import RagContext
 from rag_graphs.llm.calls import Body
 from rag_graphs.nodes.chat import chat
 from rag_graphs.nodes.events import emit, step
 from rag_graphs.nodes.inputs import template_inputs
 from rag_graphs.nodes.model_node import ModelNode
+from rag_graphs.prompts import load_prompt
 from rag_graphs.state import RagState
 
 _PREFIX = re.compile(

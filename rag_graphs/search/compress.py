@@ -33,8 +33,8 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 
-from prompts import load_prompt
-from prompts.fencing import fence
+from rag_graphs.prompts import load_prompt
+from rag_graphs.prompts.fencing import fence
 from rag_graphs.search.rerank import Stored, passage_vectors
 
 SPECS = "none, embeddings:<0-1>, redundant:<0-1>, llm (comma-separated to chain)"

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 from langchain_core.documents import Document
 
-from ingestion import ChunkIndex
-from ingestion.store.filters import all_of, quote
+from rag_graphs.ingestion import ChunkIndex
+from rag_graphs.ingestion.store.filters import all_of, quote
 
 SPECS = "none, neighbours:<N>, section"
 PREFIX = "neighbours:"

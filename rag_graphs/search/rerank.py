@@ -35,8 +35,8 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.vectorstores.utils import maximal_marginal_relevance
 
-from prompts import load_prompt
-from prompts.fencing import fence
+from rag_graphs.prompts import load_prompt
+from rag_graphs.prompts.fencing import fence
 
 SPECS = "none, mmr, llm, cross-encoder:<local dir>"
 CROSS_ENCODER = "cross-encoder:"

@@ -20,13 +20,18 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable, RunnableLambda
 from pydantic import ConfigDict, Field
 
-from ingestion import ChunkIndex, load_embeddings, open_index
-from ingestion.redaction import redact_url
-from ingestion.store.fields import RRF_K
-from ingestion.store.generations import generation
-from ingestion.store.sentences import children_of, has_sentences, search_parents, sentence_collection
 from rag_graphs.config.checks import check_collection_exists, check_graph, check_store_exists
 from rag_graphs.config.context import RagContext
+from rag_graphs.ingestion import ChunkIndex, load_embeddings, open_index
+from rag_graphs.ingestion.redaction import redact_url
+from rag_graphs.ingestion.store.fields import RRF_K
+from rag_graphs.ingestion.store.generations import generation
+from rag_graphs.ingestion.store.sentences import (
+    children_of,
+    has_sentences,
+    search_parents,
+    sentence_collection,
+)
 from rag_graphs.search.cache import SEARCHES, Ranking, normalise
 from rag_graphs.search.disk_cache import disk_cache, disk_key
 
@@ -57,7 +62,7 @@ class ChunkRetriever(BaseRetriever):
     Graphs search through it so every search is a retriever run: LangSmith
     shows it in the trace tree and callbacks (the evaluator's timer) see it.
     In ``graph`` mode the hybrid hits are re-ranked by Personalized PageRank
-    over the chunk-entity graph (``ingestion.graph.ppr.graph_search``); every hit then
+    over the chunk-entity graph (``rag_graphs.ingestion.graph.ppr.graph_search``); every hit then
     carries the walk's seeds in ``metadata["graph_seeds"]`` for the reasoning chain.
     """
 
@@ -87,7 +92,7 @@ class ChunkRetriever(BaseRetriever):
                 path=self.cache_path,
                 unit=self.unit,
             )[0]
-        from ingestion.graph.ppr import graph_search
+        from rag_graphs.ingestion.graph.ppr import graph_search
 
         check_graph(self.index)
         found = graph_search(self.index, query, k=self.k, expr=self.expr, **self.graph)
@@ -97,7 +102,7 @@ class ChunkRetriever(BaseRetriever):
 
 
 def graph_options(ctx: RagContext) -> dict[str, Any]:
-    """The context's graph-search knobs, as ``ingestion.graph.ppr.graph_search`` arguments."""
+    """The context's graph-search knobs, as ``rag_graphs.ingestion.graph.ppr.graph_search`` arguments."""
     return {
         "damping": ctx.graph_damping,
         "blend": ctx.graph_blend,
@@ -187,7 +192,8 @@ def cached_search(
     so a change another process made is seen by this one too.
 
     ``unit="sentence"`` searches the collection's sentence rows and returns their parent chunks
-    (``ingestion.store.sentences``, small-to-big); the caches then key on the sentence collection too."""
+    (``rag_graphs.ingestion.store.sentences``, small-to-big); the caches then key on the sentence
+    collection too."""
     if size != SEARCHES.size:
         SEARCHES.resize(size)
     searcher = index.search_many if unit == "chunk" else _sentence_searcher(index)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from functools import cache
 
-from prompts import list_prompts, load_prompt
+from rag_graphs.prompts import list_prompts, load_prompt
 
 ANSWER_STOPS = ["</passage>", "<passage", "\nQuestion:", "\nPassages:"]
 """Stop sequences for answer calls: at most 4 (OpenAI's limit), the markers small models invent first."""

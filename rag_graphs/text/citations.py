@@ -1,7 +1,7 @@
 """Numbered context for prompts, and citations parsed back out of answers.
 
 Passages are shown to the model as ``[n]`` blocks, fenced as data
-(``prompts.fencing``: a passage cannot close its fence early); the
+(``rag_graphs.prompts.fencing``: a passage cannot close its fence early); the
 answer cites them as ``[n]``. A marker that points at no passage is dropped,
 so every citation resolves to a stored chunk.
 
@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 from langchain_core.documents import Document
 
-from prompts.fencing import fence
+from rag_graphs.prompts.fencing import fence
 from rag_graphs.state import Citation
 
 _MARKER = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")

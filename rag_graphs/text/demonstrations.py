@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from prompts.fencing import fence
+from rag_graphs.prompts.fencing import fence
 from rag_graphs.text.jsonl import existing_path, read_jsonl, require_text
 
 MAX_DOC_CHARS = 600  # per demonstration document: demonstrations must not crowd out the real context

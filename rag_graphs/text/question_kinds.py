@@ -28,7 +28,7 @@ from typing import Literal, get_args
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from ingestion.store.reads import embed_queries
+from rag_graphs.ingestion.store.reads import embed_queries
 from rag_graphs.text.jsonl import existing_path, read_json_object
 
 Kind = Literal["no_retrieval", "single_hop", "multi_hop", "global_summary"]
@@ -57,7 +57,7 @@ def examples_file(path: str | None) -> Path:
     """The examples file: ``path`` checked, or the shipped ``prompts/question_kinds.json``."""
     if path:
         return existing_path(path, "file", "RagContext.router_examples file")
-    return Path(str(resources.files("prompts").joinpath("question_kinds.json")))
+    return Path(str(resources.files("rag_graphs.prompts").joinpath("question_kinds.json")))
 
 
 def load_examples(path: Path) -> dict[str, list[str]]:

@@ -13,17 +13,17 @@ import pytest
 from pydantic import BaseModel
 from typer.testing import CliRunner
 
-from ingestion import ingest, load_embeddings, open_index
-from ingestion.graph.build import build_graph
-from ingestion.graph.entities import load_extractor
-from ingestion.raptor import build_tree
-from prompts import load_prompt
 from rag_graphs.cli import app
 from rag_graphs.config.context import RagContext
+from rag_graphs.ingestion import ingest, load_embeddings, open_index
+from rag_graphs.ingestion.graph.build import build_graph
+from rag_graphs.ingestion.graph.entities import load_extractor
+from rag_graphs.ingestion.raptor import build_tree
 from rag_graphs.llm.models import load_chat_model
 from rag_graphs.llm.structured import invoke_structured
 from rag_graphs.methods import METHODS, get_graph
 from rag_graphs.methods.naive import graph
+from rag_graphs.prompts import load_prompt
 from tests.contract import check_contract
 
 pytestmark = pytest.mark.embedded
@@ -119,7 +119,7 @@ def test_cli_ingest_reports_a_missing_path_clearly(tmp_path):
 def test_graph_runs_in_a_plain_python_process_with_settings_from_the_environment(tmp_path, demo_corpus):
     code = f"""
 import json
-from ingestion import ingest
+from rag_graphs.ingestion import ingest
 from rag_graphs.config.context import RagContext
 from rag_graphs.methods import METHODS, get_graph
 from rag_graphs.methods.naive import graph

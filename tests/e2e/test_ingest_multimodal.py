@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ingestion import ingest, load_embeddings, open_index
+from rag_graphs.ingestion import ingest, load_embeddings, open_index
 from tests import doc_fixtures as fx
 
 pytestmark = pytest.mark.embedded

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from ingestion import ingest
+from rag_graphs.ingestion import ingest
 from tests import doc_fixtures as fx
 from tests.server.loopback import free_port, serving
 
@@ -72,7 +72,7 @@ def _chunks(index) -> list[tuple[str, str]]:
 def test_docling_serve_converts_like_docling_in_process(
     docling_serve, make, tmp_path, fake_embeddings, monkeypatch
 ):
-    from ingestion import ChunkIndex
+    from rag_graphs.ingestion import ChunkIndex
 
     monkeypatch.setenv(
         "RAG_GRAPHS_DOCLING_SERVE_OPTIONS",

@@ -16,11 +16,11 @@ import time
 import pytest
 from pydantic import BaseModel
 
-from ingestion import ingest, load_embeddings, open_index
-from ingestion.graph.build import build_graph
-from ingestion.graph.entities import load_extractor
-from ingestion.raptor import build_tree
 from rag_graphs.config.context import RagContext
+from rag_graphs.ingestion import ingest, load_embeddings, open_index
+from rag_graphs.ingestion.graph.build import build_graph
+from rag_graphs.ingestion.graph.entities import load_extractor
+from rag_graphs.ingestion.raptor import build_tree
 from rag_graphs.llm.faults import RunFailed
 from rag_graphs.llm.models import capabilities, load_chat_model
 from rag_graphs.llm.structured import invoke_structured

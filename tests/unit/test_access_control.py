@@ -14,9 +14,9 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
-from ingestion import access_filter, ingest
-from ingestion.graph.build import build_graph
-from ingestion.raptor import build_tree, shared_labels
+from rag_graphs.ingestion import access_filter, ingest
+from rag_graphs.ingestion.graph.build import build_graph
+from rag_graphs.ingestion.raptor import build_tree, shared_labels
 from rag_graphs.methods import METHODS, get_graph
 from rag_graphs.search.retrieval import search
 from tests.adversarial import SCRIPT, obedient, recording_web_search

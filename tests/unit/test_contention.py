@@ -12,8 +12,8 @@ from pathlib import Path
 from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 
-import ingestion.store.index
-from ingestion import ingest
+import rag_graphs.ingestion.store.index as store_index
+from rag_graphs.ingestion import ingest
 from rag_graphs.methods import get_graph
 
 N = 48
@@ -49,5 +49,5 @@ def test_parallel_ainvokes_share_one_client_and_never_mix_results(demo_corpus, i
         tenant = ("acme", "globex")[i % 2]
         assert out["documents"] and {d.metadata["tenant"] for d in out["documents"]} == {tenant}
         assert out["usage"]["retrievals"] >= 1
-    opened = [key for key in ingestion.store.index._OPEN if key[0] == str(Path(index.uri).resolve())]
+    opened = [key for key in store_index._OPEN if key[0] == str(Path(index.uri).resolve())]
     assert len(opened) == 1  # one shared client served all N runs

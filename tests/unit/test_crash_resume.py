@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from ingestion import ChunkIndex, ingest
-from ingestion.store.fields import PRIMARY_FIELD
+from rag_graphs.ingestion import ChunkIndex, ingest
+from rag_graphs.ingestion.store.fields import PRIMARY_FIELD
 from tests import crash_worker as worker
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ingestion import ChunkIndex, ingest
 from rag_graphs.config.context import RagContext
+from rag_graphs.ingestion import ChunkIndex, ingest
 from rag_graphs.search.neighbours import SectionExpander, expander_for
 
 FILLER = "The {n}th paragraph of {part} explains step {n} of the {part} work in plain detail."

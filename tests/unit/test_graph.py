@@ -7,8 +7,8 @@ import pytest
 import scipy.sparse as sp
 from langchain_core.documents import Document
 
-from ingestion import ChunkIndex
-from ingestion.graph.build import (
+from rag_graphs.ingestion import ChunkIndex
+from rag_graphs.ingestion.graph.build import (
     CHUNKS_FIELD,
     COUNT_FIELD,
     add_entities,
@@ -19,9 +19,9 @@ from ingestion.graph.build import (
     prune_entities,
     upsert_fields,
 )
-from ingestion.graph.entities import ENTITIES_FIELD, annotate
-from ingestion.graph.linking import longest_matches, ngram_keys, search_with_vector
-from ingestion.graph.ppr import graph_search, personalized_pagerank
+from rag_graphs.ingestion.graph.entities import ENTITIES_FIELD, annotate
+from rag_graphs.ingestion.graph.linking import longest_matches, ngram_keys, search_with_vector
+from rag_graphs.ingestion.graph.ppr import graph_search, personalized_pagerank
 
 VOCAB = ["Ilsa Brandt", "Korvik", "Osric Vale", "Arden Moss", "Lunmar", "Velm", "Tarn Guild", "Hessa"]
 

@@ -11,13 +11,13 @@ import pytest
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
-from ingestion import ChunkIndex
-from ingestion.graph.build import add_entities
-from ingestion.graph.entities import annotate
-from ingestion.graph.facts import Fact, fact_seed_weights, link_facts, named_in
-from ingestion.graph.ppr import graph_search
-from ingestion.graph.walk import build_walk_graph, fuse, pagerank, restart_shares
-from ingestion.store.sentences import build_sentences
+from rag_graphs.ingestion import ChunkIndex
+from rag_graphs.ingestion.graph.build import add_entities
+from rag_graphs.ingestion.graph.entities import annotate
+from rag_graphs.ingestion.graph.facts import Fact, fact_seed_weights, link_facts, named_in
+from rag_graphs.ingestion.graph.ppr import graph_search
+from rag_graphs.ingestion.graph.walk import build_walk_graph, fuse, pagerank, restart_shares
+from rag_graphs.ingestion.store.sentences import build_sentences
 
 STOP = set("a an and the is was of in its who which where what to by".split())
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from ingestion import ingest
-from ingestion.graph.build import has_graph
-from ingestion.graph.entities import ENTITIES_FIELD
-from ingestion.graph.ppr import graph_search
+from rag_graphs.ingestion import ingest
+from rag_graphs.ingestion.graph.build import has_graph
+from rag_graphs.ingestion.graph.entities import ENTITIES_FIELD
+from rag_graphs.ingestion.graph.ppr import graph_search
 from rag_graphs.methods import get_graph
 
 FILES = {

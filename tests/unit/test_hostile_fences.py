@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from prompts.fencing import CLOSE, OPEN, defuse, fence, outside_fences
+from rag_graphs.prompts.fencing import CLOSE, OPEN, defuse, fence, outside_fences
 
 LOOKALIKES = [
     "<\u200b/passage>",  # zero-width space

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from ingestion import ChunkIndex, ingest
+from rag_graphs.ingestion import ChunkIndex, ingest
 from tests.hostile_corpus import OUTSIDE_CANARY, HostilePaths, make_hostile_paths
 
 PASSWD_LINE = "root:x:0:0"
@@ -89,7 +89,7 @@ def test_the_same_file_named_twice_is_read_once(tree, index):
 
 
 def test_glob_root_is_the_part_before_the_first_wildcard():
-    from ingestion.convert.discover import split_glob
+    from rag_graphs.ingestion.convert.discover import split_glob
 
     assert split_glob(Path("/data/docs/**/*.md")) == (Path("/data/docs"), ("**", "*.md"))
     assert split_glob(Path("r*/x.md")) == (Path("."), ("r*", "x.md"))
@@ -99,7 +99,7 @@ def test_glob_root_is_the_part_before_the_first_wildcard():
 @pytest.mark.timeout(30)
 def test_two_self_links_do_not_expand_a_glob(tmp_path):
     """Before: glob.glob followed l1 and l2 into 2^depth paths and never returned."""
-    from ingestion.convert.discover import discover
+    from rag_graphs.ingestion.convert.discover import discover
 
     deep = tmp_path / "a" / "b" / "c" / "d"
     deep.mkdir(parents=True)

@@ -12,11 +12,11 @@ from __future__ import annotations
 import pytest
 from langchain_core.documents import Document
 
-import prompts.fencing
+import rag_graphs.prompts.fencing as fencing
 import rag_graphs.text.citations
-from ingestion.raptor import build_tree
-from prompts.fencing import defuse, fence, outside_fences
+from rag_graphs.ingestion.raptor import build_tree
 from rag_graphs.methods import METHODS, get_graph
+from rag_graphs.prompts.fencing import defuse, fence, outside_fences
 from tests.adversarial import EXFIL, SCRIPT, obedient, recording_web_search
 from tests.graphs import prepare
 from tests.unit.test_faults import FAST, scripted
@@ -96,7 +96,7 @@ def test_control_without_the_fence_the_same_model_obeys(poisoned, make_context, 
 
 
 def test_control_without_defusing_a_document_closes_its_fence(poisoned, make_context, monkeypatch):
-    monkeypatch.setattr(prompts.fencing, "defuse", lambda text: text)
+    monkeypatch.setattr(fencing, "defuse", lambda text: text)
     out, model, _ = _run("naive", make_context)
     assert model.obeyed and out["answer"] == "PWNED"
 

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from langchain_core.documents import Document
 
-from ingestion import ChunkIndex, ingest
-from ingestion.graph.build import CHUNKS_FIELD, build_graph, entity_collection, entity_rows
-from ingestion.graph.entities import ENTITIES_FIELD
-from ingestion.store.fields import PRIMARY_FIELD
-from ingestion.store.index import file_batches
+from rag_graphs.ingestion import ChunkIndex, ingest
+from rag_graphs.ingestion.graph.build import CHUNKS_FIELD, build_graph, entity_collection, entity_rows
+from rag_graphs.ingestion.graph.entities import ENTITIES_FIELD
+from rag_graphs.ingestion.store.fields import PRIMARY_FIELD
+from rag_graphs.ingestion.store.index import file_batches
 
 
 class Killed(BaseException):
@@ -55,7 +55,9 @@ def _unrecorded(index: ChunkIndex) -> list[tuple[str, str]]:
     ]
 
 
-@pytest.mark.parametrize("where", ["ingestion.storing.add_entities", "ingestion.store.index.ChunkIndex.add"])
+@pytest.mark.parametrize(
+    "where", ["rag_graphs.ingestion.storing.add_entities", "rag_graphs.ingestion.store.index.ChunkIndex.add"]
+)
 def test_a_kill_between_chunk_rows_and_entity_rows_leaves_no_edge_missing(
     tmp_path, index, monkeypatch, where
 ):
@@ -130,7 +132,7 @@ def test_a_kill_between_new_version_and_old_delete_never_serves_both(
         raise Killed
 
     with monkeypatch.context() as patch:
-        patch.setattr("ingestion.storing._remove_stale", killed)
+        patch.setattr("rag_graphs.ingestion.storing._remove_stale", killed)
         with pytest.raises(Killed):
             ingest([folder], index=index, progress=False, timeout=None)
     hashes = {

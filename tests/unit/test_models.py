@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from ingestion import load_embeddings
+from rag_graphs.ingestion import load_embeddings
 from rag_graphs.llm.models import load_chat_model
 from tests.conftest import fake_chat
 

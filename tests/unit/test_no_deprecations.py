@@ -15,7 +15,7 @@ IMPORT_ALL = """
 import importlib, pkgutil, warnings
 for category in (DeprecationWarning, PendingDeprecationWarning):
     warnings.filterwarnings("error", category=category, module=r"(rag_graphs|ingestion|prompts)(\\.|$)")
-for package in ("prompts", "ingestion", "rag_graphs"):
+for package in ("rag_graphs",):  # with rag_graphs.ingestion and rag_graphs.prompts
     root = importlib.import_module(package)
     for module in pkgutil.walk_packages(root.__path__, package + "."):
         importlib.import_module(module.name)

@@ -8,8 +8,8 @@ import os
 
 import pytest
 
-from ingestion import quiet
-from ingestion.progress import PlainProgress, progress_bar
+from rag_graphs.ingestion import quiet
+from rag_graphs.ingestion.progress import PlainProgress, progress_bar
 from rag_graphs.llm import models
 
 
@@ -124,7 +124,7 @@ def test_milvus_lite_plumbing_noise_goes_to_the_debug_log_not_the_screen(
     assert "mvccTs" not in shown and "a real problem" in shown
     seen = [(r.name, r.levelno) for r in caplog.records]
     assert ("grpc._server", logging.ERROR) not in seen
-    kept = [r for r in caplog.records if r.name == "ingestion.thirdparty"]
+    kept = [r for r in caplog.records if r.name == "rag_graphs.ingestion.thirdparty"]
     assert [r.levelno for r in kept] == [logging.DEBUG, logging.DEBUG]
     assert "mvccTs" in kept[0].getMessage() and kept[1].exc_info[0] is NotImplementedError
 
@@ -140,7 +140,7 @@ def test_verbose_lets_the_noise_through(pymilvus_screen, caplog, monkeypatch):
 
 def test_a_local_store_connects_without_keepalive_pings(store_uri, fake_embeddings):
     """Keepalive every 10 s against a server that allows one per 5 min ends in GOAWAY too_many_pings."""
-    from ingestion import ChunkIndex
+    from rag_graphs.ingestion import ChunkIndex
 
     index = ChunkIndex(uri=store_uri, collection="quiet", embeddings=fake_embeddings)
     handler = index.client._get_connection()

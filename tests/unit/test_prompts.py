@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from prompts import PromptNotFoundError, list_prompts, load_prompt
+from rag_graphs.prompts import PromptNotFoundError, list_prompts, load_prompt
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -93,7 +93,7 @@ def test_unknown_prompt_names_the_available_ones():
 
 
 def test_malformed_template_is_rejected_with_its_file_name():
-    from prompts import _parse
+    from rag_graphs.prompts import _parse
 
     with pytest.raises(ValueError, match="broken.txt"):
         _parse("broken", "text before any role line\n[human]\nhi")

@@ -9,8 +9,8 @@ import pytest
 from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 
-from ingestion import open_index
-from ingestion.raptor import build_tree, cluster, leaves_of, pack, tree_collection
+from rag_graphs.ingestion import open_index
+from rag_graphs.ingestion.raptor import build_tree, cluster, leaves_of, pack, tree_collection
 from rag_graphs.llm.faults import RunFailed
 from rag_graphs.methods import get_graph
 from tests.conftest import recording_chat

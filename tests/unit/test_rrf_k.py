@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 from langchain_core.documents import Document
 
-from ingestion import ChunkIndex
+from rag_graphs.ingestion import ChunkIndex
 from rag_graphs.search.retrieval import search, search_many
 
 QUERY = "Springfield is the capital of Illinois."

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from ingestion.store import generations as store_module
 from rag_graphs.config.context import RagContext
+from rag_graphs.ingestion.store import generations as store_module
 from rag_graphs.search import disk_cache as disk_module
 from rag_graphs.search.cache import SEARCHES
 from rag_graphs.search.disk_cache import DiskCache, SearchCacheFileError
@@ -68,7 +68,7 @@ def test_ingest_and_delete_invalidate_it(make_context, loaded, tmp_path, monkeyp
     note = tmp_path / "docs" / "note.txt"
     note.parent.mkdir()
     note.write_text("Ilsa Brandt later moved to Lunmar.")
-    from ingestion import ingest
+    from rag_graphs.ingestion import ingest
 
     ingest([note], index=loaded, uri=loaded.uri, collection=loaded.collection, progress=False)
     new_process()

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from ingestion import ChunkIndex, ingest
+from rag_graphs.ingestion import ChunkIndex, ingest
 
 
 @pytest.fixture

@@ -8,15 +8,15 @@ import pytest
 from langchain_core.documents import Document
 from pydantic import ValidationError
 
-from ingestion import ChunkIndex
-from ingestion.store.sentences import (
+from rag_graphs.config.context import RagContext
+from rag_graphs.ingestion import ChunkIndex
+from rag_graphs.ingestion.store.sentences import (
     build_sentences,
     children_of,
     has_sentences,
     search_parents,
     split_sentences,
 )
-from rag_graphs.config.context import RagContext
 from rag_graphs.methods.naive import graph
 from rag_graphs.search.cache import SEARCHES
 from rag_graphs.search.retrieval import search
@@ -103,7 +103,7 @@ def test_a_deleted_parent_is_skipped(small: ChunkIndex) -> None:
 
 
 def test_ingest_keeps_the_sentences_of_a_collection_that_has_them(index: ChunkIndex, tmp_path) -> None:
-    from ingestion import ingest
+    from rag_graphs.ingestion import ingest
 
     def put(text: str) -> None:
         note.write_text(text)

@@ -11,9 +11,9 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from ingestion import ingest
-from ingestion.terminal import safe, visible
 from rag_graphs.cli import ask as cli  # ask looks up _context here
+from rag_graphs.ingestion import ingest
+from rag_graphs.ingestion.terminal import safe, visible
 
 HOSTILE = {
     "markup": "x [/] [bold red]y[/bold red] [link=http://evil]z[/link] \\",
@@ -67,7 +67,7 @@ def test_ingest_and_sources_show_hostile_file_names_escaped(tmp_path, fake_embed
     for name in names:
         (folder / f"{name}.md").write_text(f"# {name}\n\nThe glider surfaced at dawn near {name}.\n")
         (folder / f"{name}.pdf").write_bytes(b"not a pdf at all\x00\x01")  # fails: a FAILED line
-    monkeypatch.setattr("ingestion.pipeline.load_embeddings", lambda spec: fake_embeddings)
+    monkeypatch.setattr("rag_graphs.ingestion.pipeline.load_embeddings", lambda spec: fake_embeddings)
     monkeypatch.setattr("rag_graphs.search.retrieval.embeddings_for", lambda ctx: fake_embeddings)
     store = str(tmp_path / "cli.db")
     result = CliRunner().invoke(cli.app, ["ingest", str(folder), "--store", store, "--timeout", "0"])

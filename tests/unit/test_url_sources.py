@@ -11,8 +11,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from ingestion import ingest
-from ingestion.convert.urls import check_url, fetch_url
+from rag_graphs.ingestion import ingest
+from rag_graphs.ingestion.convert.urls import check_url, fetch_url
 
 PAGE = b"""<html><head><title>Ilsa Brandt</title></head><body>
 <h1>Ilsa Brandt</h1><p>Ilsa Brandt, the founder of the Velmora Institute, was born in Korvik.</p>
