@@ -301,3 +301,24 @@ def test_cli_help_imports_no_model_or_graph_library() -> None:
     slow = {*HEAVY, "langchain_core", "langgraph", "pymilvus"}
     heavy = sorted(m for m in loaded if m.split(".")[0] in slow)
     assert not heavy, f"import rag_graphs.cli loaded {len(heavy)} heavy modules, e.g. {heavy[:5]}"
+
+
+def test_the_distribution_installs_one_top_level_import_package() -> None:
+    """``ingestion`` and ``prompts`` are names other distributions own on PyPI: the wheel carries
+    them as ``rag_graphs.ingestion`` and ``rag_graphs.prompts`` (through the links in
+    ``rag_graphs/``), and nothing else at the top. setuptools' own finder, with pyproject's
+    settings, is what decides the wheel's contents."""
+    import tomllib
+
+    from setuptools import find_packages
+
+    settings = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    found = find_packages(str(ROOT), **settings["packages"]["find"])
+    assert {name.split(".")[0] for name in found} == {"rag_graphs"}, found
+    assert {"rag_graphs.ingestion.store", "rag_graphs.ingestion.graph", "rag_graphs.prompts"} <= set(found)
+    assert "templates/*.txt" in settings["package-data"]["rag_graphs.prompts"]
+    for folder in ("ingestion", "prompts"):
+        link = ROOT / "rag_graphs" / folder
+        assert link.is_symlink() and link.resolve() == (ROOT / folder).resolve(), (
+            f"{link} must link to {folder}/"
+        )
