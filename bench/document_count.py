@@ -6,7 +6,8 @@ numbers are deterministic (no model is loaded):
     nice -n 19 .venv/bin/python bench/document_count.py [--k 4] [--search-cache 0]
 
 The corpus is ingested into a temporary Milvus Lite store first (not counted); the counts
-cover ``graph.stream`` of one question only.
+cover ``graph.stream`` of one question only (``BENCH_WHERE=1`` prints where each
+``has_collection`` call came from).
 """
 
 from __future__ import annotations
@@ -44,12 +45,12 @@ def main() -> None:
     from langchain_core.language_models import GenericFakeChatModel
     from langchain_core.messages import AIMessage
 
-    from ingestion import ChunkIndex, ingest
+    from ingestion import ingest, open_index
     from rag_graphs.config.context import RagContext
     from rag_graphs.methods import get_graph
 
     store = str(Path(tempfile.mkdtemp()) / "milvus.db")
-    index = ChunkIndex(uri=store, collection="bench", embeddings=DeterministicFakeEmbedding(size=32))
+    index = open_index(store, "bench", DeterministicFakeEmbedding(size=32))  # the index runs use
     corpus = Path(str(resources.files("rag_graphs").joinpath("demo_corpus")))
     ingest([corpus], uri=store, collection="bench", index=index, progress=False)
     ctx = RagContext(
@@ -71,6 +72,10 @@ def main() -> None:
 
     def counting_has(self: Any, *a: Any, **kw: Any) -> Any:
         counts["has_collection_calls"] += 1
+        if os.environ.get("BENCH_WHERE"):
+            import traceback
+
+            print("has_collection", a, "".join(traceback.format_stack(limit=6)[:-1]))
         return has(self, *a, **kw)
 
     Document.__init__ = counting_init  # type: ignore[method-assign]
@@ -85,7 +90,8 @@ def main() -> None:
                 continue
             for update in chunk.values():
                 sent = update.get("documents") if isinstance(update, dict) else None
-                sent = getattr(sent, "value", getattr(sent, "new", sent))  # Overwrite / a fused round
+                # a retrieval round sends its hits (main: an Overwrite of every document)
+                sent = sent["new"] if isinstance(sent, dict) else getattr(sent, "value", sent)
                 counts["documents_in_updates"] += len(sent or [])
     finally:
         Document.__init__ = init  # type: ignore[method-assign]

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from langchain_core.documents import Document
-from langgraph.types import Overwrite
 
 from rag_graphs.config.context import RagContext
 from rag_graphs.llm.calls import Body, Call
@@ -19,12 +18,12 @@ from rag_graphs.search.rerank import reranker_for
 from rag_graphs.search.retrieval import (
     embeddings_for,
     index_for,
-    reciprocal_rank_fusion,
     retriever_for,
+    rrf_order,
     searcher_for,
     unique_union,
 )
-from rag_graphs.state import RagState, Search, Step, Usage, add_usage, usage
+from rag_graphs.state import FusedRound, RagState, Search, Step, Usage, add_usage, merge_documents, usage
 
 
 def new_queries(state: RagState, wanted: list[str]) -> list[str]:
@@ -44,9 +43,11 @@ def repeated(wanted: list[str]) -> dict:
     return {"latest": [], "latest_repeated": True, "steps": [step("note", query=wanted[0], text=text)]}
 
 
-def ranked(state: RagState, new: list[Search], hits: list[Document], ctx: RagContext) -> Overwrite:
+def ranked(state: RagState, new: list[Search], hits: list[Document], ctx: RagContext) -> FusedRound:
     """Every document gathered so far as one ranking, best first: the reciprocal rank fusion
-    of every search of the run (each query's hits count as one ranking).
+    of every search of the run (each query's hits count as one ranking), as the update of
+    ``documents`` (``FusedRound``: the round's hits and the fused order of ids; the state's
+    reducer puts the ranking together, so documents held already are not sent again).
 
     ``documents`` is the run's final context and what R@k reads, so a multi-hop
     method's later hops rank beside its first instead of after all of it. Once a run
@@ -54,13 +55,13 @@ def ranked(state: RagState, new: list[Search], hits: list[Document], ctx: RagCon
     rounds search with model-written queries, and a passage they alone found should
     not push out one the question's own search ranked high unless they agree on it.
     """
-    by_id = {d.id: d for d in [*state.get("documents", []), *hits]}
+    held = {d.id for d in [*state.get("documents", []), *hits]}
     searches = [*state.get("searches", []), *new]
-    rankings = [[by_id[i] for i in s["doc_ids"] if i in by_id] for s in searches]
+    rankings = [[i for i in s["doc_ids"] if i in held] for s in searches]
     rounds = [s.get("hop", 1) for s in searches]
     several = len(set(rounds)) > 1
     weights = [ctx.first_hop_weight if several and r == 1 else 1.0 for r in rounds]
-    return Overwrite(reciprocal_rank_fusion(rankings, k=ctx.rrf_k, weights=weights))
+    return {"new": hits, "order": rrf_order(rankings, k=ctx.rrf_k, weights=weights)}
 
 
 def fetch_k(ctx: RagContext) -> int:
@@ -264,7 +265,7 @@ def make_retrieve_many(*, fuse: bool = False, with_question: bool = True) -> Mod
         rankings = yield Call(searcher_for(ctx, k=fetch_k(ctx)), queries)
         update = found(state, ctx, queries, rankings)
         if fuse:  # RAG-Fusion answers from the top k of the fused ranking
-            top = update["documents"].value[: ctx.k]
+            top = merge_documents(state.get("documents"), update["documents"])[: ctx.k]
             scores = ", ".join(f"{d.id}: {d.metadata['rrf_score']:.4f}" for d in top)
             update["evidence"] = top
             update["steps"].append(step("note", text=f"RRF k={ctx.rrf_k}, top {ctx.k}: {scores}"))
