@@ -21,6 +21,7 @@ from rag_graphs.search.retrieval import (
     retriever_for,
     rrf_order,
     searcher_for,
+    stored_vectors,
     unique_union,
 )
 from rag_graphs.state import FusedRound, RagState, Search, Step, Usage, add_usage, merge_documents, usage
@@ -79,7 +80,7 @@ def reranked(ctx: RagContext, queries: list[str], rankings: list[list[Document]]
         ctx.reranker,
         embeddings_for(ctx),
         lambda_mult=ctx.mmr_lambda,
-        stored=index_for(ctx).vectors,
+        stored=stored_vectors(ctx),
         model=lambda: chat_model(ctx),
     )
     if reranker is None:
@@ -109,7 +110,7 @@ def compressed(
     chain = compressor_for(
         ctx.compress,
         embeddings_for(ctx),
-        stored=index_for(ctx).vectors,
+        stored=stored_vectors(ctx),
         model=lambda: chat_model(ctx),
         max_concurrency=ctx.max_concurrency,
     )

@@ -146,6 +146,7 @@ class SearchSpec:
     cache_size: int
     cache_path: str | None
     unit: Literal["chunk", "sentence"]
+    own: int = 0  # RagContext.retriever's id (the plan's retriever holds it); 0: the Milvus store
 
     @classmethod
     def of(cls, ctx: RagContext, k: int | None = None) -> SearchSpec:
@@ -163,6 +164,7 @@ class SearchSpec:
             cache_size=ctx.search_cache,
             cache_path=ctx.search_cache_path,
             unit=ctx.search_unit,
+            own=id(ctx.retriever) if ctx.retriever is not None else 0,
         )
 
 
@@ -171,8 +173,8 @@ class SearchPlan(NamedTuple):
     query and the runnable of a batch (``searcher_for``)."""
 
     spec: SearchSpec
-    chunks: ChunkIndex
-    retriever: ChunkRetriever
+    chunks: ChunkIndex | None  # None: RagContext.retriever searches instead of the store
+    retriever: BaseRetriever
     searcher: Runnable[list[str], list[list[Document]]]
 
 
@@ -195,6 +197,25 @@ def search_plan(ctx: RagContext, *, k: int | None = None) -> SearchPlan:
         if plan is not None:
             _PLANS.move_to_end(spec)
             return plan
+    plan = _own_plan(spec, ctx.retriever) if ctx.retriever is not None else _store_plan(spec, ctx)
+    with _PLANS_LOCK:
+        _PLANS[spec] = plan
+        while len(_PLANS) > PLANS_KEPT:
+            _PLANS.popitem(last=False)
+    return plan
+
+
+def _own_plan(spec: SearchSpec, source: Any) -> SearchPlan:
+    """The plan of a context that brings its own retriever or vector store (``search.own``)."""
+    from rag_graphs.search.own import OwnRetriever
+
+    where = {"retriever": type(source).__name__}
+    retriever = OwnRetriever(source=source, k=spec.k, tags=["rag-graphs"], metadata=where)
+    searcher = retriever.map().with_config(run_name="search_many", tags=[SEARCH_TAG], metadata=where)
+    return SearchPlan(spec, None, retriever, searcher)
+
+
+def _store_plan(spec: SearchSpec, ctx: RagContext) -> SearchPlan:
     index = readable_index(ctx)
     if spec.mode == "graph":
         check_graph(index)
@@ -211,12 +232,13 @@ def search_plan(ctx: RagContext, *, k: int | None = None) -> SearchPlan:
         tags=["rag-graphs"],
         metadata=_where(spec),
     )
-    plan = SearchPlan(spec, index, retriever, _batch_searcher(spec, index, retriever))
-    with _PLANS_LOCK:
-        _PLANS[spec] = plan
-        while len(_PLANS) > PLANS_KEPT:
-            _PLANS.popitem(last=False)
-    return plan
+    return SearchPlan(spec, index, retriever, _batch_searcher(spec, index, retriever))
+
+
+def stored_vectors(ctx: RagContext) -> Callable[[list[str]], dict[str, list[float]]] | None:
+    """The store's vectors by chunk id, for rerankers and compressors (None with the user's own
+    retriever: they embed its passages instead)."""
+    return None if ctx.retriever is not None else index_for(ctx).vectors
 
 
 def forget_plans() -> None:
@@ -225,7 +247,7 @@ def forget_plans() -> None:
         _PLANS.clear()
 
 
-def retriever_for(ctx: RagContext, *, k: int | None = None) -> ChunkRetriever:
+def retriever_for(ctx: RagContext, *, k: int | None = None) -> BaseRetriever:
     """The retriever the context describes (store, collection, k, mode, filter, graph knobs),
     built once per distinct settings (``search_plan``).
 
