@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from rag_graphs.config.context import RagContext
-    from rag_graphs.retriever import RagRetriever
+    from rag_graphs.nodes.retrieve import RagRetriever
 
 __all__ = ["RagContext", "RagRetriever"]
 __version__ = "0.1.0"
@@ -29,7 +29,7 @@ def __getattr__(name: str) -> Any:
 
         return RagContext
     if name == "RagRetriever":
-        from rag_graphs.retriever import RagRetriever
+        from rag_graphs.nodes.retrieve import RagRetriever
 
         return RagRetriever
     raise AttributeError(f"module 'rag_graphs' has no attribute {name!r}")

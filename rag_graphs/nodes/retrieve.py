@@ -1,10 +1,14 @@
-"""The shared ``retrieve`` nodes: search the store with the current query, or with several at once."""
+"""The shared ``retrieve`` nodes: search the store with the current query, or with several at once;
+and ``RagRetriever``, the same step as a LangChain retriever."""
 
 from __future__ import annotations
 
 from typing import NamedTuple
 
+from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+from pydantic import ConfigDict, Field, InstanceOf
 
 from rag_graphs.config.context import RagContext
 from rag_graphs.llm.calls import Body, Call
@@ -273,3 +277,23 @@ def make_retrieve_many(*, fuse: bool = False, with_question: bool = True) -> Mod
         return update
 
     return ModelNode(retrieve_many, "retrieve_many")
+
+
+class RagRetriever(BaseRetriever):
+    """The shared retrieve step as a LangChain retriever: a query's passages exactly as a
+    method's ``retrieve`` node keeps them (the context's search, then ``keep``: reranker,
+    expansion, compression), best first, each with its chunk id, under ``context`` (default: a
+    ``RagContext`` from the environment). Exported as ``rag_graphs.RagRetriever``::
+
+        docs = RagRetriever(context=RagContext(k=6, reranker="mmr")).invoke("Who founded Django?")
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+    context: InstanceOf[RagContext] = Field(default_factory=RagContext)
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+    ) -> list[Document]:
+        ctx = self.context
+        hits = retriever_for(ctx, k=fetch_k(ctx)).invoke(query, config={"callbacks": run_manager.get_child()})
+        return keep(ctx, [query], [hits]).rankings[0]
