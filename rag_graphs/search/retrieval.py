@@ -222,12 +222,6 @@ def stored_vectors(ctx: RagContext) -> Callable[[list[str]], dict[str, list[floa
     return None if ctx.retriever is not None else index_for(ctx).vectors
 
 
-def forget_plans() -> None:
-    """Drop every built plan (the next search checks its store and collection again)."""
-    with _PLANS_LOCK:
-        _PLANS.clear()
-
-
 def retriever_for(ctx: RagContext, *, k: int | None = None) -> BaseRetriever:
     """The retriever the context describes (store, collection, k, mode, filter, graph knobs),
     built once per distinct settings (``search_plan``).
