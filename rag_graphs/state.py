@@ -77,8 +77,29 @@ def add_usage(left: Usage | None, right: Usage | None) -> Usage:
     return out  # type: ignore[return-value]
 
 
-def merge_documents(left: list[Document] | None, right: list[Document] | None) -> list[Document]:
-    """Append documents not seen before (by id), keeping first-seen order."""
+class FusedRound(TypedDict):
+    """A retrieval round's update of ``documents`` (``rag_graphs.nodes.retrieve.ranked``): the
+    documents the round found, and every document's id with its fused score, best first.
+    Only the round's own hits travel in the update (and the stream), not every document the
+    run gathered; ``merge_documents`` puts the whole ranking together."""
+
+    new: list[Document]
+    order: list[tuple[str, float]]
+
+
+def merge_documents(left: list[Document] | None, right: list[Document] | FusedRound | None) -> list[Document]:
+    """Append documents not seen before (by id), keeping first-seen order; a ``FusedRound``
+    instead replaces held documents by the round's copies of them, adds the rest and orders
+    all by the fused ranking (each stamped with its ``metadata["rrf_score"]``; any it does not
+    rank keep their order after it)."""
+    if isinstance(right, dict):
+        by_id = {d.id: d for d in left or []} | {d.id: d for d in right["new"]}
+        ranked = []
+        for i, score in right["order"]:
+            if (doc := by_id.pop(i, None)) is not None:
+                doc.metadata["rrf_score"] = score
+                ranked.append(doc)
+        return ranked + list(by_id.values())
     out = list(left or [])
     seen = {d.id for d in out}
     for doc in right or []:

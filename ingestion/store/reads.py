@@ -76,13 +76,17 @@ class IndexReads:
         mode: SearchMode = "hybrid",
         expr: str | None = None,
         rrf_k: int = RRF_K,
+        *,
+        missing_ok: bool = True,
     ) -> list[list[tuple[Document, float]]]:
         """``search`` for several queries in one batch: one embedding call, one Milvus request.
 
         Fan-out methods (multi-query, RAG-Fusion, decomposition) search N
-        queries; batching keeps that close to the cost of one search.
+        queries; batching keeps that close to the cost of one search. A collection that does
+        not exist finds nothing; ``missing_ok=False`` skips asking the store whether it exists
+        (a round trip per search, for a caller that checked once) and lets the search fail.
         """
-        if not queries or not self._exists():
+        if not queries or (missing_ok and not self._exists()):
             return [[] for _ in queries]
         from pymilvus import AnnSearchRequest, RRFRanker
 

@@ -27,6 +27,8 @@ from typing import Annotated, Any, Literal
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
+from langchain_core.retrievers import BaseRetriever
+from langchain_core.vectorstores import VectorStore
 from pydantic import ConfigDict, Field, InstanceOf, model_validator
 from pydantic.dataclasses import dataclass
 from pydantic.json_schema import SkipJsonSchema
@@ -112,6 +114,14 @@ class RagContext:
 
     collection: str = _env("RAG_GRAPHS_COLLECTION", DEFAULT_COLLECTION)
     """Milvus collection name."""
+
+    retriever: SkipJsonSchema[InstanceOf[BaseRetriever] | InstanceOf[VectorStore]] | None = None
+    """Your own LangChain ``BaseRetriever`` or ``VectorStore``: every method's retrieve step then
+    searches through it instead of the Milvus store (``rag_graphs.search.own``: a vector store by
+    ``similarity_search_with_score``; each hit gets a stable id, its own or a hash of its text,
+    so citations resolve), ``begin`` skips the store checks, and ``search_mode`` defaults to
+    ``dense``. Refused with options that read the store: hybrid/graph search, filters and access
+    fields, ``search_unit='sentence'``, ``expand``, and the raptor and hipporag methods."""
 
     k: TopK = _env("RAG_GRAPHS_K", 4)
     """Chunks returned per retrieval (at most 16,384: Milvus's top-k limit)."""
@@ -290,10 +300,22 @@ class RagContext:
     @model_validator(mode="wrap")
     @classmethod
     def _name_the_field(cls, data: Any, handler: Callable[[Any], Any]) -> Any:
+        passed = data.kwargs if isinstance(data, ArgsKwargs) and data.kwargs else {}
+        if passed.get("retriever") is not None and "search_mode" not in passed:
+            data = ArgsKwargs(data.args, {**passed, "search_mode": "dense"})  # own retriever: dense
         try:
             return handler(data)
         except ValidationError as exc:
             raise _named(exc, data) from None
+
+    @model_validator(mode="after")
+    def _own_retriever_fits(self) -> RagContext:
+        if self.retriever is not None:
+            from rag_graphs.search.own import refusal
+
+            if why := refusal(self):
+                raise ValueError(why)
+        return self
 
     def search_expr(self) -> str | None:
         """The Milvus expression every search of this run applies: ``search_filter`` and the

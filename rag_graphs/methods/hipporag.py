@@ -23,11 +23,13 @@ from rag_graphs.nodes import generate
 from rag_graphs.nodes.builder import compile_method, linear_builder
 from rag_graphs.nodes.model_node import ModelNode
 from rag_graphs.nodes.retrieve import retrieve_body
+from rag_graphs.search.own import refuse_own_retriever
 from rag_graphs.state import RagState
 
 
 def graph_retrieve(state: RagState, ctx: RagContext) -> Body[dict]:
     """The shared retrieve step with graph search, whatever the context's search mode."""
+    refuse_own_retriever(ctx, "the hipporag method (graph search over the store's entity graph)")
     return (yield from retrieve_body(state, dataclasses.replace(ctx, search_mode="graph")))
 
 

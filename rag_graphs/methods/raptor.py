@@ -22,6 +22,7 @@ from rag_graphs.ingestion.raptor import tree_collection
 from rag_graphs.nodes import make_generate
 from rag_graphs.nodes.builder import compile_method, linear_builder
 from rag_graphs.nodes.events import emit, step
+from rag_graphs.search.own import refuse_own_retriever
 from rag_graphs.search.retrieval import index_for, search
 from rag_graphs.state import RagState, usage
 
@@ -38,13 +39,15 @@ def tree_context(ctx: RagContext) -> RagContext:
 
 
 def has_tree(ctx: RagContext) -> bool:
-    """True when ``RagContext.collection`` has a RAPTOR tree (``auto`` routes there only then)."""
-    return index_for(tree_context(ctx)).count() > 0
+    """True when ``RagContext.collection`` has a RAPTOR tree (``auto`` routes there only then;
+    never with the user's own retriever)."""
+    return ctx.retriever is None and index_for(tree_context(ctx)).count() > 0
 
 
 def retrieve_tree(state: RagState, runtime: Runtime[RagContext]) -> dict:
     """Search the RAPTOR tree of ``RagContext.collection`` (collapsed or by traversal)."""
     ctx = get_context(runtime)
+    refuse_own_retriever(ctx, "the raptor method (the collection's RAPTOR tree)")
     tree = tree_context(ctx)
     if not has_tree(ctx):
         raise ValueError(

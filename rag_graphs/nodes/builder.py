@@ -75,7 +75,8 @@ def begin_node(schema: type) -> Callable[..., dict[str, Any]]:
 
         ctx = get_context(runtime)
         check_chat_model(ctx.chat_model)
-        check_dimension(readable_index(ctx))
+        if ctx.retriever is None:  # the user's own retriever has no store to check
+            check_dimension(readable_index(ctx))
         return reset(state)
 
     return begin

@@ -1,11 +1,14 @@
-"""The shared ``retrieve`` nodes: search the store with the current query, or with several at once."""
+"""The shared ``retrieve`` nodes: search the store with the current query, or with several at once;
+and ``RagRetriever``, the same step as a LangChain retriever."""
 
 from __future__ import annotations
 
 from typing import NamedTuple
 
+from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
-from langgraph.types import Overwrite
+from langchain_core.retrievers import BaseRetriever
+from pydantic import ConfigDict, Field, InstanceOf
 
 from rag_graphs.config.context import RagContext
 from rag_graphs.llm.calls import Body, Call
@@ -19,12 +22,13 @@ from rag_graphs.search.rerank import reranker_for
 from rag_graphs.search.retrieval import (
     embeddings_for,
     index_for,
-    reciprocal_rank_fusion,
     retriever_for,
+    rrf_order,
     searcher_for,
+    stored_vectors,
     unique_union,
 )
-from rag_graphs.state import RagState, Search, Step, Usage, add_usage, usage
+from rag_graphs.state import FusedRound, RagState, Search, Step, Usage, add_usage, merge_documents, usage
 
 
 def new_queries(state: RagState, wanted: list[str]) -> list[str]:
@@ -44,9 +48,11 @@ def repeated(wanted: list[str]) -> dict:
     return {"latest": [], "latest_repeated": True, "steps": [step("note", query=wanted[0], text=text)]}
 
 
-def ranked(state: RagState, new: list[Search], hits: list[Document], ctx: RagContext) -> Overwrite:
+def ranked(state: RagState, new: list[Search], hits: list[Document], ctx: RagContext) -> FusedRound:
     """Every document gathered so far as one ranking, best first: the reciprocal rank fusion
-    of every search of the run (each query's hits count as one ranking).
+    of every search of the run (each query's hits count as one ranking), as the update of
+    ``documents`` (``FusedRound``: the round's hits and the fused order of ids; the state's
+    reducer puts the ranking together, so documents held already are not sent again).
 
     ``documents`` is the run's final context and what R@k reads, so a multi-hop
     method's later hops rank beside its first instead of after all of it. Once a run
@@ -54,13 +60,13 @@ def ranked(state: RagState, new: list[Search], hits: list[Document], ctx: RagCon
     rounds search with model-written queries, and a passage they alone found should
     not push out one the question's own search ranked high unless they agree on it.
     """
-    by_id = {d.id: d for d in [*state.get("documents", []), *hits]}
+    held = {d.id for d in [*state.get("documents", []), *hits]}
     searches = [*state.get("searches", []), *new]
-    rankings = [[by_id[i] for i in s["doc_ids"] if i in by_id] for s in searches]
+    rankings = [[i for i in s["doc_ids"] if i in held] for s in searches]
     rounds = [s.get("hop", 1) for s in searches]
     several = len(set(rounds)) > 1
     weights = [ctx.first_hop_weight if several and r == 1 else 1.0 for r in rounds]
-    return Overwrite(reciprocal_rank_fusion(rankings, k=ctx.rrf_k, weights=weights))
+    return {"new": hits, "order": rrf_order(rankings, k=ctx.rrf_k, weights=weights)}
 
 
 def fetch_k(ctx: RagContext) -> int:
@@ -78,7 +84,7 @@ def reranked(ctx: RagContext, queries: list[str], rankings: list[list[Document]]
         ctx.reranker,
         embeddings_for(ctx),
         lambda_mult=ctx.mmr_lambda,
-        stored=index_for(ctx).vectors,
+        stored=stored_vectors(ctx),
         model=lambda: chat_model(ctx),
     )
     if reranker is None:
@@ -108,7 +114,7 @@ def compressed(
     chain = compressor_for(
         ctx.compress,
         embeddings_for(ctx),
-        stored=index_for(ctx).vectors,
+        stored=stored_vectors(ctx),
         model=lambda: chat_model(ctx),
         max_concurrency=ctx.max_concurrency,
     )
@@ -264,10 +270,30 @@ def make_retrieve_many(*, fuse: bool = False, with_question: bool = True) -> Mod
         rankings = yield Call(searcher_for(ctx, k=fetch_k(ctx)), queries)
         update = found(state, ctx, queries, rankings)
         if fuse:  # RAG-Fusion answers from the top k of the fused ranking
-            top = update["documents"].value[: ctx.k]
+            top = merge_documents(state.get("documents"), update["documents"])[: ctx.k]
             scores = ", ".join(f"{d.id}: {d.metadata['rrf_score']:.4f}" for d in top)
             update["evidence"] = top
             update["steps"].append(step("note", text=f"RRF k={ctx.rrf_k}, top {ctx.k}: {scores}"))
         return update
 
     return ModelNode(retrieve_many, "retrieve_many")
+
+
+class RagRetriever(BaseRetriever):
+    """The shared retrieve step as a LangChain retriever: a query's passages exactly as a
+    method's ``retrieve`` node keeps them (the context's search, then ``keep``: reranker,
+    expansion, compression), best first, each with its chunk id, under ``context`` (default: a
+    ``RagContext`` from the environment). Exported as ``rag_graphs.RagRetriever``::
+
+        docs = RagRetriever(context=RagContext(k=6, reranker="mmr")).invoke("Who founded Django?")
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+    context: InstanceOf[RagContext] = Field(default_factory=RagContext)
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+    ) -> list[Document]:
+        ctx = self.context
+        hits = retriever_for(ctx, k=fetch_k(ctx)).invoke(query, config={"callbacks": run_manager.get_child()})
+        return keep(ctx, [query], [hits]).rankings[0]

@@ -7,11 +7,11 @@ the stored chunk id, so citations always resolve.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Hashable
-from functools import partial
-from pathlib import Path
-from typing import Any, Literal
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal, NamedTuple
 
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
@@ -25,15 +25,13 @@ from rag_graphs.config.context import RagContext
 from rag_graphs.ingestion import ChunkIndex, load_embeddings, open_index
 from rag_graphs.ingestion.redaction import redact_url
 from rag_graphs.ingestion.store.fields import RRF_K
-from rag_graphs.ingestion.store.generations import generation
-from rag_graphs.ingestion.store.sentences import (
-    children_of,
-    has_sentences,
-    search_parents,
-    sentence_collection,
-)
-from rag_graphs.search.cache import SEARCHES, Ranking, normalise
-from rag_graphs.search.disk_cache import disk_cache, disk_key
+from rag_graphs.search.cached import cached_search as cached_search
+from rag_graphs.search.cached import embeddings_name as embeddings_name
+from rag_graphs.search.cached import missing_collection_named
+from rag_graphs.search.fusion import most_relevant_last as most_relevant_last
+from rag_graphs.search.fusion import reciprocal_rank_fusion as reciprocal_rank_fusion
+from rag_graphs.search.fusion import rrf_order as rrf_order
+from rag_graphs.search.fusion import unique_union as unique_union
 
 
 def embeddings_for(ctx: RagContext) -> Embeddings:
@@ -94,8 +92,8 @@ class ChunkRetriever(BaseRetriever):
             )[0]
         from rag_graphs.ingestion.graph.ppr import graph_search
 
-        check_graph(self.index)
-        found = graph_search(self.index, query, k=self.k, expr=self.expr, **self.graph)
+        with missing_collection_named(self.index):
+            found = graph_search(self.index, query, k=self.k, expr=self.expr, **self.graph)
         seeds = [name for name, _ in found.seeds]
         run_manager.on_text(found.describe())
         return [_scored(doc, score, graph_seeds=seeds) for doc, score in found.hits]
@@ -112,25 +110,126 @@ def graph_options(ctx: RagContext) -> dict[str, Any]:
     }
 
 
-def retriever_for(ctx: RagContext, *, k: int | None = None) -> ChunkRetriever:
-    """The retriever the context describes (store, collection, k, mode, filter, graph knobs).
+@dataclass(frozen=True)
+class SearchSpec:
+    """Everything that decides a run's searches, read from its ``RagContext`` once: frozen
+    and hashable, so the retriever and the batch searcher built from it are built once per
+    spec (``search_plan``) and every hop of every run with the same settings reuses them."""
+
+    store_uri: str
+    collection: str
+    embeddings: str | int  # the spec, or the instance's id (the plan's index holds the instance)
+    mode: Literal["dense", "hybrid", "graph"]
+    k: int
+    expr: str | None
+    rrf_k: int
+    graph: tuple[tuple[str, Any], ...]  # graph_search knobs (graph mode only)
+    cache_size: int
+    cache_path: str | None
+    unit: Literal["chunk", "sentence"]
+    own: int = 0  # RagContext.retriever's id (the plan's retriever holds it); 0: the Milvus store
+
+    @classmethod
+    def of(cls, ctx: RagContext, k: int | None = None) -> SearchSpec:
+        """The spec of ``ctx``'s searches, fetching ``k`` hits each (default ``ctx.k``)."""
+        embeddings = ctx.embeddings if isinstance(ctx.embeddings, str) else id(ctx.embeddings)
+        return cls(
+            store_uri=ctx.store_uri,
+            collection=ctx.collection,
+            embeddings=embeddings,
+            mode=ctx.search_mode,
+            k=k or ctx.k,
+            expr=ctx.search_expr(),
+            rrf_k=ctx.rrf_k,
+            graph=tuple(graph_options(ctx).items()) if ctx.search_mode == "graph" else (),
+            cache_size=ctx.search_cache,
+            cache_path=ctx.search_cache_path,
+            unit=ctx.search_unit,
+            own=id(ctx.retriever) if ctx.retriever is not None else 0,
+        )
+
+
+class SearchPlan(NamedTuple):
+    """What one ``SearchSpec`` searches with, built once: the open index, the retriever of one
+    query and the runnable of a batch (``searcher_for``)."""
+
+    spec: SearchSpec
+    chunks: ChunkIndex | None  # None: RagContext.retriever searches instead of the store
+    retriever: BaseRetriever
+    searcher: Runnable[list[str], list[list[Document]]]
+
+
+_PLANS: OrderedDict[SearchSpec, SearchPlan] = OrderedDict()
+_PLANS_LOCK = threading.Lock()
+PLANS_KEPT = 64
+"""Most search plans kept (least recently used go first): one per distinct settings."""
+
+
+def search_plan(ctx: RagContext, *, k: int | None = None) -> SearchPlan:
+    """The plan of ``ctx``'s searches, built on the first search with these settings: the
+    store and collection are checked then (``SetupError`` when missing), not at every search.
+
+    Raises:
+        SetupError: the store or collection does not exist, or graph search has no entity graph.
+    """
+    spec = SearchSpec.of(ctx, k)
+    with _PLANS_LOCK:
+        plan = _PLANS.get(spec)
+        if plan is not None:
+            _PLANS.move_to_end(spec)
+            return plan
+    plan = _own_plan(spec, ctx.retriever) if ctx.retriever is not None else _store_plan(spec, ctx)
+    with _PLANS_LOCK:
+        _PLANS[spec] = plan
+        while len(_PLANS) > PLANS_KEPT:
+            _PLANS.popitem(last=False)
+    return plan
+
+
+def _own_plan(spec: SearchSpec, source: Any) -> SearchPlan:
+    """The plan of a context that brings its own retriever or vector store (``search.own``)."""
+    from rag_graphs.search.own import OwnRetriever
+
+    where = {"retriever": type(source).__name__}
+    retriever = OwnRetriever(source=source, k=spec.k, tags=["rag-graphs"], metadata=where)
+    searcher = retriever.map().with_config(run_name="search_many", tags=[SEARCH_TAG], metadata=where)
+    return SearchPlan(spec, None, retriever, searcher)
+
+
+def _store_plan(spec: SearchSpec, ctx: RagContext) -> SearchPlan:
+    index = readable_index(ctx)
+    if spec.mode == "graph":
+        check_graph(index)
+    retriever = ChunkRetriever(
+        index=index,
+        k=spec.k,
+        mode=spec.mode,
+        expr=spec.expr,
+        rrf_k=spec.rrf_k,
+        graph=dict(spec.graph),
+        cache_size=spec.cache_size,
+        cache_path=spec.cache_path,
+        unit=spec.unit,
+        tags=["rag-graphs"],
+        metadata=_where(spec),
+    )
+    return SearchPlan(spec, index, retriever, _batch_searcher(spec, index, retriever))
+
+
+def stored_vectors(ctx: RagContext) -> Callable[[list[str]], dict[str, list[float]]] | None:
+    """The store's vectors by chunk id, for rerankers and compressors (None with the user's own
+    retriever: they embed its passages instead)."""
+    return None if ctx.retriever is not None else index_for(ctx).vectors
+
+
+def retriever_for(ctx: RagContext, *, k: int | None = None) -> BaseRetriever:
+    """The retriever the context describes (store, collection, k, mode, filter, graph knobs),
+    built once per distinct settings (``search_plan``).
 
     Raises:
         SetupError: the store or collection does not exist (``rag_graphs.config.checks``).
     """
-    return ChunkRetriever(
-        index=readable_index(ctx),
-        k=k or ctx.k,
-        mode=ctx.search_mode,
-        expr=ctx.search_expr(),
-        rrf_k=ctx.rrf_k,
-        graph=graph_options(ctx) if ctx.search_mode == "graph" else {},
-        cache_size=ctx.search_cache,
-        cache_path=ctx.search_cache_path,
-        unit=ctx.search_unit,
-        tags=["rag-graphs"],
-        metadata=_where(ctx),
-    )
+    return search_plan(ctx, k=k).retriever
 
 
 def search(ctx: RagContext, query: str, *, k: int | None = None) -> list[Document]:
@@ -146,24 +245,30 @@ def searcher_for(ctx: RagContext, *, k: int | None = None) -> Runnable[list[str]
     """A runnable that searches a list of queries as one batch (one embedding call, one store
     request) and returns one ranking per query; traced as ``search_many``. In ``graph`` mode
     each query gets its own graph search (the walk is per question)."""
-    if ctx.search_mode == "graph":
-        return retriever_for(ctx, k=k).map().with_config(run_name="search_many", tags=[SEARCH_TAG])
+    return search_plan(ctx, k=k).searcher
+
+
+def _batch_searcher(
+    spec: SearchSpec, index: ChunkIndex, retriever: ChunkRetriever
+) -> Runnable[list[str], list[list[Document]]]:
+    if spec.mode == "graph":
+        return retriever.map().with_config(run_name="search_many", tags=[SEARCH_TAG])
 
     def run(batch: list[str]) -> list[list[Document]]:
-        mode: Literal["dense", "hybrid"] = "dense" if ctx.search_mode == "dense" else "hybrid"
+        mode: Literal["dense", "hybrid"] = "dense" if spec.mode == "dense" else "hybrid"
         return cached_search(
-            readable_index(ctx),
+            index,
             batch,
-            k=k or ctx.k,
+            k=spec.k,
             mode=mode,
-            expr=ctx.search_expr(),
-            rrf_k=ctx.rrf_k,
-            size=ctx.search_cache,
-            path=ctx.search_cache_path,
-            unit=ctx.search_unit,
+            expr=spec.expr,
+            rrf_k=spec.rrf_k,
+            size=spec.cache_size,
+            path=spec.cache_path,
+            unit=spec.unit,
         )
 
-    return RunnableLambda(run, name="search_many").with_config(tags=[SEARCH_TAG], metadata=_where(ctx))
+    return RunnableLambda(run, name="search_many").with_config(tags=[SEARCH_TAG], metadata=_where(spec))
 
 
 def search_many(ctx: RagContext, queries: list[str], *, k: int | None = None) -> list[list[Document]]:
@@ -171,156 +276,12 @@ def search_many(ctx: RagContext, queries: list[str], *, k: int | None = None) ->
     return searcher_for(ctx, k=k).invoke(list(queries))
 
 
-def cached_search(
-    index: ChunkIndex,
-    queries: list[str],
-    *,
-    k: int,
-    mode: Literal["dense", "hybrid"],
-    expr: str | None,
-    rrf_k: int,
-    size: int,
-    path: str | None = None,
-    unit: Literal["chunk", "sentence"] = "chunk",
-) -> list[list[Document]]:
-    """One ranking per query, the misses searched as one batch; hits served by the process's
-    search cache (``rag_graphs.search.cache``) or the persistent one at ``path``
-    (``rag_graphs.search.disk_cache``, consulted on the process cache's misses) carry
-    ``metadata["cached"] = True``. ``size`` 0 and no ``path``: no cache.
-
-    With a ``path`` both caches key on the collection's ``fingerprint`` (read once per call),
-    so a change another process made is seen by this one too.
-
-    ``unit="sentence"`` searches the collection's sentence rows and returns their parent chunks
-    (``rag_graphs.ingestion.store.sentences``, small-to-big); the caches then key on the sentence
-    collection too."""
-    if size != SEARCHES.size:
-        SEARCHES.resize(size)
-    searcher = index.search_many if unit == "chunk" else _sentence_searcher(index)
-    state = index.fingerprint() if path else generation(index.uri, index.collection)
-    if unit == "sentence":
-        children = children_of(index)
-        state = f"{state}|{children.fingerprint() if path else generation(index.uri, children.collection)}"
-    keys: list[Hashable] = [
-        (index.uri, index.collection, id(index.embeddings), state, unit, mode, expr, k, rrf_k, normalise(q))
-        for q in queries
-    ]
-    served: set[int] = set()
-
-    def run(positions: list[int]) -> list[Ranking]:
-        if not path:
-            return searcher([queries[i] for i in positions], k=k, mode=mode, expr=expr, rrf_k=rrf_k)
-        disk = disk_cache(path)
-        model = embeddings_name(index.embeddings)
-        where = index.uri if "://" in index.uri else str(Path(index.uri).expanduser().resolve())
-        dkeys = {
-            i: disk_key(
-                where, index.collection, model, state, unit, mode, expr, k, rrf_k, normalise(queries[i])
-            )
-            for i in positions
-        }
-        stored = disk.get_many(list(dkeys.values()))
-        served.update(i for i in positions if dkeys[i] in stored)
-        todo = [i for i in positions if i not in served]
-        start = time.perf_counter()
-        fresh = searcher([queries[i] for i in todo], k=k, mode=mode, expr=expr, rrf_k=rrf_k)
-        if todo:
-            cost = (time.perf_counter() - start) / len(todo)
-            disk.put_many({dkeys[i]: r for i, r in zip(todo, fresh, strict=True)}, cost)
-        by_position = dict(zip(todo, fresh, strict=True))
-        return [stored[dkeys[i]][0] if i in served else by_position[i] for i in positions]
-
-    rankings, cached = SEARCHES.many(keys, run)
-    return [
-        [_scored(doc, score, **({"cached": True} if hit or i in served else {})) for doc, score in ranking]
-        for i, (ranking, hit) in enumerate(zip(rankings, cached, strict=True))
-    ]
-
-
-def _sentence_searcher(index: ChunkIndex) -> Callable[..., list[Ranking]]:
-    """Small-to-big search over ``index``'s sentence rows, or ValueError naming the setting when
-    the collection has none (searching nothing would look like a corpus with no answer)."""
-    if not has_sentences(index):
-        raise ValueError(
-            f"RagContext.search_unit='sentence': collection {index.collection!r} has no sentence rows "
-            f"(no collection {sentence_collection(index.collection)!r}); build them with "
-            f"`rag-graphs sentences build --collection {index.collection}` or ingest with "
-            "`rag-graphs ingest --children`, or set search_unit=chunk (RAG_GRAPHS_SEARCH_UNIT)"
-        )
-    return partial(search_parents, index)
-
-
-def embeddings_name(embeddings: Embeddings) -> str:
-    """The embedding model as every process names it (class and model name), for persistent keys."""
-    kind = type(embeddings)
-    name = next(
-        (
-            str(getattr(embeddings, a))
-            for a in ("model_name", "model", "size")
-            if getattr(embeddings, a, None)
-        ),
-        "",
-    )
-    return f"{kind.__module__}.{kind.__qualname__}:{name}"
-
-
-def _where(ctx: RagContext) -> dict[str, str]:
+def _where(spec: SearchSpec) -> dict[str, str]:
     """Trace metadata naming the store (credentials masked) and collection a search ran on."""
-    return {"store_uri": redact_url(ctx.store_uri), "collection": ctx.collection}
+    return {"store_uri": redact_url(spec.store_uri), "collection": spec.collection}
 
 
 def _scored(doc: Document, score: float, **extra: Any) -> Document:
     return Document(
         id=doc.id, page_content=doc.page_content, metadata={**doc.metadata, "score": score, **extra}
     )
-
-
-def unique_union(rankings: list[list[Document]]) -> list[Document]:
-    """Every document once (by id), in the order first seen across the rankings."""
-    seen: set[str | None] = set()
-    out = []
-    for ranking in rankings:
-        for doc in ranking:
-            if doc.id not in seen:
-                seen.add(doc.id)
-                out.append(doc)
-    return out
-
-
-def reciprocal_rank_fusion(
-    rankings: list[list[Document]],
-    *,
-    k: int = 60,
-    top_k: int | None = None,
-    weights: list[float] | None = None,
-) -> list[Document]:
-    """Fuse rankings by RRF (Cormack et al. 2009): score(d) = sum over rankings of w / (k + rank).
-
-    ``weights`` (one per ranking, default 1) is weighted RRF: a ranking with weight 2
-    counts as two votes. Ties keep the order in which documents were first seen; each
-    document carries its fused score in ``metadata["rrf_score"]``.
-    """
-    scores: dict[str | None, float] = {}
-    first: dict[str | None, Document] = {}
-    weights = weights or [1.0] * len(rankings)
-    if len(weights) != len(rankings):
-        raise ValueError(f"reciprocal_rank_fusion: {len(weights)} weights for {len(rankings)} rankings")
-    for ranking, weight in zip(rankings, weights, strict=True):
-        for rank, doc in enumerate(ranking, start=1):
-            scores[doc.id] = scores.get(doc.id, 0.0) + weight / (k + rank)
-            first.setdefault(doc.id, doc)
-    order = sorted(scores, key=lambda i: -scores[i])  # sorted() is stable: ties stay first-seen
-    return [
-        Document(
-            id=i, page_content=first[i].page_content, metadata={**first[i].metadata, "rrf_score": scores[i]}
-        )
-        for i in order[: top_k or len(order)]
-    ]
-
-
-def most_relevant_last(docs: list[Document]) -> list[Document]:
-    """Rank order reversed, so the best passage sits right before the question in the prompt.
-
-    DRAG's ordering (Yue et al. 2024): long contexts are read best near their end.
-    """
-    return list(reversed(docs))

@@ -10,6 +10,7 @@ from langchain_core.documents import Document
 from rag_graphs.config.context import RagContext
 from rag_graphs.nodes.retrieve import ranked
 from rag_graphs.search.retrieval import reciprocal_rank_fusion
+from rag_graphs.state import merge_documents
 
 
 def _docs(*ids: str) -> list[Document]:
@@ -40,14 +41,18 @@ def _state_and_new(second_round: int):
 @pytest.mark.parametrize(("weight", "order"), [(1.0, ["c", "a", "b"]), (3.0, ["a", "b", "c"])])
 def test_later_rounds_push_out_the_first_rounds_hits_only_under_plain_rrf(weight, order):
     state, new = _state_and_new(second_round=2)
-    fused = ranked(state, new, _docs("c"), RagContext(first_hop_weight=weight)).value
+    fused = merge_documents(
+        state["documents"], ranked(state, new, _docs("c"), RagContext(first_hop_weight=weight))
+    )
     assert [d.id for d in fused] == order
 
 
 def test_one_round_is_plain_rrf_whatever_the_weight():
     """RAG-Fusion and multi-query search side by side in one round: all their queries are equal."""
     state, new = _state_and_new(second_round=1)
-    fused = ranked(state, new, _docs("c"), RagContext(first_hop_weight=3.0)).value
+    fused = merge_documents(
+        state["documents"], ranked(state, new, _docs("c"), RagContext(first_hop_weight=3.0))
+    )
     assert [d.id for d in fused] == ["c", "a", "b"]
     assert fused[0].metadata["rrf_score"] == pytest.approx(2 / 61)
 
@@ -63,4 +68,6 @@ def test_each_search_records_the_round_it_ran_in():
     state, _ = _state_and_new(second_round=2)
     update = found({**state, "hops": 1}, RagContext(), ["hop 1"], [_docs("c")])
     assert update["searches"] == [{"query": "hop 1", "doc_ids": ["c"], "hop": 2}]
-    assert [d.id for d in update["documents"].value] == ["a", "b", "c"]  # 3/61 > 3/62 > 1/61
+    assert [d.id for d in update["documents"]["new"]] == ["c"]  # only the round's hits travel
+    fused = merge_documents(state["documents"], update["documents"])
+    assert [d.id for d in fused] == ["a", "b", "c"]  # 3/61 > 3/62 > 1/61

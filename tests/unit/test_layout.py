@@ -220,6 +220,8 @@ def test_no_import_goes_up_a_layer(edges: list[Import]) -> None:
         f"{edge}: {layer(edge.source)[0]} -> {layer(edge.target)[0]}"
         for edge in edges
         if layer(edge.target)[1] > layer(edge.source)[1]
+        # the package root re-exports public names on first use (PEP 562): a facade, not a dependency
+        and not (edge.source == "rag_graphs" and (edge.lazy or edge.typing_only))
     ]
     assert not upward, "imports against the dependency direction:\n" + "\n".join(upward)
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from langchain_core.language_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage
 
 from rag_graphs.config.checks import PROVIDER_PACKAGES, SetupError
 from rag_graphs.ingestion.graph.build import has_graph
@@ -151,3 +152,24 @@ def test_eval_resume_continues_every_method_of_the_run(tiny, tmp_path, monkeypat
     )
     CliRunner().invoke(app, ["eval", "--dataset", str(tiny), "--store", str(tmp_path / "s.db")])
     assert asked == [["naive", "ircot"], ["iterative"], ["naive"]]
+
+
+def test_a_collection_dropped_mid_run_is_named_not_a_crash(loaded, make_context):
+    """Searches do not ask the store whether the collection exists (``begin`` checked it once
+    per run, ``rag_graphs.search.retrieval.search_plan``); one dropped after that still fails
+    the run with the one-line ``SetupError`` naming it, not Milvus's own error."""
+
+    class Dropping(GenericFakeChatModel):
+        """IRCoT's reasoning model, which drops the collection before its first thought."""
+
+        def _generate(self, *args, **kwargs):
+            if loaded.client.has_collection(loaded.collection):
+                loaded.client.drop_collection(loaded.collection)
+            return super()._generate(*args, **kwargs)
+
+    thoughts = iter(AIMessage(content=r) for r in ["Ilsa Brandt founded it.", "So the answer is: Korvik."])
+    ctx = make_context(chat_model=Dropping(messages=thoughts), search_cache=0)
+    with pytest.raises(Exception) as error:
+        get_graph("ircot").invoke({"question": QUESTION}, context=ctx)
+    assert isinstance(error.value, SetupError) or isinstance(error.value.__cause__, SetupError), error.value
+    assert "collection 'test'" in str(error.value) and "is not in store" in str(error.value)
