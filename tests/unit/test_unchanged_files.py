@@ -103,3 +103,17 @@ def test_a_record_is_checked_against_the_chunks_not_trusted(folder, index, conve
     conversions.clear()
     report = _ingest([folder], index)
     assert conversions == ["f3.md"] and report.added == 1
+
+
+def test_the_cli_reports_unchanged_files_and_force_converts_them(folder, tmp_path, conversions):
+    from typer.testing import CliRunner
+
+    from rag_graphs.cli import app
+
+    args = ["ingest", str(folder), "--store", str(tmp_path / "cli.db")]
+    assert CliRunner().invoke(app, args).exit_code == 0 and len(conversions) == 4
+    again = CliRunner().invoke(app, args)
+    assert again.exit_code == 0 and len(conversions) == 4
+    assert "4 unchanged (not converted)" in again.output and "0 new" in again.output
+    forced = CliRunner().invoke(app, [*args, "--force"])
+    assert forced.exit_code == 0 and len(conversions) == 8 and "0 unchanged" in forced.output
