@@ -101,12 +101,23 @@ class FileRecords:
         self.index = index
         self.settings = settings
         self.name = files_collection(index.collection)
+        self._loaded = False
+
+    def _ready(self) -> bool:
+        """True when the records collection exists, loaded (a new process finds it released)."""
+        client = self.index.client
+        if not client.has_collection(self.name):
+            return False
+        if not self._loaded:
+            client.load_collection(self.name)
+            self._loaded = True
+        return True
 
     def unchanged(self, source: str, content_hash: str, size: int) -> FileRecord | None:
         """The record of ``source`` when these bytes under these settings are what the collection
         holds, complete and alone; None when the file must be converted."""
         client = self.index.client
-        if not client.has_collection(self.name):
+        if not self._ready():
             return None
         rows = client.query(self.name, filter=ids_filter([_key(source)]), output_fields=["*"])
         if not rows:
@@ -134,22 +145,19 @@ class FileRecords:
         if not records:
             return
         try:
-            self._create()
+            if not self._ready():
+                self._create()
             self.index.client.upsert(self.name, data=[r.row() for r in records])
         except Exception as exc:  # noqa: BLE001 - the chunks are stored; the next ingest converts again
             log.warning("collection %r: could not record %d file(s): %s", self.name, len(records), exc)
 
     def forget(self, sources: list[str]) -> None:
         """Drop the records of these sources."""
-        client = self.index.client
-        if sources and client.has_collection(self.name):
-            client.delete(self.name, ids=[_key(s) for s in sources])
+        if sources and self._ready():
+            self.index.client.delete(self.name, ids=[_key(s) for s in sources])
 
     def _create(self) -> None:
-        client = self.index.client
-        if client.has_collection(self.name):
-            return
-        client.create_collection(
+        self.index.client.create_collection(
             self.name,
             dimension=2,
             primary_field_name=PRIMARY_FIELD,
@@ -161,3 +169,4 @@ class FileRecords:
             enable_dynamic_field=True,
             consistency_level="Strong",
         )
+        self._loaded = True  # quick setup indexes and loads it
