@@ -171,17 +171,19 @@ def _preparer(
     convert_options, labels = options.convert_options(), options.labels
 
     def prepare(path: Path) -> Prepared:
-        name, digest = source(path), _digest(path, options.max_file_bytes)
+        digest = _digest(path, options.max_file_bytes)
         if digest is not None and not options.force:
             try:
-                record = records.unchanged(name, *digest)
+                record = records.unchanged(source(path), *digest)
             except Exception as exc:  # noqa: BLE001 - no record read: convert, as without one
-                log.warning("%s: could not read its ingest record: %s", name, exc)
+                log.warning("%s: could not read its ingest record: %s", path, exc)
                 record = None
             if record is not None:
                 return Prepared(digest=digest, unchanged=record)
-        doc = convert(path, convert_options)
-        chunks = chunk_document(doc, source=name, tokenizer=tokenizer, captioner=describer, labels=labels)
+        doc = convert(path, convert_options)  # a bad file fails here, named (before ``source``)
+        chunks = chunk_document(
+            doc, source=source(path), tokenizer=tokenizer, captioner=describer, labels=labels
+        )
         return Prepared(chunks, digest)
 
     return prepare
