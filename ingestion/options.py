@@ -10,6 +10,8 @@ each setting as a keyword (``options_with``) for callers that name one or two.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
@@ -49,6 +51,9 @@ class IngestOptions:
             ``texts -> mentions per text`` (e.g. ``load_extractor("llm", chat_model=m)``).
             None: none, unless the collection already has a graph, which then stays current
             with ``spacy``.
+        force: convert every file even when it is unchanged since it was stored (off: a file
+            whose bytes and chunk settings match what the collection holds is skipped before
+            conversion; see ``rag_graphs.ingestion.store.files``).
 
     ``include``, ``exclude`` and ``tags`` accept any iterable of strings (or one string)
     and are kept as tuples.
@@ -71,6 +76,7 @@ class IngestOptions:
     tenant: str | None = None
     tags: Sequence[str] = ()
     entities: str | Extractor | None = None
+    force: bool = False
 
     def __post_init__(self) -> None:
         for name in ("include", "exclude", "tags"):
@@ -93,6 +99,47 @@ class IngestOptions:
             timeout=self.timeout,
         )
 
+    def chunk_settings(self, embeddings: str, model: str) -> str:
+        """A hash of what, besides a file's bytes, shapes its stored chunks: the chunker and its
+        tokenizer (``embeddings``, the spec whose tokenizer bounds chunks), the embedding model
+        (``model``, its identity), the captioner and its prompt, how files convert (fetching,
+        Docling Serve, whether Docling's layout models are here, Docling's version) and the
+        access labels. A file skipped as unchanged must have been stored under the same one."""
+        from importlib.metadata import PackageNotFoundError, version
+
+        from rag_graphs.ingestion.convert.chunking import CONTEXT_ITEMS, MAX_CHUNK_CHARS
+        from rag_graphs.ingestion.convert.converter import layout_models_present
+
+        def installed(name: str) -> str:
+            try:
+                return version(name)
+            except PackageNotFoundError:
+                return ""
+
+        captioner, kind = self.captioner, type(self.captioner)
+        described = (
+            captioner
+            if captioner is None or isinstance(captioner, str)
+            else f"{kind.__module__}.{kind.__qualname__}:{getattr(captioner, 'name', '')}"
+        )
+        settings = {
+            "chunks": CHUNKS_VERSION,
+            "chunker": ["HybridChunker", "merge_peers", MAX_CHUNK_CHARS, CONTEXT_ITEMS],
+            "docling": [installed("docling"), installed("docling-core")],
+            "tokenizer": embeddings,
+            "embeddings": model,
+            "captioner": described or "fallback",
+            "caption_prompt": self.caption_prompt,
+            "allow_fetch": self.allow_fetch,
+            "docling_serve": self.docling_serve,
+            "layout": False if self.docling_serve else layout_models_present(),
+            "labels": self.labels,
+        }
+        return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:32]
+
+
+CHUNKS_VERSION = 1
+"""Bump when chunking changes what a file gives: files recorded before then convert again."""
 
 OPTION_NAMES: tuple[str, ...] = tuple(f.name for f in fields(IngestOptions))
 

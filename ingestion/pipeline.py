@@ -9,10 +9,13 @@ is ``ingest``'s own arguments.
 
 from __future__ import annotations
 
+import logging
+import stat
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -29,9 +32,17 @@ from rag_graphs.ingestion.graph.entities import Extractor, load_extractor
 from rag_graphs.ingestion.options import IngestOptions, access_labels, options_with
 from rag_graphs.ingestion.progress import progress_bar
 from rag_graphs.ingestion.report import FileResult, IngestReport
-from rag_graphs.ingestion.store.embeddings import EMBEDDED, chunk_tokenizer, load_embeddings
+from rag_graphs.ingestion.store.embeddings import (
+    EMBEDDED,
+    chunk_tokenizer,
+    embeddings_identity,
+    load_embeddings,
+)
+from rag_graphs.ingestion.store.files import FileRecord, FileRecords, file_digest
 from rag_graphs.ingestion.store.index import ChunkIndex, open_index
 from rag_graphs.ingestion.storing import Group, store_group
+
+log = logging.getLogger(__name__)
 
 __all__ = ["FileResult", "IngestOptions", "IngestReport", "access_labels", "ingest"]
 
@@ -100,14 +111,17 @@ def ingest(
             raise ValueError("ingest needs uri and collection (or context=RagContext(...))")
         index = open_index(uri, collection, model or load_embeddings(embeddings), hybrid=hybrid)
     extractor = chosen or _graph_extractor(index)
-    prepare = _preparer(options, embeddings, sources.source)
+    records = FileRecords(index, options.chunk_settings(embeddings, embeddings_identity(index.embeddings)))
+    prepare = _preparer(options, embeddings, sources.source, records)
     # One thread converts locally (Docling's converter is used by one thread at a time), several
     # when a Docling Serve instance does the work.
     workers = 4 if options.docling_serve else 1
     report = IngestReport(skipped=found.skipped)
     with progress_bar(total=len(files), desc="ingest", unit="file", disable=not progress) as bar:
-        for result in _ingest_files(index, files, prepare, workers, extractor):
+        for result in _ingest_files(index, files, prepare, workers, extractor, records):
             report.files.append(result)
+            if result.unchanged:
+                bar.set_postfix_str(f"{len(report.unchanged)} unchanged", refresh=False)
             bar.update(1)
             if on_file:
                 on_file(result)
@@ -138,22 +152,58 @@ def _store_settings(
     return uri or context.store_uri, collection or context.collection, embeddings, model
 
 
+@dataclass
+class Prepared:
+    """One file made ready to store: its complete list of chunks, or the record showing it is
+    stored already (``unchanged``: not converted); ``digest`` is its bytes' hash and size."""
+
+    chunks: list[Document] = field(default_factory=list)
+    digest: tuple[str, int] | None = None
+    unchanged: FileRecord | None = None
+
+
 def _preparer(
-    options: IngestOptions, embeddings: str, source: Callable[[Path], str]
-) -> Callable[[Path], list[Document]]:
-    """The function that turns one file into its complete list of chunks (convert, chunk, caption);
+    options: IngestOptions,
+    embeddings: str,
+    source: Callable[[Path], str],
+    records: FileRecords,
+) -> Callable[[Path], Prepared]:
+    """The function that turns one file into its complete list of chunks (convert, chunk, caption),
+    unless ``records`` show its bytes stored already under the same chunk settings;
     ``source`` names the file in its chunks (its real path, or the URL it was fetched from)."""
     tokenizer = chunk_tokenizer(embeddings)
     describer = load_captioner(options.captioner, prompt=options.caption_prompt)
     convert_options, labels = options.convert_options(), options.labels
 
-    def prepare(path: Path) -> list[Document]:
-        doc = convert(path, convert_options)
-        return chunk_document(
+    def prepare(path: Path) -> Prepared:
+        digest = _digest(path, options.max_file_bytes)
+        if digest is not None and not options.force:
+            try:
+                record = records.unchanged(source(path), *digest)
+            except Exception as exc:  # noqa: BLE001 - no record read: convert, as without one
+                log.warning("%s: could not read its ingest record: %s", path, exc)
+                record = None
+            if record is not None:
+                return Prepared(digest=digest, unchanged=record)
+        doc = convert(path, convert_options)  # a bad file fails here, named (before ``source``)
+        chunks = chunk_document(
             doc, source=source(path), tokenizer=tokenizer, captioner=describer, labels=labels
         )
+        return Prepared(chunks, digest)
 
     return prepare
+
+
+def _digest(path: Path, max_bytes: int) -> tuple[str, int] | None:
+    """The file's content hash and size; None when it is not a regular file (opening a FIFO
+    blocks), cannot be read or is over the size limit (conversion then refuses it, naming why)."""
+    try:
+        info = path.stat()
+        if not stat.S_ISREG(info.st_mode) or info.st_size > max_bytes:
+            return None
+        return file_digest(path)
+    except OSError:
+        return None
 
 
 def _graph_extractor(index: ChunkIndex) -> Extractor | None:
@@ -164,9 +214,10 @@ def _graph_extractor(index: ChunkIndex) -> Extractor | None:
 def _ingest_files(
     index: ChunkIndex,
     files: list[Path],
-    prepare: Callable[[Path], list[Document]],
+    prepare: Callable[[Path], Prepared],
     workers: int,
     extractor: Extractor | None = None,
+    records: FileRecords | None = None,
 ) -> Iterator[FileResult]:
     """Each file's result, once it is stored or has failed.
 
@@ -174,22 +225,26 @@ def _ingest_files(
     this thread embeds and stores, so they overlap the embedding of a whole group. Chunks are
     embedded EMBED_GROUP at a time across files: sentence-transformers sorts a batch by length,
     so one large call pads far less than one small call per file (measured: 1.5x faster on
-    HotpotQA passages).
+    HotpotQA passages). A file unchanged since it was stored is reported without converting;
+    each stored file's record is written after its chunks (``rag_graphs.ingestion.store.files``).
     """
     group: Group = []
+    digests: dict[str, tuple[str, int] | None] = {}
     for path, prepared in _ahead(files, prepare, workers, AHEAD_FILES):
-        result, chunks = _prepared(path, prepared)
-        if result.error is not None:
+        result, chunks = _prepared(path, prepared, digests)
+        if result.error is not None or result.unchanged:
             yield result
             continue
         group.append((result, chunks))
         if sum(len(c) for _, c in group) >= EMBED_GROUP:
-            yield from _stored(index, group, extractor)
+            yield from _stored(index, group, extractor, records, digests)
             group = []
-    yield from _stored(index, group, extractor)
+    yield from _stored(index, group, extractor, records, digests)
 
 
-def _prepared(path: Path, prepared: Future[list[Document]]) -> tuple[FileResult, list[Document]]:
+def _prepared(
+    path: Path, prepared: Future[Prepared], digests: dict[str, tuple[str, int] | None]
+) -> tuple[FileResult, list[Document]]:
     """The file's chunks and its result so far (chunk counts, or the error naming the file).
 
     A chunk id hashes the chunk's text and place, so identical chunks of one file (a CSV of
@@ -197,10 +252,15 @@ def _prepared(path: Path, prepared: Future[list[Document]]) -> tuple[FileResult,
     count after this one (chunks, new, already stored) is of what the store can hold."""
     result = FileResult(path=str(path))
     try:
-        chunks = prepared.result()
+        ready = prepared.result()
     except Exception as exc:  # one bad file must not stop the batch
         result.error = str(exc) if str(path) in str(exc) else f"{path}: {exc}"
         return result, []
+    if ready.unchanged is not None:
+        result.chunks, result.kinds = ready.unchanged.chunks, dict(ready.unchanged.kinds)
+        result.unchanged = True
+        return result, []
+    digests[str(path)], chunks = ready.digest, ready.chunks
     unique = list({str(c.id): c for c in chunks}.values())  # identical chunks share an id: stored once
     result.chunks, result.merged, chunks = len(unique), len(chunks) - len(unique), unique
     for chunk in chunks:
@@ -208,10 +268,33 @@ def _prepared(path: Path, prepared: Future[list[Document]]) -> tuple[FileResult,
     return result, chunks
 
 
-def _stored(index: ChunkIndex, group: Group, extractor: Extractor | None) -> list[FileResult]:
-    """Store the group (see ``rag_graphs.ingestion.storing``) and return its files' results."""
+def _stored(
+    index: ChunkIndex,
+    group: Group,
+    extractor: Extractor | None,
+    records: FileRecords | None = None,
+    digests: dict[str, tuple[str, int] | None] | None = None,
+) -> list[FileResult]:
+    """Store the group (see ``rag_graphs.ingestion.storing``), record its stored files and return
+    their results."""
     if group:
         store_group(index, group, extractor)
+    if records is not None and digests is not None:
+        records.put(
+            [
+                FileRecord(
+                    source=chunks[0].metadata["source"],
+                    content_hash=digest[0],
+                    size=digest[1],
+                    settings=records.settings,
+                    doc_hash=chunks[0].metadata["doc_hash"],
+                    chunks=result.chunks,
+                    kinds=dict(result.kinds),
+                )
+                for result, chunks in group
+                if result.error is None and chunks and (digest := digests.pop(result.path, None)) is not None
+            ]
+        )
     return [result for result, _ in group]
 
 

@@ -26,6 +26,7 @@ class FileResult:
     kinds: dict[str, int] = field(default_factory=dict)  # chunks per kind (text/table/picture)
     merged: int = 0  # identical chunks of the file (same id) counted and stored once
     error: str | None = None
+    unchanged: bool = False  # skipped before conversion: its bytes and settings are what is stored
 
 
 @dataclass
@@ -51,6 +52,11 @@ class IngestReport:
         return [f for f in self.ok if f.chunks == 0]
 
     @property
+    def unchanged(self) -> list[FileResult]:
+        """Files skipped before conversion: stored already, from the same bytes and settings."""
+        return [f for f in self.ok if f.unchanged]
+
+    @property
     def chunks(self) -> int:
         return sum(f.chunks for f in self.files)
 
@@ -72,7 +78,8 @@ class IngestReport:
         stored = len(self.ok) - len(self.empty)
         lines = [
             f"{stored} file(s) ingested, {len(self.failed)} failed, {len(self.empty)} without text, "
-            f"{len(self.skipped)} skipped; {self.chunks} chunks "
+            f"{len(self.skipped)} skipped, {len(self.unchanged)} unchanged (not converted); "
+            f"{self.chunks} chunks "
             f"({kinds}; {self.added} new, {self.chunks - self.added} already stored); "
             f"{self.total_chunks_in_store} chunks in the store; {self.seconds:.1f}s"
         ]

@@ -1,7 +1,8 @@
 """rag-graphs: advanced and multi-hop RAG methods as LangGraph state machines.
 
+from rag_graphs import RagContext
 from rag_graphs.methods.naive import graph
-result = graph.invoke({"question": "Where was the founder of Django born?"})
+result = graph.invoke({"question": "Where was the founder of Django born?"}, context=RagContext())
 result["answer"], result["citations"], result["steps"], result["usage"]
 result["stop_reason"], result["outcome"]  # answered / budget_exhausted / unreliable / no_evidence
 

@@ -15,9 +15,9 @@ reuse them:
 - **Resume**: with a ``thread_id``, every step is checkpointed in a SQLite file.
   Asking the same question on the same thread again continues a killed or failed
   run from its last completed step (nothing before it runs twice); a finished
-  thread returns its stored result without running anything; a different
-  question on the thread is refused with ``ThreadConflict``, because continuing
-  someone else's chain would answer the wrong question.
+  thread returns its stored result without running anything. Another question
+  follows a finished run as on a new thread (``begin`` resets the run state); beside an
+  unfinished one (killed, failed, stopped) it is a ``ThreadConflict``: that run stays resumable.
 - **Stop before the answer** (``stop_before_answer=True``): the run ends where the
   method would write its answer (LangGraph's ``interrupt_before`` on ``ANSWER_NODES``),
   so its final context (``documents``, one ranking, best first), ``steps`` and
@@ -68,10 +68,7 @@ STREAM_MODES = ("custom", "updates", "values")
 
 
 class ThreadConflict(ValueError):
-    """A thread already holds a run of another question.
-
-    A ``ValueError``: callers that treat bad input as ``ValueError`` need no new clause.
-    """
+    """A thread holds an unfinished run of another question (a ``ValueError``: bad input)."""
 
 
 @dataclass(frozen=True)
@@ -253,17 +250,23 @@ class _Run:
         A thread never run (or no thread) starts from the question. A saved run of
         the same question continues (LangGraph's input ``None`` means "from the last
         checkpoint"), or, finished, yields its stored result and sets ``done``; so does
-        a run stopped before its answer when this run stops there too.
+        a run stopped before its answer when this run stops there too. Another question
+        follows a finished run (``begin`` resets the state) and is refused beside an
+        unfinished one, which stays resumable (``ThreadConflict``).
         """
         if state is None or not state.values or self.thread_id is None:
             self.inputs = {"question": self.question}
             return []
         stored = state.values.get("question")
         if stored != self.question:
-            raise ThreadConflict(
-                f"thread {self.thread_id!r} holds a run of another question ({stored!r}); "
-                "use a new --thread-id"
-            )
+            if state.next:
+                raise ThreadConflict(
+                    f"thread {self.thread_id!r} holds an unfinished run of another question "
+                    f"({stored!r}, next: {', '.join(state.next)}): ask that question again to resume "
+                    "it, or use a new --thread-id"
+                )
+            self.inputs = {"question": self.question}
+            return []
         resumed = Resumed(self.thread_id, tuple(state.next))
         stopped = self.stopped_at(state)
         self.done = resumed.finished or stopped is not None
@@ -292,7 +295,8 @@ class _Run:
         if mode == "updates" and isinstance(chunk, Mapping):
             events: list[RunEvent] = []
             for update in chunk.values():
-                for step in update.get("steps", []) if isinstance(update, Mapping) else []:
+                written = update.get("steps", []) if isinstance(update, Mapping) else []
+                for step in written if isinstance(written, list) else []:  # not begin's reset
                     self.steps += 1
                     events.append(Step(self.steps, step))
             return events

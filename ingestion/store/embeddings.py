@@ -55,6 +55,12 @@ def load_embeddings(spec: str = EMBEDDED) -> Embeddings:
         ValueError: the spec names no known provider.
         FileNotFoundError: an ``hf:`` path that does not exist.
     """
+    model = _load(spec)
+    _SPECS[id(model)] = (model, spec.strip())
+    return model
+
+
+def _load(spec: str) -> Embeddings:
     local = _local_dir(spec)
     if local is not None:
         from langchain_huggingface import HuggingFaceEmbeddings
@@ -73,6 +79,26 @@ def load_embeddings(spec: str = EMBEDDED) -> Embeddings:
     from langchain.embeddings import init_embeddings
 
     return init_embeddings(spec)
+
+
+_SPECS: dict[int, tuple[Embeddings, str]] = {}
+"""id(model) -> the model (kept, so its id is never reused) and the spec it was loaded from."""
+
+
+def embeddings_identity(model: Embeddings | str) -> str:
+    """What names an embedding model across processes and machines: its spec (``embedded``,
+    ``hf:<path>``, ``ollama:nomic-embed-text``) for a spec or a model ``load_embeddings``
+    loaded; for another instance, its class and model name (``module.Class:model``)."""
+    if isinstance(model, str):
+        return model.strip()
+    if (known := _SPECS.get(id(model))) is not None and known[0] is model:
+        return known[1]
+    kind = f"{type(model).__module__}.{type(model).__qualname__}"
+    name = next(
+        (str(v) for a in ("model_name", "model", "model_id", "size") if (v := getattr(model, a, None))),
+        "",
+    )
+    return f"{kind}:{name}" if name else kind
 
 
 def max_tokens_for(spec: str) -> int:

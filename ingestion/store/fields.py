@@ -28,3 +28,8 @@ with the row count it is the collection's ``fingerprint``, which every process s
 REPLACING_PROPERTY = "rag_graphs.replacing"
 """Collection property naming the files being replaced (JSON: source -> the new version's
 doc_hash) while their new chunks are inserted and their old ones deleted; see ``replacing``."""
+
+EMBEDDINGS_PROPERTY = "rag_graphs.embeddings"
+"""Collection property naming the embedding model a collection was created with (its spec, or
+class and model name for an instance: ``embeddings_identity``); collections from before it
+have none and are checked by dimension only."""

@@ -26,6 +26,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
 from rag_graphs.ingestion.quiet import LOCAL_GRPC_OPTIONS, quiet_milvus_lite
+from rag_graphs.ingestion.store.embeddings import embeddings_identity
 from rag_graphs.ingestion.store.fields import (
     _BATCH,
     _DENSE_INDEX,
@@ -33,12 +34,14 @@ from rag_graphs.ingestion.store.fields import (
     _SPARSE_INDEX,
     _SPARSE_SEARCH,
     DENSE_FIELD,
+    EMBEDDINGS_PROPERTY,
     PRIMARY_FIELD,
     REPLACING_PROPERTY,
     SPARSE_FIELD,
     TEXT_FIELD,
     VERSION_PROPERTY,
 )
+from rag_graphs.ingestion.store.files import FileRecords
 from rag_graphs.ingestion.store.filters import ids_filter, quote
 from rag_graphs.ingestion.store.generations import _changed
 from rag_graphs.ingestion.store.lite import (
@@ -177,6 +180,7 @@ class ChunkIndex(IndexReads):
         if vectors is not None and len(vectors) != len(chunks):
             raise ValueError(f"add: {len(chunks)} chunks but {len(vectors)} vectors")
         with self._lock:
+            created = bool(chunks) and not self._exists()  # this insert creates the collection
             known = self.existing_ids(ids)
             seen: set[str] = set()
             new, new_vectors = [], []
@@ -209,7 +213,19 @@ class ChunkIndex(IndexReads):
             finally:
                 if new:
                     self._mark_changed()
+            if created:
+                self._name_model()
         return len(new)
+
+    def _name_model(self) -> None:
+        """Store the embedding model's identity on the collection it created, so a run with
+        another model is refused by name (``rag_graphs.config.checks.check_dimension``)."""
+        try:
+            self.client.alter_collection_properties(
+                self.collection, properties={EMBEDDINGS_PROPERTY: embeddings_identity(self.embeddings)}
+            )
+        except Exception as exc:  # noqa: BLE001 - the dimension check still guards it
+            log.warning("collection %r: could not store its embedding model: %s", self.collection, exc)
 
     def delete_stale(self, source: str, doc_hash: str) -> int:
         """Delete chunks of ``source`` from other versions of the file."""
@@ -297,6 +313,7 @@ class ChunkIndex(IndexReads):
                 self.collection, filter=f"source == {quote(source)}", output_fields=[PRIMARY_FIELD]
             )
             self._delete_rows([r[PRIMARY_FIELD] for r in rows])
+            FileRecords(self).forget([source])
         return len(rows)
 
     def delete_ids(self, ids: list[str]) -> int:

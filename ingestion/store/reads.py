@@ -12,6 +12,7 @@ from rag_graphs.ingestion.store.fields import (
     _DENSE_SEARCH,
     _SPARSE_SEARCH,
     DENSE_FIELD,
+    EMBEDDINGS_PROPERTY,
     PRIMARY_FIELD,
     RRF_K,
     SPARSE_FIELD,
@@ -178,6 +179,14 @@ class IndexReads:
             return 0
         rows = self.client.query(self.collection, filter="", output_fields=["count(*)"])
         return int(rows[0]["count(*)"])
+
+    def embeddings_name(self) -> str | None:
+        """The identity of the embedding model the collection was created with (None: created
+        before it was recorded, or not yet created)."""
+        if not self._exists():
+            return None
+        properties = self.client.describe_collection(self.collection).get("properties") or {}
+        return properties.get(EMBEDDINGS_PROPERTY) or None
 
     def _exists(self) -> bool:
         return self.client.has_collection(self.collection)

@@ -56,7 +56,7 @@ def eval_command(
         str | None,
         typer.Option(
             help="a chat model spec that judges each answer (LLM-as-judge): correctness, groundedness "
-            "in its cited passages, citation precision, each a report column"
+            "in its cited passages, citation precision, each a report column [--resume: the run's]"
         ),
     ] = None,
     concurrency: Annotated[int, typer.Option(help="questions run in parallel")] = 1,
@@ -80,8 +80,9 @@ def eval_command(
     try:
         if report is None:
             if resume is not None and (dataset is None or (resume / CONFIG).is_file()):
-                # A resumed run keeps its dataset, context size and mode unless told otherwise.
+                # A resumed run keeps its dataset, context size, mode and judge unless told otherwise.
                 stored = read_config(resume)
+                judge = judge or stored.get("judge")
                 dataset = dataset or Path(stored["dataset"])
                 k = k if k is not None else stored.get("k")
                 retrieval_only = retrieval_only or bool(stored.get("retrieval_only"))
@@ -116,6 +117,7 @@ def eval_command(
                 runs_root=out,
                 retrieval_only=retrieval_only,
                 evaluators=_judges(judge),
+                judge=judge,
                 **_eval_store(store),
             )
         path = write_report(report)

@@ -87,12 +87,19 @@ def ingest(
             help="also store each chunk's sentences for small-to-big search (--search-unit sentence)",
         ),
     ] = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="convert every file again, also those unchanged since they were stored (skipped otherwise)",
+        ),
+    ] = False,
 ) -> None:
     """Convert files with Docling, chunk, embed and store them in Milvus.
 
-    Unchanged files add nothing; a changed file (or new --tenant/--tag labels)
-    replaces its old chunks. `ask --tenant/--tag/--source` searches only what
-    carries those labels.
+    Unchanged files (same bytes, same chunk settings) are skipped before conversion;
+    a changed file (or new --tenant/--tag labels) replaces its old chunks.
+    `ask --tenant/--tag/--source` searches only what carries those labels.
     """
     from rag_graphs.ingestion import StoreLockedError
     from rag_graphs.ingestion import ingest as run_ingest
@@ -136,6 +143,7 @@ def ingest(
             tenant=tenant,
             tags=tag or (),
             entities=entities,
+            force=force,
         )
     except (FileNotFoundError, StoreLockedError, ValueError, ImportError, RuntimeError) as exc:
         _fail(str(exc))

@@ -46,7 +46,7 @@ def check_collection_exists(index: ChunkIndex) -> None:
     held = sorted(
         name
         for name in index.client.list_collections()
-        if not name.endswith(("_entities", "_raptor", "_sentences"))
+        if not name.endswith(("_entities", "_raptor", "_sentences", "_files"))
     )
     there = f"it holds {', '.join(map(repr, held))}" if held else "it holds no collection"
     raise SetupError(
@@ -117,13 +117,15 @@ _DIMENSIONS_CHECKED: set[tuple[int, int]] = set()
 
 
 def check_dimension(index: ChunkIndex) -> None:
-    """Refuse an embedding model whose vectors do not fit the collection (it used to end in a
-    faiss ``AssertionError`` or an opaque Milvus error mid-run). One probe embedding per
-    index and model per process.
+    """Refuse an embedding model that is not the collection's: another model than the one the
+    collection was created with (its name is stored with it; collections from before that
+    have none), or vectors of another dimension (it used to end in a faiss ``AssertionError``
+    or an opaque Milvus error mid-run). One check per index and model per process.
 
     Raises:
-        SetupError: the model's dimension differs from the collection's.
+        SetupError: the model differs from the collection's, by name or by dimension.
     """
+    from rag_graphs.ingestion.store.embeddings import embeddings_identity
     from rag_graphs.ingestion.store.fields import DENSE_FIELD
 
     key = (id(index), id(index.embeddings))
@@ -136,6 +138,13 @@ def check_dimension(index: ChunkIndex) -> None:
         raise SetupError(
             f"embedding model gives {given}-d vectors but collection {index.collection!r} was built "
             f"with {stored}-d ones: set the model it was ingested with (RagContext.embeddings, "
-            "RAG_GRAPHS_EMBEDDINGS), or ingest into a new collection with this one"
+            "RAG_GRAPHS_EMBEDDINGS, --embeddings), or ingest into a new collection with this one"
+        )
+    built, given_name = index.embeddings_name(), embeddings_identity(index.embeddings)
+    if built is not None and built != given_name:
+        raise SetupError(
+            f"collection {index.collection!r} was built with embeddings {built!r} but this run uses "
+            f"{given_name!r} (RagContext.embeddings, RAG_GRAPHS_EMBEDDINGS, --embeddings): set it to "
+            f"{built!r}, or ingest into a new collection with this model"
         )
     _DIMENSIONS_CHECKED.add(key)

@@ -332,13 +332,25 @@ class RagContext:
         return {f.name: f.metadata["env"] for f in fields(cls) if "env" in f.metadata}
 
 
+ENV_DEFAULTS = "RAG_GRAPHS_ENV_DEFAULTS"
+"""Environment variable: ``1`` lets a graph run without a context take every setting from the
+environment (``RagContext()``); unset, such a run is refused. ``langgraph.json`` sets it for the
+graphs ``langgraph dev`` and LangGraph Server run, since Studio may send no context."""
+
+
+def env_defaults_allowed() -> bool:
+    """True when ``RAG_GRAPHS_ENV_DEFAULTS`` opts in to environment defaults for context-less runs."""
+    return os.environ.get(ENV_DEFAULTS, "").strip().lower() in {"1", "true", "yes", "on"}
+
+
 def get_context(runtime: Any) -> RagContext:
-    """The run's ``RagContext``, or one built from the environment when none was passed.
+    """The run's ``RagContext`` (a dict, as the server sends it, is turned into one).
 
     Raises:
-        TypeError: the run's context is another object (a method graph used as a node of an
-            app graph whose ``context_schema`` is not ``RagContext``): it used to be ignored
-            for environment defaults, and the run answered from the wrong store.
+        TypeError: the run has no context and ``RAG_GRAPHS_ENV_DEFAULTS`` does not opt in to
+            environment defaults (a forgotten ``context=`` used to run on whatever store and
+            models the environment named); or its context is another object (a method graph
+            used as a node of an app graph whose ``context_schema`` is not ``RagContext``).
     """
     ctx = getattr(runtime, "context", None)
     if isinstance(ctx, RagContext):
@@ -349,6 +361,13 @@ def get_context(runtime: Any) -> RagContext:
         raise TypeError(
             f"the run's context is a {type(ctx).__name__}, not a RagContext: pass "
             "context=RagContext(...) (an app graph that runs a method graph as a node: invoke it "
-            "in the node with its own context=RagContext(...)), or no context for environment defaults"
+            f"in the node with its own context=RagContext(...)), or no context with {ENV_DEFAULTS}=1 "
+            "for environment defaults"
+        )
+    if not env_defaults_allowed():
+        raise TypeError(
+            "graph run without a context: pass context=RagContext(...) to invoke/stream "
+            f"(RagContext() reads the environment), or set {ENV_DEFAULTS}=1 to run context-less "
+            "graphs on environment defaults (langgraph.json sets it for langgraph dev)"
         )
     return RagContext()

@@ -208,6 +208,7 @@ def evaluate(
     retrieval_only: bool = False,
     evaluators: Sequence[Evaluator] = (),
     progress: bool = True,
+    judge: str | None = None,
 ) -> Path:
     """Run ``methods`` over the dataset's questions; return the run directory.
 
@@ -225,7 +226,9 @@ def evaluate(
 
     ``evaluators`` add scores beyond the lexical ones: ``rag_graphs.eval.judges`` (LLM-as-judge
     correctness, groundedness, citation precision) or any evaluator function in LangSmith's and
-    openevals' shape; the report gives each a column with the same bootstrap interval.
+    openevals' shape; the report gives each a column with the same bootstrap interval. ``judge``
+    names the chat model spec behind them (``--judge``): it is recorded in ``config.json``, so
+    ``rag-graphs eval --resume`` judges the remaining questions with it again.
     """
     ds = dataset if isinstance(dataset, Dataset) else load_dataset(dataset)
     methods = list(methods)
@@ -256,6 +259,7 @@ def evaluate(
         "concurrency": concurrency,
         "retrieval_only": retrieval_only,
         "evaluators": [getattr(e, "__name__", type(e).__name__) for e in evaluators],
+        "judge": judge,
     }
     run_dir = _run_folder(run_dir, runs_root, ds.name)
     config_path = run_dir / CONFIG
@@ -276,6 +280,7 @@ def evaluate(
                 f"{run_dir} holds a run with other {', '.join(different)}; use a new run directory"
             )
         config["methods"] = list(dict.fromkeys([*stored.get("methods", []), *methods]))
+        config["judge"] = judge or stored.get("judge")  # what the next --resume judges with
         config["started"] = stored.get("started")
     config["started"] = config.get("started") or datetime.now().isoformat(timespec="seconds")
     config_path.write_text(json.dumps(config, indent=2))

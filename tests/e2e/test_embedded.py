@@ -128,7 +128,12 @@ ingest([{str(demo_corpus)!r}], uri=ctx.store_uri, collection=ctx.collection, pro
 out = graph.invoke({{"question": {QUESTION!r}}})
 print(json.dumps({{"store": ctx.store_uri, "n": len(out["citations"]), "answer": out["answer"]}}))
 """
-    env = {**os.environ, "RAG_GRAPHS_STORE_URI": str(tmp_path / "env.db"), "RAG_GRAPHS_K": "2"}
+    env = {
+        **os.environ,
+        "RAG_GRAPHS_STORE_URI": str(tmp_path / "env.db"),
+        "RAG_GRAPHS_K": "2",
+        "RAG_GRAPHS_ENV_DEFAULTS": "1",  # a context-less run opts in to environment defaults
+    }
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     # Milvus Lite's plumbing messages (ingestion.quiet) stay off the user's screen.

@@ -206,3 +206,10 @@ def test_two_questions_on_one_thread_each_start_clean(server, method):
     assert len(second["steps"]) == len(alone["steps"]), (second["steps"], alone["steps"])
     assert all(QUESTION not in s.get("query", "") for s in second["steps"])
     assert {d["id"] for d in second["documents"]} == {d["id"] for d in alone["documents"]}
+
+
+def test_a_run_without_context_takes_the_environment_as_langgraph_json_opts_in(server):
+    """Studio may send no context: ``langgraph.json``'s ``env`` sets ``RAG_GRAPHS_ENV_DEFAULTS=1``
+    for the served graphs, so such a run reads the server's environment instead of being refused."""
+    client = get_sync_client(url=server)
+    check_answered(client.runs.wait(None, "naive", input={"question": QUESTION}), QUESTION)

@@ -68,10 +68,12 @@ def test_a_thread_id_continues_a_failed_run_from_its_failed_step(loaded, make_co
     idle = scripted(AssertionError("a finished thread must not call the model"))
     again = cli._run("fixed_step", QUESTION, make_context(chat_model=idle, k=1), None, thread=("t1", db))
     assert again["answer"] == out["answer"] and not idle.calls
-    with pytest.raises(ValueError, match="thread 't1' holds a run of another question"):
-        cli._run(
-            "fixed_step", "Another question?", make_context(chat_model=idle, k=1), None, thread=("t1", db)
-        )
+    replies = scripted("q1", "a1", "q2", "a2", "Elsewhere [1].")
+    other = cli._run(  # a finished thread takes another question, run as on a new thread
+        "fixed_step", "Another question?", make_context(chat_model=replies, k=1), None, thread=("t1", db)
+    )
+    assert other["answer"] == "Elsewhere [1]." and len(replies.calls) == 5
+    assert [s["node"] for s in other["steps"]][0] == "first_query"
 
 
 def test_json_output_of_a_resumed_thread_stays_one_json_document(loaded, make_context, tmp_path, capsys):

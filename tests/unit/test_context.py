@@ -137,11 +137,12 @@ def test_env_vars_lists_every_setting():
     assert set(env) == {f.name for f in dataclasses.fields(RagContext)} - python_only
 
 
-def test_get_context_accepts_dicts_and_missing_context():
+def test_get_context_accepts_dicts_and_missing_context_when_opted_in(monkeypatch):
     class Runtime:
         context = {"k": 3, "routes": {"multi_hop": "hyde"}}
 
     assert get_context(Runtime()).k == 3 and get_context(Runtime()).routes == {"multi_hop": "hyde"}
+    monkeypatch.setenv("RAG_GRAPHS_ENV_DEFAULTS", "1")
     assert get_context(object()).k == RagContext().k
 
 

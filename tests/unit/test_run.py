@@ -124,7 +124,7 @@ def test_a_thread_resumes_a_failed_run_at_the_failed_node(loaded, make_context, 
     assert result["answer"] == "Korvik [1]." and result["usage"]["retrievals"] == 2
 
 
-def test_a_finished_thread_returns_its_result_and_refuses_another_question(loaded, make_context, tmp_path):
+def test_a_finished_thread_returns_its_result_and_takes_another_question(loaded, make_context, tmp_path):
     db = tmp_path / "checkpoints.sqlite"
     first = run("naive", QUESTION, make_context("Korvik [1].", k=1), thread_id="done", checkpoints=db)
     idle = scripted(AssertionError("a finished thread must not call the model"))
@@ -134,11 +134,49 @@ def test_a_finished_thread_returns_its_result_and_refuses_another_question(loade
     assert [type(e) for e in events] == [Resumed, Finished] and events[0].finished
     assert events[1].result["answer"] == first["answer"] and set(events[1].result) >= CONTRACT
     assert not idle.calls
-    with pytest.raises(ThreadConflict, match="thread 'done' holds a run of another question"):
+    # Another question on the finished thread runs as on a new thread (``begin`` resets the state).
+    other = "Who founded the Velmora Institute?"
+    second = run(
+        "naive",
+        other,
+        make_context("Ilsa Brandt [1].", k=1, search_cache=0),
+        thread_id="done",
+        checkpoints=db,
+    )
+    alone = run("naive", other, make_context("Ilsa Brandt [1].", k=1, search_cache=0))
+    assert second["answer"] == alone["answer"] == "Ilsa Brandt [1]."
+    assert second["steps"] == alone["steps"] and second["usage"] == alone["usage"]
+    assert [d.id for d in second["documents"]] == [d.id for d in alone["documents"]]
+    again = run("naive", other, make_context(chat_model=idle, k=1), thread_id="done", checkpoints=db)
+    assert again["answer"] == second["answer"] and not idle.calls  # now the thread's finished run
+
+
+def test_a_thread_with_an_unfinished_run_refuses_another_question(loaded, make_context, tmp_path):
+    db = tmp_path / "checkpoints.sqlite"
+    with pytest.raises(RunFailed):
         run(
-            "naive", "Another question?", make_context(chat_model=idle, k=1), thread_id="done", checkpoints=db
+            "fixed_step",
+            QUESTION,
+            make_context(chat_model=_fail_at_next_query(), k=1),
+            thread_id="open",
+            checkpoints=db,
         )
+    idle = scripted(AssertionError("a refused run must not call the model"))
+    with pytest.raises(ThreadConflict) as error:
+        run(
+            "fixed_step",
+            "Another question?",
+            make_context(chat_model=idle, k=1),
+            thread_id="open",
+            checkpoints=db,
+        )
+    message = str(error.value)
+    assert "thread 'open' holds an unfinished run of another question" in message and "\n" not in message
+    assert "next: next_query" in message and "--thread-id" in message and not idle.calls
     assert issubclass(ThreadConflict, ValueError)  # the CLI's ValueError clause reports it
+    fixed = scripted(*SECOND_HALF)  # the unfinished run is still resumable
+    out = run("fixed_step", QUESTION, make_context(chat_model=fixed, k=1), thread_id="open", checkpoints=db)
+    assert out["answer"] == "Korvik [1]." and len(fixed.calls) == 3
 
 
 def test_arun_resumes_a_thread_with_the_async_checkpointer(loaded, make_context, tmp_path):

@@ -1,0 +1,120 @@
+"""Re-ingest skips unchanged files before conversion (issue 29, item 6): counted at the converter."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import rag_graphs.ingestion.pipeline as pipeline
+from rag_graphs.ingestion import ingest
+from rag_graphs.ingestion.store.files import files_collection
+
+
+@pytest.fixture
+def conversions(monkeypatch) -> list[str]:
+    """Every file the pipeline hands to the converter, by name."""
+    seen: list[str] = []
+    real = pipeline.convert
+
+    def counting(path, *args, **kwargs):
+        seen.append(Path(path).name)
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "convert", counting)
+    return seen
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for i in range(4):
+        (docs / f"f{i}.md").write_text(f"# File {i}\n\nParagraph {i} says the river number {i} is wide.\n")
+    return docs
+
+
+def _ingest(paths, index, **kw):
+    return ingest(paths, uri=index.uri, collection=index.collection, index=index, progress=False, **kw)
+
+
+def _stored(index) -> dict[str, str]:
+    return {d.id: d.metadata["source"] for d, _ in index.iter_chunks()}
+
+
+def test_unchanged_files_are_not_converted_again(folder, index, conversions):
+    first = _ingest([folder], index)
+    assert len(conversions) == 4 and not first.unchanged
+    before = _stored(index)
+    index.client.release_collection(files_collection(index.collection))  # as a new process finds it
+    conversions.clear()
+    again = _ingest([folder], index)
+    assert conversions == []
+    assert len(again.unchanged) == 4 and again.added == 0 and again.chunks == first.chunks
+    assert again.kinds == first.kinds and _stored(index) == before
+    assert "4 file(s) ingested" in again.summary() and "4 unchanged (not converted)" in again.summary()
+
+
+def test_one_edited_file_is_the_one_converted(folder, index, conversions):
+    _ingest([folder], index)
+    (folder / "f2.md").write_text("# File 2\n\nThe edited paragraph says the lake is deep.\n")
+    conversions.clear()
+    report = _ingest([folder], index)
+    assert conversions == ["f2.md"]
+    edited = next(f for f in report.files if f.path.endswith("f2.md"))
+    assert not edited.unchanged and edited.added >= 1 and edited.removed_stale >= 1
+    texts = [d.page_content for d, _ in index.iter_chunks()]
+    assert any("lake" in t for t in texts) and not any("river number 2" in t for t in texts)
+    conversions.clear()
+    _ingest([folder], index)
+    assert conversions == []  # the edited file is recorded in its turn
+
+
+def test_a_changed_option_or_force_converts_every_file(folder, index, conversions):
+    _ingest([folder], index)
+    conversions.clear()
+    relabelled = _ingest([folder], index, tenant="acme")  # labels shape chunks: all replaced
+    assert len(conversions) == 4 and not relabelled.unchanged
+    assert {d.metadata.get("tenant") for d, _ in index.iter_chunks()} == {"acme"}
+    conversions.clear()
+    _ingest([folder], index, tenant="acme", caption_prompt="chart")  # a captioning setting
+    assert len(conversions) == 4
+    conversions.clear()
+    forced = _ingest([folder], index, tenant="acme", caption_prompt="chart", force=True)
+    assert len(conversions) == 4 and forced.added == 0 and not forced.unchanged
+
+
+def test_a_removed_or_deleted_file_loses_its_chunks_and_is_converted_when_back(folder, index, conversions):
+    _ingest([folder], index)
+    gone = str((folder / "f1.md").resolve())
+    assert index.delete_source(gone) > 0
+    assert gone not in set(_stored(index).values())
+    conversions.clear()
+    _ingest([folder], index)
+    assert conversions == ["f1.md"]  # its record went with its chunks
+    assert gone in set(_stored(index).values())
+
+
+def test_a_record_is_checked_against_the_chunks_not_trusted(folder, index, conversions):
+    _ingest([folder], index)
+    source = str((folder / "f3.md").resolve())
+    ids = [d.id for d, _ in index.iter_chunks() if d.metadata["source"] == source]
+    index.delete_ids(ids[:1])  # a chunk lost behind the record's back (a kill, a Milvus tool)
+    assert index.client.has_collection(files_collection(index.collection))  # the record is there
+    conversions.clear()
+    report = _ingest([folder], index)
+    assert conversions == ["f3.md"] and report.added == 1
+
+
+def test_the_cli_reports_unchanged_files_and_force_converts_them(folder, tmp_path, conversions):
+    from typer.testing import CliRunner
+
+    from rag_graphs.cli import app
+
+    args = ["ingest", str(folder), "--store", str(tmp_path / "cli.db")]
+    assert CliRunner().invoke(app, args).exit_code == 0 and len(conversions) == 4
+    again = CliRunner().invoke(app, args)
+    assert again.exit_code == 0 and len(conversions) == 4
+    assert "4 unchanged (not converted)" in again.output and "0 new" in again.output
+    forced = CliRunner().invoke(app, [*args, "--force"])
+    assert forced.exit_code == 0 and len(conversions) == 8 and "0 unchanged" in forced.output
