@@ -176,7 +176,22 @@ def _load(spec: str, max_tokens: int) -> BaseChatModel:
         )
     from langchain.chat_models import init_chat_model
 
-    return init_chat_model(spec, temperature=0, max_tokens=max_tokens)
+    return init_chat_model(spec, temperature=0, max_tokens=max_tokens, **_length_cap(spec, max_tokens))
+
+
+def _length_cap(spec: str, max_tokens: int) -> dict[str, Any]:
+    """Extra arguments that make an OpenAI-compatible server honour ``max_tokens``.
+
+    langchain-openai sends the cap as ``max_completion_tokens`` only; servers at an
+    ``OPENAI_BASE_URL`` (llama.cpp's ``llama_cpp.server``, LM Studio, older vLLM) read ``max_tokens``
+    and ignore the other, so every reply ran to the end of the model's context (thousands of
+    tokens from a small model that never says stop; the answer budget silently off). The cap is
+    repeated as ``max_tokens`` in the request body for them; OpenAI itself gets the one field.
+    """
+    base = os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE") or ""
+    if not spec.startswith("openai:") or not base or "api.openai.com" in base:
+        return {}
+    return {"extra_body": {"max_tokens": max_tokens}}
 
 
 def load_chat_model(spec: str | BaseChatModel = EMBEDDED, *, max_tokens: int = 256) -> BaseChatModel:

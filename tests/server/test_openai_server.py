@@ -73,6 +73,16 @@ def test_every_method_answers_through_the_server_with_usage_from_its_responses(c
     assert usage["prompt_tokens"] >= 20 * usage["llm_calls"] and usage["completion_tokens"] > 0, usage
 
 
+def test_the_server_keeps_the_reply_length_cap(llama_server):
+    """langchain-openai sends the cap as ``max_completion_tokens``, which llama.cpp's server ignores:
+    without ``max_tokens`` beside it a reply ran to the end of the context (the server fixture's
+    RAPTOR summaries took over 15 minutes on one loaded core)."""
+    model = load_chat_model(SPEC, max_tokens=8)
+    reply = model.invoke("Count from 1 to 300, one number per line, and never stop early.")
+    assert reply.usage_metadata is not None
+    assert 0 < reply.usage_metadata["output_tokens"] <= 8, reply.usage_metadata
+
+
 def test_structured_decisions_use_the_best_mode_the_server_accepts(llama_server):
     class Relevant(BaseModel):
         relevant: bool
