@@ -44,8 +44,15 @@ from ingestion.graph.linking import (
     question_extractor,
     search_with_vector,
 )
-from ingestion.graph.walk import build_walk_graph, fuse, pagerank, restart_shares
-from ingestion.store.fields import PRIMARY_FIELD
+from ingestion.graph.walk import (
+    build_walk_graph,
+    fuse,
+    pagerank,
+    passage_resets,
+    protect_first,
+    restart_shares,
+)
+from ingestion.store.fields import DENSE_FIELD, PRIMARY_FIELD
 from ingestion.store.filters import all_of
 from ingestion.store.index import ChunkIndex
 from ingestion.store.reads import embed_queries
@@ -104,6 +111,20 @@ def _chunk_rows(index: ChunkIndex, ids: list[str], expr: str | None, fields: lis
             index.collection, filter=all_of(in_filter(ids[i : i + _LOOKUP_BATCH]), expr), output_fields=fields
         )
         out.update((r[PRIMARY_FIELD], r) for r in rows)
+    return out
+
+
+def _cosines(index: ChunkIndex, ids: list[str], query_vector) -> np.ndarray:
+    """Cosine of each chunk's stored dense vector to the question's (0 for a chunk not read)."""
+    rows = _chunk_rows(index, ids, None, [PRIMARY_FIELD, DENSE_FIELD])
+    query = np.asarray(query_vector, dtype=float)
+    query = query / (np.linalg.norm(query) or 1.0)
+    out = np.zeros(len(ids))
+    for i, cid in enumerate(ids):
+        vector = rows.get(cid, {}).get(DENSE_FIELD)
+        if vector is not None:
+            v = np.asarray(vector, dtype=float)
+            out[i] = float(v @ query) / (np.linalg.norm(v) or 1.0)
     return out
 
 
@@ -196,6 +217,9 @@ def graph_search(
     hybrid_weight: float = 0.0,
     fuse_k: int = 60,
     fuse_hits: list[tuple[Document, float]] | None = None,
+    fuse_depth: int = 0,
+    keep_first: int = 0,
+    passage_node_weight: float = 0.0,
 ) -> GraphHits:
     """The top ``k`` chunks for ``query`` by Personalized PageRank over its graph neighbourhood.
 
@@ -239,6 +263,17 @@ def graph_search(
         fuse_k: the fusion's rank constant.
         fuse_hits: the ranking fused with the walk when it is not the first hits (dense first
             hits seed the walk better, a hybrid ranking is the one not to lose to).
+        fuse_depth: only the first this many of that ranking take part in the fusion (0: all),
+            so hybrid's confident top is protected while its tail cannot push the walk's finds
+            out of the top ``k``.
+        keep_first: the first this many of that ranking (``fuse_hits``, else the first hits) stay
+            at the top of the result in their order; the walk (fused, if ``hybrid_weight``)
+            orders everything below them (0: off).
+        passage_node_weight: HippoRAG 2's passage nodes: every passage of the walked
+            neighbourhood restarts with this x its cosine to the question (min-max normalised
+            over the neighbourhood; HippoRAG 2: 0.05), in the seeds' absolute units (a seed
+            restarts with its match similarity / its chunk count); 0: off (then only the
+            first hits restart, with ``passage_weight``).
 
     Without an entity collection, or with no seed found, this is the dense/hybrid ranking.
     """
@@ -309,6 +344,8 @@ def graph_search(
     seed_total = reset.sum()
     for cid, weight in zip(dense_ids, restart_shares(dense_scores, passage_weight, seed_total), strict=True):
         reset[position[cid]] += weight
+    if passage_node_weight > 0:
+        reset[: len(chunk_ids)] += passage_resets(_cosines(index, chunk_ids, vectors[0]), passage_node_weight)
     similarity = np.array([f.similarity for f in graph.facts], dtype=float)
     for j, weight in enumerate(restart_shares(similarity, fact_node_weight, seed_total)):
         reset[graph.fact_node(j)] += weight
@@ -324,12 +361,20 @@ def graph_search(
         dense_part[position[cid]] = score
     final = blend * _minmax(rank) + (1 - blend) * dense_part
     order = np.argsort(-final, kind="stable")
+    other = dense_ids if fuse_hits is None else [str(d.id) for d, _ in fuse_hits]
     if hybrid_weight > 0:
-        other = dense_ids if fuse_hits is None else [str(d.id) for d, _ in fuse_hits]
-        fused = fuse([chunk_ids[i] for i in order], other, weight=hybrid_weight, k=fuse_k)
+        depth = other[:fuse_depth] if fuse_depth > 0 else other
+        fused = fuse([chunk_ids[i] for i in order], depth, weight=hybrid_weight, k=fuse_k)
         order = np.array([position[cid] for cid, _ in fused])
         final = np.zeros(len(chunk_ids))
         final[order] = [score for _, score in fused]
+    if keep_first > 0:
+        scores = final[order]  # best first: handed out again in the new order
+        order = np.array(
+            [position[cid] for cid in protect_first([chunk_ids[i] for i in order], other, keep_first)]
+        )
+        final = np.zeros(len(chunk_ids))
+        final[order] = scores
     order = order[:k]
     top = [chunk_ids[i] for i in order]
     known = {str(d.id): d for d, _ in [*(fuse_hits or []), *dense_hits]}

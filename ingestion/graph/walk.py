@@ -11,7 +11,9 @@ Node order in every vector: the passages, then the entities, then the facts.
 ``pagerank`` is Personalized PageRank by power iteration on a scipy sparse adjacency;
 ``fuse`` is the never-lose step: weighted reciprocal rank fusion of the walk's passage ranking
 with the first (hybrid) ranking, so a passage that one hybrid search ranks confidently keeps
-its place unless the walk finds something it agrees on.
+its place unless the walk finds something it agrees on; ``protect_first`` is its narrow form
+(hybrid's first one or two hits stay on top, the walk orders the rest). ``passage_resets`` are
+HippoRAG 2's passage node restart weights (every walked passage by its dense similarity).
 """
 
 from __future__ import annotations
@@ -131,3 +133,34 @@ def fuse(walk: Sequence[str], first: Sequence[str], *, weight: float, k: int = 6
         for rank, cid in enumerate(first, start=1):
             scores[cid] = scores.get(cid, 0.0) + weight / (k + rank)
     return sorted(scores.items(), key=lambda item: -item[1])
+
+
+def protect_first(ranked: Sequence[str], first: Sequence[str], n: int) -> list[str]:
+    """``ranked`` with the first ``n`` ids of ``first`` (those ``ranked`` holds) moved to its top,
+    in ``first``'s order; the rest keep their order below them.
+
+    The narrow never-lose step: what one hybrid search ranks first stays first, and the walk
+    only decides the places below it (where multi-hop questions' later hops sit).
+
+    >>> protect_first(["c", "a", "d", "b"], ["b", "x", "a"], 2)
+    ['b', 'c', 'a', 'd']
+    """
+    present = set(ranked)
+    kept = [cid for cid in dict.fromkeys(first[: max(n, 0)]) if cid in present]
+    held = set(kept)
+    return kept + [cid for cid in ranked if cid not in held]
+
+
+def passage_resets(similarity: np.ndarray, weight: float) -> np.ndarray:
+    """HippoRAG 2's passage node restart weights: every passage of the walked graph restarts with
+    ``weight`` x its cosine similarity to the question, min-max normalised over those passages
+    (absolute, not a share of the seeds: an entity seed restarts with its match similarity / its
+    chunk count, so with ``weight`` ~0.05 one seed outweighs any one passage, while the
+    passages together keep the walk near the dense ranking). Zeros for ``weight`` 0.
+    """
+    values = np.asarray(similarity, dtype=float)
+    if weight <= 0 or values.size == 0:
+        return np.zeros(values.size)
+    low, high = float(values.min()), float(values.max())
+    scaled = (values - low) / (high - low) if high > low else np.ones(values.size)
+    return weight * scaled
