@@ -12,18 +12,12 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
 from ingestion import ChunkIndex
+from ingestion.graph import walk
 from ingestion.graph.build import add_entities
 from ingestion.graph.entities import annotate
 from ingestion.graph.facts import Fact, fact_seed_weights, link_facts, named_in
 from ingestion.graph.ppr import graph_search
-from ingestion.graph.walk import (
-    build_walk_graph,
-    fuse,
-    pagerank,
-    passage_resets,
-    protect_first,
-    restart_shares,
-)
+from ingestion.graph.walk import build_walk_graph, fuse, pagerank, restart_shares
 from ingestion.store.sentences import build_sentences
 
 STOP = set("a an and the is was of in its who which where what to by".split())
@@ -215,13 +209,13 @@ def test_passage_nodes_restart_by_their_dense_similarity(corpus):
 
 
 def test_passage_resets_are_weight_times_normalised_similarity():
-    resets = passage_resets(np.array([0.2, 0.6, 0.4]), 0.05)
+    resets = walk.passage_resets(np.array([0.2, 0.6, 0.4]), 0.05)
     assert resets == pytest.approx([0.0, 0.05, 0.025])
-    assert not passage_resets(np.array([0.2, 0.6]), 0.0).any()
-    assert passage_resets(np.array([0.3, 0.3]), 0.1) == pytest.approx([0.1, 0.1])
+    assert not walk.passage_resets(np.array([0.2, 0.6]), 0.0).any()
+    assert walk.passage_resets(np.array([0.3, 0.3]), 0.1) == pytest.approx([0.1, 0.1])
 
 
 def test_protect_first_moves_the_first_rankings_top_up():
-    assert protect_first(["c", "a", "d", "b"], ["b", "x", "a"], 2) == ["b", "c", "a", "d"]
-    assert protect_first(["c", "a"], ["a", "c"], 0) == ["c", "a"]
-    assert protect_first(["c", "a"], ["a", "a", "c"], 2) == ["a", "c"]
+    assert walk.protect_first(["c", "a", "d", "b"], ["b", "x", "a"], 2) == ["b", "c", "a", "d"]
+    assert walk.protect_first(["c", "a"], ["a", "c"], 0) == ["c", "a"]
+    assert walk.protect_first(["c", "a"], ["a", "a", "c"], 2) == ["a", "c"]
