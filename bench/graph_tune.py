@@ -10,6 +10,8 @@ the graph collection's sentence rows, ``ingestion.store.sentences.build_sentence
 
     .venv/bin/python bench/graph_tune.py --dataset musique --split tune \\
         --grid fact_k=0,20 --grid hybrid_weight=0,1 --set mode=hybrid
+    .venv/bin/python bench/graph_tune.py --dataset musique --split check \
+        --point '{}' --point '{"fuse_with": "hybrid", "keep_first": 1}'   # settings side by side
 
 Prints one row per grid point: R@2 / R@5 of hybrid and graph, and per question how often graph
 search is better / worse than hybrid at R@5 and R@2. "Hybrid" is one k=5 hybrid search per
@@ -108,6 +110,12 @@ def main() -> None:
     parser.add_argument("--variant", default="ner_title")
     parser.add_argument("--grid", action="append", default=[], help="knob=v1,v2,... (one axis)")
     parser.add_argument("--set", dest="fixed", action="append", default=[], help="knob=value for every point")
+    parser.add_argument(
+        "--point",
+        action="append",
+        default=[],
+        help='one more setting, JSON: {"keep_first": 1} (merged over --set)',
+    )
     parser.add_argument("--dense-k", type=int, default=20, help="first hits searched once per question")
     parser.add_argument("--out", default=None, help="append the rows as JSON lines to this file")
     parser.add_argument(
@@ -149,7 +157,11 @@ def main() -> None:
     )
     print("| knobs | graph R@2 | graph R@5 | R@5 better / worse | R@2 better / worse | ms |")
     print("|---|---|---|---|---|---|")
-    for knobs in grid_points(args.grid, parse_knobs(args.fixed)):
+    fixed = parse_knobs(args.fixed)
+    points = (grid_points(args.grid, fixed) if args.grid or not args.point else []) + [
+        {**fixed, **json.loads(p)} for p in args.point
+    ]
+    for knobs in points:
         mode = knobs.pop("mode", "dense")
         fuse_with = knobs.pop("fuse_with", None)  # "hybrid": fuse the walk with the hybrid hits
         got, ms = {}, []
