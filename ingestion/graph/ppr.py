@@ -217,6 +217,7 @@ def graph_search(
     hybrid_weight: float = 0.0,
     fuse_k: int = 60,
     fuse_hits: list[tuple[Document, float]] | None = None,
+    fuse_mode: Literal["dense", "hybrid"] | None = None,
     fuse_depth: int = 0,
     keep_first: int = 0,
     passage_node_weight: float = 0.0,
@@ -263,6 +264,10 @@ def graph_search(
         fuse_k: the fusion's rank constant.
         fuse_hits: the ranking fused with the walk when it is not the first hits (dense first
             hits seed the walk better, a hybrid ranking is the one not to lose to).
+        fuse_mode: when ``fuse_hits`` is None, search this way (``dense_k`` hits, in parallel
+            with the linking) for the ranking fused with and protected by ``keep_first`` (None:
+            the first hits). ``"hybrid"`` with dense first hits: dense hits seed the walk,
+            hybrid's ranking is the one not to lose to.
         fuse_depth: only the first this many of that ranking take part in the fusion (0: all),
             so hybrid's confident top is protected while its tail cannot push the walk's finds
             out of the top ``k``.
@@ -275,7 +280,9 @@ def graph_search(
             restarts with its match similarity / its chunk count); 0: off (then only the
             first hits restart, with ``passage_weight``).
 
-    Without an entity collection, or with no seed found, this is the dense/hybrid ranking.
+    Without an entity collection, or with no seed found, this is the dense/hybrid ranking (the
+    fused or protected one, ``fuse_hits`` / ``fuse_mode``, when ``keep_first`` or ``hybrid_weight``
+    is set).
     """
     clock = time.perf_counter()
     timings: dict[str, float] = {}
@@ -287,7 +294,13 @@ def graph_search(
         clock = now
 
     if not has_graph(index):
-        hits = dense_hits if dense_hits is not None else index.search(query, k=k, mode=mode, expr=expr)
+        protect = keep_first > 0 or hybrid_weight > 0  # then return the ranking not to lose to
+        if protect and fuse_hits is not None:
+            hits = fuse_hits
+        elif protect and fuse_mode is not None:
+            hits = index.search(query, k=k, mode=fuse_mode, expr=expr)
+        else:
+            hits = dense_hits if dense_hits is not None else index.search(query, k=k, mode=mode, expr=expr)
         return GraphHits(hits=list(hits)[:k], milliseconds=timings)
     if extractor == "default":
         extractor = question_extractor()
@@ -298,6 +311,11 @@ def graph_search(
     pending = None
     if dense_hits is None:
         pending = search_with_vector(index, query, vectors[0], k=max(k, dense_k), mode=mode, expr=expr)
+    fuse_search = None
+    if fuse_hits is None and fuse_mode is not None:
+        fuse_search = search_with_vector(
+            index, query, vectors[0], k=max(k, dense_k), mode=fuse_mode, expr=expr
+        )
     fact_search = search_facts(index, query, vectors[0], k=fact_k, expr=expr)
     nearest = nearest_entities(
         index,
@@ -311,8 +329,13 @@ def graph_search(
     seeds = dict(sorted(matched.items(), key=lambda kv: -kv[1]["similarity"])[:max_seeds])
     lap("link")
     dense_hits = list(pending.result() if pending is not None else dense_hits or [])
+    if fuse_search is not None:
+        fuse_hits = list(fuse_search.result())
     lap("search")
-    result = GraphHits(hits=dense_hits[:k], mentions=mentions, milliseconds=timings)
+    # no walk (no seed): the ranking not to lose to, when one is fused with or protected
+    protected = fuse_hits is not None and (keep_first > 0 or hybrid_weight > 0)
+    fallback = fuse_hits if protected and fuse_hits is not None else dense_hits
+    result = GraphHits(hits=fallback[:k], mentions=mentions, milliseconds=timings)
     edges, hubs = fetch_neighbourhood(
         index,
         seeds,

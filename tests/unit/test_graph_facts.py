@@ -219,3 +219,16 @@ def test_protect_first_moves_the_first_rankings_top_up():
     assert walk.protect_first(["c", "a", "d", "b"], ["b", "x", "a"], 2) == ["b", "c", "a", "d"]
     assert walk.protect_first(["c", "a"], ["a", "c"], 0) == ["c", "a"]
     assert walk.protect_first(["c", "a"], ["a", "a", "c"], 2) == ["a", "c"]
+
+
+def test_fuse_mode_searches_the_ranking_to_protect_itself(corpus):
+    """Dense first hits seed the walk, graph search runs the hybrid search it protects; a question
+    with no seed gets that hybrid ranking back, not the dense one."""
+    hybrid = corpus.search(ONE_HOP, k=6, mode="hybrid")
+    dense = corpus.search(ONE_HOP, k=6, mode="dense")
+    knobs = {"extractor": None, "fact_k": 3, "keep_first": 1}
+    own = graph_search(corpus, ONE_HOP, k=6, dense_hits=dense, fuse_mode="hybrid", **knobs)
+    given = graph_search(corpus, ONE_HOP, k=6, dense_hits=dense, fuse_hits=hybrid, **knobs)
+    assert ids(own.hits) == ids(given.hits) and ids(own.hits)[0] == ids(hybrid)[0]
+    unseeded = graph_search(corpus, ONE_HOP, k=6, extractor=None, keep_first=1, fuse_mode="hybrid")
+    assert not unseeded.seeds and ids(unseeded.hits) == ids(hybrid)
