@@ -47,6 +47,7 @@ from ingestion.graph.linking import (
 from ingestion.graph.walk import (
     build_walk_graph,
     fuse,
+    keep_within,
     pagerank,
     passage_resets,
     protect_first,
@@ -220,6 +221,7 @@ def graph_search(
     fuse_mode: Literal["dense", "hybrid"] | None = None,
     fuse_depth: int = 0,
     keep_first: int = 0,
+    keep_in_top: int = 0,
     passage_node_weight: float = 0.0,
 ) -> GraphHits:
     """The top ``k`` chunks for ``query`` by Personalized PageRank over its graph neighbourhood.
@@ -274,6 +276,9 @@ def graph_search(
         keep_first: the first this many of that ranking (``fuse_hits``, else the first hits) stay
             at the top of the result in their order; the walk (fused, if ``hybrid_weight``)
             orders everything below them (0: off).
+        keep_in_top: the first this many of that ranking are kept inside the top ``k``: one the
+            walk ranked lower replaces the walk's last other hit there (0: off). With
+            ``keep_first`` 1: hybrid's first hit first, its next ones never pushed out.
         passage_node_weight: HippoRAG 2's passage nodes: every passage of the walked
             neighbourhood restarts with this x its cosine to the question (min-max normalised
             over the neighbourhood; HippoRAG 2: 0.05), in the seeds' absolute units (a seed
@@ -294,7 +299,9 @@ def graph_search(
         clock = now
 
     if not has_graph(index):
-        protect = keep_first > 0 or hybrid_weight > 0  # then return the ranking not to lose to
+        protect = (
+            keep_first > 0 or keep_in_top > 0 or hybrid_weight > 0
+        )  # then return the ranking not to lose to
         if protect and fuse_hits is not None:
             hits = fuse_hits
         elif protect and fuse_mode is not None:
@@ -333,7 +340,7 @@ def graph_search(
         fuse_hits = list(fuse_search.result())
     lap("search")
     # no walk (no seed): the ranking not to lose to, when one is fused with or protected
-    protected = fuse_hits is not None and (keep_first > 0 or hybrid_weight > 0)
+    protected = fuse_hits is not None and (keep_first > 0 or keep_in_top > 0 or hybrid_weight > 0)
     fallback = fuse_hits if protected and fuse_hits is not None else dense_hits
     result = GraphHits(hits=fallback[:k], mentions=mentions, milliseconds=timings)
     edges, hubs = fetch_neighbourhood(
@@ -391,11 +398,11 @@ def graph_search(
         order = np.array([position[cid] for cid, _ in fused])
         final = np.zeros(len(chunk_ids))
         final[order] = [score for _, score in fused]
-    if keep_first > 0:
+    if keep_first > 0 or keep_in_top > 0:
         scores = final[order]  # best first: handed out again in the new order
-        order = np.array(
-            [position[cid] for cid in protect_first([chunk_ids[i] for i in order], other, keep_first)]
-        )
+        ranked = protect_first([chunk_ids[i] for i in order], other, keep_first)
+        ranked = keep_within(ranked, other, keep_in_top, k)
+        order = np.array([position[cid] for cid in ranked])
         final = np.zeros(len(chunk_ids))
         final[order] = scores
     order = order[:k]

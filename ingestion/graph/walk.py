@@ -164,3 +164,27 @@ def passage_resets(similarity: np.ndarray, weight: float) -> np.ndarray:
     low, high = float(values.min()), float(values.max())
     scaled = (values - low) / (high - low) if high > low else np.ones(values.size)
     return weight * scaled
+
+
+def keep_within(ranked: Sequence[str], first: Sequence[str], n: int, k: int) -> list[str]:
+    """``ranked`` with the first ``n`` ids of ``first`` (those ``ranked`` holds) inside its top ``k``:
+    one the walk ranked lower takes the place of the walk's last non-protected id in the top ``k``,
+    after the others (they keep the walk's order); below the top ``k`` the order is the walk's.
+
+    What one hybrid search put in its first places is never pushed out of the result, while
+    the walk still orders the top and fills the rest of it.
+
+    >>> keep_within(["a", "b", "c", "d", "e"], ["e", "a"], 2, 3)
+    ['a', 'b', 'e', 'c', 'd']
+    """
+    present = set(ranked)
+    must = [cid for cid in dict.fromkeys(first[: max(n, 0)]) if cid in present][:k]
+    top = set(ranked[:k])
+    missing = [cid for cid in must if cid not in top]
+    if not missing:
+        return list(ranked)
+    held = set(must)
+    others = {cid for cid in [c for c in ranked if c not in held][: k - len(must)]}
+    head = [cid for cid in ranked[:k] if cid in held or cid in others] + missing
+    chosen = set(head)
+    return head + [cid for cid in ranked if cid not in chosen]

@@ -232,3 +232,16 @@ def test_fuse_mode_searches_the_ranking_to_protect_itself(corpus):
     assert ids(own.hits) == ids(given.hits) and ids(own.hits)[0] == ids(hybrid)[0]
     unseeded = graph_search(corpus, ONE_HOP, k=6, extractor=None, keep_first=1, fuse_mode="hybrid")
     assert not unseeded.seeds and ids(unseeded.hits) == ids(hybrid)
+
+
+def test_keep_in_top_never_pushes_hybrids_first_hits_out():
+    assert walk.keep_within(["a", "b", "c", "d", "e"], ["e", "a"], 2, 3) == ["a", "b", "e", "c", "d"]
+    assert walk.keep_within(["a", "b", "c"], ["b", "a"], 2, 2) == ["a", "b", "c"]  # already inside
+    assert walk.keep_within(["a", "b", "c", "d"], ["d", "c", "b"], 3, 2) == ["d", "c", "a", "b"]
+
+
+def test_keep_in_top_on_the_built_corpus(corpus):
+    hybrid = corpus.search(ONE_HOP, k=6, mode="hybrid")
+    knobs = {"extractor": None, "fact_k": 3, "fuse_hits": hybrid, "keep_first": 1}
+    found = graph_search(corpus, ONE_HOP, k=3, dense_hits=hybrid, keep_in_top=3, **knobs)
+    assert ids(found.hits)[0] == "d2" and set(ids(hybrid)[:3]) == set(ids(found.hits))
