@@ -7,7 +7,7 @@ The steps (HippoRAG, Gutierrez et al. 2024, adapted to a graph kept in Milvus):
    A seed's restart weight is its match similarity times its *specificity*,
    1 / (number of chunks holding it): a rare entity says more about where
    the answer is (HippoRAG's node specificity).
-2. **Neighbourhood** (``fetch_neighbourhood``): read from Milvus by key, never
+2. **Neighbourhood** (``neighbourhood.fetch_neighbourhood``): read from Milvus by key, never
    by scanning and never the whole store: the seeds' chunks and the
    dense/hybrid hits with their entities, then the chunks sharing a non-hub
    entity with those (the second hop). Every chunk read carries the caller's
@@ -38,26 +38,28 @@ from rag_graphs.ingestion.graph.build import (
     CHUNKS_FIELD,
     COUNT_FIELD,
     NAME_FIELD,
-    entity_rows,
     has_graph,
-    in_filter,
 )
-from rag_graphs.ingestion.graph.entities import ENTITIES_FIELD, Extractor, normalize
-from rag_graphs.ingestion.graph.facts import Fact, fact_seed_weights, link_facts, search_facts, to_facts
+from rag_graphs.ingestion.graph.entities import Extractor, normalize
+from rag_graphs.ingestion.graph.facts import search_facts
 from rag_graphs.ingestion.graph.linking import (
-    ENTITY_FIELDS,
     named_seeds,
     nearest_entities,
     question_extractor,
     search_with_vector,
 )
-from rag_graphs.ingestion.graph.walk import build_walk_graph, fuse, pagerank, restart_shares
-from rag_graphs.ingestion.store.fields import PRIMARY_FIELD
-from rag_graphs.ingestion.store.filters import all_of
+from rag_graphs.ingestion.graph.neighbourhood import cosines, fetch_neighbourhood, question_facts
+from rag_graphs.ingestion.graph.walk import (
+    build_walk_graph,
+    fuse,
+    keep_within,
+    pagerank,
+    passage_resets,
+    protect_first,
+    restart_shares,
+)
 from rag_graphs.ingestion.store.index import ChunkIndex
 from rag_graphs.ingestion.store.reads import embed_queries
-
-_LOOKUP_BATCH = 512
 
 
 @dataclass
@@ -103,79 +105,6 @@ def _minmax(values: np.ndarray) -> np.ndarray:
     return (values - low) / (high - low) if high > low else (values > 0).astype(float)
 
 
-def _chunk_rows(index: ChunkIndex, ids: list[str], expr: str | None, fields: list[str]) -> dict[str, dict]:
-    """Stored chunks by id that pass ``expr`` (the rest: deleted or hidden, are left out)."""
-    out: dict[str, dict] = {}
-    for i in range(0, len(ids), _LOOKUP_BATCH):
-        rows = index.client.query(
-            index.collection, filter=all_of(in_filter(ids[i : i + _LOOKUP_BATCH]), expr), output_fields=fields
-        )
-        out.update((r[PRIMARY_FIELD], r) for r in rows)
-    return out
-
-
-def _question_facts(
-    index: ChunkIndex, pending, expr: str | None, matched: dict[str, dict], weight: float
-) -> tuple[list[Fact], list[tuple[Document, float]]]:
-    """The question's facts whose chunks the caller may read, each naming its entities; those
-    entities added to ``matched`` as seeds (similarity: ``weight`` x the best fact's, kept if a
-    name matched better); and the facts' chunks (with all their entity keys) for the neighbourhood."""
-    if pending is None:
-        return [], []
-    facts = to_facts(pending.result())
-    ids = list(dict.fromkeys(f.parent for f in facts))
-    rows = _chunk_rows(index, ids, expr, [PRIMARY_FIELD, ENTITIES_FIELD])
-    keys = {cid: list(rows[cid].get(ENTITIES_FIELD) or []) for cid in ids if cid in rows}
-    facts = link_facts(facts, keys)
-    strengths = fact_seed_weights(facts)
-    for key, row in entity_rows(index, list(strengths), ENTITY_FIELDS).items():
-        similarity = weight * strengths[key]
-        if similarity > matched.get(key, {}).get("similarity", 0.0):
-            matched[key] = {**row, "similarity": similarity}
-    parents = [
-        (Document(id=cid, page_content="", metadata={ENTITIES_FIELD: ks}), 0.0) for cid, ks in keys.items()
-    ]
-    return facts, parents
-
-
-def fetch_neighbourhood(
-    index: ChunkIndex,
-    seeds: dict[str, dict],
-    dense_hits: list[tuple[Document, float]],
-    *,
-    expr: str | None,
-    size: int,
-    expand: bool,
-    hub_chunks: int,
-) -> tuple[dict[str, list[str]], set[str]]:
-    """The chunks to walk (chunk id -> its entity keys) and the hub entities to leave out.
-
-    Read from the store by key, never by scanning: the seeds' chunks and the
-    dense hits (with all their entities), then (``expand``) the chunks that
-    share a non-hub entity with those (with the shared entities). Every chunk
-    is read through ``expr``; at most ``size`` chunks.
-    """
-    edges = {str(d.id): list(d.metadata.get(ENTITIES_FIELD) or []) for d, _ in dense_hits}
-    first = [c for row in seeds.values() for c in (row.get(CHUNKS_FIELD) or []) if c not in edges]
-    first = list(dict.fromkeys(first))[: max(size - len(edges), 0)]
-    for cid, row in _chunk_rows(index, first, expr, [PRIMARY_FIELD, ENTITIES_FIELD]).items():
-        edges[cid] = list(row.get(ENTITIES_FIELD) or [])
-    frontier = list(dict.fromkeys(e for ents in edges.values() for e in ents if e not in seeds))
-    info = entity_rows(index, frontier, [CHUNKS_FIELD, COUNT_FIELD]) if frontier else {}
-    hubs = {key for key, row in info.items() if int(row.get(COUNT_FIELD) or 0) > hub_chunks}
-    if expand and len(edges) < size:
-        second: dict[str, list[str]] = {}
-        for key, row in info.items():
-            if key not in hubs:
-                for cid in row.get(CHUNKS_FIELD) or []:
-                    if cid not in edges:
-                        second.setdefault(cid, []).append(key)
-        ids = list(second)[: size - len(edges)]
-        for cid in _chunk_rows(index, ids, expr, [PRIMARY_FIELD]):
-            edges[cid] = second[cid]
-    return edges, hubs
-
-
 def graph_search(
     index: ChunkIndex,
     query: str,
@@ -203,6 +132,11 @@ def graph_search(
     hybrid_weight: float = 0.0,
     fuse_k: int = 60,
     fuse_hits: list[tuple[Document, float]] | None = None,
+    fuse_mode: Literal["dense", "hybrid"] | None = None,
+    fuse_depth: int = 0,
+    keep_first: int = 0,
+    keep_in_top: int = 0,
+    passage_node_weight: float = 0.0,
 ) -> GraphHits:
     """The top ``k`` chunks for ``query`` by Personalized PageRank over its graph neighbourhood.
 
@@ -246,8 +180,28 @@ def graph_search(
         fuse_k: the fusion's rank constant.
         fuse_hits: the ranking fused with the walk when it is not the first hits (dense first
             hits seed the walk better, a hybrid ranking is the one not to lose to).
+        fuse_mode: when ``fuse_hits`` is None, search this way (``dense_k`` hits, in parallel
+            with the linking) for the ranking fused with and protected by ``keep_first`` (None:
+            the first hits). ``"hybrid"`` with dense first hits: dense hits seed the walk,
+            hybrid's ranking is the one not to lose to.
+        fuse_depth: only the first this many of that ranking take part in the fusion (0: all),
+            so hybrid's confident top is protected while its tail cannot push the walk's finds
+            out of the top ``k``.
+        keep_first: the first this many of that ranking (``fuse_hits``, else the first hits) stay
+            at the top of the result in their order; the walk (fused, if ``hybrid_weight``)
+            orders everything below them (0: off).
+        keep_in_top: the first this many of that ranking are kept inside the top ``k``: one the
+            walk ranked lower replaces the walk's last other hit there (0: off). With
+            ``keep_first`` 1: hybrid's first hit first, its next ones never pushed out.
+        passage_node_weight: HippoRAG 2's passage nodes: every passage of the walked
+            neighbourhood restarts with this x its cosine to the question (min-max normalised
+            over the neighbourhood; HippoRAG 2: 0.05), in the seeds' absolute units (a seed
+            restarts with its match similarity / its chunk count); 0: off (then only the
+            first hits restart, with ``passage_weight``).
 
-    Without an entity collection, or with no seed found, this is the dense/hybrid ranking.
+    Without an entity collection, or with no seed found, this is the dense/hybrid ranking (the
+    fused or protected one, ``fuse_hits`` / ``fuse_mode``, when ``keep_first`` or ``hybrid_weight``
+    is set).
     """
     clock = time.perf_counter()
     timings: dict[str, float] = {}
@@ -259,7 +213,15 @@ def graph_search(
         clock = now
 
     if not has_graph(index):
-        hits = dense_hits if dense_hits is not None else index.search(query, k=k, mode=mode, expr=expr)
+        protect = (
+            keep_first > 0 or keep_in_top > 0 or hybrid_weight > 0
+        )  # then return the ranking not to lose to
+        if protect and fuse_hits is not None:
+            hits = fuse_hits
+        elif protect and fuse_mode is not None:
+            hits = index.search(query, k=k, mode=fuse_mode, expr=expr)
+        else:
+            hits = dense_hits if dense_hits is not None else index.search(query, k=k, mode=mode, expr=expr)
         return GraphHits(hits=list(hits)[:k], milliseconds=timings)
     if extractor == "default":
         extractor = question_extractor()
@@ -270,6 +232,11 @@ def graph_search(
     pending = None
     if dense_hits is None:
         pending = search_with_vector(index, query, vectors[0], k=max(k, dense_k), mode=mode, expr=expr)
+    fuse_search = None
+    if fuse_hits is None and fuse_mode is not None:
+        fuse_search = search_with_vector(
+            index, query, vectors[0], k=max(k, dense_k), mode=fuse_mode, expr=expr
+        )
     fact_search = search_facts(index, query, vectors[0], k=fact_k, expr=expr)
     nearest = nearest_entities(
         index,
@@ -279,12 +246,17 @@ def graph_search(
     )
     for key, row in nearest.items():
         matched.setdefault(key, row)
-    facts, fact_parents = _question_facts(index, fact_search, expr, matched, fact_weight)
+    facts, fact_parents = question_facts(index, fact_search, expr, matched, fact_weight)
     seeds = dict(sorted(matched.items(), key=lambda kv: -kv[1]["similarity"])[:max_seeds])
     lap("link")
     dense_hits = list(pending.result() if pending is not None else dense_hits or [])
+    if fuse_search is not None:
+        fuse_hits = list(fuse_search.result())
     lap("search")
-    result = GraphHits(hits=dense_hits[:k], mentions=mentions, milliseconds=timings)
+    # no walk (no seed): the ranking not to lose to, when one is fused with or protected
+    protected = fuse_hits is not None and (keep_first > 0 or keep_in_top > 0 or hybrid_weight > 0)
+    fallback = fuse_hits if protected and fuse_hits is not None else dense_hits
+    result = GraphHits(hits=fallback[:k], mentions=mentions, milliseconds=timings)
     edges, hubs = fetch_neighbourhood(
         index,
         seeds,
@@ -316,6 +288,8 @@ def graph_search(
     seed_total = reset.sum()
     for cid, weight in zip(dense_ids, restart_shares(dense_scores, passage_weight, seed_total), strict=True):
         reset[position[cid]] += weight
+    if passage_node_weight > 0:
+        reset[: len(chunk_ids)] += passage_resets(cosines(index, chunk_ids, vectors[0]), passage_node_weight)
     similarity = np.array([f.similarity for f in graph.facts], dtype=float)
     for j, weight in enumerate(restart_shares(similarity, fact_node_weight, seed_total)):
         reset[graph.fact_node(j)] += weight
@@ -331,12 +305,20 @@ def graph_search(
         dense_part[position[cid]] = score
     final = blend * _minmax(rank) + (1 - blend) * dense_part
     order = np.argsort(-final, kind="stable")
+    other = dense_ids if fuse_hits is None else [str(d.id) for d, _ in fuse_hits]
     if hybrid_weight > 0:
-        other = dense_ids if fuse_hits is None else [str(d.id) for d, _ in fuse_hits]
-        fused = fuse([chunk_ids[i] for i in order], other, weight=hybrid_weight, k=fuse_k)
+        depth = other[:fuse_depth] if fuse_depth > 0 else other
+        fused = fuse([chunk_ids[i] for i in order], depth, weight=hybrid_weight, k=fuse_k)
         order = np.array([position[cid] for cid, _ in fused])
         final = np.zeros(len(chunk_ids))
         final[order] = [score for _, score in fused]
+    if keep_first > 0 or keep_in_top > 0:
+        scores = final[order]  # best first: handed out again in the new order
+        ranked = protect_first([chunk_ids[i] for i in order], other, keep_first)
+        ranked = keep_within(ranked, other, keep_in_top, k)
+        order = np.array([position[cid] for cid in ranked])
+        final = np.zeros(len(chunk_ids))
+        final[order] = scores
     order = order[:k]
     top = [chunk_ids[i] for i in order]
     known = {str(d.id): d for d, _ in [*(fuse_hits or []), *dense_hits]}

@@ -5,14 +5,16 @@ and facts into the graph beside the entities: a passage node is linked to the en
 a fact node (a sentence, ``rag_graphs.ingestion.graph.facts``) to its passage and to the entities it names.
 Only
 the facts found for the question are nodes, so the graph stays the size of the question's
-neighbourhood (``rag_graphs.ingestion.graph.ppr.fetch_neighbourhood``), never the store's.
+neighbourhood (``rag_graphs.ingestion.graph.neighbourhood.fetch_neighbourhood``), never the store's.
 
 Node order in every vector: the passages, then the entities, then the facts.
 
 ``pagerank`` is Personalized PageRank by power iteration on a scipy sparse adjacency;
 ``fuse`` is the never-lose step: weighted reciprocal rank fusion of the walk's passage ranking
 with the first (hybrid) ranking, so a passage that one hybrid search ranks confidently keeps
-its place unless the walk finds something it agrees on.
+its place unless the walk finds something it agrees on; ``protect_first`` is its narrow form
+(hybrid's first one or two hits stay on top, the walk orders the rest). ``passage_resets`` are
+HippoRAG 2's passage node restart weights (every walked passage by its dense similarity).
 """
 
 from __future__ import annotations
@@ -132,3 +134,58 @@ def fuse(walk: Sequence[str], first: Sequence[str], *, weight: float, k: int = 6
         for rank, cid in enumerate(first, start=1):
             scores[cid] = scores.get(cid, 0.0) + weight / (k + rank)
     return sorted(scores.items(), key=lambda item: -item[1])
+
+
+def protect_first(ranked: Sequence[str], first: Sequence[str], n: int) -> list[str]:
+    """``ranked`` with the first ``n`` ids of ``first`` (those ``ranked`` holds) moved to its top,
+    in ``first``'s order; the rest keep their order below them.
+
+    The narrow never-lose step: what one hybrid search ranks first stays first, and the walk
+    only decides the places below it (where multi-hop questions' later hops sit).
+
+    >>> protect_first(["c", "a", "d", "b"], ["b", "x", "a"], 2)
+    ['b', 'c', 'a', 'd']
+    """
+    present = set(ranked)
+    kept = [cid for cid in dict.fromkeys(first[: max(n, 0)]) if cid in present]
+    held = set(kept)
+    return kept + [cid for cid in ranked if cid not in held]
+
+
+def passage_resets(similarity: np.ndarray, weight: float) -> np.ndarray:
+    """HippoRAG 2's passage node restart weights: every passage of the walked graph restarts with
+    ``weight`` x its cosine similarity to the question, min-max normalised over those passages
+    (absolute, not a share of the seeds: an entity seed restarts with its match similarity / its
+    chunk count, so with ``weight`` ~0.05 one seed outweighs any one passage, while the
+    passages together keep the walk near the dense ranking). Zeros for ``weight`` 0.
+    """
+    values = np.asarray(similarity, dtype=float)
+    if weight <= 0 or values.size == 0:
+        return np.zeros(values.size)
+    low, high = float(values.min()), float(values.max())
+    scaled = (values - low) / (high - low) if high > low else np.ones(values.size)
+    return weight * scaled
+
+
+def keep_within(ranked: Sequence[str], first: Sequence[str], n: int, k: int) -> list[str]:
+    """``ranked`` with the first ``n`` ids of ``first`` (those ``ranked`` holds) inside its top ``k``:
+    one the walk ranked lower takes the place of the walk's last non-protected id in the top ``k``,
+    after the others (they keep the walk's order); below the top ``k`` the order is the walk's.
+
+    What one hybrid search put in its first places is never pushed out of the result, while
+    the walk still orders the top and fills the rest of it.
+
+    >>> keep_within(["a", "b", "c", "d", "e"], ["e", "a"], 2, 3)
+    ['a', 'b', 'e', 'c', 'd']
+    """
+    present = set(ranked)
+    must = [cid for cid in dict.fromkeys(first[: max(n, 0)]) if cid in present][:k]
+    top = set(ranked[:k])
+    missing = [cid for cid in must if cid not in top]
+    if not missing:
+        return list(ranked)
+    held = set(must)
+    others = {cid for cid in [c for c in ranked if c not in held][: k - len(must)]}
+    head = [cid for cid in ranked[:k] if cid in held or cid in others] + missing
+    chosen = set(head)
+    return head + [cid for cid in ranked if cid not in chosen]

@@ -21,7 +21,8 @@ HALVES: tuple[Half, Half] = ("tune", "check")
 
 
 class _HasId(Protocol):
-    id: str
+    @property
+    def id(self) -> str: ...
 
 
 T = TypeVar("T", bound=_HasId)

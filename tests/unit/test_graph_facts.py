@@ -12,6 +12,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
 from rag_graphs.ingestion import ChunkIndex
+from rag_graphs.ingestion.graph import walk
 from rag_graphs.ingestion.graph.build import add_entities
 from rag_graphs.ingestion.graph.entities import annotate
 from rag_graphs.ingestion.graph.facts import Fact, fact_seed_weights, link_facts, named_in
@@ -171,3 +172,76 @@ def test_fuse_weights_the_first_ranking():
     assert [c for c, _ in fuse(walk, first, weight=0)] == walk
     assert [c for c, _ in fuse(walk, first, weight=5)][0] == "a"
     assert [c for c, _ in fuse(walk, first, weight=1)][0] == "b"  # both rank it high
+
+
+def test_keep_first_protects_hybrids_top_hit_and_the_walk_still_finds_the_second_hop(corpus):
+    """The issue's tiny corpus, one setting for both questions: the two-hop chain's second passage
+    above the distractor, and the one-hop question's best hybrid hit first."""
+    knobs = {"extractor": None, "fact_k": 3, "keep_first": 1}
+    hybrid = corpus.search(TWO_HOP, k=6, mode="hybrid")
+    ranked = ids(graph_search(corpus, TWO_HOP, k=6, dense_hits=hybrid, **knobs).hits)
+    assert ranked[0] == ids(hybrid)[0] == "p1" and ranked.index("p2") < ranked.index("d2")
+    assert ids(hybrid).index("d2") < ids(hybrid).index("p2")
+    hybrid = corpus.search(ONE_HOP, k=6, mode="hybrid")
+    found = graph_search(corpus, ONE_HOP, k=6, dense_hits=hybrid, **knobs)
+    assert ids(found.hits)[0] == "d2" and ids(found.hits)[1] == "d4"  # the walk orders the rest
+    scores = [s for _, s in found.hits]
+    assert scores == sorted(scores, reverse=True)
+    two = graph_search(corpus, ONE_HOP, k=6, dense_hits=hybrid, **{**knobs, "keep_first": 2})
+    assert ids(two.hits)[:2] == ids(hybrid)[:2]
+
+
+def test_fuse_depth_fuses_only_hybrids_first_hits(corpus):
+    hybrid = corpus.search(ONE_HOP, k=6, mode="hybrid")
+    knobs = {"extractor": None, "fact_k": 3, "hybrid_weight": 1.0}
+    shallow = ids(graph_search(corpus, ONE_HOP, k=6, dense_hits=hybrid, fuse_depth=1, **knobs).hits)
+    walk = ids(graph_search(corpus, ONE_HOP, k=6, dense_hits=hybrid, extractor=None, fact_k=3).hits)
+    assert shallow[0] == "d2"  # hybrid's first hit, lifted by the fusion
+    assert [c for c in shallow if c != "d2"] == [c for c in walk if c != "d2"]  # the rest: the walk's
+
+
+def test_passage_nodes_restart_by_their_dense_similarity(corpus):
+    hybrid = corpus.search(ONE_HOP, k=6, mode="hybrid")
+    knobs = {"extractor": None, "fact_k": 3}
+    assert ids(graph_search(corpus, ONE_HOP, k=6, dense_hits=hybrid, **knobs).hits)[0] == "d4"
+    found = graph_search(corpus, ONE_HOP, k=6, dense_hits=hybrid, passage_node_weight=0.5, **knobs)
+    assert ids(found.hits)[0] == "d2"  # the passage most like the question restarts the walk most
+
+
+def test_passage_resets_are_weight_times_normalised_similarity():
+    resets = walk.passage_resets(np.array([0.2, 0.6, 0.4]), 0.05)
+    assert resets == pytest.approx([0.0, 0.05, 0.025])
+    assert not walk.passage_resets(np.array([0.2, 0.6]), 0.0).any()
+    assert walk.passage_resets(np.array([0.3, 0.3]), 0.1) == pytest.approx([0.1, 0.1])
+
+
+def test_protect_first_moves_the_first_rankings_top_up():
+    assert walk.protect_first(["c", "a", "d", "b"], ["b", "x", "a"], 2) == ["b", "c", "a", "d"]
+    assert walk.protect_first(["c", "a"], ["a", "c"], 0) == ["c", "a"]
+    assert walk.protect_first(["c", "a"], ["a", "a", "c"], 2) == ["a", "c"]
+
+
+def test_fuse_mode_searches_the_ranking_to_protect_itself(corpus):
+    """Dense first hits seed the walk, graph search runs the hybrid search it protects; a question
+    with no seed gets that hybrid ranking back, not the dense one."""
+    hybrid = corpus.search(ONE_HOP, k=6, mode="hybrid")
+    dense = corpus.search(ONE_HOP, k=6, mode="dense")
+    knobs = {"extractor": None, "fact_k": 3, "keep_first": 1}
+    own = graph_search(corpus, ONE_HOP, k=6, dense_hits=dense, fuse_mode="hybrid", **knobs)
+    given = graph_search(corpus, ONE_HOP, k=6, dense_hits=dense, fuse_hits=hybrid, **knobs)
+    assert ids(own.hits) == ids(given.hits) and ids(own.hits)[0] == ids(hybrid)[0]
+    unseeded = graph_search(corpus, ONE_HOP, k=6, extractor=None, keep_first=1, fuse_mode="hybrid")
+    assert not unseeded.seeds and ids(unseeded.hits) == ids(hybrid)
+
+
+def test_keep_in_top_never_pushes_hybrids_first_hits_out():
+    assert walk.keep_within(["a", "b", "c", "d", "e"], ["e", "a"], 2, 3) == ["a", "b", "e", "c", "d"]
+    assert walk.keep_within(["a", "b", "c"], ["b", "a"], 2, 2) == ["a", "b", "c"]  # already inside
+    assert walk.keep_within(["a", "b", "c", "d"], ["d", "c", "b"], 3, 2) == ["d", "c", "a", "b"]
+
+
+def test_keep_in_top_on_the_built_corpus(corpus):
+    hybrid = corpus.search(ONE_HOP, k=6, mode="hybrid")
+    knobs = {"extractor": None, "fact_k": 3, "fuse_hits": hybrid, "keep_first": 1}
+    found = graph_search(corpus, ONE_HOP, k=3, dense_hits=hybrid, keep_in_top=3, **knobs)
+    assert ids(found.hits)[0] == "d2" and set(ids(hybrid)[:3]) == set(ids(found.hits))

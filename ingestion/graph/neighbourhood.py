@@ -1,0 +1,109 @@
+"""The walk's neighbourhood, read from the store by key (never by scanning, never the whole store).
+
+Graph search (``rag_graphs.ingestion.graph.ppr``) walks only what these reads return: the
+seeds' chunks and the first hits with their entities, the chunks one non-hub entity away, the
+question's facts and their chunks, and the stored vectors of the passages walked. Every chunk is
+read through the caller's filter ``expr``, so the walk never sees a chunk the caller may not.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from langchain_core.documents import Document
+
+from rag_graphs.ingestion.graph.build import CHUNKS_FIELD, COUNT_FIELD, entity_rows, in_filter
+from rag_graphs.ingestion.graph.entities import ENTITIES_FIELD
+from rag_graphs.ingestion.graph.facts import Fact, fact_seed_weights, link_facts, to_facts
+from rag_graphs.ingestion.graph.linking import ENTITY_FIELDS
+from rag_graphs.ingestion.store.fields import DENSE_FIELD, PRIMARY_FIELD
+from rag_graphs.ingestion.store.filters import all_of
+from rag_graphs.ingestion.store.index import ChunkIndex
+
+_LOOKUP_BATCH = 512
+
+
+def chunk_rows(index: ChunkIndex, ids: list[str], expr: str | None, fields: list[str]) -> dict[str, dict]:
+    """Stored chunks by id that pass ``expr`` (the rest: deleted or hidden, are left out)."""
+    out: dict[str, dict] = {}
+    for i in range(0, len(ids), _LOOKUP_BATCH):
+        rows = index.client.query(
+            index.collection, filter=all_of(in_filter(ids[i : i + _LOOKUP_BATCH]), expr), output_fields=fields
+        )
+        out.update((r[PRIMARY_FIELD], r) for r in rows)
+    return out
+
+
+def cosines(index: ChunkIndex, ids: list[str], query_vector) -> np.ndarray:
+    """Cosine of each chunk's stored dense vector to the question's (0 for a chunk not read)."""
+    rows = chunk_rows(index, ids, None, [PRIMARY_FIELD, DENSE_FIELD])
+    query = np.asarray(query_vector, dtype=float)
+    query = query / (np.linalg.norm(query) or 1.0)
+    out = np.zeros(len(ids))
+    for i, cid in enumerate(ids):
+        vector = rows.get(cid, {}).get(DENSE_FIELD)
+        if vector is not None:
+            v = np.asarray(vector, dtype=float)
+            out[i] = float(v @ query) / (np.linalg.norm(v) or 1.0)
+    return out
+
+
+def question_facts(
+    index: ChunkIndex, pending, expr: str | None, matched: dict[str, dict], weight: float
+) -> tuple[list[Fact], list[tuple[Document, float]]]:
+    """The question's facts whose chunks the caller may read, each naming its entities; those
+    entities added to ``matched`` as seeds (similarity: ``weight`` x the best fact's, kept if a
+    name matched better); and the facts' chunks (with all their entity keys) for the neighbourhood."""
+    if pending is None:
+        return [], []
+    facts = to_facts(pending.result())
+    ids = list(dict.fromkeys(f.parent for f in facts))
+    rows = chunk_rows(index, ids, expr, [PRIMARY_FIELD, ENTITIES_FIELD])
+    keys = {cid: list(rows[cid].get(ENTITIES_FIELD) or []) for cid in ids if cid in rows}
+    facts = link_facts(facts, keys)
+    strengths = fact_seed_weights(facts)
+    for key, row in entity_rows(index, list(strengths), ENTITY_FIELDS).items():
+        similarity = weight * strengths[key]
+        if similarity > matched.get(key, {}).get("similarity", 0.0):
+            matched[key] = {**row, "similarity": similarity}
+    parents = [
+        (Document(id=cid, page_content="", metadata={ENTITIES_FIELD: ks}), 0.0) for cid, ks in keys.items()
+    ]
+    return facts, parents
+
+
+def fetch_neighbourhood(
+    index: ChunkIndex,
+    seeds: dict[str, dict],
+    dense_hits: list[tuple[Document, float]],
+    *,
+    expr: str | None,
+    size: int,
+    expand: bool,
+    hub_chunks: int,
+) -> tuple[dict[str, list[str]], set[str]]:
+    """The chunks to walk (chunk id -> its entity keys) and the hub entities to leave out.
+
+    Read from the store by key, never by scanning: the seeds' chunks and the
+    dense hits (with all their entities), then (``expand``) the chunks that
+    share a non-hub entity with those (with the shared entities). Every chunk
+    is read through ``expr``; at most ``size`` chunks.
+    """
+    edges = {str(d.id): list(d.metadata.get(ENTITIES_FIELD) or []) for d, _ in dense_hits}
+    first = [c for row in seeds.values() for c in (row.get(CHUNKS_FIELD) or []) if c not in edges]
+    first = list(dict.fromkeys(first))[: max(size - len(edges), 0)]
+    for cid, row in chunk_rows(index, first, expr, [PRIMARY_FIELD, ENTITIES_FIELD]).items():
+        edges[cid] = list(row.get(ENTITIES_FIELD) or [])
+    frontier = list(dict.fromkeys(e for ents in edges.values() for e in ents if e not in seeds))
+    info = entity_rows(index, frontier, [CHUNKS_FIELD, COUNT_FIELD]) if frontier else {}
+    hubs = {key for key, row in info.items() if int(row.get(COUNT_FIELD) or 0) > hub_chunks}
+    if expand and len(edges) < size:
+        second: dict[str, list[str]] = {}
+        for key, row in info.items():
+            if key not in hubs:
+                for cid in row.get(CHUNKS_FIELD) or []:
+                    if cid not in edges:
+                        second.setdefault(cid, []).append(key)
+        ids = list(second)[: size - len(edges)]
+        for cid in chunk_rows(index, ids, expr, [PRIMARY_FIELD]):
+            edges[cid] = second[cid]
+    return edges, hubs
