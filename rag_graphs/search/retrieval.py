@@ -107,6 +107,10 @@ def graph_options(ctx: RagContext) -> dict[str, Any]:
         "neighbourhood": ctx.graph_neighbourhood,
         "max_seeds": ctx.graph_seeds,
         "link_threshold": ctx.graph_link_threshold,
+        "keep_first": ctx.graph_keep_first,
+        "keep_in_top": ctx.graph_keep_in_top,
+        # the ranking kept on top is hybrid search's, run by graph search itself (dense hits seed)
+        "fuse_mode": "hybrid" if ctx.graph_keep_first or ctx.graph_keep_in_top else None,
     }
 
 

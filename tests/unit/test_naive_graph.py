@@ -97,3 +97,16 @@ def test_progress_events_are_streamed(loaded, make_context):
 def test_unknown_method_lists_the_available_ones():
     with pytest.raises(ValueError, match="naive"):
         get_graph("nope")
+
+
+def test_keeping_hybrids_top_is_two_settings_that_reach_graph_search(monkeypatch):
+    """``graph_keep_first`` / ``graph_keep_in_top`` (issue 28's never-lose setting) reach
+    ``graph_search``, with the hybrid ranking they protect searched by it; off, nothing changes."""
+    from rag_graphs.config.context import RagContext
+    from rag_graphs.search.retrieval import graph_options
+
+    off = graph_options(RagContext())
+    assert (off["keep_first"], off["keep_in_top"], off["fuse_mode"]) == (0, 0, None)
+    monkeypatch.setenv("RAG_GRAPHS_GRAPH_KEEP_FIRST", "1")
+    on = graph_options(RagContext(graph_keep_in_top=2))
+    assert (on["keep_first"], on["keep_in_top"], on["fuse_mode"]) == (1, 2, "hybrid")
