@@ -51,7 +51,7 @@ BUILD_STORE = textwrap.dedent(
     import sys
     from rag_graphs.ingestion import ingest, load_embeddings, open_index
     from rag_graphs.ingestion.raptor import build_tree
-    from rag_graphs.models import load_chat_model
+    from rag_graphs.llm.models import load_chat_model
     uri, corpus = sys.argv[1], sys.argv[2]
     index = open_index(uri, "rag_graphs", load_embeddings("embedded"))
     ingest([corpus], index=index, entities="spacy", progress=False)  # hipporag needs the graph
