@@ -46,11 +46,14 @@ class IngestOptions:
             see only their tenant's chunks.
         tags: access labels stored on every chunk (``RagContext(tags=...)`` admits a chunk
             carrying any of them). Re-ingesting with other labels replaces the file's chunks.
-        entities: who finds each chunk's entities for graph search (``search_mode="graph"``,
-            the ``hipporag`` method): ``spacy`` (offline NER), ``spacy:<pipeline>``, or a callable
-            ``texts -> mentions per text`` (e.g. ``load_extractor("llm", chat_model=m)``).
-            None: none, unless the collection already has a graph, which then stays current
-            with ``spacy``.
+        entities: who finds each chunk's entities for graph search (what ``search_mode="auto"``,
+            the default, searches with when the collection has them; the ``hipporag`` method):
+            ``auto`` (the default: spaCy NER offline, for a new collection or one that has a graph
+            already; a collection stored without one stays without, since only the new chunks
+            would join it: ``rag-graphs graph build`` gives it one), ``spacy``,
+            ``spacy:<pipeline>``, or a callable ``texts -> mentions per text`` (e.g.
+            ``load_extractor("llm", chat_model=m)``). None (``--no-graph``): no new graph; a
+            collection that already has one keeps it current with ``spacy``.
         force: convert every file even when it is unchanged since it was stored (off: a file
             whose bytes and chunk settings match what the collection holds is skipped before
             conversion; see ``rag_graphs.ingestion.store.files``).
@@ -75,7 +78,7 @@ class IngestOptions:
     timeout: float | None = TIMEOUT_SECONDS
     tenant: str | None = None
     tags: Sequence[str] = ()
-    entities: str | Extractor | None = None
+    entities: str | Extractor | None = "auto"
     force: bool = False
 
     def __post_init__(self) -> None:

@@ -105,18 +105,25 @@ def ingest(
         paths, exclude=options.exclude, include=options.include, follow_links=options.follow_links
     )
     files = found.files
-    chosen = load_extractor(options.entities) if options.entities is not None else None  # bad spec: now
+    report = IngestReport()
+    wanted = options.entities
+    chosen = load_extractor(wanted) if wanted not in (None, "auto") else None  # bad spec: now
     if index is None:
         if not uri or not collection:
             raise ValueError("ingest needs uri and collection (or context=RagContext(...))")
         index = open_index(uri, collection, model or load_embeddings(embeddings), hybrid=hybrid)
-    extractor = chosen or _graph_extractor(index)
+    extractor: Extractor | None = chosen
+    if chosen is not None:
+        named = wanted if isinstance(wanted, str) else "your extractor"
+        report.graph = f"entity graph: built ({named}; graph search is on)"
+    else:
+        extractor, report.graph = _graph_extractor(index, auto=wanted == "auto")
     records = FileRecords(index, options.chunk_settings(embeddings, embeddings_identity(index.embeddings)))
     prepare = _preparer(options, embeddings, sources.source, records)
     # One thread converts locally (Docling's converter is used by one thread at a time), several
     # when a Docling Serve instance does the work.
     workers = 4 if options.docling_serve else 1
-    report = IngestReport(skipped=found.skipped)
+    report.skipped = found.skipped
     with progress_bar(total=len(files), desc="ingest", unit="file", disable=not progress) as bar:
         for result in _ingest_files(index, files, prepare, workers, extractor, records):
             report.files.append(result)
@@ -133,6 +140,8 @@ def ingest(
     sources.close()
     index.flush()
     report.total_chunks_in_store = index.count()
+    if extractor is not None and not has_graph(index):  # nothing was stored to find entities in
+        report.graph = "entity graph: none yet (no chunk stored)"
     report.seconds = time.perf_counter() - start
     return report
 
@@ -206,9 +215,25 @@ def _digest(path: Path, max_bytes: int) -> tuple[str, int] | None:
         return None
 
 
-def _graph_extractor(index: ChunkIndex) -> Extractor | None:
-    """spaCy when the collection already has an entity graph (so it stays current), else none."""
-    return load_extractor("spacy") if index.count() and has_graph(index) else None
+def _graph_extractor(index: ChunkIndex, *, auto: bool) -> tuple[Extractor | None, str]:
+    """Who finds the new chunks' entities, and the report's line saying so: spaCy when the
+    collection has an entity graph (so it stays current) or, with ``auto`` (the default), when
+    the collection is new; else none. A collection stored without a graph is not given one here:
+    only the new chunks would join it, and graph search over part of a collection ranks the rest
+    out (``rag-graphs graph build`` annotates every chunk)."""
+    stored = index.count()
+    if stored and has_graph(index):
+        return load_extractor("spacy"), "entity graph: kept current (spaCy)"
+    if auto and not stored:
+        return load_extractor(
+            "spacy"
+        ), "entity graph: built (spaCy NER; graph search is on, --no-graph skips it)"
+    if auto:
+        return None, (
+            "entity graph: none, the collection was stored without one "
+            f"(`rag-graphs graph build --collection {index.collection}` adds it; hybrid search until then)"
+        )
+    return None, "entity graph: none (--no-graph; hybrid search)"
 
 
 def _ingest_files(

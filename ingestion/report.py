@@ -37,6 +37,7 @@ class IngestReport:
     seconds: float = 0.0
     total_chunks_in_store: int = 0
     skipped: list[Skipped] = field(default_factory=list)  # paths discovery did not take, and why
+    graph: str = ""  # one line: what became of the collection's entity graph (graph search)
 
     @property
     def ok(self) -> list[FileResult]:
@@ -83,6 +84,7 @@ class IngestReport:
             f"({kinds}; {self.added} new, {self.chunks - self.added} already stored); "
             f"{self.total_chunks_in_store} chunks in the store; {self.seconds:.1f}s"
         ]
+        lines += [self.graph] if self.graph else []
         # File names are data: a newline in one must not forge a line, an escape must not run.
         lines += [f"  FAILED {visible(f.error)}" for f in self.failed]
         lines += [f"  NO CHUNKS {visible(f.path)}: converted, but no text to store" for f in self.empty]

@@ -45,9 +45,8 @@ sentences. The 256 default doubles the slowest calls, the RAPTOR build most of a
 # (BENCHMARKS.md: ingest ~25 s, ~8 s per method run at 256 tokens) with the 128-token budget;
 # on a busy machine every step takes several times longer.
 STEP_ESTIMATES = {
-    "ingest": "25 s; seconds when already ingested",
+    "ingest": "35 s; seconds when already ingested",
     "raptor": "40 s the first time; re-runs resume",
-    "graph": "10 s the first time; seconds after",
     "methods": "150 s",
 }
 
@@ -78,12 +77,31 @@ def build_raptor_tree(index: Callable[[], ChunkIndex], chat: Callable[[], BaseCh
 
 
 def build_entity_graph(index: Callable[[], ChunkIndex], chat: Callable[[], BaseChatModel]) -> Any:
-    """The demo's entity graph (spaCy NER, offline) for ``hipporag``, in ``_build_over``'s form:
-    graph search refuses a collection without one. Resumes; a no-op once built."""
+    """The demo's entity graph (spaCy NER, offline), in ``_build_over``'s form. Ingest builds it
+    for a new collection; this completes one a store ingested without it (graph search, the
+    ``hipporag`` method's and ``search_mode="auto"``'s, needs it). Resumes; a no-op once built."""
     from rag_graphs.ingestion.graph.build import build_graph
     from rag_graphs.ingestion.graph.entities import load_extractor
 
     return build_graph(index(), load_extractor("spacy"), progress=False)
+
+
+def search_banner(mode: str) -> str:
+    """The demo's first line: which search every method's retrieve step runs."""
+    if mode == "auto":
+        return (
+            "Every method below searches with graph search: ingest builds the collection's entity "
+            "graph (spaCy NER, offline) and search_mode=auto walks it (Personalized PageRank under "
+            "hybrid search's first hits). RAG_GRAPHS_SEARCH_MODE=hybrid compares without it."
+        )
+    return f"Every method below searches with search_mode={mode} (RAG_GRAPHS_SEARCH_MODE)."
+
+
+def search_used(ctx: Any) -> str:
+    """The search the methods' retrieve step resolved to on the demo's collection, and why."""
+    from rag_graphs.search.retrieval import search_plan
+
+    return search_plan(ctx).why
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,7 @@ from rag_graphs.ingestion.graph.entities import ENTITIES_FIELD, Extractor, extra
 from rag_graphs.ingestion.progress import progress_bar
 from rag_graphs.ingestion.store.fields import DENSE_FIELD, PRIMARY_FIELD, SPARSE_FIELD, TEXT_FIELD
 from rag_graphs.ingestion.store.filters import quote
+from rag_graphs.ingestion.store.generations import _changed
 from rag_graphs.ingestion.store.index import ChunkIndex
 
 NAME_FIELD = "name"
@@ -113,6 +114,7 @@ def ensure_entity_collection(index: ChunkIndex) -> str:
     params.add_index(field_name=DENSE_FIELD, **_DENSE_INDEX)
     client.create_collection(name, schema=schema, index_params=params, consistency_level="Strong")
     _LOADED.add((id(client), name))
+    _changed(index.uri, index.collection)  # search_mode="auto" plans resolve again: graph search now
     return name
 
 

@@ -48,15 +48,17 @@ def demo(
     from rag_graphs import demo as shown
     from rag_graphs.methods import METHODS
 
-    steps = shown.Steps(console, total=4)
+    steps = shown.Steps(console, total=3)
     corpus = Path(str(resources.files("rag_graphs").joinpath("demo_corpus")))
-    with steps.step(f"ingest {corpus}", shown.STEP_ESTIMATES["ingest"]):
+    ctx = _context(store, collection, max_answer_tokens=shown.ANSWER_TOKENS)
+    console.print(shown.search_banner(ctx.search_mode), highlight=False)
+    with steps.step(f"ingest {corpus}, with its entity graph", shown.STEP_ESTIMATES["ingest"]):
         ingest([str(corpus)], store=store, collection=collection, exclude=None, dense_only=False)
+        # a store ingested before ingest built graphs gets its graph here (a no-op once built)
+        _build_over(store, collection, None, shown.build_entity_graph)
     with steps.step("RAPTOR summary tree", shown.STEP_ESTIMATES["raptor"]):
         _build_over(store, collection, None, shown.build_raptor_tree, max_tokens=shown.ANSWER_TOKENS)
-    with steps.step("entity graph (hipporag)", shown.STEP_ESTIMATES["graph"]):
-        _build_over(store, collection, None, shown.build_entity_graph)
-    ctx = _context(store, collection, max_answer_tokens=shown.ANSWER_TOKENS)
+    console.print(f"search: {shown.search_used(ctx)}", highlight=False)
     rows = []
     with steps.step(f"{len(METHODS)} methods, one question", shown.STEP_ESTIMATES["methods"]):
         for number, method in enumerate(METHODS, start=1):

@@ -76,10 +76,19 @@ def ingest(
     entities: Annotated[
         str | None,
         typer.Option(
-            help="find each chunk's entities for graph search (-m hipporag, --search-mode graph): "
-            "spacy (offline NER) or spacy:<pipeline>; a collection with a graph keeps it current anyway"
+            help="who finds each chunk's entities for graph search: spacy (offline NER, the default) "
+            "or spacy:<pipeline>"
         ),
     ] = None,
+    graph: Annotated[
+        bool,
+        typer.Option(
+            "--graph/--no-graph",
+            help="build the entity graph that graph search (the default search_mode=auto) walks; "
+            "a collection stored without one stays without (`rag-graphs graph build` adds it), "
+            "one that has it keeps it current",
+        ),
+    ] = True,
     children: Annotated[
         bool,
         typer.Option(
@@ -142,7 +151,7 @@ def ingest(
             timeout=timeout or None,
             tenant=tenant,
             tags=tag or (),
-            entities=entities,
+            entities=(entities or "auto") if graph else None,
             force=force,
         )
     except (FileNotFoundError, StoreLockedError, ValueError, ImportError, RuntimeError) as exc:

@@ -107,7 +107,8 @@ WebSearchOpt = Annotated[
 SearchModeOpt = Annotated[
     str | None,
     typer.Option(
-        help="dense | hybrid (BM25 + dense) | graph (entity-graph walk) [env RAG_GRAPHS_SEARCH_MODE]"
+        help="auto (graph when the collection has an entity graph, else hybrid) | dense | hybrid "
+        "(BM25 + dense) | graph (entity-graph walk) [env RAG_GRAPHS_SEARCH_MODE]"
     ),
 ]
 MaxHopsOpt = Annotated[

@@ -126,10 +126,12 @@ class RagContext:
     k: TopK = _env("RAG_GRAPHS_K", 4)
     """Chunks returned per retrieval (at most 16,384: Milvus's top-k limit)."""
 
-    search_mode: Literal["dense", "hybrid", "graph"] = _env("RAG_GRAPHS_SEARCH_MODE", "hybrid")
-    """``hybrid`` = BM25 + dense fused by RRF in Milvus; ``dense`` = embeddings only; ``graph`` =
-    hybrid hits re-ranked by Personalized PageRank over the entities chunks share (HippoRAG;
-    needs the collection's entity graph: ``rag-graphs graph build``)."""
+    search_mode: Literal["auto", "dense", "hybrid", "graph"] = _env("RAG_GRAPHS_SEARCH_MODE", "auto")
+    """``auto`` (the default) = ``graph`` when the collection has an entity graph (ingest builds
+    one unless ``--no-graph``), else ``hybrid``; the first retrieve step of every run says which
+    ran and why. ``hybrid`` = BM25 + dense fused by RRF in Milvus; ``dense`` = embeddings only;
+    ``graph`` = Personalized PageRank over the entities chunks share, ordered under hybrid
+    search's first hits (HippoRAG; refused without the entity graph: ``rag-graphs graph build``)."""
 
     search_unit: Literal["chunk", "sentence"] = _env("RAG_GRAPHS_SEARCH_UNIT", "chunk")
     """What dense and hybrid search match: ``chunk``, or ``sentence`` (small-to-big: the
@@ -156,16 +158,19 @@ class RagContext:
     """Graph search: cosine similarity a stored entity name needs to a question mention
     (or the question) to seed the walk. A MiniLM number: retune it for another embedding model."""
 
-    graph_keep_first: NonNegative = _env("RAG_GRAPHS_GRAPH_KEEP_FIRST", 0)
+    graph_keep_first: NonNegative = _env("RAG_GRAPHS_GRAPH_KEEP_FIRST", 1)
     """Graph search: hybrid search's first ``n`` hits stay on top, in their order; the walk
-    orders the rest (``0``: the walk orders all). With ``graph_keep_in_top``, the setting that met
-    the issue-28 bars on MuSiQue and HotpotQA check halves is ``1`` and ``2`` (BENCHMARKS.md: R@5
-    losses against hybrid 8.4% / 0.8% / 7.6% on MuSiQue / 2Wiki / HotpotQA); off by default until
-    2Wiki's absolute bar holds too. Either one above 0 adds one hybrid search per graph search."""
+    orders the rest (``0``: the walk orders all). ``1``, with ``graph_keep_in_top=2``, was chosen
+    on the tune halves of MuSiQue, 2Wiki and HotpotQA dev (BENCHMARKS.md, issue 28): on the check
+    halves R@2 above hybrid on all three and per-question R@5 losses against hybrid 8.4% / 0.8% /
+    7.6%, where the walk alone lost 12.6% / 0% / 14.3%. Above 0 (or ``graph_keep_in_top``
+    above 0), graph search also runs one hybrid search (dense hits seed the walk)."""
 
-    graph_keep_in_top: NonNegative = _env("RAG_GRAPHS_GRAPH_KEEP_IN_TOP", 0)
+    graph_keep_in_top: NonNegative = _env("RAG_GRAPHS_GRAPH_KEEP_IN_TOP", 2)
     """Graph search: hybrid search's first ``n`` hits are never pushed out of the top ``k``
-    (one the walk ranked lower takes the walk's last other place there); ``0``: no such floor."""
+    (one the walk ranked lower takes the walk's last other place there); ``0``: no such floor.
+    At most ``k - 1`` apply, so the walk always has a place. ``2`` chosen with
+    ``graph_keep_first=1`` (see there)."""
 
     search_filter: SearchFilter | None = _env("RAG_GRAPHS_SEARCH_FILTER", None)
     """A Milvus boolean expression every search must satisfy, e.g.

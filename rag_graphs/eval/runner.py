@@ -297,7 +297,9 @@ def evaluate(
         from rag_graphs.search.retrieval import index_for
 
         build_tree(index_for(ctx), chat_model(ctx), progress=progress)
-    if "hipporag" in methods or ctx.search_mode == "graph":  # graph search needs the entity graph
+    # graph search (hipporag's, and the default search_mode=auto's: every method on the default
+    # engine) needs the entity graph; ``--search-mode hybrid`` compares without it
+    if "hipporag" in methods or ctx.search_mode in ("graph", "auto"):
         from rag_graphs.ingestion.graph.build import build_graph
         from rag_graphs.ingestion.graph.entities import load_extractor
         from rag_graphs.search.retrieval import index_for

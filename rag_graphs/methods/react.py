@@ -54,7 +54,7 @@ from rag_graphs.nodes.generate import finish
 from rag_graphs.nodes.inputs import format_notes
 from rag_graphs.nodes.loop import STOP_ENOUGH, Budget, Stop, already_searched, loop_stop, stop_update
 from rag_graphs.nodes.model_node import model_node
-from rag_graphs.nodes.retrieve import fetch_k, found, keep
+from rag_graphs.nodes.retrieve import fetch_k, found, keep, which_search
 from rag_graphs.prompts import load_prompt
 from rag_graphs.prompts.fencing import fence
 from rag_graphs.search.retrieval import retriever_for
@@ -269,6 +269,7 @@ def act(state: ReactState, ctx: RagContext) -> Body[dict]:
     messages: list[BaseMessage] = []
     scratchpad: list[str] = []
     steps: list[Step] = []
+    why = which_search(state, ctx) if queries else ""  # the run's first search says which ran, why
     for request, observation in outcomes:
         kind, passages = "note", []
         if observation is None:  # a search that ran
@@ -282,7 +283,9 @@ def act(state: ReactState, ctx: RagContext) -> Body[dict]:
             messages.append(HumanMessage(f"Observation: {observation}"))
         scratchpad.append(f"Observation: {observation}")
         ids = [str(d.id) for d in passages]
-        steps.append(step(kind, query=request["input"], text=observation[:500], doc_ids=ids))
+        text = f"{why}\n{observation}" if why and kind == "retrieve" else observation
+        why = why if kind != "retrieve" else ""
+        steps.append(step(kind, query=request["input"], text=text[:500], doc_ids=ids))
     update: dict = {"messages": messages, "scratchpad": scratchpad, "tool_calls": [], "shown": numbering}
     if kept is None:
         return update | {"steps": steps}

@@ -24,6 +24,7 @@ from rag_graphs.search.retrieval import (
     index_for,
     retriever_for,
     rrf_order,
+    search_plan,
     searcher_for,
     stored_vectors,
     unique_union,
@@ -201,6 +202,7 @@ def found(
     hits = unique_union(rankings)
     ids = [str(d.id) for d in hits]
     emit("end", doc_ids=ids)
+    why = which_search(state, ctx)
     return {
         "documents": ranked(state, searches, hits, ctx),
         "searches": searches,
@@ -208,28 +210,36 @@ def found(
         "latest": ids,
         "latest_repeated": False,
         "steps": [
-            step("retrieve", query=s["query"], doc_ids=s["doc_ids"], **_how(ranking))
-            for s, ranking in zip(searches, rankings, strict=True)
+            step("retrieve", query=s["query"], doc_ids=s["doc_ids"], **_how(ranking, why if i == 0 else ""))
+            for i, (s, ranking) in enumerate(zip(searches, rankings, strict=True))
         ]
         + notes,
         "usage": add_usage(usage(retrievals=len(queries), hops=1), processing),
     }
 
 
-def _how(ranking: list[Document]) -> dict:
-    """What the step says about how the hits were found (graph search names its seed entities;
-    a search the cross-question cache answered says so, in the same step, so a repeated run
-    has the same steps as the first; a small-to-big search quotes the sentence that found the top hit)."""
-    if ranking and ranking[0].metadata.get("cached"):
-        return {"text": "search cache hit"}
-    if ranking and "matched_sentence" in ranking[0].metadata:
-        return {"text": f"small-to-big, best sentence: {ranking[0].metadata['matched_sentence'][:160]}"}
+def which_search(state: RagState, ctx: RagContext) -> str:
+    """On the run's first retrieval, the search that runs and why, e.g. ``graph search
+    (search_mode=auto: collection 'docs' has an entity graph)``: with the default ``auto`` the
+    collection decides, and the first retrieve step should say what it decided. Later rounds
+    search the same way: ``""``."""
+    return "" if state.get("hops", 0) else search_plan(ctx, k=fetch_k(ctx)).why
+
+
+def _how(ranking: list[Document], why: str = "") -> dict:
+    """What the step says about how the hits were found: ``why`` (which search, on the run's
+    first step), then graph search's seed entities; a search the cross-question cache answered
+    says so, in the same step, so a repeated run has the same steps as the first; a small-to-big
+    search quotes the sentence that found the top hit."""
+    parts = [why] if why else []
     seeds = ranking[0].metadata.get("graph_seeds") if ranking else None
-    return (
-        {"text": f"graph seeds: {', '.join(seeds[:8]) or 'none (dense/hybrid order)'}"}
-        if seeds is not None
-        else {}
-    )
+    if ranking and ranking[0].metadata.get("cached"):
+        parts.append("search cache hit")
+    elif ranking and "matched_sentence" in ranking[0].metadata:
+        parts.append(f"small-to-big, best sentence: {ranking[0].metadata['matched_sentence'][:160]}")
+    elif seeds is not None:
+        parts.append(f"graph seeds: {', '.join(seeds[:8]) or 'none (hybrid order)'}")
+    return {"text": "; ".join(parts)} if parts else {}
 
 
 def retrieve_body(state: RagState, ctx: RagContext) -> Body[dict]:

@@ -75,7 +75,7 @@ def refusal(ctx: Any) -> str | None:
     field and the fix; None when it can."""
     store_only = {  # field: (refused, why it needs the store, the fix)
         "search_mode": (
-            ctx.search_mode != "dense",
+            ctx.search_mode not in ("dense", "auto"),  # auto: dense, the one search it has
             "hybrid (BM25) and graph search (the hipporag method) read the Milvus store",
             "search_mode='dense'",
         ),

@@ -25,6 +25,7 @@ from rag_graphs.config.context import RagContext
 from rag_graphs.ingestion import ChunkIndex, load_embeddings, open_index
 from rag_graphs.ingestion.redaction import redact_url
 from rag_graphs.ingestion.store.fields import RRF_K
+from rag_graphs.ingestion.store.generations import generation
 from rag_graphs.search.cached import cached_search as cached_search
 from rag_graphs.search.cached import embeddings_name as embeddings_name
 from rag_graphs.search.cached import missing_collection_named
@@ -92,8 +93,11 @@ class ChunkRetriever(BaseRetriever):
             )[0]
         from rag_graphs.ingestion.graph.ppr import graph_search
 
+        knobs = dict(self.graph)
+        if knobs.get("keep_in_top", 0) >= self.k:  # the walk keeps at least one place of the k
+            knobs["keep_in_top"] = self.k - 1
         with missing_collection_named(self.index):
-            found = graph_search(self.index, query, k=self.k, expr=self.expr, **self.graph)
+            found = graph_search(self.index, query, k=self.k, expr=self.expr, **knobs)
         seeds = [name for name, _ in found.seeds]
         run_manager.on_text(found.describe())
         return [_scored(doc, score, graph_seeds=seeds) for doc, score in found.hits]
@@ -123,11 +127,11 @@ class SearchSpec:
     store_uri: str
     collection: str
     embeddings: str | int  # the spec, or the instance's id (the plan's index holds the instance)
-    mode: Literal["dense", "hybrid", "graph"]
+    mode: Literal["auto", "dense", "hybrid", "graph"]  # as asked; the plan says what ran (``resolve``)
     k: int
     expr: str | None
     rrf_k: int
-    graph: tuple[tuple[str, Any], ...]  # graph_search knobs (graph mode only)
+    graph: tuple[tuple[str, Any], ...]  # graph_search knobs (graph and auto modes only)
     cache_size: int
     cache_path: str | None
     unit: Literal["chunk", "sentence"]
@@ -145,7 +149,7 @@ class SearchSpec:
             k=k or ctx.k,
             expr=ctx.search_expr(),
             rrf_k=ctx.rrf_k,
-            graph=tuple(graph_options(ctx).items()) if ctx.search_mode == "graph" else (),
+            graph=tuple(graph_options(ctx).items()) if ctx.search_mode in ("graph", "auto") else (),
             cache_size=ctx.search_cache,
             cache_path=ctx.search_cache_path,
             unit=ctx.search_unit,
@@ -153,14 +157,52 @@ class SearchSpec:
         )
 
 
+Mode = Literal["dense", "hybrid", "graph"]
+
+
 class SearchPlan(NamedTuple):
     """What one ``SearchSpec`` searches with, built once: the open index, the retriever of one
-    query and the runnable of a batch (``searcher_for``)."""
+    query and the runnable of a batch (``searcher_for``), and which search that is and why
+    (``search_mode="auto"`` resolved against the collection)."""
 
     spec: SearchSpec
     chunks: ChunkIndex | None  # None: RagContext.retriever searches instead of the store
     retriever: BaseRetriever
     searcher: Runnable[list[str], list[list[Document]]]
+    mode: Mode
+    why: str  # one line: the search that runs and the reason, for the run's first retrieve step
+    generation: int = 0  # the collection's generation when an ``auto`` plan was resolved
+
+
+def resolve(
+    asked: Literal["auto", "dense", "hybrid", "graph"], index: ChunkIndex, unit: str = "chunk"
+) -> tuple[Mode, str]:
+    """The search ``asked`` runs on ``index``, and why, in one line: ``auto`` is graph search
+    when the collection has an entity graph (ingest builds one by default), else hybrid; and
+    hybrid when the run asked for small-to-big search (``unit="sentence"``), which the walk
+    does not use.
+
+    Raises:
+        SetupError: ``graph`` asked of a collection without an entity graph.
+    """
+    from rag_graphs.ingestion.graph.build import has_graph
+
+    where = f"collection {index.collection!r}"
+    if asked == "auto" and unit == "sentence":
+        return (
+            "hybrid",
+            "hybrid search (search_mode=auto: search_unit=sentence, which graph search does not use)",
+        )
+    if asked == "auto":
+        if has_graph(index):
+            return "graph", f"graph search (search_mode=auto: {where} has an entity graph)"
+        return "hybrid", (
+            f"hybrid search (search_mode=auto: {where} has no entity graph; "
+            "`rag-graphs graph build` adds one)"
+        )
+    if asked == "graph":
+        check_graph(index)
+    return asked, f"{asked} search (search_mode={asked})"
 
 
 _PLANS: OrderedDict[SearchSpec, SearchPlan] = OrderedDict()
@@ -179,7 +221,7 @@ def search_plan(ctx: RagContext, *, k: int | None = None) -> SearchPlan:
     spec = SearchSpec.of(ctx, k)
     with _PLANS_LOCK:
         plan = _PLANS.get(spec)
-        if plan is not None:
+        if plan is not None and not _stale(plan):
             _PLANS.move_to_end(spec)
             return plan
     plan = _own_plan(spec, ctx.retriever) if ctx.retriever is not None else _store_plan(spec, ctx)
@@ -190,6 +232,18 @@ def search_plan(ctx: RagContext, *, k: int | None = None) -> SearchPlan:
     return plan
 
 
+def _stale(plan: SearchPlan) -> bool:
+    """True when an ``auto`` plan was resolved before this process last changed its collection
+    (an ingest or a graph build may have added the entity graph since). A graph built by
+    another process is seen by plans resolved after it, e.g. a new process's."""
+    spec = plan.spec
+    return (
+        spec.mode == "auto"
+        and plan.chunks is not None
+        and plan.generation != generation(spec.store_uri, spec.collection)
+    )
+
+
 def _own_plan(spec: SearchSpec, source: Any) -> SearchPlan:
     """The plan of a context that brings its own retriever or vector store (``search.own``)."""
     from rag_graphs.search.own import OwnRetriever
@@ -197,17 +251,18 @@ def _own_plan(spec: SearchSpec, source: Any) -> SearchPlan:
     where = {"retriever": type(source).__name__}
     retriever = OwnRetriever(source=source, k=spec.k, tags=["rag-graphs"], metadata=where)
     searcher = retriever.map().with_config(run_name="search_many", tags=[SEARCH_TAG], metadata=where)
-    return SearchPlan(spec, None, retriever, searcher)
+    why = f"dense search through your {where['retriever']} (RagContext.retriever)"
+    return SearchPlan(spec, None, retriever, searcher, "dense", why)
 
 
 def _store_plan(spec: SearchSpec, ctx: RagContext) -> SearchPlan:
     index = readable_index(ctx)
-    if spec.mode == "graph":
-        check_graph(index)
+    built = generation(spec.store_uri, spec.collection)  # read before resolving: never newer than it
+    mode, why = resolve(spec.mode, index, spec.unit)
     retriever = ChunkRetriever(
         index=index,
         k=spec.k,
-        mode=spec.mode,
+        mode=mode,
         expr=spec.expr,
         rrf_k=spec.rrf_k,
         graph=dict(spec.graph),
@@ -217,7 +272,7 @@ def _store_plan(spec: SearchSpec, ctx: RagContext) -> SearchPlan:
         tags=["rag-graphs"],
         metadata=_where(spec),
     )
-    return SearchPlan(spec, index, retriever, _batch_searcher(spec, index, retriever))
+    return SearchPlan(spec, index, retriever, _batch_searcher(spec, mode, index, retriever), mode, why, built)
 
 
 def stored_vectors(ctx: RagContext) -> Callable[[list[str]], dict[str, list[float]]] | None:
@@ -253,18 +308,17 @@ def searcher_for(ctx: RagContext, *, k: int | None = None) -> Runnable[list[str]
 
 
 def _batch_searcher(
-    spec: SearchSpec, index: ChunkIndex, retriever: ChunkRetriever
+    spec: SearchSpec, mode: Mode, index: ChunkIndex, retriever: ChunkRetriever
 ) -> Runnable[list[str], list[list[Document]]]:
-    if spec.mode == "graph":
+    if mode == "graph":
         return retriever.map().with_config(run_name="search_many", tags=[SEARCH_TAG])
 
     def run(batch: list[str]) -> list[list[Document]]:
-        mode: Literal["dense", "hybrid"] = "dense" if spec.mode == "dense" else "hybrid"
         return cached_search(
             index,
             batch,
             k=spec.k,
-            mode=mode,
+            mode="dense" if mode == "dense" else "hybrid",
             expr=spec.expr,
             rrf_k=spec.rrf_k,
             size=spec.cache_size,

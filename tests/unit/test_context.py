@@ -179,7 +179,12 @@ def test_every_graph_publishes_json_schemas_for_langgraph_studio():
         }
         context = graph.get_context_jsonschema()["properties"]
         assert context["chat_model"]["type"] == "string" and context["k"]["type"] == "integer"
-        assert context["k"]["minimum"] == 1 and context["search_mode"]["enum"] == ["dense", "hybrid", "graph"]
+        assert context["k"]["minimum"] == 1 and context["search_mode"]["enum"] == [
+            "auto",
+            "dense",
+            "hybrid",
+            "graph",
+        ]
         assert "Chunks returned per retrieval" in context["k"]["description"]  # the field's docstring
         assert {"type": "object", "additionalProperties": {"type": "string"}} in context["routes"]["anyOf"]
 

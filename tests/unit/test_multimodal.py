@@ -367,10 +367,10 @@ def test_chunks_of_several_files_are_embedded_in_one_call_and_never_twice(demo_c
             return super().embed_documents(texts)
 
     index = ChunkIndex(uri=store_uri, collection="counted", embeddings=Counting(size=32))
-    first = _ingest([demo_corpus], index)
+    first = _ingest([demo_corpus], index, entities=None)  # chunks only: entity names embed apart
     assert len(first.files) == 5 and calls == [first.chunks]  # 5 files, one embedding call
     assert [Path(f.path).name for f in first.files] == sorted(p.name for p in demo_corpus.iterdir())
-    _ingest([demo_corpus], index)
+    _ingest([demo_corpus], index, entities=None)
     assert calls == [first.chunks]  # nothing new: nothing embedded
 
 

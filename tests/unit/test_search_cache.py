@@ -19,7 +19,10 @@ QUESTION = "Where was Ilsa Brandt born?"
 
 
 @pytest.fixture(autouse=True)
-def fresh_cache():
+def fresh_cache(monkeypatch):
+    # the cache holds dense and hybrid searches (graph search is not cached): the demo corpus
+    # is ingested with its entity graph, where the default search_mode=auto walks it
+    monkeypatch.setenv("RAG_GRAPHS_SEARCH_MODE", "hybrid")
     SEARCHES.clear()
     yield
     SEARCHES.clear()

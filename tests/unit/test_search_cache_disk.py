@@ -21,7 +21,10 @@ QUESTION = "Where was Ilsa Brandt born?"
 
 
 @pytest.fixture(autouse=True)
-def fresh_caches():
+def fresh_caches(monkeypatch):
+    # the caches hold dense and hybrid searches (graph search is not cached): the demo corpus
+    # is ingested with its entity graph, where the default search_mode=auto walks it
+    monkeypatch.setenv("RAG_GRAPHS_SEARCH_MODE", "hybrid")
     SEARCHES.clear()
     disk_module._OPEN.clear()
     yield

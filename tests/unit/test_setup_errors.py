@@ -53,8 +53,11 @@ def test_an_unknown_collection_is_refused_naming_the_ones_there_are(loaded, make
     assert "collection 'nope'" in message and "--collection" in message and "'test'" in message
 
 
-def test_graph_search_without_an_entity_graph_is_refused(loaded, make_context):
-    assert not has_graph(loaded)  # the demo corpus was ingested without entities here
+def test_graph_search_without_an_entity_graph_is_refused(demo_corpus, index, make_context):
+    from rag_graphs.ingestion import ingest
+
+    ingest([demo_corpus], index=index, entities=None, progress=False)  # --no-graph
+    assert not has_graph(index)
     with pytest.raises(Exception) as error:
         get_graph("hipporag").invoke({"question": QUESTION}, context=make_context(chat_model=silent()))
     assert isinstance(error.value.__cause__ or error.value, SetupError)

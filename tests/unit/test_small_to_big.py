@@ -85,7 +85,10 @@ def test_the_setting_routes_search_and_graphs_through_sentences(small: ChunkInde
     )
     assert [d.id for d in out["documents"]] == ["b"]
     (step,) = [s for s in out["steps"] if s["kind"] == "retrieve"]
-    assert step["text"] == "small-to-big, best sentence: He never left Lunmar."
+    assert step["text"] == (
+        "hybrid search (search_mode=auto: search_unit=sentence, which graph search does not use); "
+        "small-to-big, best sentence: He never left Lunmar."
+    )
 
 
 def test_no_sentence_rows_is_refused_naming_the_setting(small: ChunkIndex, make_context) -> None:
