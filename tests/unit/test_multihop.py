@@ -229,7 +229,9 @@ def test_crag_budget_and_malformed_grades_end_with_an_answer(loaded, make_contex
     assert out["usage"]["retrievals"] == 2 and out["answer"].startswith("I do not know.\n")
     assert out["outcome"] == "budget_exhausted"
     assert "hop budget reached" in next(s["text"] for s in out["steps"] if s["kind"] == "note")
-    assert len(out["citations"]) == 4  # the four ambiguous passages were kept as context
+    # every passage of the two searches (all ambiguous) was kept as context
+    assert sorted(c["chunk_id"] for c in out["citations"]) == sorted(str(d.id) for d in out["documents"])
+    assert len(out["citations"]) >= 3  # two searches of k=2, at most one passage in common
 
 
 def test_crag_repeated_rewrite_stops_instead_of_looping(loaded, make_context):
