@@ -106,3 +106,41 @@ def test_own_retriever_takes_auto_as_dense(fake_embeddings):
     ctx = RagContext(embeddings=fake_embeddings, retriever=mine, search_mode="auto")
     plan = search_plan(ctx)
     assert plan.mode == "dense" and "InMemoryVectorStore" in plan.why
+
+
+CHAIN = {
+    **FILES,
+    "kestrel.md": "# Kestrel Museum\n\nWhere the founder of the Kestrel Museum was born is unknown: the founder "
+    "was born at sea.",
+    "osterby.md": "# Osterby\n\nThe harbour of Osterby is busy in spring. Boats leave daily for the islands.",
+}
+
+
+def test_the_default_walk_finds_hop_two_and_keeps_a_one_hop_questions_best_hit_first(
+    tmp_path, index, make_context
+):
+    """With every default (auto: graph search; hybrid's first hit kept first, its first two in
+    the top k): a two-hop question's second passage, which shares only an entity with the first,
+    ranks above a distractor that shares the question's words; a one-hop question's best hybrid
+    hit stays first."""
+    from rag_graphs.search.retrieval import search
+
+    folder = tmp_path / "chain"
+    folder.mkdir()
+    for name, text in CHAIN.items():
+        (folder / name).write_text(text)
+    ingest([folder], index=index, progress=False, timeout=None)
+    graph_ctx = make_context(collection=index.collection, k=4, search_cache=0)
+    hybrid_ctx = make_context(collection=index.collection, k=4, search_cache=0, search_mode="hybrid")
+    assert search_plan(graph_ctx).mode == "graph"
+
+    def names(ctx, question):
+        return [Path(d.metadata["source"]).name for d in search(ctx, question)]
+
+    question = "Where was the founder of the Velmora Institute born?"
+    words = names(hybrid_ctx, question)
+    assert words.index("kestrel.md") < words.index("brandt.md")  # the distractor has the words
+    walked = names(graph_ctx, question)
+    assert walked.index("brandt.md") < walked.index("kestrel.md")  # the walk has the entity
+    one_hop = "Which boats leave the harbour of Osterby daily?"
+    assert names(graph_ctx, one_hop)[0] == names(hybrid_ctx, one_hop)[0] == "osterby.md"
