@@ -110,8 +110,7 @@ def test_own_retriever_takes_auto_as_dense(fake_embeddings):
 
 CHAIN = {
     **FILES,
-    "kestrel.md": "# Kestrel Museum\n\nWhere the founder of the Kestrel Museum was born is unknown: the founder "
-    "was born at sea.",
+    "kestrel.md": "# Kestrel Museum\n\nThe founder of the Kestrel Museum was born at sea.",
     "osterby.md": "# Osterby\n\nThe harbour of Osterby is busy in spring. Boats leave daily for the islands.",
 }
 
