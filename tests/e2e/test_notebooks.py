@@ -19,7 +19,12 @@ import pytest
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("*.ipynb"))
 # What each notebook's outputs must show (beyond running without an error).
 SHOWS = {
-    "01_quickstart.ipynb": ["file(s) ingested, 0 failed", "explicit="],
+    "01_quickstart.ipynb": [
+        "file(s) ingested, 0 failed",
+        "entity graph: built",
+        "graph search (search_mode=auto",
+        "explicit=",
+    ],
     "02_ingestion.ipynb": ["3 file(s) ingested, 1 failed", "broken.pdf", "| Petrel", "image/png"],
     "03_iterative_and_agentic.ipynb": [
         "== fixed_step",
@@ -29,7 +34,8 @@ SHOWS = {
         "== auto",
         "== hipporag",
         "graph seeds:",
-        "ircot + graph search:",
+        "graph search (search_mode=auto: collection 'demo' has an entity graph)",  # ingest built it
+        "ircot, search_mode=hybrid:",
     ],
     "04_self_reflective.ipynb": ["== self_rag", "== crag"],
     "05_query_transformation.ipynb": [
