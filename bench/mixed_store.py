@@ -29,7 +29,7 @@ by supporting-passage R@2 / R@5 for hybrid (k=5) and graph search.
 
 Run (the store is ``.rag-graphs/mixed.db``; rows go to ``bench/results/mixed_store.json``):
     .venv/bin/python bench/mixed_store.py                 # grow the store, time, score
-    .venv/bin/python bench/mixed_store.py --plot-only     # redraw bench/results/graph_growth.png
+    .venv/bin/python bench/mixed_store.py --plot-only     # redraw the plot, print the tables
 A re-run on a grown store skips the steps already stored (their rows are kept) and measures
 what is left; ``--fresh`` drops the collection first.
 """
@@ -57,6 +57,15 @@ RESULTS = ROOT / "bench" / "results"
 DATASETS = ["hotpotqa", "musique", "2wikimultihopqa", "2wikimultihopqa_hippocorpus"]
 STEPS = [1000, 3000, 10000]
 COLLECTION = "mixed_eval"
+OWN_CHECK = {  # own-corpus store, check half, this graph setting: (hybrid R@2, R@5), (graph R@2, R@5)
+    # BENCHMARKS.md "### Round 2" (bench/graph_tune.py, keep_first=1, keep_in_top=2, fuse_with=hybrid)
+    "musique": ((40.1, 52.4), (49.8, 68.2)),
+    "2wikimultihopqa_hippocorpus": ((57.4, 68.6), (70.0, 88.0)),
+    "hotpotqa": ((60.6, 77.8), (63.8, 86.2)),
+    # bench/graph_retrieval.py --datasets 2wikimultihopqa --split check --modes hybrid graph
+    #   --set keep_first=1 --set keep_in_top=2 --set fuse_mode=hybrid (its own store, 2026-11-24)
+    "2wikimultihopqa": ((61.6, 72.8), (70.5, 90.2)),
+}
 BATCH = 256
 
 
@@ -176,6 +185,60 @@ def plot(rows: list[dict], path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
+def tables(saved: dict) -> str:
+    """The markdown tables of BENCHMARKS.md from the saved rows."""
+    lines = [
+        "| passages | entities | embed (s) | insert (s) | graph build (s) | build / embed (cumulative) "
+        "| this step: extract / entity rows / chunk writes / repair+flush (s) "
+        "| p50 / p90 dense | p50 / p90 hybrid | p50 / p90 graph | load avg |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in saved["steps"]:
+        c, parts, lat = r["cumulative"], r["build_parts"], r["latency"]
+        split_parts = " / ".join(
+            f"{parts[k]:.0f}" for k in ("extract", "entity_rows", "chunk_writes", "repair_and_flush")
+        )
+        cells = " | ".join(
+            f"{lat[m]['p50']:.0f} / {lat[m]['p90']:.0f} ms" for m in ("dense", "hybrid", "graph")
+        )
+        lines.append(
+            f"| {r['passages']:,} | {r['entities']:,} | {c['embed']:.0f} | {c['insert']:.0f} "
+            f"| {c['build']:.0f} "
+            f"| {r['build_over_embed']:.2f}x | {split_parts} | {cells} | {r['load_start']}-{r['load_end']} |"
+        )
+    lines += [
+        "",
+        "| passages | " + " | ".join(saved["steps"][-1]["latency"]["graph_laps_p50"]) + " | nodes walked |",
+    ]
+    lines.append("|---|" + "---|" * (len(saved["steps"][-1]["latency"]["graph_laps_p50"]) + 1))
+    for r in saved["steps"]:
+        laps = r["latency"]["graph_laps_p50"]
+        lines.append(
+            f"| {r['passages']:,} | "
+            + " | ".join(f"{v:.1f}" for v in laps.values())
+            + f" | {r['latency']['graph_nodes_p50']:.0f} |"
+        )
+    if "recall_check" in saved:
+        lines += [
+            "",
+            "| check half | questions | hybrid own R@2 / R@5 | hybrid mixed | cost | graph own R@2 / R@5 "
+            "| graph mixed | cost | p50 hybrid / graph (mixed) |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
+        for name, row in saved["recall_check"].items():
+            own = OWN_CHECK[name]
+            cells = []
+            for i, mode in enumerate(("hybrid", "graph")):
+                mixed = (row[mode]["R@2"], row[mode]["R@5"])
+                cost = " / ".join(f"{o - m:+.1f}" for o, m in zip(own[i], mixed, strict=True))
+                cells += [f"{own[i][0]:.1f} / {own[i][1]:.1f}", f"{mixed[0]:.1f} / {mixed[1]:.1f}", cost]
+            lines.append(
+                f"| {name} | {row['questions']} | {' | '.join(cells)} "
+                f"| {row['hybrid']['p50']:.0f} / {row['graph']['p50']:.0f} ms |"
+            )
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -196,6 +259,7 @@ def main() -> None:
     saved = json.loads(out_path.read_text()) if out_path.exists() else {}
     if args.plot_only:
         plot(saved["steps"], RESULTS / "graph_growth.png")
+        print(tables(saved))
         return
 
     from rag_graphs.config.context import RagContext
@@ -318,6 +382,7 @@ def main() -> None:
     }
     out_path.write_text(json.dumps(saved, indent=2))
     plot(rows, RESULTS / "graph_growth.png")
+    print(tables(saved))
 
 
 if __name__ == "__main__":
