@@ -131,8 +131,9 @@ def latency(index, questions: list[str], options: dict, warmup: list[str]) -> di
     return out
 
 
-def score(index, examples, alias: dict[str, str], options: dict) -> dict:
-    """R@2 / R@5 (%) of hybrid (k=5) and graph search over ``examples``, gold ids mapped to stored ids."""
+def score(index, examples, alias: dict[str, str], options: dict, own: set[str] | None = None) -> dict:
+    """R@2 / R@5 (%) of hybrid (k=5) and graph search over ``examples``, gold ids mapped to stored ids;
+    with ``own`` (the stored ids of the questions' corpus), the share of top-5 hits from other corpora."""
     from rag_graphs.ingestion.graph.ppr import graph_search
 
     runs = {
@@ -141,7 +142,7 @@ def score(index, examples, alias: dict[str, str], options: dict) -> dict:
     }
     out = {}
     for name, run in runs.items():
-        r2, r5, ms = [], [], []
+        r2, r5, ms, foreign = [], [], [], []
         for example in examples:
             gold = tuple(dict.fromkeys(alias.get(g, g) for g in example.supporting_ids))
             start = time.perf_counter()
@@ -149,10 +150,13 @@ def score(index, examples, alias: dict[str, str], options: dict) -> dict:
             ms.append((time.perf_counter() - start) * 1000)
             r2.append(recall(ranked, gold, 2))
             r5.append(recall(ranked, gold, 5))
+            if own is not None:
+                foreign.append(sum(cid not in own for cid in ranked[:5]) / max(len(ranked[:5]), 1))
         out[name] = {
             "R@2": 100 * statistics.mean(r2),
             "R@5": 100 * statistics.mean(r5),
             "p50": statistics.median(ms),
+            **({"foreign_top5": 100 * statistics.mean(foreign)} if foreign else {}),
             "per_question": {e.id: [a, b] for e, a, b in zip(examples, r2, r5, strict=True)},
         }
     return out
@@ -253,8 +257,8 @@ def tables(saved: dict) -> str:
         lines += [
             "",
             "| check half | questions | hybrid own R@2 / R@5 | hybrid mixed | cost | graph own R@2 / R@5 "
-            "| graph mixed | cost | p50 hybrid / graph (mixed) |",
-            "|---|---|---|---|---|---|---|---|---|",
+            "| graph mixed | cost | p50 hybrid / graph (mixed) | other corpora in top 5, hybrid / graph |",
+            "|---|---|---|---|---|---|---|---|---|---|",
         ]
         for name, row in saved["recall_check"].items():
             own = OWN_CHECK[name]
@@ -265,7 +269,12 @@ def tables(saved: dict) -> str:
                 cells += [f"{own[i][0]:.1f} / {own[i][1]:.1f}", f"{mixed[0]:.1f} / {mixed[1]:.1f}", cost]
             lines.append(
                 f"| {name} | {row['questions']} | {' | '.join(cells)} "
-                f"| {row['hybrid']['p50']:.0f} / {row['graph']['p50']:.0f} ms |"
+                f"| {row['hybrid']['p50']:.0f} / {row['graph']['p50']:.0f} ms "
+                + (
+                    f"| {row['hybrid']['foreign_top5']:.1f}% / {row['graph']['foreign_top5']:.1f}% |"
+                    if "foreign_top5" in row["hybrid"]
+                    else "| - |"
+                )
             )
     return "\n".join(lines)
 
@@ -397,7 +406,8 @@ def main() -> None:
         recall_rows = {}
         for name, dataset in datasets.items():
             examples = split(dataset.examples, "check")[: args.questions]
-            scores = score(index, examples, alias, options)
+            own = {alias[p["id"]] for p in dataset.passages()}
+            scores = score(index, examples, alias, options, own)
             recall_rows[name] = {
                 "questions": len(examples),
                 **{m: {k: v for k, v in s.items() if k != "per_question"} for m, s in scores.items()},
