@@ -142,7 +142,7 @@ def score(index, examples, alias: dict[str, str], options: dict, own: set[str] |
     }
     out = {}
     for name, run in runs.items():
-        r2, r5, ms, foreign = [], [], [], []
+        r2, r5, ms, foreign, by_corpus = [], [], [], [], {}
         for example in examples:
             gold = tuple(dict.fromkeys(alias.get(g, g) for g in example.supporting_ids))
             start = time.perf_counter()
@@ -152,11 +152,16 @@ def score(index, examples, alias: dict[str, str], options: dict, own: set[str] |
             r5.append(recall(ranked, gold, 5))
             if own is not None:
                 foreign.append(sum(cid not in own for cid in ranked[:5]) / max(len(ranked[:5]), 1))
+                for cid in ranked[:5]:
+                    if cid not in own:  # the id prefix names the corpus (hotpot-, musique-, 2wiki-, 2wikiH-)
+                        prefix = cid.split("-")[0]
+                        by_corpus[prefix] = by_corpus.get(prefix, 0) + 1
         out[name] = {
             "R@2": 100 * statistics.mean(r2),
             "R@5": 100 * statistics.mean(r5),
             "p50": statistics.median(ms),
             **({"foreign_top5": 100 * statistics.mean(foreign)} if foreign else {}),
+            **({"foreign_hits_by_corpus": by_corpus} if foreign else {}),
             "per_question": {e.id: [a, b] for e, a, b in zip(examples, r2, r5, strict=True)},
         }
     return out
@@ -289,6 +294,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, nargs="+", default=STEPS, help="store sizes before 'all'")
     parser.add_argument("--fresh", action="store_true", help="drop the mixed collection first")
     parser.add_argument("--no-recall", action="store_true", help="skip the check-half recall")
+    parser.add_argument("--score", nargs="+", default=None, help="score only these datasets (default: all)")
     parser.add_argument(
         "--clean-copy", action="store_true", help="also time search on a never-upserted copy of the store"
     )
@@ -403,8 +409,10 @@ def main() -> None:
         out_path.write_text(json.dumps(saved, indent=2))
 
     if not args.no_recall:
-        recall_rows = {}
+        recall_rows = saved.get("recall_check", {})
         for name, dataset in datasets.items():
+            if args.score and name not in args.score:
+                continue
             examples = split(dataset.examples, "check")[: args.questions]
             own = {alias[p["id"]] for p in dataset.passages()}
             scores = score(index, examples, alias, options, own)
