@@ -31,7 +31,8 @@ Run (the store is ``.rag-graphs/mixed.db``; rows go to ``bench/results/mixed_sto
     .venv/bin/python bench/mixed_store.py                 # grow the store, time, score
     .venv/bin/python bench/mixed_store.py --plot-only     # redraw the plot, print the tables
 A re-run on a grown store skips the steps already stored (their rows are kept) and measures
-what is left; ``--fresh`` drops the collection first.
+what is left (and scores again; ``--score D ...`` only those datasets); ``--fresh`` drops the
+collection first; ``--clean-copy`` also times dense and hybrid search on a never-upserted copy.
 """
 
 from __future__ import annotations
