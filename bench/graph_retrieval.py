@@ -279,7 +279,9 @@ def main() -> None:
             f"{s['R@2']:.1f} / {s['R@5']:.1f} / {s['ms']:.0f} ms"
             for s in (entry["scores"][m] for m in args.modes)
         ]
-        published = " / ".join(f"{PUBLISHED[r][name]:.1f}" for r in PUBLISHED)
+        published = " / ".join(
+            f"{PUBLISHED[r][name]:.1f}" if name in PUBLISHED[r] else "-" for r in PUBLISHED
+        )
         r5, r2 = wins_losses(entry["scores"], at=1), wins_losses(entry["scores"], at=0)
         print(
             f"| {name} | {args.split} | {entry['questions']} | {' | '.join(cells)} "
