@@ -143,3 +143,33 @@ def test_the_default_walk_finds_hop_two_and_keeps_a_one_hop_questions_best_hit_f
     assert walked.index("brandt.md") < walked.index("kestrel.md")  # the walk has the entity
     one_hop = "Which boats leave the harbour of Osterby daily?"
     assert names(graph_ctx, one_hop)[0] == names(hybrid_ctx, one_hop)[0] == "osterby.md"
+
+
+@pytest.mark.parametrize("flag", ["--graph", "--no-graph"])
+def test_the_ingest_command_builds_the_graph_unless_told_not_to(tmp_path, flag):
+    """``rag-graphs ingest`` (embedded MiniLM, as users run it) builds the entity graph by
+    default and says so; ``--no-graph`` stores the chunks alone and says that."""
+    from typer.testing import CliRunner
+
+    from rag_graphs import cli
+    from rag_graphs.ingestion import ChunkIndex, load_embeddings
+
+    store = str(tmp_path / "cli.db")
+    args = [
+        "ingest",
+        str(_docs(tmp_path / "docs")),
+        "--store",
+        store,
+        "--collection",
+        "docs",
+        "--timeout",
+        "0",
+    ]
+    result = CliRunner().invoke(cli.app, [*args, flag])
+    assert result.exit_code == 0, result.output
+    output = " ".join(result.output.split())  # rich wraps long lines
+    index = ChunkIndex(uri=store, collection="docs", embeddings=load_embeddings("embedded"))
+    if flag == "--graph":
+        assert "entity graph: built (spaCy NER" in output and has_graph(index)
+    else:
+        assert "entity graph: none (--no-graph" in output and not has_graph(index)
