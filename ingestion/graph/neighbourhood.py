@@ -48,11 +48,21 @@ def cosines(index: ChunkIndex, ids: list[str], query_vector) -> np.ndarray:
 
 
 def question_facts(
-    index: ChunkIndex, pending, expr: str | None, matched: dict[str, dict], weight: float
+    index: ChunkIndex,
+    pending,
+    expr: str | None,
+    matched: dict[str, dict],
+    weight: float,
+    *,
+    hub_chunks: int | None = None,
+    relative: bool = False,
 ) -> tuple[list[Fact], list[tuple[Document, float]]]:
     """The question's facts whose chunks the caller may read, each naming its entities; those
-    entities added to ``matched`` as seeds (similarity: ``weight`` x the best fact's, kept if a
-    name matched better); and the facts' chunks (with all their entity keys) for the neighbourhood."""
+    entities added to ``matched`` as seeds (similarity: ``weight`` x the best fact's, min-max
+    normalised over the facts when ``relative``, kept if a name matched better), except hubs
+    (in more than ``hub_chunks`` chunks: a seed's chunks all join the neighbourhood, and a hub's
+    would crowd out the second hop); and the facts' chunks (with all their entity keys) for the
+    neighbourhood."""
     if pending is None:
         return [], []
     facts = to_facts(pending.result())
@@ -60,8 +70,10 @@ def question_facts(
     rows = chunk_rows(index, ids, expr, [PRIMARY_FIELD, ENTITIES_FIELD])
     keys = {cid: list(rows[cid].get(ENTITIES_FIELD) or []) for cid in ids if cid in rows}
     facts = link_facts(facts, keys)
-    strengths = fact_seed_weights(facts)
+    strengths = fact_seed_weights(facts, relative=relative)
     for key, row in entity_rows(index, list(strengths), ENTITY_FIELDS).items():
+        if hub_chunks is not None and int(row.get(COUNT_FIELD) or 0) > hub_chunks:
+            continue
         similarity = weight * strengths[key]
         if similarity > matched.get(key, {}).get("similarity", 0.0):
             matched[key] = {**row, "similarity": similarity}
