@@ -267,11 +267,12 @@ def graph_search(
     edges, hubs = fetch_neighbourhood(
         index,
         seeds,
-        dense_hits + (fuse_hits or []) + fact_parents,
+        dense_hits + (fuse_hits or []),
         expr=expr,
         size=neighbourhood,
         expand=expand,
         hub_chunks=hub_chunks,
+        after=fact_parents,
     )
     lap("neighbourhood")
 
