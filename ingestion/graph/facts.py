@@ -109,7 +109,8 @@ def fact_seed_weights(facts: list[Fact], *, floor: float = 0.0, relative: bool =
     facts seed nothing however high their raw cosine (one embedder's unrelated sentences
     still score ~0.4).
 
-    >>> facts = [Fact("a", "p", "", 0.8, ["x"]), Fact("b", "p", "", 0.6, ["y"]), Fact("c", "p", "", 0.7, ["z"])]
+    >>> facts = [Fact("a", "p", "", 0.8, ["x"]), Fact("b", "p", "", 0.6, ["y"])]
+    >>> facts.append(Fact("c", "p", "", 0.7, ["z"]))
     >>> {k: round(v, 2) for k, v in fact_seed_weights(facts, relative=True).items()}
     {'x': 1.0, 'z': 0.5}
     """
