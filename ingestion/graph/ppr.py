@@ -130,6 +130,7 @@ def graph_search(
     fact_weight: float = 1.0,
     fact_node_weight: float = 0.0,
     fact_relative: bool = False,
+    fact_below: int = 0,
     hybrid_weight: float = 0.0,
     fuse_k: int = 60,
     fuse_hits: list[tuple[Document, float]] | None = None,
@@ -179,6 +180,8 @@ def graph_search(
             facts before it seeds (the closest 1, the least close 0: HippoRAG 2's normalised
             fact scores); False: its raw cosine. Hub entities (``hub_chunks``) are never
             seeded through a fact.
+        fact_below: facts only for a question with fewer than this many seeds by name and by
+            meaning (a question that names its entities is seeded by them alone); 0: always.
         hybrid_weight: never-lose fusion: the final ranking is weighted reciprocal rank fusion
             of the walk's ranking (weight 1) and the first dense/hybrid ranking (this weight);
             0 keeps the walk's ranking (with ``blend``).
@@ -251,6 +254,9 @@ def graph_search(
     )
     for key, row in nearest.items():
         matched.setdefault(key, row)
+    if fact_below > 0 and len(matched) >= fact_below and fact_search is not None:
+        fact_search.cancel()
+        fact_search = None
     facts, fact_parents = question_facts(
         index, fact_search, expr, matched, fact_weight, hub_chunks=hub_chunks, relative=fact_relative
     )

@@ -270,3 +270,13 @@ def test_fact_relative_and_hub_entities_in_graph_search(corpus):
     # Korvik is in three chunks (p1, p2, d4): with hub_chunks=2 a hub, never seeded through a fact
     hub = graph_search(corpus, TWO_HOP, k=6, hub_chunks=2, **knobs)
     assert "Korvik" not in {name for name, _ in hub.seeds}
+
+
+def test_fact_below_skips_facts_for_a_question_that_names_its_entities(corpus):
+    hybrid = corpus.search(TWO_HOP, k=6, mode="hybrid")
+    knobs = {"extractor": None, "fact_k": 3, "dense_hits": hybrid}
+    # the question names Ilsa Brandt (one seed by n-gram): facts only below one named seed: none
+    skipped = graph_search(corpus, TWO_HOP, k=6, fact_below=1, **knobs)
+    assert skipped.facts == 0 and "Korvik" not in {name for name, _ in skipped.seeds}
+    kept = graph_search(corpus, TWO_HOP, k=6, fact_below=2, **knobs)
+    assert kept.facts == 3 and "Korvik" in {name for name, _ in kept.seeds}
