@@ -280,3 +280,19 @@ def test_fact_below_skips_facts_for_a_question_that_names_its_entities(corpus):
     assert skipped.facts == 0 and "Korvik" not in {name for name, _ in skipped.seeds}
     kept = graph_search(corpus, TWO_HOP, k=6, fact_below=2, **knobs)
     assert kept.facts == 3 and "Korvik" in {name for name, _ in kept.seeds}
+
+
+def test_a_seed_only_a_fact_reached_brings_its_chunks_through_the_second_hop(corpus):
+    from rag_graphs.ingestion.graph.build import entity_rows
+    from rag_graphs.ingestion.graph.linking import ENTITY_FIELDS
+    from rag_graphs.ingestion.graph.neighbourhood import FACT_SEED, fetch_neighbourhood
+
+    row = entity_rows(corpus, ["korvik"], ENTITY_FIELDS)["korvik"]
+    shape = {"expr": None, "size": 10, "hub_chunks": 100}
+    named, _ = fetch_neighbourhood(corpus, {"korvik": row}, [], expand=False, **shape)
+    assert set(named) == {"p1", "p2", "d4"}  # a named seed's chunks are read first
+    fact = {"korvik": {**row, FACT_SEED: True}}
+    assert fetch_neighbourhood(corpus, fact, [], expand=False, **shape)[0] == {}
+    hit = corpus.search(TWO_HOP, k=1, mode="dense")  # p1, which holds Korvik
+    reached, _ = fetch_neighbourhood(corpus, fact, hit, expand=True, **shape)
+    assert {"p1", "p2", "d4"} <= set(reached)  # through the second hop
