@@ -85,7 +85,7 @@ def memoise_store_reads() -> None:
         ppr.fetch_neighbourhood,
         lambda index, seeds, hits, **kw: (tuple(seeds), tuple(str(d.id) for d, _ in hits), _key(kw)),
     )
-    ppr._cosines = memo(ppr._cosines, lambda index, ids, vector: (tuple(ids), _key(vector)))
+    ppr.cosines = memo(ppr.cosines, lambda index, ids, vector: (tuple(ids), _key(vector)))
     extractor = ppr.question_extractor()
     if extractor is not None:
         cached = memo(extractor, lambda texts: tuple(texts))

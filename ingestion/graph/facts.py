@@ -100,12 +100,27 @@ def link_facts(facts: list[Fact], parent_keys: dict[str, list[str]]) -> list[Fac
     return kept
 
 
-def fact_seed_weights(facts: list[Fact], *, floor: float = 0.0) -> dict[str, float]:
+def fact_seed_weights(facts: list[Fact], *, floor: float = 0.0, relative: bool = False) -> dict[str, float]:
     """Entity key -> its best fact similarity above ``floor`` (a name in several matching facts
-    counts by its best one, so a long list of weak facts cannot outvote one close fact)."""
+    counts by its best one, so a long list of weak facts cannot outvote one close fact).
+
+    ``relative``: similarities min-max normalised over ``facts`` first (HippoRAG 2 normalises its
+    query-to-fact scores): the closest fact counts 1, the least close 0, so a question's weak
+    facts seed nothing however high their raw cosine (one embedder's unrelated sentences
+    still score ~0.4).
+
+    >>> facts = [Fact("a", "p", "", 0.8, ["x"]), Fact("b", "p", "", 0.6, ["y"])]
+    >>> facts.append(Fact("c", "p", "", 0.7, ["z"]))
+    >>> {k: round(v, 2) for k, v in fact_seed_weights(facts, relative=True).items()}
+    {'x': 1.0, 'z': 0.5}
+    """
+    similarity = [fact.similarity for fact in facts]
+    low, high = (min(similarity), max(similarity)) if similarity else (0.0, 0.0)
     weights: dict[str, float] = {}
-    for fact in facts:
-        strength = fact.similarity - floor
+    for fact, value in zip(facts, similarity, strict=True):
+        if relative:
+            value = (value - low) / (high - low) if high > low else 1.0
+        strength = value - floor
         if strength <= 0:
             continue
         for key in fact.entities:

@@ -20,6 +20,9 @@ from rag_graphs.ingestion.store.filters import all_of
 from rag_graphs.ingestion.store.index import ChunkIndex
 
 _LOOKUP_BATCH = 512
+FACT_SEED = "via_fact"
+"""Marks a seed only a fact reached: it restarts the walk, but its chunks join the neighbourhood
+through the second hop (where ``size`` may cut them), not before it like a named seed's."""
 
 
 def chunk_rows(index: ChunkIndex, ids: list[str], expr: str | None, fields: list[str]) -> dict[str, dict]:
@@ -48,11 +51,21 @@ def cosines(index: ChunkIndex, ids: list[str], query_vector) -> np.ndarray:
 
 
 def question_facts(
-    index: ChunkIndex, pending, expr: str | None, matched: dict[str, dict], weight: float
+    index: ChunkIndex,
+    pending,
+    expr: str | None,
+    matched: dict[str, dict],
+    weight: float,
+    *,
+    hub_chunks: int | None = None,
+    relative: bool = False,
 ) -> tuple[list[Fact], list[tuple[Document, float]]]:
     """The question's facts whose chunks the caller may read, each naming its entities; those
-    entities added to ``matched`` as seeds (similarity: ``weight`` x the best fact's, kept if a
-    name matched better); and the facts' chunks (with all their entity keys) for the neighbourhood."""
+    entities added to ``matched`` as seeds (similarity: ``weight`` x the best fact's, min-max
+    normalised over the facts when ``relative``, kept if a name matched better), except hubs
+    (in more than ``hub_chunks`` chunks: a seed's chunks all join the neighbourhood, and a hub's
+    would crowd out the second hop); and the facts' chunks (with all their entity keys) for the
+    neighbourhood."""
     if pending is None:
         return [], []
     facts = to_facts(pending.result())
@@ -60,11 +73,15 @@ def question_facts(
     rows = chunk_rows(index, ids, expr, [PRIMARY_FIELD, ENTITIES_FIELD])
     keys = {cid: list(rows[cid].get(ENTITIES_FIELD) or []) for cid in ids if cid in rows}
     facts = link_facts(facts, keys)
-    strengths = fact_seed_weights(facts)
+    strengths = fact_seed_weights(facts, relative=relative)
     for key, row in entity_rows(index, list(strengths), ENTITY_FIELDS).items():
+        if hub_chunks is not None and int(row.get(COUNT_FIELD) or 0) > hub_chunks:
+            continue
         similarity = weight * strengths[key]
-        if similarity > matched.get(key, {}).get("similarity", 0.0):
-            matched[key] = {**row, "similarity": similarity}
+        if key not in matched:
+            matched[key] = {**row, "similarity": similarity, FACT_SEED: True}
+        elif similarity > matched[key].get("similarity", 0.0):
+            matched[key] = {**matched[key], "similarity": similarity}
     parents = [
         (Document(id=cid, page_content="", metadata={ENTITIES_FIELD: ks}), 0.0) for cid, ks in keys.items()
     ]
@@ -80,20 +97,27 @@ def fetch_neighbourhood(
     size: int,
     expand: bool,
     hub_chunks: int,
+    after: list[tuple[Document, float]] | None = None,
 ) -> tuple[dict[str, list[str]], set[str]]:
     """The chunks to walk (chunk id -> its entity keys) and the hub entities to leave out.
 
     Read from the store by key, never by scanning: the seeds' chunks and the
     dense hits (with all their entities), then (``expand``) the chunks that
     share a non-hub entity with those (with the shared entities). Every chunk
-    is read through ``expr``; at most ``size`` chunks.
+    is read through ``expr``; at most ``size`` chunks. ``after`` (the question's facts' chunks,
+    with their entities) join after the seeds' chunks, so that their entities come after the
+    seeds' chunks' in the second hop, which ``size`` may cut short.
     """
     edges = {str(d.id): list(d.metadata.get(ENTITIES_FIELD) or []) for d, _ in dense_hits}
-    first = [c for row in seeds.values() for c in (row.get(CHUNKS_FIELD) or []) if c not in edges]
+    named = {key: row for key, row in seeds.items() if not row.get(FACT_SEED)}
+    first = [c for row in named.values() for c in (row.get(CHUNKS_FIELD) or []) if c not in edges]
     first = list(dict.fromkeys(first))[: max(size - len(edges), 0)]
     for cid, row in chunk_rows(index, first, expr, [PRIMARY_FIELD, ENTITIES_FIELD]).items():
         edges[cid] = list(row.get(ENTITIES_FIELD) or [])
-    frontier = list(dict.fromkeys(e for ents in edges.values() for e in ents if e not in seeds))
+    for doc, _ in after or []:
+        if str(doc.id) not in edges and len(edges) < size:
+            edges[str(doc.id)] = list(doc.metadata.get(ENTITIES_FIELD) or [])
+    frontier = list(dict.fromkeys(e for ents in edges.values() for e in ents if e not in named))
     info = entity_rows(index, frontier, [CHUNKS_FIELD, COUNT_FIELD]) if frontier else {}
     hubs = {key for key, row in info.items() if int(row.get(COUNT_FIELD) or 0) > hub_chunks}
     if expand and len(edges) < size:

@@ -129,6 +129,8 @@ def graph_search(
     fact_k: int = 0,
     fact_weight: float = 1.0,
     fact_node_weight: float = 0.0,
+    fact_relative: bool = False,
+    fact_below: int = 0,
     hybrid_weight: float = 0.0,
     fuse_k: int = 60,
     fuse_hits: list[tuple[Document, float]] | None = None,
@@ -174,6 +176,12 @@ def graph_search(
             its restart weight is then divided by its chunk count like any seed's.
         fact_node_weight: restart weight of the fact nodes themselves (by similarity),
             relative to the seeds' total (0: they only carry the walk).
+        fact_relative: a fact's similarity min-max normalised over the question's ``fact_k``
+            facts before it seeds (the closest 1, the least close 0: HippoRAG 2's normalised
+            fact scores); False: its raw cosine. Hub entities (``hub_chunks``) are never
+            seeded through a fact.
+        fact_below: facts only for a question with fewer than this many seeds by name and by
+            meaning (a question that names its entities is seeded by them alone); 0: always.
         hybrid_weight: never-lose fusion: the final ranking is weighted reciprocal rank fusion
             of the walk's ranking (weight 1) and the first dense/hybrid ranking (this weight);
             0 keeps the walk's ranking (with ``blend``).
@@ -246,7 +254,12 @@ def graph_search(
     )
     for key, row in nearest.items():
         matched.setdefault(key, row)
-    facts, fact_parents = question_facts(index, fact_search, expr, matched, fact_weight)
+    if fact_below > 0 and len(matched) >= fact_below and fact_search is not None:
+        fact_search.cancel()
+        fact_search = None
+    facts, fact_parents = question_facts(
+        index, fact_search, expr, matched, fact_weight, hub_chunks=hub_chunks, relative=fact_relative
+    )
     seeds = dict(sorted(matched.items(), key=lambda kv: -kv[1]["similarity"])[:max_seeds])
     lap("link")
     dense_hits = list(pending.result() if pending is not None else dense_hits or [])
@@ -260,11 +273,12 @@ def graph_search(
     edges, hubs = fetch_neighbourhood(
         index,
         seeds,
-        dense_hits + (fuse_hits or []) + fact_parents,
+        dense_hits + (fuse_hits or []),
         expr=expr,
         size=neighbourhood,
         expand=expand,
         hub_chunks=hub_chunks,
+        after=fact_parents,
     )
     lap("neighbourhood")
 

@@ -245,3 +245,54 @@ def test_keep_in_top_on_the_built_corpus(corpus):
     knobs = {"extractor": None, "fact_k": 3, "fuse_hits": hybrid, "keep_first": 1}
     found = graph_search(corpus, ONE_HOP, k=3, dense_hits=hybrid, keep_in_top=3, **knobs)
     assert ids(found.hits)[0] == "d2" and set(ids(hybrid)[:3]) == set(ids(found.hits))
+
+
+def test_relative_fact_scores_seed_only_the_closer_facts():
+    facts = [
+        Fact("a", "p", "", 0.8, ["x"]),
+        Fact("b", "p", "", 0.6, ["y"]),
+        Fact("c", "p", "", 0.7, ["z", "x"]),
+    ]
+    assert fact_seed_weights(facts) == {"x": 0.8, "y": 0.6, "z": 0.7}  # raw cosines
+    relative = fact_seed_weights(facts, relative=True)
+    assert relative == {"x": pytest.approx(1.0), "z": pytest.approx(0.5)}  # the least close seeds nothing
+    assert fact_seed_weights(facts[:1], relative=True) == {"x": 1.0}  # one fact: it counts fully
+
+
+def test_fact_relative_and_hub_entities_in_graph_search(corpus):
+    hybrid = corpus.search(TWO_HOP, k=6, mode="hybrid")
+    knobs = {"extractor": None, "fact_k": 3, "dense_hits": hybrid}
+    raw = graph_search(corpus, TWO_HOP, k=6, **knobs)
+    relative = graph_search(corpus, TWO_HOP, k=6, fact_relative=True, **knobs)
+    raw_seeds = {name for name, _ in raw.seeds}
+    assert "Korvik" in raw_seeds and "Korvik" in {name for name, _ in relative.seeds}  # the closest fact's
+    assert {name for name, _ in relative.seeds} <= raw_seeds
+    # Korvik is in three chunks (p1, p2, d4): with hub_chunks=2 a hub, never seeded through a fact
+    hub = graph_search(corpus, TWO_HOP, k=6, hub_chunks=2, **knobs)
+    assert "Korvik" not in {name for name, _ in hub.seeds}
+
+
+def test_fact_below_skips_facts_for_a_question_that_names_its_entities(corpus):
+    hybrid = corpus.search(TWO_HOP, k=6, mode="hybrid")
+    knobs = {"extractor": None, "fact_k": 3, "dense_hits": hybrid}
+    # the question names Ilsa Brandt (one seed by n-gram): facts only below one named seed: none
+    skipped = graph_search(corpus, TWO_HOP, k=6, fact_below=1, **knobs)
+    assert skipped.facts == 0 and "Korvik" not in {name for name, _ in skipped.seeds}
+    kept = graph_search(corpus, TWO_HOP, k=6, fact_below=2, **knobs)
+    assert kept.facts == 3 and "Korvik" in {name for name, _ in kept.seeds}
+
+
+def test_a_seed_only_a_fact_reached_brings_its_chunks_through_the_second_hop(corpus):
+    from rag_graphs.ingestion.graph.build import entity_rows
+    from rag_graphs.ingestion.graph.linking import ENTITY_FIELDS
+    from rag_graphs.ingestion.graph.neighbourhood import FACT_SEED, fetch_neighbourhood
+
+    row = entity_rows(corpus, ["korvik"], ENTITY_FIELDS)["korvik"]
+    shape = {"expr": None, "size": 10, "hub_chunks": 100}
+    named, _ = fetch_neighbourhood(corpus, {"korvik": row}, [], expand=False, **shape)
+    assert set(named) == {"p1", "p2", "d4"}  # a named seed's chunks are read first
+    fact = {"korvik": {**row, FACT_SEED: True}}
+    assert fetch_neighbourhood(corpus, fact, [], expand=False, **shape)[0] == {}
+    hit = corpus.search(TWO_HOP, k=1, mode="dense")  # p1, which holds Korvik
+    reached, _ = fetch_neighbourhood(corpus, fact, hit, expand=True, **shape)
+    assert {"p1", "p2", "d4"} <= set(reached)  # through the second hop
