@@ -302,6 +302,17 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=None, help="store at most N passages (a smoke test)")
     parser.add_argument("--questions", type=int, default=None, help="first N check questions per dataset")
     parser.add_argument("--plot-only", action="store_true")
+    parser.add_argument(
+        "--latency-only",
+        action="store_true",
+        help="re-time warm search on the store as it is (no build, no recall, nothing saved), e.g. on a "
+        "quiet machine",
+    )
+    parser.add_argument(
+        "--unprotected",
+        action="store_true",
+        help="with --latency-only: graph search without hybrid's protected top (keep_first=0, keep_in_top=0)",
+    )
     parser.add_argument("--out", default=str(RESULTS / "mixed_store.json"))
     args = parser.parse_args()
 
@@ -321,7 +332,8 @@ def main() -> None:
     from rag_graphs.ingestion.graph.entities import load_extractor
     from rag_graphs.search.retrieval import graph_options
 
-    options = graph_options(RagContext(graph_keep_first=1, graph_keep_in_top=2))
+    keep = (0, 0) if args.unprotected else (1, 2)
+    options = graph_options(RagContext(graph_keep_first=keep[0], graph_keep_in_top=keep[1]))
     print(f"graph_search options: {options}", flush=True)
     datasets = {name: load_dataset(EVAL / name) for name in DATASETS}
     order, alias, counts = mixed_passages(datasets, args.seed)
@@ -344,6 +356,11 @@ def main() -> None:
     embeddings.embed_documents(["warm up"])  # model loads are not part of any timing
     extractor(["Warm up in Paris with Marie Curie."])
     index = open_index(args.store, COLLECTION, embeddings)
+    if args.latency_only:
+        before = load_average()
+        timed = latency(index, sample, options, warmup)
+        print(json.dumps({"passages": index.count(), "load": [before, load_average()], **timed}, indent=1))
+        return
     if args.fresh and index.client.has_collection(COLLECTION):
         for coll in (COLLECTION, entity_collection(COLLECTION)):
             if index.client.has_collection(coll):
