@@ -283,8 +283,9 @@ def act(state: ReactState, ctx: RagContext) -> Body[dict]:
             messages.append(HumanMessage(f"Observation: {observation}"))
         scratchpad.append(f"Observation: {observation}")
         ids = [str(d.id) for d in passages]
-        text = f"{why}\n{observation}" if why and kind == "retrieve" else observation
-        why = why if kind != "retrieve" else ""
+        text = observation
+        if why and kind == "retrieve":  # the first search's step names which search ran
+            text, why = f"{why}\n{observation}", ""
         steps.append(step(kind, query=request["input"], text=text[:500], doc_ids=ids))
     update: dict = {"messages": messages, "scratchpad": scratchpad, "tool_calls": [], "shown": numbering}
     if kept is None:

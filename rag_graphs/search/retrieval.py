@@ -93,18 +93,17 @@ class ChunkRetriever(BaseRetriever):
             )[0]
         from rag_graphs.ingestion.graph.ppr import graph_search
 
-        knobs = dict(self.graph)
-        if knobs.get("keep_in_top", 0) >= self.k:  # the walk keeps at least one place of the k
-            knobs["keep_in_top"] = self.k - 1
         with missing_collection_named(self.index):
-            found = graph_search(self.index, query, k=self.k, expr=self.expr, **knobs)
+            found = graph_search(self.index, query, k=self.k, expr=self.expr, **self.graph)
         seeds = [name for name, _ in found.seeds]
         run_manager.on_text(found.describe())
         return [_scored(doc, score, graph_seeds=seeds) for doc, score in found.hits]
 
 
-def graph_options(ctx: RagContext) -> dict[str, Any]:
-    """The context's graph-search knobs, as ``rag_graphs.ingestion.graph.ppr.graph_search`` arguments."""
+def graph_options(ctx: RagContext, k: int | None = None) -> dict[str, Any]:
+    """The context's graph-search knobs, as ``rag_graphs.ingestion.graph.ppr.graph_search`` arguments;
+    for searches of ``k`` hits, ``keep_in_top`` is at most ``k - 1`` (the walk keeps a place)."""
+    keep_in_top = ctx.graph_keep_in_top if k is None else min(ctx.graph_keep_in_top, k - 1)
     return {
         "damping": ctx.graph_damping,
         "blend": ctx.graph_blend,
@@ -112,7 +111,7 @@ def graph_options(ctx: RagContext) -> dict[str, Any]:
         "max_seeds": ctx.graph_seeds,
         "link_threshold": ctx.graph_link_threshold,
         "keep_first": ctx.graph_keep_first,
-        "keep_in_top": ctx.graph_keep_in_top,
+        "keep_in_top": keep_in_top,
         # the ranking kept on top is hybrid search's, run by graph search itself (dense hits seed)
         "fuse_mode": "hybrid" if ctx.graph_keep_first or ctx.graph_keep_in_top else None,
     }
@@ -141,15 +140,17 @@ class SearchSpec:
     def of(cls, ctx: RagContext, k: int | None = None) -> SearchSpec:
         """The spec of ``ctx``'s searches, fetching ``k`` hits each (default ``ctx.k``)."""
         embeddings = ctx.embeddings if isinstance(ctx.embeddings, str) else id(ctx.embeddings)
+        k = k or ctx.k
+        graph = graph_options(ctx, k) if ctx.search_mode in ("graph", "auto") else {}
         return cls(
             store_uri=ctx.store_uri,
             collection=ctx.collection,
             embeddings=embeddings,
             mode=ctx.search_mode,
-            k=k or ctx.k,
+            k=k,
             expr=ctx.search_expr(),
             rrf_k=ctx.rrf_k,
-            graph=tuple(graph_options(ctx).items()) if ctx.search_mode in ("graph", "auto") else (),
+            graph=tuple(graph.items()),
             cache_size=ctx.search_cache,
             cache_path=ctx.search_cache_path,
             unit=ctx.search_unit,
