@@ -17,6 +17,7 @@ Run:
     .venv/bin/python bench/graph_retrieval.py --set blend=0.7 --set damping=0.5   # tuning
     .venv/bin/python bench/graph_retrieval.py --split tune --set ...   # choose on the tune half,
     .venv/bin/python bench/graph_retrieval.py --split check            # report the check half too
+    .venv/bin/python bench/graph_retrieval.py --bm25-all-words ...     # BM25 asked every word (A/B)
 
 ``--split tune|check`` keeps one fixed half of the dev questions (``rag_graphs.eval.halves``:
 the parity of sha1(question id)), applied before ``--limit``. Defaults are chosen on ``tune``
@@ -213,6 +214,11 @@ def main() -> None:
         "--facts", action="store_true", help="build the graph collection's sentence rows (facts), timed"
     )
     parser.add_argument("--no-embed-timing", action="store_true", help="skip timing the passage embedding")
+    parser.add_argument(
+        "--bm25-all-words",
+        action="store_true",
+        help="send BM25 the whole question (before: function words left out; the A/B of that change)",
+    )
     args = parser.parse_args()
 
     from rag_graphs.eval.corpus import open_corpus
@@ -231,11 +237,14 @@ def main() -> None:
         dataset = load_dataset(EVAL / name)
         examples = split(dataset.examples, args.split)[: args.limit]
         base = open_corpus(dataset, args.store, embeddings, "embedded")
-        entry = saved.setdefault(f"{name}/{args.variant}/{args.split}", {})
+        arm = "/bm25-all-words" if args.bm25_all_words else ""
+        entry = saved.setdefault(f"{name}/{args.variant}/{args.split}{arm}", {})
         timings: dict = {}
         graph = graph_index(
             base, args.variant, rebuild=args.rebuild, n_process=args.n_process, timings=timings
         )
+        if args.bm25_all_words:
+            base.bm25_stop_words = graph.bm25_stop_words = frozenset()
         if "build" in timings:
             entry["build"] = timings["build"]
             if not args.no_embed_timing:

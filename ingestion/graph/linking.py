@@ -35,20 +35,15 @@ from rag_graphs.ingestion.graph.build import (
     entity_rows,
 )
 from rag_graphs.ingestion.graph.entities import Extractor, SpacyExtractor, normalize
-from rag_graphs.ingestion.store.fields import DENSE_FIELD, PRIMARY_FIELD, SPARSE_FIELD
+from rag_graphs.ingestion.store.fields import DENSE_FIELD, PRIMARY_FIELD
 from rag_graphs.ingestion.store.index import ChunkIndex
+from rag_graphs.ingestion.store.keywords import STOP_WORDS
 
 _DENSE_SEARCH = {"metric_type": "COSINE", "params": {}}
-_SPARSE_SEARCH = {"metric_type": "BM25", "params": {}}
 ENTITY_FIELDS = [NAME_FIELD, CHUNKS_FIELD, COUNT_FIELD]
 _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="graph-search")
 
 _WORD = re.compile(r"[\w][\w'’.\-]*")
-_STOP_WORDS = frozenset(
-    "a an and are as at be by did do does for from had has have he her his how in is it its "
-    "of on or she than that the their them they this to was were what when where which who "
-    "whom whose why will with".split()
-)
 
 
 @lru_cache(maxsize=1)
@@ -81,7 +76,7 @@ def ngram_keys(text: str, max_words: int = 8) -> dict[str, tuple[int, int]]:
             if cased:
                 if not (_capitalised(words[i]) and _capitalised(words[j - 1])) or (i == 0 and j == 1):
                     continue
-            elif j - i < 2 or all(w.casefold() in _STOP_WORDS for w in words[i:j]):
+            elif j - i < 2 or all(w.casefold() in STOP_WORDS for w in words[i:j]):
                 continue
             key = normalize(text[matches[i].start() : matches[j - 1].end()])
             if key and key not in out:
@@ -140,19 +135,6 @@ def named_seeds(
     return seeds, [m for m, key in zip(mentions, keys, strict=True) if key not in stored]
 
 
-_FIELDS: dict[tuple[int, str], list[str]] = {}
-
-
-def _result_fields(index: ChunkIndex) -> list[str]:
-    """The chunk collection's fields but its vectors (read once per collection)."""
-    key = (id(index.client), index.collection)
-    if key not in _FIELDS:
-        info = index.client.describe_collection(index.collection)
-        names = [f["name"] for f in info["fields"] if not f["type"].name.endswith("VECTOR")]
-        _FIELDS[key] = names + (["$meta"] if info.get("enable_dynamic_field") else [])
-    return _FIELDS[key]
-
-
 def search_with_vector(
     index: ChunkIndex, query: str, vector: list[float], *, k: int, mode: str, expr: str | None
 ) -> Future:
@@ -160,33 +142,6 @@ def search_with_vector(
     (so it overlaps the entity look-ups); the future gives ``[(Document, score)]``."""
 
     def run() -> list[tuple[Document, float]]:
-        from pymilvus import AnnSearchRequest, RRFRanker
-
-        if not index.client.has_collection(index.collection):
-            return []
-        fields = _result_fields(index)
-        if mode == "hybrid" and index.hybrid:
-            requests = [
-                AnnSearchRequest(
-                    data=[vector], anns_field=DENSE_FIELD, param=_DENSE_SEARCH, limit=k, expr=expr
-                ),
-                AnnSearchRequest(
-                    data=[query], anns_field=SPARSE_FIELD, param=_SPARSE_SEARCH, limit=k, expr=expr
-                ),
-            ]
-            results = index.client.hybrid_search(
-                index.collection, requests, RRFRanker(60), limit=k, output_fields=fields
-            )
-        else:
-            results = index.client.search(
-                index.collection,
-                data=[vector],
-                anns_field=DENSE_FIELD,
-                search_params=_DENSE_SEARCH,
-                limit=k,
-                filter=expr or "",
-                output_fields=fields,
-            )
-        return [(ChunkIndex._to_document(h["entity"]), float(h["distance"])) for h in results[0]]
+        return index.search_many([query], k=k, mode=mode, expr=expr, vectors=[vector])[0]
 
     return _POOL.submit(run)

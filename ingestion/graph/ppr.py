@@ -233,19 +233,21 @@ def graph_search(
         return GraphHits(hits=list(hits)[:k], milliseconds=timings)
     if extractor == "default":
         extractor = question_extractor()
-    mentions = [m for m in (extractor([query])[0] if extractor else []) if normalize(m)]
-    matched, unmatched = named_seeds(index, query, mentions, max_ngram=max_ngram)
-    vectors = embed_queries(index.embeddings, [query, *unmatched])
-    lap("mentions")
+    # the first searches need only the question's vector: started before its NER and key
+    # look-ups, they run while those do (at 21k passages Milvus Lite's hybrid search is the
+    # longest part of a graph search)
+    vector = embed_queries(index.embeddings, [query])[0]
     pending = None
     if dense_hits is None:
-        pending = search_with_vector(index, query, vectors[0], k=max(k, dense_k), mode=mode, expr=expr)
+        pending = search_with_vector(index, query, vector, k=max(k, dense_k), mode=mode, expr=expr)
     fuse_search = None
     if fuse_hits is None and fuse_mode is not None:
-        fuse_search = search_with_vector(
-            index, query, vectors[0], k=max(k, dense_k), mode=fuse_mode, expr=expr
-        )
-    fact_search = search_facts(index, query, vectors[0], k=fact_k, expr=expr)
+        fuse_search = search_with_vector(index, query, vector, k=max(k, dense_k), mode=fuse_mode, expr=expr)
+    fact_search = search_facts(index, query, vector, k=fact_k, expr=expr)
+    mentions = [m for m in (extractor([query])[0] if extractor else []) if normalize(m)]
+    matched, unmatched = named_seeds(index, query, mentions, max_ngram=max_ngram)
+    vectors = [vector, *(embed_queries(index.embeddings, unmatched) if unmatched else [])]
+    lap("mentions")
     nearest = nearest_entities(
         index,
         ([vectors[0]] if query_link_k else []) + vectors[1:],

@@ -20,6 +20,7 @@ from rag_graphs.ingestion.store.fields import (
     SearchMode,
 )
 from rag_graphs.ingestion.store.filters import ids_filter
+from rag_graphs.ingestion.store.keywords import STOP_WORDS, keyword_query
 
 
 def embed_queries(embeddings: Embeddings, queries: list[str]) -> list[list[float]]:
@@ -51,6 +52,8 @@ class IndexReads:
     hybrid: bool
     client: Any
     _fields: list[str] | None
+    bm25_stop_words: frozenset[str] = STOP_WORDS
+    """Words left out of BM25 queries (``keywords.keyword_query``); ``frozenset()`` sends them whole."""
 
     # -- reading -----------------------------------------------------------------
     def search(
@@ -79,6 +82,7 @@ class IndexReads:
         rrf_k: int = RRF_K,
         *,
         missing_ok: bool = True,
+        vectors: list[list[float]] | None = None,
     ) -> list[list[tuple[Document, float]]]:
         """``search`` for several queries in one batch: one embedding call, one Milvus request.
 
@@ -86,19 +90,27 @@ class IndexReads:
         queries; batching keeps that close to the cost of one search. A collection that does
         not exist finds nothing; ``missing_ok=False`` skips asking the store whether it exists
         (a round trip per search, for a caller that checked once) and lets the search fail.
+        ``vectors``: the queries' vectors when the caller has them (graph search embeds the
+        question once for linking and searching). BM25 gets each query less function words
+        (``bm25_stop_words``): the same ranking at a third of Milvus Lite's sparse search time.
         """
         if not queries or (missing_ok and not self._exists()):
             return [[] for _ in queries]
         from pymilvus import AnnSearchRequest, RRFRanker
 
-        vectors = embed_queries(self.embeddings, queries)
+        if vectors is None:
+            vectors = embed_queries(self.embeddings, queries)
         if mode == "hybrid" and self.hybrid:
             requests = [
                 AnnSearchRequest(
                     data=vectors, anns_field=DENSE_FIELD, param=_DENSE_SEARCH, limit=k, expr=expr
                 ),
                 AnnSearchRequest(
-                    data=queries, anns_field=SPARSE_FIELD, param=_SPARSE_SEARCH, limit=k, expr=expr
+                    data=[keyword_query(q, self.bm25_stop_words) for q in queries],
+                    anns_field=SPARSE_FIELD,
+                    param=_SPARSE_SEARCH,
+                    limit=k,
+                    expr=expr,
                 ),
             ]
             results = self.client.hybrid_search(

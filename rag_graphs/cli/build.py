@@ -64,6 +64,14 @@ def graph_build(
     store: StoreOpt = None,
     collection: CollOpt = None,
     model: Annotated[str | None, typer.Option(help="chat model spec for --extractor llm")] = None,
+    repair: Annotated[
+        bool,
+        typer.Option(
+            "--repair",
+            help="also re-record chunks whose entity rows are missing (a store an older version "
+            "damaged); reads every chunk, so it takes minutes on a big store",
+        ),
+    ] = False,
 ) -> None:
     """Give a collection's chunks their entities (for one ingested before graphs existed);
     re-running resumes where it stopped."""
@@ -74,6 +82,6 @@ def graph_build(
         find = load_extractor(
             extractor, chat_model=chat() if extractor == "llm" else None
         )  # before the store
-        return build_graph(index(), find)
+        return build_graph(index(), find, repair=repair)
 
     _build_over(store, collection, model, build)

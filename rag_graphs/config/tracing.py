@@ -2,7 +2,8 @@
 
 Every compiled graph carries ``metadata={"method": ...}`` and the tags
 ``rag-graphs`` and ``method:<name>`` (``compile_method``); every search is a
-retriever run carrying the store and collection; every model call is an LLM
+retriever run carrying the store, the collection and the search that ran
+(``search_mode``: ``graph``, ``hybrid`` or ``dense``, what ``auto`` resolved to); every model call is an LLM
 run carrying LangChain's own ``ls_model_name``. ``trace_config`` adds the
 run-time settings (model specs, collection, k) to the root run:
 

@@ -271,7 +271,7 @@ def _store_plan(spec: SearchSpec, ctx: RagContext) -> SearchPlan:
         cache_path=spec.cache_path,
         unit=spec.unit,
         tags=["rag-graphs"],
-        metadata=_where(spec),
+        metadata=_where(spec, mode),
     )
     return SearchPlan(spec, index, retriever, _batch_searcher(spec, mode, index, retriever), mode, why, built)
 
@@ -312,7 +312,9 @@ def _batch_searcher(
     spec: SearchSpec, mode: Mode, index: ChunkIndex, retriever: ChunkRetriever
 ) -> Runnable[list[str], list[list[Document]]]:
     if mode == "graph":
-        return retriever.map().with_config(run_name="search_many", tags=[SEARCH_TAG])
+        return retriever.map().with_config(
+            run_name="search_many", tags=[SEARCH_TAG], metadata=_where(spec, mode)
+        )
 
     def run(batch: list[str]) -> list[list[Document]]:
         return cached_search(
@@ -327,7 +329,7 @@ def _batch_searcher(
             unit=spec.unit,
         )
 
-    return RunnableLambda(run, name="search_many").with_config(tags=[SEARCH_TAG], metadata=_where(spec))
+    return RunnableLambda(run, name="search_many").with_config(tags=[SEARCH_TAG], metadata=_where(spec, mode))
 
 
 def search_many(ctx: RagContext, queries: list[str], *, k: int | None = None) -> list[list[Document]]:
@@ -335,9 +337,10 @@ def search_many(ctx: RagContext, queries: list[str], *, k: int | None = None) ->
     return searcher_for(ctx, k=k).invoke(list(queries))
 
 
-def _where(spec: SearchSpec) -> dict[str, str]:
-    """Trace metadata naming the store (credentials masked) and collection a search ran on."""
-    return {"store_uri": redact_url(spec.store_uri), "collection": spec.collection}
+def _where(spec: SearchSpec, mode: Mode) -> dict[str, str]:
+    """Trace metadata naming the store (credentials masked), the collection and the search that
+    ran (``search_mode=auto`` resolved: the root run's ``search_mode`` is what was asked)."""
+    return {"store_uri": redact_url(spec.store_uri), "collection": spec.collection, "search_mode": mode}
 
 
 def _scored(doc: Document, score: float, **extra: Any) -> Document:

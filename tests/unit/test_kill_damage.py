@@ -83,11 +83,15 @@ def test_graph_build_re_records_chunks_whose_entity_rows_are_missing(tmp_path, i
     name = entity_collection(index.collection)
     keys = [r[PRIMARY_FIELD] for r in index.client.query(name, filter="", output_fields=[PRIMARY_FIELD])]
     index.client.delete(name, ids=keys)
-    assert _unrecorded(index)
-    report = build_graph(index, capitalised, progress=False)
+    damaged = _unrecorded(index)
+    assert damaged
+    # a plain build (ingest's, the evaluator's) never reads the whole store to look for damage
+    assert build_graph(index, capitalised, progress=False).repaired == 0
+    assert _unrecorded(index) == damaged
+    report = build_graph(index, capitalised, progress=False, repair=True)  # graph build --repair
     assert _unrecorded(index) == []
     assert report.repaired == 2 and report.annotated == 0
-    assert build_graph(index, capitalised, progress=False).repaired == 0  # nothing left to repair
+    assert build_graph(index, capitalised, progress=False, repair=True).repaired == 0  # nothing left
 
 
 def _chunks(source: str, n: int) -> list[Document]:
@@ -147,3 +151,27 @@ def test_a_kill_between_new_version_and_old_delete_never_serves_both(
     assert any("Brita" in t for t in texts) and not any("Ansel" in t for t in texts)
     ingest([folder], index=reader, progress=False, timeout=None)
     assert reader.count() == 1
+
+
+@pytest.mark.parametrize("flags, repair", [([], False), (["--repair"], True)])
+def test_graph_build_repairs_only_when_asked(tmp_path, monkeypatch, flags, repair):
+    """The repair pass reads the whole store: ``rag-graphs graph build`` runs it on ``--repair`` only."""
+    from typer.testing import CliRunner
+
+    from rag_graphs import cli
+    from rag_graphs.ingestion.graph import build as graph_build
+    from rag_graphs.ingestion.graph.build import GraphBuildReport
+
+    asked: list[bool] = []
+
+    def recorded(index, extractor, **kwargs):
+        asked.append(kwargs.get("repair", False))
+        return GraphBuildReport(chunks=1)
+
+    monkeypatch.setattr(graph_build, "build_graph", recorded)
+    monkeypatch.setattr("rag_graphs.ingestion.graph.entities.load_extractor", lambda *a, **k: capitalised)
+    monkeypatch.setattr("rag_graphs.search.retrieval.index_for", lambda ctx: None)
+    store = str(tmp_path / "cli.db")
+    result = CliRunner().invoke(cli.app, ["graph", "build", "--store", store, *flags])
+    assert result.exit_code == 0, result.output
+    assert asked == [repair]

@@ -45,10 +45,12 @@ def test_a_traced_run_is_one_tree_of_nodes_model_calls_and_searches(loaded, make
         meta["method"] == "naive"
         and meta["collection"] == "test"
         and meta["chat_model"] == "GenericFakeChatModel"
+        and meta["search_mode"] == "auto"  # what was asked
     )
     assert {"rag-graphs", "method:naive"} <= set(root["tags"])
     search = by_name["ChunkRetriever"]
     assert search["run_type"] == "retriever" and search["extra"]["metadata"]["collection"] == "test"
+    assert search["extra"]["metadata"]["search_mode"] == "graph"  # what ran: ingest built the graph
     assert by_name["GenericFakeChatModel"]["run_type"] == "llm"
 
 
