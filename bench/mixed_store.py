@@ -15,8 +15,9 @@ At each step, in this one process (so machine load and model loading mostly canc
 * ``embed``: embedding the new passages (``embed_documents``, the collection's model);
 * ``insert``: writing them with those vectors, then a flush;
 * ``build``: ``build_graph`` on the store; it skips chunks that carry entities already, so each
-  step annotates only the new passages (incremental), but its closing ``repair_entities`` pass
-  reads every chunk's entities and their entity rows, so that part grows with the whole store;
+  step annotates only the new passages (incremental). Until 2026-11-25 its closing
+  ``repair_entities`` pass read every chunk's entities and their entity rows, so that part grew
+  with the whole store (the recorded rows include it); it now runs only on ``repair=True``;
 * latency over a fixed sample of questions (``--sample`` from each dataset, all halves), warm:
   dense and hybrid search (k=5) and graph search as users run it with
   ``RagContext(graph_keep_first=1, graph_keep_in_top=2)`` (the options

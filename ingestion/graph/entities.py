@@ -276,6 +276,13 @@ def title_mentions(chunk: Document) -> list[str]:
     return [t for t in out if t.strip()]
 
 
+def title_keys(metadata: dict) -> set[str]:
+    """Entity keys of what a chunk's title and headings name (``title_mentions``): the entities
+    the chunk is about, whose edges graph search weights by ``title_weight``."""
+    mentions = title_mentions(Document(page_content="", metadata=metadata))
+    return {key for mention in mentions if (key := normalize(mention))}
+
+
 def extract(
     texts: Sequence[str], extractor: Extractor, *, titles: Sequence[Sequence[str]] | None = None
 ) -> tuple[list[list[str]], dict[str, str]]:

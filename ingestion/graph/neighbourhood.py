@@ -8,11 +8,13 @@ read through the caller's filter ``expr``, so the walk never sees a chunk the ca
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from langchain_core.documents import Document
 
 from rag_graphs.ingestion.graph.build import CHUNKS_FIELD, COUNT_FIELD, entity_rows, in_filter
-from rag_graphs.ingestion.graph.entities import ENTITIES_FIELD
+from rag_graphs.ingestion.graph.entities import ENTITIES_FIELD, title_keys
 from rag_graphs.ingestion.graph.facts import Fact, fact_seed_weights, link_facts, to_facts
 from rag_graphs.ingestion.graph.linking import ENTITY_FIELDS
 from rag_graphs.ingestion.store.fields import DENSE_FIELD, PRIMARY_FIELD
@@ -20,6 +22,7 @@ from rag_graphs.ingestion.store.filters import all_of
 from rag_graphs.ingestion.store.index import ChunkIndex
 
 _LOOKUP_BATCH = 512
+_TITLE_FIELDS = ["title", "headings"]
 FACT_SEED = "via_fact"
 """Marks a seed only a fact reached: it restarts the walk, but its chunks join the neighbourhood
 through the second hop (where ``size`` may cut them), not before it like a named seed's."""
@@ -88,6 +91,15 @@ def question_facts(
     return facts, parents
 
 
+class Neighbourhood(NamedTuple):
+    """What one question walks: chunk id -> its entity keys (``edges``), the hub entities left out,
+    and chunk id -> the keys among its entities that its title or headings name (``titled``)."""
+
+    edges: dict[str, list[str]]
+    hubs: set[str]
+    titled: dict[str, set[str]]
+
+
 def fetch_neighbourhood(
     index: ChunkIndex,
     seeds: dict[str, dict],
@@ -98,8 +110,9 @@ def fetch_neighbourhood(
     expand: bool,
     hub_chunks: int,
     after: list[tuple[Document, float]] | None = None,
-) -> tuple[dict[str, list[str]], set[str]]:
-    """The chunks to walk (chunk id -> its entity keys) and the hub entities to leave out.
+) -> Neighbourhood:
+    """The chunks to walk (chunk id -> its entity keys), the hub entities to leave out, and which
+    of each chunk's entities its title or headings name.
 
     Read from the store by key, never by scanning: the seeds' chunks and the
     dense hits (with all their entities), then (``expand``) the chunks that
@@ -109,11 +122,13 @@ def fetch_neighbourhood(
     seeds' chunks' in the second hop, which ``size`` may cut short.
     """
     edges = {str(d.id): list(d.metadata.get(ENTITIES_FIELD) or []) for d, _ in dense_hits}
+    titled = {str(d.id): title_keys(d.metadata) for d, _ in dense_hits}
     named = {key: row for key, row in seeds.items() if not row.get(FACT_SEED)}
     first = [c for row in named.values() for c in (row.get(CHUNKS_FIELD) or []) if c not in edges]
     first = list(dict.fromkeys(first))[: max(size - len(edges), 0)]
-    for cid, row in chunk_rows(index, first, expr, [PRIMARY_FIELD, ENTITIES_FIELD]).items():
+    for cid, row in chunk_rows(index, first, expr, [PRIMARY_FIELD, ENTITIES_FIELD, *_TITLE_FIELDS]).items():
         edges[cid] = list(row.get(ENTITIES_FIELD) or [])
+        titled[cid] = title_keys(row)
     for doc, _ in after or []:
         if str(doc.id) not in edges and len(edges) < size:
             edges[str(doc.id)] = list(doc.metadata.get(ENTITIES_FIELD) or [])
@@ -128,6 +143,8 @@ def fetch_neighbourhood(
                     if cid not in edges:
                         second.setdefault(cid, []).append(key)
         ids = list(second)[: size - len(edges)]
-        for cid in chunk_rows(index, ids, expr, [PRIMARY_FIELD]):
+        for cid, row in chunk_rows(index, ids, expr, [PRIMARY_FIELD, *_TITLE_FIELDS]).items():
             edges[cid] = second[cid]
-    return edges, hubs
+            titled[cid] = title_keys(row)
+    titled = {cid: keys & set(edges[cid]) for cid, keys in titled.items() if cid in edges}
+    return Neighbourhood(edges, hubs, {cid: keys for cid, keys in titled.items() if keys})

@@ -139,6 +139,7 @@ def graph_search(
     keep_first: int = 0,
     keep_in_top: int = 0,
     passage_node_weight: float = 0.0,
+    title_weight: float = 1.0,
 ) -> GraphHits:
     """The top ``k`` chunks for ``query`` by Personalized PageRank over its graph neighbourhood.
 
@@ -206,6 +207,9 @@ def graph_search(
             over the neighbourhood; HippoRAG 2: 0.05), in the seeds' absolute units (a seed
             restarts with its match similarity / its chunk count); 0: off (then only the
             first hits restart, with ``passage_weight``).
+        title_weight: weight of a passage's edge to an entity its title or headings name
+            (every other edge weighs 1), so the walk goes from an entity mostly to the passage
+            about it: a bridge entity's own page. 1: off.
 
     Without an entity collection, or with no seed found, this is the dense/hybrid ranking (the
     fused or protected one, ``fuse_hits`` / ``fuse_mode``, when ``keep_first`` or ``hybrid_weight``
@@ -272,7 +276,7 @@ def graph_search(
     protected = fuse_hits is not None and (keep_first > 0 or keep_in_top > 0 or hybrid_weight > 0)
     fallback = fuse_hits if protected and fuse_hits is not None else dense_hits
     result = GraphHits(hits=fallback[:k], mentions=mentions, milliseconds=timings)
-    edges, hubs = fetch_neighbourhood(
+    edges, hubs, titled = fetch_neighbourhood(
         index,
         seeds,
         dense_hits + (fuse_hits or []),
@@ -284,7 +288,7 @@ def graph_search(
     )
     lap("neighbourhood")
 
-    graph = build_walk_graph(edges, hubs, facts)
+    graph = build_walk_graph(edges, hubs, facts, titled=titled, title_weight=title_weight)
     chunk_ids, entity_ids = graph.chunks, graph.entities
     visible = Counter(key for cid in chunk_ids for key in set(edges[cid]) if key not in hubs)
     reset = np.zeros(graph.size)

@@ -48,38 +48,48 @@ class WalkGraph:
         return len(self.chunks) + len(self.entities) + position
 
 
-def build_walk_graph(edges: dict[str, list[str]], hubs: set[str], facts: Sequence[Fact] = ()) -> WalkGraph:
+def build_walk_graph(
+    edges: dict[str, list[str]],
+    hubs: set[str],
+    facts: Sequence[Fact] = (),
+    *,
+    titled: dict[str, set[str]] | None = None,
+    title_weight: float = 1.0,
+) -> WalkGraph:
     """Passages linked to their non-hub entities; each fact whose passage is in ``edges`` linked
     to that passage and to the non-hub entities it names (facts of other passages are left out:
-    the walk never reaches past what the caller's filter let the neighbourhood read)."""
+    the walk never reaches past what the caller's filter let the neighbourhood read).
+
+    Every edge weighs 1 but a passage's edge to an entity its title or headings name
+    (``titled``), which weighs ``title_weight``: a walk that reaches an entity goes on mostly
+    to the passage about it (a bridge entity's own page), not to every passage that mentions it.
+    """
     import scipy.sparse as sp
 
     chunks = list(edges)
     position = {cid: i for i, cid in enumerate(chunks)}
     entities: dict[str, int] = {}
-    pairs: list[tuple[int, int]] = []
+    weights: dict[tuple[int, int], float] = {}
     for i, cid in enumerate(chunks):
+        about = (titled or {}).get(cid, ())
         for key in dict.fromkeys(edges[cid]):
             if key not in hubs:
-                pairs.append((i, entities.setdefault(key, len(entities))))
+                node = len(chunks) + entities.setdefault(key, len(entities))
+                weights[(i, node)] = title_weight if key in about else 1.0
     kept = [f for f in facts if f.parent in position]
     graph = WalkGraph(chunks, entities, kept)
-    rows, cols = [], []
-    for i, column in pairs:
-        rows.append(i)
-        cols.append(len(chunks) + column)
     for j, fact in enumerate(kept):
         node = graph.fact_node(j)
-        rows.append(node)
-        cols.append(position[fact.parent])
+        weights[(position[fact.parent], node)] = 1.0
         for key in dict.fromkeys(fact.entities):
             entity = graph.entity_node(key)
             if entity is not None:
-                rows.append(node)
-                cols.append(entity)
+                weights[(entity, node)] = 1.0
     n = graph.size
-    upper = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, n))
-    graph.adjacency = ((upper + upper.T) > 0).astype(float).tocsr()
+    rows = [a for a, _ in weights]
+    cols = [b for _, b in weights]
+    upper = sp.csr_matrix((list(weights.values()), (rows, cols)), shape=(n, n))
+    graph.adjacency = (upper + upper.T).tocsr()
     return graph
 
 

@@ -37,6 +37,7 @@ from pydantic_core import ArgsKwargs, ErrorDetails, InitErrorDetails, PydanticCu
 from rag_graphs.config.fields import (
     DEFAULT_COLLECTION,
     DEFAULT_STORE_URI,
+    AtLeastOne,
     CachePath,
     CompressSpec,
     ExpandSpec,
@@ -171,6 +172,13 @@ class RagContext:
     (one the walk ranked lower takes the walk's last other place there); ``0``: no such floor.
     At most ``k - 1`` apply, so the walk always has a place. ``2`` chosen with
     ``graph_keep_first=1`` (see there)."""
+
+    graph_title_weight: AtLeastOne = _env("RAG_GRAPHS_GRAPH_TITLE_WEIGHT", 5.0)
+    """Graph search: weight of a passage's edge to an entity its title or headings name (every
+    other edge weighs 1), so a walk that reaches an entity goes on mostly to the passage about
+    it, e.g. from "directed by Henry King" to the page "Henry King (director)". ``1``: off.
+    ``5`` chosen on the tune halves of MuSiQue, 2Wiki and HotpotQA dev (mean R@5 +2.4 over 1,
+    from 2, 3, 4, 5, 8); the check halves are in BENCHMARKS.md ("Title edges")."""
 
     search_filter: SearchFilter | None = _env("RAG_GRAPHS_SEARCH_FILTER", None)
     """A Milvus boolean expression every search must satisfy, e.g.

@@ -26,6 +26,7 @@ DEFAULT_COLLECTION = "rag_graphs"
 Positive = Annotated[int, Field(ge=1)]
 NonNegative = Annotated[int, Field(ge=0)]
 Fraction = Annotated[float, Field(ge=0, le=1)]
+AtLeastOne = Annotated[float, Field(ge=1)]
 MAX_K = 16_384  # Milvus (Lite and server) refuses a larger top-k, after a long wait
 TopK = Annotated[int, Field(ge=1, le=MAX_K)]
 MAX_LOOP = 50

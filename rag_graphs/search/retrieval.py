@@ -112,6 +112,7 @@ def graph_options(ctx: RagContext, k: int | None = None) -> dict[str, Any]:
         "link_threshold": ctx.graph_link_threshold,
         "keep_first": ctx.graph_keep_first,
         "keep_in_top": keep_in_top,
+        "title_weight": ctx.graph_title_weight,
         # the ranking kept on top is hybrid search's, run by graph search itself (dense hits seed)
         "fuse_mode": "hybrid" if ctx.graph_keep_first or ctx.graph_keep_in_top else None,
     }

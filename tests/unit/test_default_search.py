@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 
 from rag_graphs.config.context import RagContext
-from rag_graphs.ingestion import ingest
+from rag_graphs.ingestion import ChunkIndex, ingest
 from rag_graphs.ingestion.graph.build import build_graph, has_graph
 from rag_graphs.ingestion.graph.entities import load_extractor
 from rag_graphs.methods import get_graph
 from rag_graphs.search.retrieval import search_plan
+from tests.unit.test_graph_facts import BagOfWords  # words shared rank alike in dense and BM25
 
 FILES = {
     "institute.md": "# Velmora Institute\n\nThe Velmora Institute was founded by Ilsa Brandt in 1952.",
@@ -128,9 +129,11 @@ def test_the_default_walk_finds_hop_two_and_keeps_a_one_hop_questions_best_hit_f
     folder.mkdir()
     for name, text in CHAIN.items():
         (folder / name).write_text(text)
-    ingest([folder], index=index, progress=False, timeout=None)
-    graph_ctx = make_context(collection=index.collection, k=4, search_cache=0)
-    hybrid_ctx = make_context(collection=index.collection, k=4, search_cache=0, search_mode="hybrid")
+    words_index = ChunkIndex(uri=index.uri, collection="chain", embeddings=BagOfWords())
+    ingest([folder], index=words_index, progress=False, timeout=None)
+    same = {"collection": "chain", "embeddings": words_index.embeddings, "k": 4, "search_cache": 0}
+    graph_ctx = make_context(**same)
+    hybrid_ctx = make_context(**same, search_mode="hybrid")
     assert search_plan(graph_ctx).mode == "graph"
 
     def names(ctx, question):

@@ -289,10 +289,49 @@ def test_a_seed_only_a_fact_reached_brings_its_chunks_through_the_second_hop(cor
 
     row = entity_rows(corpus, ["korvik"], ENTITY_FIELDS)["korvik"]
     shape = {"expr": None, "size": 10, "hub_chunks": 100}
-    named, _ = fetch_neighbourhood(corpus, {"korvik": row}, [], expand=False, **shape)
+    named = fetch_neighbourhood(corpus, {"korvik": row}, [], expand=False, **shape).edges
     assert set(named) == {"p1", "p2", "d4"}  # a named seed's chunks are read first
     fact = {"korvik": {**row, FACT_SEED: True}}
-    assert fetch_neighbourhood(corpus, fact, [], expand=False, **shape)[0] == {}
+    assert fetch_neighbourhood(corpus, fact, [], expand=False, **shape).edges == {}
     hit = corpus.search(TWO_HOP, k=1, mode="dense")  # p1, which holds Korvik
-    reached, _ = fetch_neighbourhood(corpus, fact, hit, expand=True, **shape)
+    reached = fetch_neighbourhood(corpus, fact, hit, expand=True, **shape).edges
     assert {"p1", "p2", "d4"} <= set(reached)  # through the second hop
+
+
+def test_a_title_edge_sends_the_walk_to_the_page_about_the_entity():
+    """From an entity the walk goes on mostly to the passage its title names (a bridge
+    entity's own page), not evenly to every passage that mentions it."""
+    edges = {"page": ["x"], "mention": ["x"], "other": ["x"]}
+    for weight, expected in ((1.0, "even"), (5.0, "page")):
+        graph = build_walk_graph(edges, set(), titled={"page": {"x"}}, title_weight=weight)
+        reset = np.zeros(graph.size)
+        reset[graph.entity_node("x")] = 1.0
+        rank = pagerank(graph.adjacency, reset, damping=0.6)
+        if expected == "even":
+            assert rank[0] == pytest.approx(rank[1]) == pytest.approx(rank[2])
+        else:
+            assert rank[0] > 2 * rank[1] and rank[1] == pytest.approx(rank[2])
+    assert (graph.adjacency != graph.adjacency.T).nnz == 0  # still undirected
+
+
+def test_the_neighbourhood_knows_which_entities_each_passage_is_about(corpus):
+    from rag_graphs.ingestion.graph.build import entity_rows
+    from rag_graphs.ingestion.graph.linking import ENTITY_FIELDS
+    from rag_graphs.ingestion.graph.neighbourhood import fetch_neighbourhood
+
+    row = entity_rows(corpus, ["korvik"], ENTITY_FIELDS)["korvik"]
+    hit = corpus.search(TWO_HOP, k=1, mode="dense")
+    found = fetch_neighbourhood(corpus, {"korvik": row}, hit, expr=None, size=10, expand=True, hub_chunks=100)
+    assert found.titled["p2"] == {"korvik"} and found.titled["p1"] == {"ilsa brandt"}
+    assert found.titled["d2"] == {"velm"}  # reached in the second hop, through the entity it is about
+    assert "d3" in found.edges and "d3" not in found.titled  # reached through Velm; it is about Hessa
+    assert all(keys <= set(found.edges[cid]) for cid, keys in found.titled.items())
+
+
+def test_title_edges_rank_the_bridge_entitys_page_above_a_passage_that_only_mentions_it(corpus):
+    hybrid = corpus.search(TWO_HOP, k=6, mode="hybrid")
+    knobs = {"extractor": None, "dense_hits": hybrid, "k": 6}
+    plain = ids(graph_search(corpus, TWO_HOP, title_weight=1.0, **knobs).hits)
+    titled = ids(graph_search(corpus, TWO_HOP, title_weight=5.0, **knobs).hits)
+    assert plain.index("d4") < plain.index("p2")  # every edge alike: Tarn Guild mentions Korvik too
+    assert titled.index("p2") < titled.index("d4")  # the page about Korvik, where hop two is
