@@ -145,3 +145,11 @@ def search_with_vector(
         return index.search_many([query], k=k, mode=mode, expr=expr, vectors=[vector])[0]
 
     return _POOL.submit(run)
+
+
+def first_searches(index: ChunkIndex, query: str, vector: list[float], *, k: int, expr: str | None) -> Future:
+    """``ChunkIndex.search_legs`` in a worker thread: the dense ranking (it seeds the walk) and the
+    hybrid ranking (graph search protects its top) from one dense and one BM25 search, where a
+    dense and a hybrid search would run the dense one twice (Milvus Lite runs in this process,
+    so the two searches never overlapped each other, only the entity look-ups)."""
+    return _POOL.submit(index.search_legs, query, vector, k=k, expr=expr)

@@ -43,6 +43,7 @@ from rag_graphs.ingestion.graph.build import (
 from rag_graphs.ingestion.graph.entities import Extractor, normalize
 from rag_graphs.ingestion.graph.facts import search_facts
 from rag_graphs.ingestion.graph.linking import (
+    first_searches,
     named_seeds,
     nearest_entities,
     question_extractor,
@@ -241,12 +242,16 @@ def graph_search(
     # look-ups, they run while those do (at 21k passages Milvus Lite's hybrid search is the
     # longest part of a graph search)
     vector = embed_queries(index.embeddings, [query])[0]
-    pending = None
-    if dense_hits is None:
-        pending = search_with_vector(index, query, vector, k=max(k, dense_k), mode=mode, expr=expr)
-    fuse_search = None
-    if fuse_hits is None and fuse_mode is not None:
-        fuse_search = search_with_vector(index, query, vector, k=max(k, dense_k), mode=fuse_mode, expr=expr)
+    pending = fuse_search = legs = None
+    if dense_hits is None and fuse_hits is None and (mode, fuse_mode) == ("dense", "hybrid"):
+        legs = first_searches(index, query, vector, k=max(k, dense_k), expr=expr)  # one dense search
+    else:
+        if dense_hits is None:
+            pending = search_with_vector(index, query, vector, k=max(k, dense_k), mode=mode, expr=expr)
+        if fuse_hits is None and fuse_mode is not None:
+            fuse_search = search_with_vector(
+                index, query, vector, k=max(k, dense_k), mode=fuse_mode, expr=expr
+            )
     fact_search = search_facts(index, query, vector, k=fact_k, expr=expr)
     mentions = [m for m in (extractor([query])[0] if extractor else []) if normalize(m)]
     matched, unmatched = named_seeds(index, query, mentions, max_ngram=max_ngram)
@@ -268,6 +273,8 @@ def graph_search(
     )
     seeds = dict(sorted(matched.items(), key=lambda kv: -kv[1]["similarity"])[:max_seeds])
     lap("link")
+    if legs is not None:
+        dense_hits, fuse_hits = (list(ranking) for ranking in legs.result())
     dense_hits = list(pending.result() if pending is not None else dense_hits or [])
     if fuse_search is not None:
         fuse_hits = list(fuse_search.result())

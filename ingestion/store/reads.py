@@ -128,6 +128,40 @@ class IndexReads:
             )
         return [[(self._to_document(h["entity"]), float(h["distance"])) for h in hits] for hits in results]
 
+    def search_legs(
+        self, query: str, vector: list[float], *, k: int, expr: str | None = None, rrf_k: int = RRF_K
+    ) -> tuple[list[tuple[Document, float]], list[tuple[Document, float]]]:
+        """The dense ranking of ``query`` and its hybrid ranking, from one dense and one BM25 search.
+
+        Hybrid search fuses exactly these two ``k``-deep rankings (``search``, by reciprocal
+        rank fusion in Milvus); fusing them here, in Milvus Lite's order (dense hits first, a
+        stable sort), gives the same ranking and scores while the dense search runs once for
+        both. Graph search wants both: dense hits seed its walk and hybrid's are the ones it
+        protects. On a dense-only collection the hybrid ranking is the dense one.
+        """
+        if not self._exists():
+            return [], []
+        common = {"limit": k, "filter": expr or "", "output_fields": self._result_fields()}
+        dense = self.client.search(
+            self.collection, data=[vector], anns_field=DENSE_FIELD, search_params=_DENSE_SEARCH, **common
+        )[0]
+        dense_hits = [(self._to_document(h["entity"]), float(h["distance"])) for h in dense]
+        if not self.hybrid:
+            return dense_hits, dense_hits
+        words = keyword_query(query, self.bm25_stop_words)
+        sparse = self.client.search(
+            self.collection, data=[words], anns_field=SPARSE_FIELD, search_params=_SPARSE_SEARCH, **common
+        )[0]
+        found: dict[str, Document] = {}
+        scores: dict[str, float] = {}
+        for hits in (dense, sparse):
+            for rank, hit in enumerate(hits, start=1):
+                doc = self._to_document(hit["entity"])
+                found.setdefault(str(doc.id), doc)
+                scores[str(doc.id)] = scores.get(str(doc.id), 0.0) + 1.0 / (rrf_k + rank)
+        fused = sorted(scores.items(), key=lambda item: -item[1])[:k]
+        return dense_hits, [(found[cid], score) for cid, score in fused]
+
     def get(self, ids: list[str]) -> list[Document]:
         """Stored chunks by id, in the order asked (missing ids are left out)."""
         if not ids or not self._exists():

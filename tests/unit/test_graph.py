@@ -217,6 +217,18 @@ def test_the_first_search_ranks_as_the_index_does(index, mode):
     assert [s for _, s in ours] == pytest.approx([s for _, s in theirs])
 
 
+@pytest.mark.parametrize("query", ["harbour town mayor", "Who was the mayor of the harbour town?", "granite"])
+def test_one_dense_and_one_bm25_search_give_the_dense_and_the_hybrid_ranking(index, query):
+    """Graph search's first searches (``search_legs``): the dense ranking and hybrid search's
+    ranking, ids, order and scores, with the dense search run once."""
+    index.add([chunk(c) for c in PASSAGES])
+    dense, hybrid = index.search_legs(query, index.embeddings.embed_query(query), k=4)
+    for ours, mode in ((dense, "dense"), (hybrid, "hybrid")):
+        theirs = index.search(query, k=4, mode=mode)
+        assert [d.id for d, _ in ours] == [d.id for d, _ in theirs]
+        assert [s for _, s in ours] == pytest.approx([s for _, s in theirs])
+
+
 def test_question_ngrams_find_names_ner_misses():
     spans = ngram_keys("Which film has the director born first, Reaching For The Sun or Trifling Women?")
     assert "reaching for the sun" in spans and "trifling women" in spans
