@@ -239,8 +239,8 @@ def graph_search(
     if extractor == "default":
         extractor = question_extractor()
     # the first searches need only the question's vector: started before its NER and key
-    # look-ups, they run while those do (at 21k passages Milvus Lite's hybrid search is the
-    # longest part of a graph search)
+    # look-ups, they run beside them in a worker thread (as far as the GIL lets: Milvus Lite
+    # runs in this process; at 21k passages they are the longest part of a graph search)
     vector = embed_queries(index.embeddings, [query])[0]
     pending = fuse_search = legs = None
     if dense_hits is None and fuse_hits is None and (mode, fuse_mode) == ("dense", "hybrid"):
