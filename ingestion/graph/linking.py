@@ -35,7 +35,7 @@ from rag_graphs.ingestion.graph.build import (
     entity_rows,
 )
 from rag_graphs.ingestion.graph.entities import Extractor, SpacyExtractor, normalize
-from rag_graphs.ingestion.store.fields import DENSE_FIELD, PRIMARY_FIELD
+from rag_graphs.ingestion.store.fields import DENSE_FIELD, PRIMARY_FIELD, SearchMode
 from rag_graphs.ingestion.store.index import ChunkIndex
 from rag_graphs.ingestion.store.keywords import STOP_WORDS
 
@@ -136,7 +136,7 @@ def named_seeds(
 
 
 def search_with_vector(
-    index: ChunkIndex, query: str, vector: list[float], *, k: int, mode: str, expr: str | None
+    index: ChunkIndex, query: str, vector: list[float], *, k: int, mode: SearchMode, expr: str | None
 ) -> Future:
     """``ChunkIndex.search`` with the query vector already computed, run in a worker thread
     (so it overlaps the entity look-ups); the future gives ``[(Document, score)]``."""
