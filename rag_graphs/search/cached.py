@@ -72,8 +72,23 @@ def cached_search(
     if unit == "sentence":
         children = children_of(index)
         state = f"{state}|{children.fingerprint() if path else generation(index.uri, children.collection)}"
+    # what BM25 is asked (``keywords``) decides a hybrid ranking too: one cached before a change
+    # to the words it leaves out is not served
+    bm25 = " ".join(sorted(index.bm25_stop_words)) if mode == "hybrid" else ""
     keys: list[Hashable] = [
-        (index.uri, index.collection, id(index.embeddings), state, unit, mode, expr, k, rrf_k, normalise(q))
+        (
+            index.uri,
+            index.collection,
+            id(index.embeddings),
+            state,
+            unit,
+            mode,
+            bm25,
+            expr,
+            k,
+            rrf_k,
+            normalise(q),
+        )
         for q in queries
     ]
     served: set[int] = set()
@@ -86,7 +101,7 @@ def cached_search(
         where = index.uri if "://" in index.uri else str(Path(index.uri).expanduser().resolve())
         dkeys = {
             i: disk_key(
-                where, index.collection, model, state, unit, mode, expr, k, rrf_k, normalise(queries[i])
+                where, index.collection, model, state, unit, mode, bm25, expr, k, rrf_k, normalise(queries[i])
             )
             for i in positions
         }

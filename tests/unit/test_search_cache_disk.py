@@ -64,6 +64,18 @@ def test_a_second_process_is_served_from_the_file(make_context, loaded, tmp_path
     assert disk_module.disk_cache(ctx.search_cache_path or "").stats()["hits"] == 1
 
 
+def test_rankings_cached_before_bm25_was_asked_other_words_are_not_served(
+    make_context, loaded, tmp_path, monkeypatch
+) -> None:
+    ctx = make_context(search_cache_path=str(tmp_path / "cache.sqlite"))
+    searched = counting(monkeypatch, loaded)
+    search_many(ctx, [QUESTION])
+    new_process()
+    monkeypatch.setattr(type(loaded), "bm25_stop_words", frozenset())  # e.g. an older version's BM25 query
+    search_many(ctx, [QUESTION])
+    assert searched == [QUESTION, QUESTION]  # searched again, not served the other ranking
+
+
 def test_ingest_and_delete_invalidate_it(make_context, loaded, tmp_path, monkeypatch) -> None:
     ctx = make_context(search_cache_path=str(tmp_path / "cache.sqlite"))
     searched = counting(monkeypatch, loaded)
