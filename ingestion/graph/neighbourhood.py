@@ -146,5 +146,5 @@ def fetch_neighbourhood(
         for cid, row in chunk_rows(index, ids, expr, [PRIMARY_FIELD, *_TITLE_FIELDS]).items():
             edges[cid] = second[cid]
             titled[cid] = title_keys(row)
-    titled = {cid: keys & set(edges[cid]) for cid, keys in titled.items() if cid in edges}
-    return Neighbourhood(edges, hubs, {cid: keys for cid, keys in titled.items() if keys})
+    about = {cid: kept for cid, keys in titled.items() if cid in edges and (kept := keys & set(edges[cid]))}
+    return Neighbourhood(edges, hubs, about)

@@ -117,16 +117,8 @@ class IndexReads:
                 self.collection, requests, RRFRanker(rrf_k), limit=k, output_fields=self._result_fields()
             )
         else:
-            results = self.client.search(
-                self.collection,
-                data=vectors,
-                anns_field=DENSE_FIELD,
-                search_params=_DENSE_SEARCH,
-                limit=k,
-                filter=expr or "",
-                output_fields=self._result_fields(),
-            )
-        return [[(self._to_document(h["entity"]), float(h["distance"])) for h in hits] for hits in results]
+            results = self._search_field(DENSE_FIELD, vectors, k, expr)
+        return [self._scored(hits) for hits in results]
 
     def search_legs(
         self, query: str, vector: list[float], *, k: int, expr: str | None = None, rrf_k: int = RRF_K
@@ -141,17 +133,11 @@ class IndexReads:
         """
         if not self._exists():
             return [], []
-        common = {"limit": k, "filter": expr or "", "output_fields": self._result_fields()}
-        dense = self.client.search(
-            self.collection, data=[vector], anns_field=DENSE_FIELD, search_params=_DENSE_SEARCH, **common
-        )[0]
-        dense_hits = [(self._to_document(h["entity"]), float(h["distance"])) for h in dense]
+        dense = self._search_field(DENSE_FIELD, [vector], k, expr)[0]
+        dense_hits = self._scored(dense)
         if not self.hybrid:
             return dense_hits, dense_hits
-        words = keyword_query(query, self.bm25_stop_words)
-        sparse = self.client.search(
-            self.collection, data=[words], anns_field=SPARSE_FIELD, search_params=_SPARSE_SEARCH, **common
-        )[0]
+        sparse = self._search_field(SPARSE_FIELD, [keyword_query(query, self.bm25_stop_words)], k, expr)[0]
         found: dict[str, Document] = {}
         scores: dict[str, float] = {}
         for hits in (dense, sparse):
@@ -161,6 +147,22 @@ class IndexReads:
                 scores[str(doc.id)] = scores.get(str(doc.id), 0.0) + 1.0 / (rrf_k + rank)
         fused = sorted(scores.items(), key=lambda item: -item[1])[:k]
         return dense_hits, [(found[cid], score) for cid, score in fused]
+
+    def _search_field(self, field: str, data: list, k: int, expr: str | None) -> list:
+        """Milvus's raw hits, per query, of one ``k``-deep search on one field: ``data`` is query
+        vectors for the dense field, query texts for BM25's sparse field."""
+        return self.client.search(
+            self.collection,
+            data=data,
+            anns_field=field,
+            search_params=_DENSE_SEARCH if field == DENSE_FIELD else _SPARSE_SEARCH,
+            limit=k,
+            filter=expr or "",
+            output_fields=self._result_fields(),
+        )
+
+    def _scored(self, hits) -> list[tuple[Document, float]]:
+        return [(self._to_document(h["entity"]), float(h["distance"])) for h in hits]
 
     def get(self, ids: list[str]) -> list[Document]:
         """Stored chunks by id, in the order asked (missing ids are left out)."""
