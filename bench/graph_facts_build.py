@@ -36,8 +36,8 @@ def main() -> None:
 
     from rag_graphs.eval.corpus import collection_name, passage_document
     from rag_graphs.eval.datasets import load_dataset
-    from rag_graphs.ingestion import load_embeddings, open_index
-    from rag_graphs.ingestion.store.sentences import build_sentences
+    from rag_graphs.store import load_embeddings, open_index
+    from rag_graphs.store.sentences import build_sentences
 
     embeddings = load_embeddings("embedded")
     dataset = load_dataset(EVAL / args.dataset)

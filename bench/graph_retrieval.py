@@ -3,7 +3,7 @@
 For each dataset under ``../shared/eval`` (read in place, never copied): the corpus is
 indexed once into a Milvus Lite store (``rag_graphs.eval.corpus.open_corpus``), copied
 (stored vectors, no second embedding) into a graph collection per extractor variant, and
-the graph is built there with ``rag_graphs.ingestion.graph.build.build_graph``. Then every dev question is
+the graph is built there with ``rag_graphs.entity_graph.build.build_graph``. Then every dev question is
 searched three ways (dense, hybrid, graph) and scored by supporting-passage recall
 R@k = |gold ∩ top-k| / |gold| (gold = ``supporting_ids``), averaged over questions.
 
@@ -75,9 +75,9 @@ def parse_knobs(pairs: list[str]) -> dict:
 
 def graph_index(base, variant: str, *, rebuild: bool, n_process: int, timings: dict):
     """The graph collection of ``variant``: a copy of ``base`` (its vectors), graph built."""
-    from rag_graphs.ingestion import open_index
-    from rag_graphs.ingestion.graph.build import build_graph, entity_collection
-    from rag_graphs.ingestion.graph.entities import load_extractor
+    from rag_graphs.entity_graph.build import build_graph, entity_collection
+    from rag_graphs.entity_graph.entities import load_extractor
+    from rag_graphs.store import open_index
 
     name = f"{base.collection}_{variant.replace('+', '_')}"
     client = base.client
@@ -112,7 +112,7 @@ def embed_seconds(dataset, embeddings) -> float:
 
 
 def evaluate(index, graph, examples, knobs: dict, k_max: int = 5, modes=("dense", "hybrid", "graph")):
-    from rag_graphs.ingestion.graph.ppr import graph_search
+    from rag_graphs.entity_graph.ppr import graph_search
 
     out = {}
     runs = {
@@ -156,7 +156,7 @@ def ppr_speed(graph, examples, knobs: dict, n: int = 50) -> dict[str, float]:
     import networkx as nx
     import numpy as np
 
-    import rag_graphs.ingestion.graph.ppr as ppr
+    import rag_graphs.entity_graph.ppr as ppr
 
     captured = []
     original = ppr.personalized_pagerank
@@ -221,11 +221,11 @@ def main() -> None:
     )
     args = parser.parse_args()
 
+    from rag_graphs.entity_graph.build import entity_collection
     from rag_graphs.eval.corpus import open_corpus
     from rag_graphs.eval.datasets import load_dataset
     from rag_graphs.eval.halves import split
-    from rag_graphs.ingestion import load_embeddings
-    from rag_graphs.ingestion.graph.build import entity_collection
+    from rag_graphs.store import load_embeddings
 
     knobs = parse_knobs(args.knobs)
     embeddings = load_embeddings("embedded")
@@ -250,7 +250,7 @@ def main() -> None:
             if not args.no_embed_timing:
                 entry["embed_seconds"] = embed_seconds(dataset, embeddings)
         if args.facts:
-            from rag_graphs.ingestion.store.sentences import build_sentences
+            from rag_graphs.store.sentences import build_sentences
 
             start = time.perf_counter()
             built = build_sentences(graph)

@@ -6,7 +6,7 @@ neighbourhood reads and the walk. Choose on ``--split tune``; then run the chose
 once on ``--split check`` (here or with ``bench/graph_retrieval.py``) and report both.
 
 Run (after ``bench/graph_retrieval.py`` built the store and graph for the dataset; facts need
-the graph collection's sentence rows, ``rag_graphs.ingestion.store.sentences.build_sentences``):
+the graph collection's sentence rows, ``rag_graphs.store.sentences.build_sentences``):
 
     .venv/bin/python bench/graph_tune.py --dataset musique --split tune \\
         --grid fact_k=0,20 --grid hybrid_weight=0,1 --set mode=hybrid
@@ -65,7 +65,7 @@ def memoise_store_reads() -> None:
     """Memoise graph search's per-question linking and neighbourhood reads (see the docstring)."""
     import copy
 
-    import rag_graphs.ingestion.graph.ppr as ppr
+    import rag_graphs.entity_graph.ppr as ppr
 
     def memo(function, key):
         cache: dict = {}
@@ -125,11 +125,11 @@ def main() -> None:
 
     from graph_retrieval import parse_knobs  # bench/ is this script's own directory on sys.path
 
+    from rag_graphs.entity_graph.ppr import graph_search
     from rag_graphs.eval.corpus import collection_name
     from rag_graphs.eval.datasets import load_dataset
     from rag_graphs.eval.halves import split
-    from rag_graphs.ingestion import load_embeddings, open_index
-    from rag_graphs.ingestion.graph.ppr import graph_search
+    from rag_graphs.store import load_embeddings, open_index
 
     if not args.no_cache:
         memoise_store_reads()

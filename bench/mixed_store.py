@@ -106,7 +106,7 @@ def percentile(values: list[float], q: float) -> float:
 
 def latency(index, questions: list[str], options: dict, warmup: list[str]) -> dict:
     """Warm p50 / p90 (ms) of dense, hybrid and graph search, and graph search's median laps."""
-    from rag_graphs.ingestion.graph.ppr import graph_search
+    from rag_graphs.entity_graph.ppr import graph_search
 
     runs = {
         "dense": lambda q: index.search(q, k=5, mode="dense"),
@@ -137,7 +137,7 @@ def latency(index, questions: list[str], options: dict, warmup: list[str]) -> di
 def score(index, examples, alias: dict[str, str], options: dict, own: set[str] | None = None) -> dict:
     """R@2 / R@5 (%) of hybrid (k=5) and graph search over ``examples``, gold ids mapped to stored ids;
     with ``own`` (the stored ids of the questions' corpus), the share of top-5 hits from other corpora."""
-    from rag_graphs.ingestion.graph.ppr import graph_search
+    from rag_graphs.entity_graph.ppr import graph_search
 
     runs = {
         "hybrid": lambda q: [str(d.id) for d, _ in index.search(q, k=5, mode="hybrid")],
@@ -174,7 +174,7 @@ def clean_copy_latency(index, questions: list[str], warmup: list[str], rounds: i
     """Dense and hybrid p50 (ms) on the graph-built collection and on a copy of it written once
     (same rows and vectors, never upserted), alternated in one process so load cancels:
     ``build_graph`` rewrites every chunk row (a partial upsert) to add its entities."""
-    from rag_graphs.ingestion import open_index
+    from rag_graphs.store import open_index
 
     clean = open_index(index.uri, f"{index.collection}_clean", index.embeddings)
     if clean.count() < index.count():
@@ -326,13 +326,13 @@ def main() -> None:
         return
 
     from rag_graphs.config.context import RagContext
+    from rag_graphs.entity_graph.build import build_graph, entity_collection
+    from rag_graphs.entity_graph.entities import load_extractor
     from rag_graphs.eval.corpus import passage_document
     from rag_graphs.eval.datasets import load_dataset
     from rag_graphs.eval.halves import split
-    from rag_graphs.ingestion import load_embeddings, open_index
-    from rag_graphs.ingestion.graph.build import build_graph, entity_collection
-    from rag_graphs.ingestion.graph.entities import load_extractor
     from rag_graphs.search.retrieval import graph_options
+    from rag_graphs.store import load_embeddings, open_index
 
     keep = (0, 0) if args.unprotected else (1, 2)
     options = graph_options(RagContext(graph_keep_first=keep[0], graph_keep_in_top=keep[1]))

@@ -37,9 +37,9 @@ def main() -> None:
     from rag_graphs.config.context import RagContext
     from rag_graphs.eval.corpus import open_corpus
     from rag_graphs.eval.datasets import load_dataset
-    from rag_graphs.ingestion import load_embeddings
     from rag_graphs.search.disk_cache import disk_cache
     from rag_graphs.search.retrieval import retriever_for
+    from rag_graphs.store import load_embeddings
 
     embeddings = load_embeddings("embedded")
     dataset = load_dataset(EVAL / args.dataset)

@@ -118,8 +118,8 @@ def main() -> None:
 
     from rag_graphs.eval.corpus import open_corpus
     from rag_graphs.eval.datasets import load_dataset
-    from rag_graphs.ingestion import load_embeddings
     from rag_graphs.llm.models import load_chat_model
+    from rag_graphs.store import load_embeddings
 
     embeddings = load_embeddings("embedded")
     llama = load_chat_model("embedded").client  # type: ignore[attr-defined]

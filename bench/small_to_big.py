@@ -2,7 +2,7 @@
 
 For each dataset under ``../shared/eval`` (read in place), the corpus collection the evaluator
 builds (``rag_graphs.eval.corpus.open_corpus``) gets its sentence rows
-(``rag_graphs.ingestion.store.sentences.build_sentences``: resumable, so a killed build continues), then
+(``rag_graphs.store.sentences.build_sentences``: resumable, so a killed build continues), then
 the first
 ``--limit`` dev questions are searched through ``retriever_for`` (the retrieve node's own search)
 with ``search_unit=chunk`` and ``search_unit=sentence``, search cache off. Reported: supporting-
@@ -68,8 +68,8 @@ def main() -> None:
 
     from rag_graphs.eval.corpus import open_corpus
     from rag_graphs.eval.datasets import load_dataset
-    from rag_graphs.ingestion import load_embeddings
-    from rag_graphs.ingestion.store.sentences import build_sentences
+    from rag_graphs.store import load_embeddings
+    from rag_graphs.store.sentences import build_sentences
 
     embeddings = load_embeddings("embedded")
     results: dict[str, dict] = {}

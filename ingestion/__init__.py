@@ -1,10 +1,11 @@
 """Docling ingestion into a Milvus collection.
 
-Owns the store and the embedding model that fills it. Installed as ``rag_graphs.ingestion``;
-it depends on ``rag_graphs.prompts`` only (see DESIGN.md's dependency direction).
+Conversion, chunking, captioning, the ingest pipeline and the RAPTOR build. Installed as
+``rag_graphs.ingestion`` (a real folder, mapped by setuptools' ``package-dir``); it writes through
+``rag_graphs.store`` and ``rag_graphs.entity_graph`` (see docs/architecture.md's layers).
 
-The names below are loaded on first use (PEP 562): ``from rag_graphs.ingestion.store.filters import quote``
-must not pull Docling, transformers and torch in through ``rag_graphs.ingestion.pipeline``.
+The names below are loaded on first use (PEP 562): importing the package must not pull Docling,
+transformers and torch in through ``rag_graphs.ingestion.pipeline``.
 """
 
 from __future__ import annotations
@@ -20,43 +21,23 @@ if __name__ == "ingestion":  # its folder name, importable from a source checkou
 
 
 if TYPE_CHECKING:
-    from rag_graphs.ingestion.pipeline import FileResult, IngestOptions, IngestReport, ingest
-    from rag_graphs.ingestion.store.embeddings import EMBEDDED, load_embeddings
-    from rag_graphs.ingestion.store.filters import access_filter, all_of, ids_filter, quote
-    from rag_graphs.ingestion.store.index import ChunkIndex, open_index
-    from rag_graphs.ingestion.store.lite import StoreLockedError
+    from rag_graphs.ingestion.options import IngestOptions
+    from rag_graphs.ingestion.pipeline import ingest
+    from rag_graphs.ingestion.report import FileResult, IngestReport
 
 _HOMES = {
-    "EMBEDDED": "rag_graphs.ingestion.store.embeddings",
-    "load_embeddings": "rag_graphs.ingestion.store.embeddings",
-    "FileResult": "rag_graphs.ingestion.pipeline",
-    "IngestOptions": "rag_graphs.ingestion.pipeline",
-    "IngestReport": "rag_graphs.ingestion.pipeline",
+    "FileResult": "rag_graphs.ingestion.report",
+    "IngestOptions": "rag_graphs.ingestion.options",
+    "IngestReport": "rag_graphs.ingestion.report",
     "ingest": "rag_graphs.ingestion.pipeline",
-    "ChunkIndex": "rag_graphs.ingestion.store.index",
-    "StoreLockedError": "rag_graphs.ingestion.store.lite",
-    "access_filter": "rag_graphs.ingestion.store.filters",
-    "all_of": "rag_graphs.ingestion.store.filters",
-    "ids_filter": "rag_graphs.ingestion.store.filters",
-    "open_index": "rag_graphs.ingestion.store.index",
-    "quote": "rag_graphs.ingestion.store.filters",
 }
 """Exported name -> the module that defines it."""
 
 __all__ = [
-    "EMBEDDED",
-    "ChunkIndex",
     "FileResult",
     "IngestOptions",
     "IngestReport",
-    "StoreLockedError",
-    "access_filter",
-    "all_of",
-    "ids_filter",
     "ingest",
-    "load_embeddings",
-    "open_index",
-    "quote",
 ]
 
 

@@ -20,8 +20,9 @@ from typing import Any
 from rag_graphs.ingestion.convert.captioning import Captioner, CaptionPrompt
 from rag_graphs.ingestion.convert.converter import TIMEOUT_SECONDS, ConvertOptions
 from rag_graphs.ingestion.convert.guards import MAX_FILE_BYTES
-from rag_graphs.ingestion.graph.entities import Extractor
-from rag_graphs.ingestion.store.fields import TAGS_FIELD, TENANT_FIELD
+
+from rag_graphs.entity_graph.entities import Extractor
+from rag_graphs.store.fields import TAGS_FIELD, TENANT_FIELD
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,7 @@ class IngestOptions:
             collection that already has one keeps it current with ``spacy``.
         force: convert every file even when it is unchanged since it was stored (off: a file
             whose bytes and chunk settings match what the collection holds is skipped before
-            conversion; see ``rag_graphs.ingestion.store.files``).
+            conversion; see ``rag_graphs.store.files``).
 
     ``include``, ``exclude`` and ``tags`` accept any iterable of strings (or one string)
     and are kept as tuples.

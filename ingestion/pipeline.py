@@ -21,26 +21,26 @@ from typing import Any, TypeVar
 
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
-
 from rag_graphs.ingestion.convert.captioning import load_captioner
 from rag_graphs.ingestion.convert.chunking import chunk_document
 from rag_graphs.ingestion.convert.discover import find_files
 from rag_graphs.ingestion.convert.entry import convert
 from rag_graphs.ingestion.convert.urls import UrlSources
-from rag_graphs.ingestion.graph.build import has_graph
-from rag_graphs.ingestion.graph.entities import Extractor, load_extractor
 from rag_graphs.ingestion.options import IngestOptions, access_labels, options_with
-from rag_graphs.ingestion.progress import progress_bar
 from rag_graphs.ingestion.report import FileResult, IngestReport
-from rag_graphs.ingestion.store.embeddings import (
+from rag_graphs.ingestion.storing import Group, store_group
+
+from rag_graphs.entity_graph.build import has_graph
+from rag_graphs.entity_graph.entities import Extractor, load_extractor
+from rag_graphs.store.embeddings import (
     EMBEDDED,
     chunk_tokenizer,
     embeddings_identity,
     load_embeddings,
 )
-from rag_graphs.ingestion.store.files import FileRecord, FileRecords, file_digest
-from rag_graphs.ingestion.store.index import ChunkIndex, open_index
-from rag_graphs.ingestion.storing import Group, store_group
+from rag_graphs.store.files import FileRecord, FileRecords, file_digest
+from rag_graphs.store.index import ChunkIndex, open_index
+from rag_graphs.support.progress import progress_bar
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +72,7 @@ def ingest(
             URLs, fetched first under an SSRF guard (see ``rag_graphs.ingestion.convert.urls``).
         uri: Milvus Lite path or Milvus server URI.
         collection: collection name.
-        embeddings: embedding model spec (see ``rag_graphs.ingestion.store.embeddings``); its
+        embeddings: embedding model spec (see ``rag_graphs.store.embeddings``); its
             tokenizer also bounds chunk size.
         hybrid: create the collection with BM25 + dense (only when new).
         index: an already-open index (overrides uri/collection/embeddings).
@@ -251,7 +251,7 @@ def _ingest_files(
     embedded EMBED_GROUP at a time across files: sentence-transformers sorts a batch by length,
     so one large call pads far less than one small call per file (measured: 1.5x faster on
     HotpotQA passages). A file unchanged since it was stored is reported without converting;
-    each stored file's record is written after its chunks (``rag_graphs.ingestion.store.files``).
+    each stored file's record is written after its chunks (``rag_graphs.store.files``).
     """
     group: Group = []
     digests: dict[str, tuple[str, int] | None] = {}

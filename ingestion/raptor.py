@@ -18,7 +18,7 @@ not written again, so a re-run after an interruption only does what is missing.
 The tree follows its chunks. A summary reads its children's text, so it must
 never outlive them: whenever chunks leave the collection (``ingest --delete``,
 a changed or relabelled file replacing its old chunks; ``ChunkIndex`` calls
-``rag_graphs.ingestion.store.index.forget_in_tree`` before it deletes them), their leaf copies and every
+``rag_graphs.store.index.forget_in_tree`` before it deletes them), their leaf copies and every
 summary
 above them are removed from the tree, not relabelled. Dropping is the simple,
 safe choice: a summary's labels are those all its children share
@@ -49,13 +49,13 @@ from dataclasses import dataclass, field
 import numpy as np
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
-
-from rag_graphs.ingestion.progress import progress_bar
-from rag_graphs.ingestion.store.fields import TAGS_FIELD, TENANT_FIELD
-from rag_graphs.ingestion.store.index import ChunkIndex, open_index
-from rag_graphs.ingestion.store.tree import forget_chunks, tree_collection
 from rag_graphs.prompts import load_prompt
 from rag_graphs.prompts.fencing import fence
+
+from rag_graphs.store.fields import TAGS_FIELD, TENANT_FIELD
+from rag_graphs.store.index import ChunkIndex, open_index
+from rag_graphs.store.tree import forget_chunks, tree_collection
+from rag_graphs.support.progress import progress_bar
 
 MAX_CLUSTER_CHARS = 6000  # text of one cluster given to the summariser
 REDUCED_DIMS = 10

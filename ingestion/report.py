@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from rag_graphs.ingestion.convert.discover import Skipped
-from rag_graphs.ingestion.terminal import visible
+
+from rag_graphs.support.terminal import visible
 
 
 @dataclass

@@ -14,12 +14,13 @@ With an entity extractor, entity rows are written before the chunks that name th
 from __future__ import annotations
 
 from langchain_core.documents import Document
-
-from rag_graphs.ingestion.graph.build import add_entities
-from rag_graphs.ingestion.graph.entities import ENTITIES_FIELD, Extractor, annotate
 from rag_graphs.ingestion.report import FileResult
-from rag_graphs.ingestion.store.index import ChunkIndex
-from rag_graphs.ingestion.store.sentences import children_of, has_sentences, sentence_rows
+
+from rag_graphs.entity_graph.build import add_entities
+from rag_graphs.entity_graph.entities import Extractor, annotate
+from rag_graphs.store.fields import ENTITIES_FIELD
+from rag_graphs.store.index import ChunkIndex
+from rag_graphs.store.sentences import children_of, has_sentences, sentence_rows
 
 Group = list[tuple[FileResult, list[Document]]]
 """Files ready to store: each file's result (filled in here) and its complete list of chunks."""

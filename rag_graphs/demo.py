@@ -22,14 +22,14 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 
 from rag_graphs.eval.metrics import answer_contained
-from rag_graphs.ingestion.terminal import safe
+from rag_graphs.support.terminal import safe
 from rag_graphs.text.answers import scaffolding, short_answer
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
-    from rag_graphs.ingestion import ChunkIndex
     from rag_graphs.ingestion.raptor import RaptorReport
+    from rag_graphs.store import ChunkIndex
 
 QUESTION = "What is the capital of the province where the founder of the Velmora Institute was born?"
 GOLD = "Lunmar"
@@ -80,8 +80,8 @@ def build_entity_graph(index: Callable[[], ChunkIndex], chat: Callable[[], BaseC
     """The demo's entity graph (spaCy NER, offline), in ``_build_over``'s form. Ingest builds it
     for a new collection; this completes one a store ingested without it (graph search, the
     ``hipporag`` method's and ``search_mode="auto"``'s, needs it). Resumes; a no-op once built."""
-    from rag_graphs.ingestion.graph.build import build_graph
-    from rag_graphs.ingestion.graph.entities import load_extractor
+    from rag_graphs.entity_graph.build import build_graph
+    from rag_graphs.entity_graph.entities import load_extractor
 
     return build_graph(index(), load_extractor("spacy"), progress=False)
 

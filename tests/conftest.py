@@ -31,7 +31,7 @@ from langchain_core.language_models import GenericFakeChatModel  # noqa: E402
 from langchain_core.messages import AIMessage  # noqa: E402
 
 from rag_graphs.config.context import RagContext  # noqa: E402
-from rag_graphs.ingestion import ChunkIndex  # noqa: E402
+from rag_graphs.store import ChunkIndex  # noqa: E402
 
 
 @pytest.hookimpl(optionalhook=True)  # a plain `pytest` (no xdist) runs too

@@ -13,11 +13,11 @@ from __future__ import annotations
 import typing
 
 from langchain_core.documents import Document
+from rag_graphs.ingestion.raptor import tree_collection
 
 from rag_graphs.config.context import RagContext
-from rag_graphs.ingestion import load_embeddings, open_index
-from rag_graphs.ingestion.raptor import tree_collection
 from rag_graphs.state import Outcome, Step
+from rag_graphs.store import load_embeddings, open_index
 
 OUTCOMES = set(typing.get_args(Outcome))
 STEP_KINDS = set(typing.get_args(typing.get_type_hints(Step)["kind"]))

@@ -110,7 +110,9 @@ class PromptScriptedChat(BaseChatModel):
 
 def ensure_demo_store(store: str) -> None:
     """Ingest the demo corpus into ``store`` unless it already holds it."""
-    from rag_graphs.ingestion import ingest, open_index
+    from rag_graphs.ingestion import ingest
+
+    from rag_graphs.store import open_index
 
     index = open_index(store, COLLECTION, embeddings())
     if index.count() == 0:
@@ -125,8 +127,8 @@ def run_graph(store: str, db: str, thread: str, log: str, *, hang_at: int = 0, r
     from langgraph.checkpoint.sqlite import SqliteSaver
 
     from rag_graphs.config.context import RagContext
-    from rag_graphs.ingestion import open_index
     from rag_graphs.methods import get_graph
+    from rag_graphs.store import open_index
 
     ensure_demo_store(store)
     index = open_index(store, COLLECTION, embeddings())
@@ -182,7 +184,9 @@ def run_ingest(
     """Ingest ``folder`` into ``store``, ``group`` chunks per embedding call; hang in embedding call
     ``hang_at`` or after storing file number ``hang_after_file`` (0: never)."""
     import rag_graphs.ingestion.pipeline as pipeline
-    from rag_graphs.ingestion import ChunkIndex, FileResult, ingest
+    from rag_graphs.ingestion import FileResult, ingest
+
+    from rag_graphs.store import ChunkIndex
 
     if not hasattr(pipeline, "EMBED_GROUP"):
         raise RuntimeError("rag_graphs.ingestion.pipeline.EMBED_GROUP is gone: update tests/crash_worker.py")

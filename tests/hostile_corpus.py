@@ -291,8 +291,9 @@ def worker_overhead(folder: Path, rounds: int = 3) -> dict[str, float]:
     import time
 
     from langchain_core.embeddings import DeterministicFakeEmbedding
+    from rag_graphs.ingestion import ingest
 
-    from rag_graphs.ingestion import ChunkIndex, ingest
+    from rag_graphs.store import ChunkIndex
 
     folder.mkdir(parents=True, exist_ok=True)
     for make in (fx.docx, fx.xlsx, fx.pptx, fx.html, fx.pdf):

@@ -6,6 +6,6 @@ Docling runs), ``documents`` (hand-built documents), ``converter`` (Docling in p
 pages), ``entry`` (``convert``: one file to a ``DoclingDocument``), ``captioning`` (picture
 descriptions) and ``chunking`` (text, table and picture chunks).
 
-May import ``prompts`` and ``rag_graphs.ingestion.redaction``; never the store, the graph or ``rag_graphs``.
+May import ``prompts`` and ``rag_graphs.support.redaction``; never the store, the graph or ``rag_graphs``.
 Nothing is imported here: ``rag_graphs.ingestion.convert.entry.formats`` must not load Docling.
 """

@@ -33,12 +33,13 @@ from io import BytesIO
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
-from rag_graphs.ingestion.redaction import MASK as MASK  # re-exported: redaction used to live here
-from rag_graphs.ingestion.redaction import SECRET_NAME as SECRET_NAME
-from rag_graphs.ingestion.redaction import SecretScrubber, url_secrets
-from rag_graphs.ingestion.redaction import redact_url as redact_url
 from rag_graphs.prompts import load_prompt
 from rag_graphs.prompts.fencing import fence
+
+from rag_graphs.support.redaction import MASK as MASK  # re-exported: redaction used to live here
+from rag_graphs.support.redaction import SECRET_NAME as SECRET_NAME
+from rag_graphs.support.redaction import SecretScrubber, url_secrets
+from rag_graphs.support.redaction import redact_url as redact_url
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel

@@ -33,7 +33,8 @@ from pathlib import Path, PurePosixPath
 from urllib.parse import urljoin, urlsplit
 
 from rag_graphs.ingestion.convert.formats import SUPPORTED
-from rag_graphs.ingestion.redaction import redact_url
+
+from rag_graphs.support.redaction import redact_url
 
 MAX_REDIRECTS = 5
 TIMEOUT_SECONDS = 30.0

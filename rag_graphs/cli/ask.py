@@ -22,8 +22,8 @@ from rag_graphs.cli.shared import (
     with_search_options,
 )
 from rag_graphs.config.threads import DEFAULT_CHECKPOINTS
-from rag_graphs.ingestion.terminal import safe
 from rag_graphs.search.sources import source_key
+from rag_graphs.support.terminal import safe
 
 if TYPE_CHECKING:
     from rag_graphs.config.context import RagContext
@@ -171,8 +171,8 @@ def ask(
     search: dict[str, Any],
 ) -> None:
     """Answer a question with one method; print the answer, citations and steps."""
-    from rag_graphs.ingestion import StoreLockedError
     from rag_graphs.llm.faults import RunFailed
+    from rag_graphs.store import StoreLockedError
 
     if not question.strip():
         _fail("the question is empty: ask something, e.g. rag-graphs ask 'Where was Ilsa Brandt born?'")

@@ -30,7 +30,7 @@ app.add_typer(graph_app, name="graph")
 def sentences_build(store: StoreOpt = None, collection: CollOpt = None) -> None:
     """Store every chunk's sentences in `<collection>_sentences` for `--search-unit sentence`
     (small-to-big); re-running resumes, never embeds a stored sentence again."""
-    from rag_graphs.ingestion.store.sentences import build_sentences
+    from rag_graphs.store.sentences import build_sentences
 
     _build_over(store, collection, None, lambda index, chat: build_sentences(index()))
 
@@ -75,8 +75,8 @@ def graph_build(
 ) -> None:
     """Give a collection's chunks their entities (for one ingested before graphs existed);
     re-running resumes where it stopped."""
-    from rag_graphs.ingestion.graph.build import build_graph
-    from rag_graphs.ingestion.graph.entities import load_extractor
+    from rag_graphs.entity_graph.build import build_graph
+    from rag_graphs.entity_graph.entities import load_extractor
 
     def build(index: Callable, chat: Callable) -> Any:  # a GraphBuildReport
         find = load_extractor(

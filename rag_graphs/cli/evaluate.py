@@ -18,7 +18,7 @@ from rag_graphs.cli.shared import (
     console,
     with_search_options,
 )
-from rag_graphs.ingestion.terminal import safe
+from rag_graphs.support.terminal import safe
 
 
 @app.command("eval")

@@ -19,8 +19,8 @@ from rag_graphs.cli.shared import (
     app,
     console,
 )
-from rag_graphs.ingestion.terminal import safe
 from rag_graphs.search.sources import delete_sources
+from rag_graphs.support.terminal import safe
 
 if TYPE_CHECKING:
     pass
@@ -110,10 +110,10 @@ def ingest(
     a changed file (or new --tenant/--tag labels) replaces its old chunks.
     `ask --tenant/--tag/--source` searches only what carries those labels.
     """
-    from rag_graphs.ingestion import StoreLockedError
     from rag_graphs.ingestion import ingest as run_ingest
     from rag_graphs.ingestion.options import megabytes
-    from rag_graphs.ingestion.store.sentences import build_sentences
+    from rag_graphs.store import StoreLockedError
+    from rag_graphs.store.sentences import build_sentences
 
     if not paths and not delete:
         _fail("give files or folders to ingest, or --delete PATH")
@@ -168,9 +168,9 @@ def sources(store: StoreOpt = None, collection: CollOpt = None) -> None:
     """List the indexed sources with their chunk counts per kind."""
     from rich.table import Table
 
-    from rag_graphs.ingestion import StoreLockedError
     from rag_graphs.ingestion.convert.captioning import redact_url
     from rag_graphs.search.retrieval import index_for
+    from rag_graphs.store import StoreLockedError
 
     ctx = _context(store, collection)
     try:

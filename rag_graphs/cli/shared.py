@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 import typer
 from rich.console import Console
 
-from rag_graphs.ingestion.quiet import show_debug_log
-from rag_graphs.ingestion.terminal import safe
+from rag_graphs.support.quiet import show_debug_log
+from rag_graphs.support.terminal import safe
 
 if TYPE_CHECKING:
     from rag_graphs.config.context import RagContext
@@ -161,7 +161,7 @@ def _context(store: str | None, collection: str | None, **overrides) -> RagConte
     if collection:
         values["collection"] = collection
     ctx = RagContext(**values)
-    from rag_graphs.ingestion.store.lite import check_store_path
+    from rag_graphs.store.lite import check_store_path
 
     try:
         check_store_path(ctx.store_uri)  # a file or unwritable path: one clear error, before any work
@@ -203,9 +203,9 @@ def _build_over(
     asks, so a build can check its own settings before the store opens. ``max_tokens`` caps each
     reply (the demo's short summaries); by default, the context's answer budget.
     """
-    from rag_graphs.ingestion import StoreLockedError
     from rag_graphs.llm.models import load_chat_model
     from rag_graphs.search.retrieval import index_for
+    from rag_graphs.store import StoreLockedError
 
     try:
         ctx = _context(store, collection, chat_model=model, max_answer_tokens=max_tokens)

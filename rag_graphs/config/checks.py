@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from rag_graphs.ingestion import ChunkIndex
+    from rag_graphs.store import ChunkIndex
 
 
 class SetupError(ValueError):
@@ -62,7 +62,7 @@ def check_graph(index: ChunkIndex) -> None:
     Raises:
         SetupError: the collection has no entity collection.
     """
-    from rag_graphs.ingestion.graph.build import entity_collection, has_graph
+    from rag_graphs.entity_graph.build import entity_collection, has_graph
 
     if not has_graph(index):
         raise SetupError(
@@ -125,8 +125,8 @@ def check_dimension(index: ChunkIndex) -> None:
     Raises:
         SetupError: the model differs from the collection's, by name or by dimension.
     """
-    from rag_graphs.ingestion.store.embeddings import embeddings_identity
-    from rag_graphs.ingestion.store.fields import DENSE_FIELD
+    from rag_graphs.store.embeddings import embeddings_identity
+    from rag_graphs.store.fields import DENSE_FIELD
 
     key = (id(index), id(index.embeddings))
     if key in _DIMENSIONS_CHECKED:

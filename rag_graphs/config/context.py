@@ -136,7 +136,7 @@ class RagContext:
 
     search_unit: Literal["chunk", "sentence"] = _env("RAG_GRAPHS_SEARCH_UNIT", "chunk")
     """What dense and hybrid search match: ``chunk``, or ``sentence`` (small-to-big: the
-    collection's sentence rows, ``rag_graphs.ingestion.store.sentences``, are searched and their parent chunks
+    collection's sentence rows, ``rag_graphs.store.sentences``, are searched and their parent chunks
     returned, deduplicated, in the order of each one's best sentence; needs ``rag-graphs
     sentences build`` or ``rag-graphs ingest --children``). Graph search ignores it."""
 
@@ -185,7 +185,7 @@ class RagContext:
     ``source like "%annual_report%"`` or ``chunk_id in ["a", "b"]``; None searches all.
     Written by the operator, used as is: never build it from user input (use the
     access fields below, whose values are quoted). It must be one balanced expression
-    (``rag_graphs.ingestion.store.filters.check_filter``): it is parenthesised beside the access fields, and a
+    (``rag_graphs.store.filters.check_filter``): it is parenthesised beside the access fields, and a
     filter such as ``1==1) or (1==1`` that would close that parenthesis is refused."""
 
     tenant: Label | None = _env("RAG_GRAPHS_TENANT", None, restricts=True)
@@ -345,7 +345,7 @@ class RagContext:
         """The Milvus expression every search of this run applies: ``search_filter`` and the
         access fields (tenant, tags, sources), all required. Applied inside the search, so a
         chunk outside it never reaches a prompt."""
-        from rag_graphs.ingestion.store.filters import access_filter, all_of
+        from rag_graphs.store.filters import access_filter, all_of
 
         access = access_filter(tenant=self.tenant, tags=self.tags, sources=self.sources)
         return all_of(self.search_filter, access)

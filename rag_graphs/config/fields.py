@@ -36,7 +36,7 @@ LoopBudget = Annotated[int, Field(ge=1, le=MAX_LOOP)]
 
 
 def _check_filter(expr: str) -> str:
-    from rag_graphs.ingestion.store.filters import check_filter
+    from rag_graphs.store.filters import check_filter
 
     return check_filter(expr)
 

@@ -14,8 +14,8 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
 from rag_graphs.eval.datasets import Dataset
-from rag_graphs.ingestion import ChunkIndex, open_index
-from rag_graphs.ingestion.progress import progress_bar
+from rag_graphs.store import ChunkIndex, open_index
+from rag_graphs.support.progress import progress_bar
 
 BATCH = 256
 

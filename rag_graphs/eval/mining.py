@@ -23,9 +23,9 @@ from rag_graphs.config.context import RagContext
 from rag_graphs.eval.corpus import open_corpus
 from rag_graphs.eval.datasets import Dataset, load_dataset
 from rag_graphs.eval.metrics import answer_contained
-from rag_graphs.ingestion.progress import progress_bar
 from rag_graphs.methods import get_graph
 from rag_graphs.search.retrieval import embeddings_for
+from rag_graphs.support.progress import progress_bar
 from rag_graphs.text.demonstrations import MAX_DOCS
 
 

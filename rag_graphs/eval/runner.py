@@ -47,11 +47,11 @@ from rag_graphs.eval.rows import (
     read_rows,
 )
 from rag_graphs.eval.timing import Timer
-from rag_graphs.ingestion import ids_filter
-from rag_graphs.ingestion.progress import progress_bar
 from rag_graphs.methods import METHODS, get_graph
 from rag_graphs.run import run
 from rag_graphs.search.retrieval import embeddings_for
+from rag_graphs.store import ids_filter
+from rag_graphs.support.progress import progress_bar
 
 log = logging.getLogger(__name__)
 Setting = Literal["open", "distractor", "oracle"]
@@ -300,8 +300,8 @@ def evaluate(
     # graph search (hipporag's, and the default search_mode=auto's: every method on the default
     # engine) needs the entity graph; ``--search-mode hybrid`` compares without it
     if "hipporag" in methods or ctx.search_mode in ("graph", "auto"):
-        from rag_graphs.ingestion.graph.build import build_graph
-        from rag_graphs.ingestion.graph.entities import load_extractor
+        from rag_graphs.entity_graph.build import build_graph
+        from rag_graphs.entity_graph.entities import load_extractor
         from rag_graphs.search.retrieval import index_for
 
         build_graph(index_for(ctx), load_extractor("spacy"), progress=progress)  # resumes; no-op when built

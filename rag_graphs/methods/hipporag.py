@@ -4,7 +4,7 @@
 
 The multi-hop links live in the index, not in model-written queries: the
 question's entities seed a Personalized PageRank over the chunk-entity graph
-kept in Milvus (``rag_graphs.ingestion.graph.build``, built at ingest or by ``rag-graphs graph
+kept in Milvus (``rag_graphs.entity_graph.build``, built at ingest or by ``rag-graphs graph
 build``), blended with the hybrid scores, so a passage that shares an entity
 with the question's passages ranks without a second query. This is naive RAG
 with ``search_mode="graph"``; every other method gets the same retrieval by

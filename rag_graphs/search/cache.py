@@ -3,7 +3,7 @@
 Evaluations and notebooks ask many questions whose first search is the question itself, and
 reruns ask the same questions again; each search costs an embedding call and a store request.
 The cache key is everything that decides a search's hits: store URI, collection, the
-collection's generation (``rag_graphs.ingestion.store.generations.generation``, bumped by every ingest,
+collection's generation (``rag_graphs.store.generations.generation``, bumped by every ingest,
 delete or
 reopen in this process, so a changed collection never serves stale hits), search mode, filter,
 k, the RRF constant and the query normalised (case and whitespace). It is a bounded LRU for the

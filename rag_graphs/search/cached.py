@@ -16,16 +16,16 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
 from rag_graphs.config.checks import SetupError, check_collection_exists
-from rag_graphs.ingestion import ChunkIndex
-from rag_graphs.ingestion.store.generations import generation
-from rag_graphs.ingestion.store.sentences import (
+from rag_graphs.search.cache import SEARCHES, Ranking, normalise
+from rag_graphs.search.disk_cache import disk_cache, disk_key
+from rag_graphs.store import ChunkIndex
+from rag_graphs.store.generations import generation
+from rag_graphs.store.sentences import (
     children_of,
     has_sentences,
     search_parents,
     sentence_collection,
 )
-from rag_graphs.search.cache import SEARCHES, Ranking, normalise
-from rag_graphs.search.disk_cache import disk_cache, disk_key
 
 
 @contextmanager
@@ -63,7 +63,7 @@ def cached_search(
     so a change another process made is seen by this one too.
 
     ``unit="sentence"`` searches the collection's sentence rows and returns their parent chunks
-    (``rag_graphs.ingestion.store.sentences``, small-to-big); the caches then key on the sentence
+    (``rag_graphs.store.sentences``, small-to-big); the caches then key on the sentence
     collection too."""
     if size != SEARCHES.size:
         SEARCHES.resize(size)

@@ -4,7 +4,7 @@ The process's LRU (``rag_graphs.search.cache``) dies with the process and keys o
 in-process generation, which another process's ingest never bumps. Entries here outlive the
 process, so they key on the collection's ``fingerprint`` instead (row count plus a version
 marker that every add and delete writes into the collection's properties, see
-``rag_graphs.ingestion.store.index``): an ingest or delete in any process makes the old entries unreachable.
+``rag_graphs.store.index``): an ingest or delete in any process makes the old entries unreachable.
 A file that is not this cache (corrupt, or another program's database) is refused with an
 error naming the setting, never silently used or overwritten.
 """

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 from langchain_core.documents import Document
 
-from rag_graphs.ingestion import ChunkIndex
-from rag_graphs.ingestion.store.filters import all_of, quote
+from rag_graphs.store import ChunkIndex
+from rag_graphs.store.filters import all_of, quote
 
 SPECS = "none, neighbours:<N>, section"
 PREFIX = "neighbours:"

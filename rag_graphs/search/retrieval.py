@@ -22,10 +22,6 @@ from pydantic import ConfigDict, Field
 
 from rag_graphs.config.checks import check_collection_exists, check_graph, check_store_exists
 from rag_graphs.config.context import RagContext
-from rag_graphs.ingestion import ChunkIndex, load_embeddings, open_index
-from rag_graphs.ingestion.redaction import redact_url
-from rag_graphs.ingestion.store.fields import RRF_K
-from rag_graphs.ingestion.store.generations import generation
 from rag_graphs.search.cached import cached_search as cached_search
 from rag_graphs.search.cached import embeddings_name as embeddings_name
 from rag_graphs.search.cached import missing_collection_named
@@ -33,6 +29,10 @@ from rag_graphs.search.fusion import most_relevant_last as most_relevant_last
 from rag_graphs.search.fusion import reciprocal_rank_fusion as reciprocal_rank_fusion
 from rag_graphs.search.fusion import rrf_order as rrf_order
 from rag_graphs.search.fusion import unique_union as unique_union
+from rag_graphs.store import ChunkIndex, load_embeddings, open_index
+from rag_graphs.store.fields import RRF_K
+from rag_graphs.store.generations import generation
+from rag_graphs.support.redaction import redact_url
 
 
 def embeddings_for(ctx: RagContext) -> Embeddings:
@@ -61,7 +61,7 @@ class ChunkRetriever(BaseRetriever):
     Graphs search through it so every search is a retriever run: LangSmith
     shows it in the trace tree and callbacks (the evaluator's timer) see it.
     In ``graph`` mode the hybrid hits are re-ranked by Personalized PageRank
-    over the chunk-entity graph (``rag_graphs.ingestion.graph.ppr.graph_search``); every hit then
+    over the chunk-entity graph (``rag_graphs.entity_graph.ppr.graph_search``); every hit then
     carries the walk's seeds in ``metadata["graph_seeds"]`` for the reasoning chain.
     """
 
@@ -91,7 +91,7 @@ class ChunkRetriever(BaseRetriever):
                 path=self.cache_path,
                 unit=self.unit,
             )[0]
-        from rag_graphs.ingestion.graph.ppr import graph_search
+        from rag_graphs.entity_graph.ppr import graph_search
 
         with missing_collection_named(self.index):
             found = graph_search(self.index, query, k=self.k, expr=self.expr, **self.graph)
@@ -101,7 +101,7 @@ class ChunkRetriever(BaseRetriever):
 
 
 def graph_options(ctx: RagContext, k: int | None = None) -> dict[str, Any]:
-    """The context's graph-search knobs, as ``rag_graphs.ingestion.graph.ppr.graph_search`` arguments;
+    """The context's graph-search knobs, as ``rag_graphs.entity_graph.ppr.graph_search`` arguments;
     for searches of ``k`` hits, ``keep_in_top`` is at most ``k - 1`` (the walk keeps a place)."""
     keep_in_top = ctx.graph_keep_in_top if k is None else min(ctx.graph_keep_in_top, k - 1)
     return {
@@ -187,7 +187,7 @@ def resolve(
     Raises:
         SetupError: ``graph`` asked of a collection without an entity graph.
     """
-    from rag_graphs.ingestion.graph.build import has_graph
+    from rag_graphs.entity_graph.build import has_graph
 
     where = f"collection {index.collection!r}"
     if asked == "auto" and unit == "sentence":

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from rag_graphs.ingestion import ChunkIndex
+    from rag_graphs.store import ChunkIndex
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from typing import Literal, get_args
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from rag_graphs.ingestion.store.reads import embed_queries
+from rag_graphs.store.reads import embed_queries
 from rag_graphs.text.jsonl import existing_path, read_json_object
 
 Kind = Literal["no_retrieval", "single_hop", "multi_hop", "global_summary"]

@@ -24,8 +24,8 @@ from importlib.util import find_spec
 from pathlib import Path
 
 import pytest
-
 from rag_graphs.ingestion import ingest
+
 from tests import doc_fixtures as fx
 from tests.server.loopback import free_port, serving
 
@@ -72,7 +72,7 @@ def _chunks(index) -> list[tuple[str, str]]:
 def test_docling_serve_converts_like_docling_in_process(
     docling_serve, make, tmp_path, fake_embeddings, monkeypatch
 ):
-    from rag_graphs.ingestion import ChunkIndex
+    from rag_graphs.store import ChunkIndex
 
     monkeypatch.setenv(
         "RAG_GRAPHS_DOCLING_SERVE_OPTIONS",

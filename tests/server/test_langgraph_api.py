@@ -49,7 +49,8 @@ BUDGET = {"k": 2, "max_hops": 2, "max_steps": 2, "max_answer_tokens": 24, "iterd
 BUILD_STORE = textwrap.dedent(
     """
     import sys
-    from rag_graphs.ingestion import ingest, load_embeddings, open_index
+    from rag_graphs.ingestion import ingest
+    from rag_graphs.store import load_embeddings, open_index
     from rag_graphs.ingestion.raptor import build_tree
     from rag_graphs.llm.models import load_chat_model
     uri, corpus = sys.argv[1], sys.argv[2]

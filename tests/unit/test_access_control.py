@@ -13,12 +13,13 @@ from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
-
-from rag_graphs.ingestion import access_filter, ingest
-from rag_graphs.ingestion.graph.build import build_graph
+from rag_graphs.ingestion import ingest
 from rag_graphs.ingestion.raptor import build_tree, shared_labels
+
+from rag_graphs.entity_graph.build import build_graph
 from rag_graphs.methods import METHODS, get_graph
 from rag_graphs.search.retrieval import search
+from rag_graphs.store import access_filter
 from tests.adversarial import SCRIPT, obedient, recording_web_search
 from tests.entities import capitalised
 from tests.unit.test_faults import FAST

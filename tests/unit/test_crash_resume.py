@@ -19,9 +19,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from rag_graphs.ingestion import ingest
 
-from rag_graphs.ingestion import ChunkIndex, ingest
-from rag_graphs.ingestion.store.fields import PRIMARY_FIELD
+from rag_graphs.store import ChunkIndex
+from rag_graphs.store.fields import PRIMARY_FIELD
 from tests import crash_worker as worker
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -7,13 +7,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from rag_graphs.ingestion import ingest
 
 from rag_graphs.config.context import RagContext
-from rag_graphs.ingestion import ChunkIndex, ingest
-from rag_graphs.ingestion.graph.build import build_graph, has_graph
-from rag_graphs.ingestion.graph.entities import load_extractor
+from rag_graphs.entity_graph.build import build_graph, has_graph
+from rag_graphs.entity_graph.entities import load_extractor
 from rag_graphs.methods import get_graph
 from rag_graphs.search.retrieval import search_plan
+from rag_graphs.store import ChunkIndex
 from tests.unit.test_graph_facts import BagOfWords  # words shared rank alike in dense and BM25
 
 FILES = {
@@ -155,7 +156,7 @@ def test_the_ingest_command_builds_the_graph_unless_told_not_to(tmp_path, flag):
     from typer.testing import CliRunner
 
     from rag_graphs import cli
-    from rag_graphs.ingestion import ChunkIndex, load_embeddings
+    from rag_graphs.store import ChunkIndex, load_embeddings
 
     store = str(tmp_path / "cli.db")
     args = [

@@ -8,9 +8,9 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.language_models import GenericFakeChatModel
 
 from rag_graphs.config.checks import SetupError
-from rag_graphs.ingestion.store.embeddings import embeddings_identity
-from rag_graphs.ingestion.store.fields import EMBEDDINGS_PROPERTY
 from rag_graphs.methods import get_graph
+from rag_graphs.store.embeddings import embeddings_identity
+from rag_graphs.store.fields import EMBEDDINGS_PROPERTY
 
 QUESTION = "Where was Ilsa Brandt born?"
 

@@ -7,8 +7,8 @@ import sys
 import pytest
 from langchain_core.documents import Document
 
-from rag_graphs.ingestion.graph import entities
-from rag_graphs.ingestion.graph.entities import (
+from rag_graphs.entity_graph import entities
+from rag_graphs.entity_graph.entities import (
     ENTITIES_FIELD,
     LLMExtractor,
     SpacyExtractor,

@@ -6,10 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from rag_graphs.ingestion import ingest
 
 from rag_graphs.config.context import RagContext
-from rag_graphs.ingestion import ChunkIndex, ingest
 from rag_graphs.search.neighbours import SectionExpander, expander_for
+from rag_graphs.store import ChunkIndex
 
 FILLER = "The {n}th paragraph of {part} explains step {n} of the {part} work in plain detail."
 

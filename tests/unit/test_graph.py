@@ -7,8 +7,7 @@ import pytest
 import scipy.sparse as sp
 from langchain_core.documents import Document
 
-from rag_graphs.ingestion import ChunkIndex
-from rag_graphs.ingestion.graph.build import (
+from rag_graphs.entity_graph.build import (
     CHUNKS_FIELD,
     COUNT_FIELD,
     add_entities,
@@ -19,9 +18,11 @@ from rag_graphs.ingestion.graph.build import (
     prune_entities,
     upsert_fields,
 )
-from rag_graphs.ingestion.graph.entities import ENTITIES_FIELD, annotate
-from rag_graphs.ingestion.graph.linking import longest_matches, ngram_keys, search_with_vector
-from rag_graphs.ingestion.graph.ppr import graph_search, personalized_pagerank
+from rag_graphs.entity_graph.entities import annotate
+from rag_graphs.entity_graph.linking import longest_matches, ngram_keys, search_with_vector
+from rag_graphs.entity_graph.ppr import graph_search, personalized_pagerank
+from rag_graphs.store import ChunkIndex
+from rag_graphs.store.fields import ENTITIES_FIELD
 
 VOCAB = ["Ilsa Brandt", "Korvik", "Osric Vale", "Arden Moss", "Lunmar", "Velm", "Tarn Guild", "Hessa"]
 

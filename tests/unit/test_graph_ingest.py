@@ -6,12 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from rag_graphs.ingestion import ingest
-from rag_graphs.ingestion.graph.build import has_graph
-from rag_graphs.ingestion.graph.entities import ENTITIES_FIELD
-from rag_graphs.ingestion.graph.ppr import graph_search
+
+from rag_graphs.entity_graph.build import has_graph
+from rag_graphs.entity_graph.ppr import graph_search
 from rag_graphs.methods import get_graph
+from rag_graphs.store.fields import ENTITIES_FIELD
 
 FILES = {
     "institute.md": "# Velmora Institute\n\nThe Velmora Institute was founded by Ilsa Brandt in 1952.",

@@ -10,10 +10,11 @@ the tenant restriction (``(1==1) or (1==1) and (tenant == "acme")``).
 from __future__ import annotations
 
 import pytest
+from rag_graphs.ingestion import ingest
 
 from rag_graphs.config.context import RagContext
-from rag_graphs.ingestion import ChunkIndex, access_filter, all_of, ingest
 from rag_graphs.search.retrieval import search
+from rag_graphs.store import ChunkIndex, access_filter, all_of
 
 QUERY = "glider dive depth"
 
@@ -106,7 +107,7 @@ def test_the_breakout_through_retrieval_finds_no_other_tenants_chunk(two_tenants
 
 
 def test_balanced_filters_pass_unchanged():
-    from rag_graphs.ingestion.store.filters import check_filter
+    from rag_graphs.store.filters import check_filter
 
     for expr in WRAPPED:
         assert check_filter(expr) == expr

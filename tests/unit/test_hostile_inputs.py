@@ -16,7 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from rag_graphs import cli
-from rag_graphs.ingestion.store.lite import StoreLockedError
+from rag_graphs.store.lite import StoreLockedError
 
 
 def _invoke(*args: str) -> tuple[int, str]:
@@ -47,7 +47,7 @@ def test_a_store_path_that_is_a_file_is_named_before_anything_runs(tmp_path, com
 
 
 def test_a_store_path_under_a_file_or_unwritable_is_refused(tmp_path, monkeypatch):
-    from rag_graphs.ingestion.store.lite import check_store_path
+    from rag_graphs.store.lite import check_store_path
 
     (tmp_path / "file").write_text("x")
     with pytest.raises(ValueError, match="lies under .*file'?, a regular file"):
@@ -61,8 +61,8 @@ def test_a_store_path_under_a_file_or_unwritable_is_refused(tmp_path, monkeypatc
 OPEN_IN_A_FRESH_PROCESS = """
 import sys
 from langchain_core.embeddings import DeterministicFakeEmbedding
-from rag_graphs.ingestion.store.index import ChunkIndex
-from rag_graphs.ingestion.store.lite import StoreLockedError
+from rag_graphs.store.index import ChunkIndex
+from rag_graphs.store.lite import StoreLockedError
 try:
     ChunkIndex(uri=sys.argv[1], collection="c", embeddings=DeterministicFakeEmbedding(size=8))
 except StoreLockedError as exc:
@@ -73,7 +73,7 @@ except StoreLockedError as exc:
 def test_a_locked_store_is_reported_without_a_traceback(tmp_path, fake_embeddings):
     """As a user sees it: a fresh process (the CLI's ``_fail`` prints the same message), the
     store locked by another; before, Milvus Lite logged its traceback ahead of the message."""
-    from rag_graphs.ingestion import ChunkIndex
+    from rag_graphs.store import ChunkIndex
 
     store = tmp_path / "locked.db"
     store.mkdir()

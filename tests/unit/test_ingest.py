@@ -7,12 +7,12 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-
 from rag_graphs.ingestion import IngestOptions, ingest
 from rag_graphs.ingestion.convert.chunking import chunk_document
 from rag_graphs.ingestion.convert.entry import UnsupportedFormatError, convert, discover
 from rag_graphs.ingestion.options import options_with
-from rag_graphs.ingestion.store.embeddings import chunk_tokenizer
+
+from rag_graphs.store.embeddings import chunk_tokenizer
 
 
 def _ingest(paths, index, **kw):

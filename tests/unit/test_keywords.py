@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from langchain_core.documents import Document
 
-from rag_graphs.ingestion.graph.linking import search_with_vector
-from rag_graphs.ingestion.store.keywords import STOP_WORDS, keyword_query
+from rag_graphs.entity_graph.linking import search_with_vector
+from rag_graphs.store.keywords import STOP_WORDS, keyword_query
 
 
 def test_keyword_query_keeps_the_content_words_in_order():

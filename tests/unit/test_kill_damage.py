@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 from langchain_core.documents import Document
+from rag_graphs.ingestion import ingest
 
-from rag_graphs.ingestion import ChunkIndex, ingest
-from rag_graphs.ingestion.graph.build import CHUNKS_FIELD, build_graph, entity_collection, entity_rows
-from rag_graphs.ingestion.graph.entities import ENTITIES_FIELD
-from rag_graphs.ingestion.store.fields import PRIMARY_FIELD
-from rag_graphs.ingestion.store.index import file_batches
+from rag_graphs.entity_graph.build import CHUNKS_FIELD, build_graph, entity_collection, entity_rows
+from rag_graphs.store import ChunkIndex
+from rag_graphs.store.fields import ENTITIES_FIELD, PRIMARY_FIELD
+from rag_graphs.store.index import file_batches
 
 
 class Killed(BaseException):
@@ -56,7 +56,7 @@ def _unrecorded(index: ChunkIndex) -> list[tuple[str, str]]:
 
 
 @pytest.mark.parametrize(
-    "where", ["rag_graphs.ingestion.storing.add_entities", "rag_graphs.ingestion.store.index.ChunkIndex.add"]
+    "where", ["rag_graphs.ingestion.storing.add_entities", "rag_graphs.store.index.ChunkIndex.add"]
 )
 def test_a_kill_between_chunk_rows_and_entity_rows_leaves_no_edge_missing(
     tmp_path, index, monkeypatch, where
@@ -159,8 +159,8 @@ def test_graph_build_repairs_only_when_asked(tmp_path, monkeypatch, flags, repai
     from typer.testing import CliRunner
 
     from rag_graphs import cli
-    from rag_graphs.ingestion.graph import build as graph_build
-    from rag_graphs.ingestion.graph.build import GraphBuildReport
+    from rag_graphs.entity_graph import build as graph_build
+    from rag_graphs.entity_graph.build import GraphBuildReport
 
     asked: list[bool] = []
 
@@ -169,7 +169,7 @@ def test_graph_build_repairs_only_when_asked(tmp_path, monkeypatch, flags, repai
         return GraphBuildReport(chunks=1)
 
     monkeypatch.setattr(graph_build, "build_graph", recorded)
-    monkeypatch.setattr("rag_graphs.ingestion.graph.entities.load_extractor", lambda *a, **k: capitalised)
+    monkeypatch.setattr("rag_graphs.entity_graph.entities.load_extractor", lambda *a, **k: capitalised)
     monkeypatch.setattr("rag_graphs.search.retrieval.index_for", lambda ctx: None)
     store = str(tmp_path / "cli.db")
     result = CliRunner().invoke(cli.app, ["graph", "build", "--store", store, *flags])

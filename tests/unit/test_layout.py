@@ -1,4 +1,4 @@
-"""The package's imports follow DESIGN.md's dependency direction, and settings stay light.
+"""The package's imports follow docs/architecture.md's dependency direction, and settings stay light.
 
 Every module of ``rag_graphs``, including ``rag_graphs.ingestion`` and ``rag_graphs.prompts`` (the
 project's top-level ``ingestion/`` and ``prompts/`` folders, installed under the package's namespace), is
@@ -8,8 +8,9 @@ module) and those under ``TYPE_CHECKING``. An import may go down the layers or s
 layer, never up, wherever it is written: a lazy import only hides an upward dependency from
 the import system, not from the design. No import forms a cycle, lazy or not.
 
-The layout stays readable: at most 12 modules and subpackages at the top of ``rag_graphs/`` and of
-``ingestion/``, each placed in a layer, and no module over 400 lines.
+The layout stays readable: at most 16 modules and subpackages at the top of ``rag_graphs/`` and of
+``ingestion/``, each top-level entry in a layer of its own, no two subpackages importing each other,
+and no module over 400 lines.
 """
 
 from __future__ import annotations
@@ -27,42 +28,31 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = {"prompts": "rag_graphs.prompts", "ingestion": "rag_graphs.ingestion", "rag_graphs": "rag_graphs"}
 """Folder at the project root -> the dotted name its modules import as."""
 
-CORE = "rag_graphs core"
 LAYERS: dict[str, int] = {
-    "rag_graphs.prompts": 0,
-    "rag_graphs.ingestion": 1,
-    "rag_graphs.ingestion.convert": 1,
-    "rag_graphs.ingestion.store": 1,
-    "rag_graphs.ingestion.graph": 1,
-    "rag_graphs.ingestion.raptor": 1,
-    "rag_graphs.ingestion.pipeline": 1,
-    "rag_graphs.ingestion.options": 1,
-    "rag_graphs.ingestion.storing": 1,
-    "rag_graphs.ingestion.report": 1,
-    "rag_graphs.ingestion.progress": 1,
-    "rag_graphs.ingestion.quiet": 1,
-    "rag_graphs.ingestion.terminal": 1,
-    "rag_graphs.ingestion.redaction": 1,
-    CORE: 2,
-    "rag_graphs.catalog": 2,
-    "rag_graphs.state": 2,
-    "rag_graphs.config": 2,
-    "rag_graphs.llm": 2,
-    "rag_graphs.search": 2,
-    "rag_graphs.text": 2,
-    "rag_graphs.nodes": 3,
-    "rag_graphs.methods": 4,
-    "rag_graphs.run": 5,
-    "rag_graphs.eval": 5,
-    "rag_graphs.cli": 5,
-    "rag_graphs.demo": 5,
+    "rag_graphs.catalog": 0,
+    "rag_graphs.prompts": 1,
+    "rag_graphs.support": 2,
+    "rag_graphs.state": 3,
+    "rag_graphs.config": 4,
+    "rag_graphs.store": 5,
+    "rag_graphs.entity_graph": 6,
+    "rag_graphs.ingestion": 7,
+    "rag_graphs.search": 8,
+    "rag_graphs.text": 9,
+    "rag_graphs.llm": 10,
+    "rag_graphs.nodes": 11,
+    "rag_graphs.methods": 12,
+    "rag_graphs.run": 13,
+    "rag_graphs.eval": 14,
+    "rag_graphs.demo": 15,
+    "rag_graphs.cli": 16,
 }
-"""prompts <- ingestion <- rag_graphs core (catalog, state, config, llm, search, text) <- nodes <-
-methods <- run/eval/cli/demo (DESIGN.md's dependency direction): a module belongs to the longest
-prefix listed here. Every top-level module and subpackage of ``rag_graphs`` and ``ingestion`` is
-listed (``test_every_top_level_entry_has_a_layer``), so a new one is placed on purpose."""
+"""One layer per top-level module and subpackage, lowest first (docs/architecture.md's layers): a
+module belongs to the longest prefix listed here, and imports only from its own layer or a lower
+one. Every top-level module and subpackage of ``rag_graphs`` is listed
+(``test_every_top_level_entry_has_a_layer``), so a new one is placed on purpose."""
 
-MAX_TOP_LEVEL = 12
+MAX_TOP_LEVEL = 16
 """Modules and subpackages at the top of ``rag_graphs/`` and of ``ingestion/`` at most."""
 MAX_LINES = 400
 """Lines of one module at most."""
@@ -89,10 +79,6 @@ def modules() -> dict[str, Path]:
     for folder, dotted in PACKAGES.items():
         for path in sorted((ROOT / folder).rglob("*.py")):
             parts = list(path.relative_to(ROOT / folder).with_suffix("").parts)
-            if (
-                parts and parts[0] in PACKAGES
-            ):  # rag_graphs/ingestion -> ../ingestion: walked as its own folder
-                continue
             if parts[-1] == "__init__":
                 parts.pop()
             found[".".join([dotted, *parts])] = path
@@ -139,10 +125,10 @@ def imports(known: dict[str, Path]) -> list[Import]:
 
 def layer(module: str) -> tuple[str, int]:
     """The layer ``module`` belongs to (its name in ``LAYERS`` and its height)."""
+    if module == "rag_graphs":  # the package's facade: re-exports public names on first use
+        return module, max(LAYERS.values()) + 1
     homes = [name for name in LAYERS if module == name or module.startswith(name + ".")]
-    best = max(homes, key=len, default="")
-    if best == "rag_graphs" or not best:
-        best = CORE
+    best = max(homes, key=len)
     return best, LAYERS[best]
 
 
@@ -195,19 +181,14 @@ def test_the_walk_sees_the_imports(edges: list[Import]) -> None:
         "rag_graphs.prompts",
         False,
     ) in seen  # from rag_graphs.prompts import load_prompt
-    assert (
-        "rag_graphs.config.context",
-        "rag_graphs.ingestion.store.filters",
-        True,
-    ) in seen  # lazy, inside a validator
+    assert ("rag_graphs.ingestion.pipeline", "rag_graphs.store.index", False) in seen
     assert ("rag_graphs.methods.naive", "rag_graphs.nodes.builder", False) in seen
-    assert layer("rag_graphs.nodes.inputs") == ("rag_graphs.nodes", 3)
-    assert layer("rag_graphs.eval.runner") == ("rag_graphs.eval", 5)
-    assert layer("rag_graphs.catalog") == ("rag_graphs.catalog", 2)
-    assert layer("rag_graphs.search.retrieval") == ("rag_graphs.search", 2)
-    assert layer("rag_graphs.ingestion.store.index") == ("rag_graphs.ingestion.store", 1)
-    assert layer("rag_graphs.ingestion") == ("rag_graphs.ingestion", 1)
-    assert layer("rag_graphs.prompts") == ("rag_graphs.prompts", 0)
+    assert layer("rag_graphs.nodes.inputs") == ("rag_graphs.nodes", LAYERS["rag_graphs.nodes"])
+    assert layer("rag_graphs.eval.runner")[0] == "rag_graphs.eval"
+    assert layer("rag_graphs.search.retrieval")[0] == "rag_graphs.search"
+    assert layer("rag_graphs.store.index")[0] == "rag_graphs.store"
+    assert layer("rag_graphs.ingestion")[0] == "rag_graphs.ingestion"
+    assert layer("rag_graphs.prompts.fencing")[0] == "rag_graphs.prompts"
 
 
 def test_the_catalog_imports_nothing_of_ours(edges: list[Import]) -> None:
@@ -220,10 +201,21 @@ def test_no_import_goes_up_a_layer(edges: list[Import]) -> None:
         f"{edge}: {layer(edge.source)[0]} -> {layer(edge.target)[0]}"
         for edge in edges
         if layer(edge.target)[1] > layer(edge.source)[1]
-        # the package root re-exports public names on first use (PEP 562): a facade, not a dependency
-        and not (edge.source == "rag_graphs" and (edge.lazy or edge.typing_only))
     ]
     assert not upward, "imports against the dependency direction:\n" + "\n".join(upward)
+
+
+def test_one_layer_per_subpackage_and_no_two_import_each_other(edges: list[Import]) -> None:
+    """Every subpackage has a layer of its own, and no two subpackages import each other, lazily or
+    not (a lazy import hides the dependency from the import system, not from the design)."""
+    assert len(set(LAYERS.values())) == len(LAYERS), "two entries share a layer"
+    between: dict[tuple[str, str], str] = {}
+    for edge in edges:
+        pair = (layer(edge.source)[0], layer(edge.target)[0])
+        if pair[0] != pair[1]:
+            between.setdefault(pair, str(edge))
+    mutual = sorted(f"{a} <-> {b}: {between[a, b]}; {between[b, a]}" for a, b in between if (b, a) in between)
+    assert not mutual, "subpackages importing each other:\n" + "\n".join(mutual)
 
 
 def test_no_import_cycle_at_module_level(edges: list[Import]) -> None:
@@ -239,13 +231,10 @@ def test_no_import_cycle_even_through_lazy_imports(edges: list[Import]) -> None:
 
 def top_level(package: str) -> list[str]:
     """The modules and subpackages at the top of ``package`` (not its ``__init__``/``__main__``,
-    nor data folders without an ``__init__.py``, nor ``rag_graphs/ingestion`` and
-    ``rag_graphs/prompts``: links to the project's own top-level folders, counted there)."""
+    nor data folders without an ``__init__.py``)."""
     root = ROOT / package
     entries = [p.stem for p in root.glob("*.py") if p.stem not in ("__init__", "__main__")]
-    entries += [
-        p.name for p in root.iterdir() if p.is_dir() and not p.is_symlink() and (p / "__init__.py").is_file()
-    ]
+    entries += [p.name for p in root.iterdir() if p.is_dir() and (p / "__init__.py").is_file()]
     return sorted(entries)
 
 
@@ -256,10 +245,9 @@ def test_at_most_twelve_modules_or_subpackages_at_the_top(package: str) -> None:
     assert len(entries) <= MAX_TOP_LEVEL, f"{package}/ holds {len(entries)}: {entries}; group them by job"
 
 
-@pytest.mark.parametrize("package", ["rag_graphs", "ingestion"])
-def test_every_top_level_entry_has_a_layer(package: str) -> None:
-    unplaced = [e for e in top_level(package) if f"{PACKAGES[package]}.{e}" not in LAYERS]
-    assert not unplaced, f"give {package}.{unplaced} a layer in LAYERS (and DESIGN.md)"
+def test_every_top_level_entry_has_a_layer() -> None:
+    unplaced = [e for e in top_level("rag_graphs") if f"rag_graphs.{e}" not in LAYERS]
+    assert not unplaced, f"give rag_graphs.{unplaced} a layer in LAYERS (and docs/architecture.md)"
 
 
 def test_no_module_over_400_lines() -> None:
@@ -305,22 +293,23 @@ def test_cli_help_imports_no_model_or_graph_library() -> None:
     assert not heavy, f"import rag_graphs.cli loaded {len(heavy)} heavy modules, e.g. {heavy[:5]}"
 
 
-def test_the_distribution_installs_one_top_level_import_package() -> None:
-    """``ingestion`` and ``prompts`` are names other distributions own on PyPI: the wheel carries
-    them as ``rag_graphs.ingestion`` and ``rag_graphs.prompts`` (through the links in
-    ``rag_graphs/``), and nothing else at the top. setuptools' own finder, with pyproject's
-    settings, is what decides the wheel's contents."""
+def test_the_package_list_is_every_folder_once_and_no_link() -> None:
+    """pyproject lists each package with the folder it comes from (``package-dir``): every folder
+    with an ``__init__.py`` under ``rag_graphs/``, ``ingestion/`` and ``prompts/`` is listed, nothing
+    else is, and the tree holds no symbolic link (one path per file)."""
     import tomllib
 
-    from setuptools import find_packages
-
     settings = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
-    found = find_packages(str(ROOT), **settings["packages"]["find"])
-    assert {name.split(".")[0] for name in found} == {"rag_graphs"}, found
-    assert {"rag_graphs.ingestion.store", "rag_graphs.ingestion.graph", "rag_graphs.prompts"} <= set(found)
+    listed = set(settings["packages"])
+    on_disk = {
+        ".".join([PACKAGES[folder], *init.parent.relative_to(ROOT / folder).parts])
+        for folder in PACKAGES
+        for init in (ROOT / folder).rglob("__init__.py")
+    }
+    assert listed == on_disk, f"pyproject packages differ from the folders: {listed ^ on_disk}"
+    assert settings["package-dir"] == {"rag_graphs": "rag_graphs", **{v: k for k, v in PACKAGES.items()}}
+    assert {name.split(".")[0] for name in listed} == {"rag_graphs"}
     assert "templates/*.txt" in settings["package-data"]["rag_graphs.prompts"]
-    for folder in ("ingestion", "prompts"):
-        link = ROOT / "rag_graphs" / folder
-        assert link.is_symlink() and link.resolve() == (ROOT / folder).resolve(), (
-            f"{link} must link to {folder}/"
-        )
+    staged = subprocess.run(["git", "ls-files", "-s"], cwd=ROOT, capture_output=True, text=True, check=True)
+    links = [line.split("\t")[-1] for line in staged.stdout.splitlines() if line.startswith("120000")]
+    assert not links, f"symbolic links in the repository: {links}"

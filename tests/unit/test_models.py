@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from rag_graphs.ingestion import load_embeddings
 from rag_graphs.llm.models import load_chat_model
+from rag_graphs.store import load_embeddings
 from tests.conftest import fake_chat
 
 

@@ -9,9 +9,6 @@ import threading
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
-
-from rag_graphs.cli import app
 from rag_graphs.ingestion import ingest
 from rag_graphs.ingestion.convert.captioning import (
     ChatCaptioner,
@@ -21,7 +18,10 @@ from rag_graphs.ingestion.convert.captioning import (
 )
 from rag_graphs.ingestion.convert.chunking import chunk_document
 from rag_graphs.ingestion.convert.entry import UnsupportedFormatError, convert
-from rag_graphs.ingestion.store.embeddings import chunk_tokenizer
+from typer.testing import CliRunner
+
+from rag_graphs.cli import app
+from rag_graphs.store.embeddings import chunk_tokenizer
 from tests import doc_fixtures as fx
 from tests.conftest import recording_chat
 
@@ -243,7 +243,7 @@ def test_mixed_folder_ingest_is_idempotent_replaces_changed_files_and_reports_ba
 
 
 def test_a_failed_insert_leaves_nothing_of_the_file(tmp_path, index, monkeypatch):
-    import rag_graphs.ingestion.store.index as store
+    import rag_graphs.store.index as store
 
     monkeypatch.setattr(store, "_BATCH", 1)  # one insert per chunk
     real = index.store.add_embeddings
@@ -357,7 +357,7 @@ def test_conversion_can_be_delegated_to_docling_serve(tmp_path, index, monkeypat
 def test_chunks_of_several_files_are_embedded_in_one_call_and_never_twice(demo_corpus, store_uri):
     from langchain_core.embeddings import DeterministicFakeEmbedding
 
-    from rag_graphs.ingestion import ChunkIndex
+    from rag_graphs.store import ChunkIndex
 
     calls: list[int] = []
 
@@ -376,7 +376,6 @@ def test_chunks_of_several_files_are_embedded_in_one_call_and_never_twice(demo_c
 
 def test_tesseract_captioner_reads_the_picture_and_names_the_package_when_missing(tmp_path, monkeypatch):
     from PIL import Image
-
     from rag_graphs.ingestion.convert.captioning import TesseractCaptioner
 
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))

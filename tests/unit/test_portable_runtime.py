@@ -8,9 +8,9 @@ import os
 
 import pytest
 
-from rag_graphs.ingestion import quiet
-from rag_graphs.ingestion.progress import PlainProgress, progress_bar
 from rag_graphs.llm import models
+from rag_graphs.support import quiet
+from rag_graphs.support.progress import PlainProgress, progress_bar
 
 
 @pytest.fixture
@@ -140,7 +140,7 @@ def test_verbose_lets_the_noise_through(pymilvus_screen, caplog, monkeypatch):
 
 def test_a_local_store_connects_without_keepalive_pings(store_uri, fake_embeddings):
     """Keepalive every 10 s against a server that allows one per 5 min ends in GOAWAY too_many_pings."""
-    from rag_graphs.ingestion import ChunkIndex
+    from rag_graphs.store import ChunkIndex
 
     index = ChunkIndex(uri=store_uri, collection="quiet", embeddings=fake_embeddings)
     handler = index.client._get_connection()

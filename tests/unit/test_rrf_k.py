@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 from langchain_core.documents import Document
 
-from rag_graphs.ingestion import ChunkIndex
 from rag_graphs.search.retrieval import search, search_many
+from rag_graphs.store import ChunkIndex
 
 QUERY = "Springfield is the capital of Illinois."
 CHUNKS = [

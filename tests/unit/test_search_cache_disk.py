@@ -11,11 +11,11 @@ import pytest
 from pydantic import ValidationError
 
 from rag_graphs.config.context import RagContext
-from rag_graphs.ingestion.store import generations as store_module
 from rag_graphs.search import disk_cache as disk_module
 from rag_graphs.search.cache import SEARCHES
 from rag_graphs.search.disk_cache import DiskCache, SearchCacheFileError
 from rag_graphs.search.retrieval import search_many
+from rag_graphs.store import generations as store_module
 
 QUESTION = "Where was Ilsa Brandt born?"
 

@@ -8,8 +8,9 @@ import sys
 import time
 
 import pytest
+from rag_graphs.ingestion import ingest
 
-from rag_graphs.ingestion import ChunkIndex, ingest
+from rag_graphs.store import ChunkIndex
 
 
 @pytest.fixture

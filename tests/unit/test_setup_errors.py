@@ -16,7 +16,7 @@ from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 
 from rag_graphs.config.checks import PROVIDER_PACKAGES, SetupError
-from rag_graphs.ingestion.graph.build import has_graph
+from rag_graphs.entity_graph.build import has_graph
 from rag_graphs.methods import get_graph
 from tests.unit.test_multihop import COMPLETE, _self_rag
 

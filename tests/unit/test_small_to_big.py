@@ -9,17 +9,17 @@ from langchain_core.documents import Document
 from pydantic import ValidationError
 
 from rag_graphs.config.context import RagContext
-from rag_graphs.ingestion import ChunkIndex
-from rag_graphs.ingestion.store.sentences import (
+from rag_graphs.methods.naive import graph
+from rag_graphs.search.cache import SEARCHES
+from rag_graphs.search.retrieval import search
+from rag_graphs.store import ChunkIndex
+from rag_graphs.store.sentences import (
     build_sentences,
     children_of,
     has_sentences,
     search_parents,
     split_sentences,
 )
-from rag_graphs.methods.naive import graph
-from rag_graphs.search.cache import SEARCHES
-from rag_graphs.search.retrieval import search
 
 LONG = (
     "Ilsa Brandt was born in Korvik in 1921. She studied glass chemistry at Velmora. "

@@ -9,8 +9,8 @@ import textwrap
 import pytest
 from langchain_core.documents import Document
 
-from rag_graphs.ingestion import ChunkIndex, StoreLockedError, quote
-from rag_graphs.ingestion.store.index import open_index
+from rag_graphs.store import ChunkIndex, StoreLockedError, quote
+from rag_graphs.store.index import open_index
 
 
 def _chunk(cid: str, text: str, source: str = "/a.md", doc_hash: str = "h1") -> Document:

@@ -9,11 +9,11 @@ a second ``FAILED`` line in the ingest report.
 from __future__ import annotations
 
 import pytest
+from rag_graphs.ingestion import ingest
 from typer.testing import CliRunner
 
 from rag_graphs.cli import ask as cli  # ask looks up _context here
-from rag_graphs.ingestion import ingest
-from rag_graphs.ingestion.terminal import safe, visible
+from rag_graphs.support.terminal import safe, visible
 
 HOSTILE = {
     "markup": "x [/] [bold red]y[/bold red] [link=http://evil]z[/link] \\",

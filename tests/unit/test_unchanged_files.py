@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 import rag_graphs.ingestion.pipeline as pipeline
 from rag_graphs.ingestion import ingest
-from rag_graphs.ingestion.store.files import files_collection
+
+from rag_graphs.store.files import files_collection
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-
 from rag_graphs.ingestion import ingest
 from rag_graphs.ingestion.convert.urls import check_url, fetch_url
 

@@ -1,5 +1,5 @@
 """The chunk-entity graph, kept in the store (HippoRAG-style retrieval; search in
-``rag_graphs.ingestion.graph.ppr``).
+``rag_graphs.entity_graph.ppr``).
 
 Two things hold the graph, both in Milvus beside the chunks:
 
@@ -29,7 +29,7 @@ Two processes appending to the same entity row at once (possible on a Milvus
 server) can lose one list entry; ``prune_entities`` restores it.
 
 Ingest keeps the graph current by annotating chunks and calling
-``add_entities`` before the chunks are added (``rag_graphs.ingestion.graph.entities.annotate``),
+``add_entities`` before the chunks are added (``rag_graphs.entity_graph.entities.annotate``),
 so a chunk that carries ``entities`` is always recorded, even after a kill; a
 collection ingested without entities gets them from ``build_graph``
 (resumable: chunks that already carry ``entities`` are skipped; chunks that
@@ -43,12 +43,12 @@ from dataclasses import dataclass
 
 from langchain_core.documents import Document
 
-from rag_graphs.ingestion.graph.entities import ENTITIES_FIELD, Extractor, extract, title_mentions
-from rag_graphs.ingestion.progress import progress_bar
-from rag_graphs.ingestion.store.fields import DENSE_FIELD, PRIMARY_FIELD, SPARSE_FIELD, TEXT_FIELD
-from rag_graphs.ingestion.store.filters import quote
-from rag_graphs.ingestion.store.generations import _changed
-from rag_graphs.ingestion.store.index import ChunkIndex
+from rag_graphs.entity_graph.entities import Extractor, extract, title_mentions
+from rag_graphs.store.fields import DENSE_FIELD, ENTITIES_FIELD, PRIMARY_FIELD, SPARSE_FIELD, TEXT_FIELD
+from rag_graphs.store.filters import quote
+from rag_graphs.store.generations import _changed
+from rag_graphs.store.index import ChunkIndex
+from rag_graphs.support.progress import progress_bar
 
 NAME_FIELD = "name"
 CHUNKS_FIELD = "chunks"
@@ -162,7 +162,7 @@ def add_entities(
 ) -> int:
     """Record the annotated ``chunks`` in the entity collection; return how many entities were new.
 
-    Chunks carry ``metadata["entities"]`` (``rag_graphs.ingestion.graph.entities.annotate``,
+    Chunks carry ``metadata["entities"]`` (``rag_graphs.entity_graph.entities.annotate``,
     whose return value is ``names``: a surface form per key; the key itself is
     the name otherwise). New entities are embedded with the collection's model
     and inserted; known ones get the chunks appended to their list.

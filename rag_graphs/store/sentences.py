@@ -18,9 +18,8 @@ from dataclasses import dataclass
 
 from langchain_core.documents import Document
 
-from rag_graphs.ingestion.graph.entities import ENTITIES_FIELD
-from rag_graphs.ingestion.store.fields import RRF_K, SearchMode
-from rag_graphs.ingestion.store.index import ChunkIndex, open_index
+from rag_graphs.store.fields import ENTITIES_FIELD, RRF_K, SearchMode
+from rag_graphs.store.index import ChunkIndex, open_index
 
 SUFFIX = "_sentences"
 FANOUT = 4

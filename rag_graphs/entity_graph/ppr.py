@@ -2,7 +2,7 @@
 
 The steps (HippoRAG, Gutierrez et al. 2024, adapted to a graph kept in Milvus):
 
-1. **Seeds** (``rag_graphs.ingestion.graph.linking``): the question's entities, by mention
+1. **Seeds** (``rag_graphs.entity_graph.linking``): the question's entities, by mention
    (spaCy NER), by name-like n-gram and by meaning (nearest entity names).
    A seed's restart weight is its match similarity times its *specificity*,
    1 / (number of chunks holding it): a rare entity says more about where
@@ -34,23 +34,23 @@ from typing import Literal
 import numpy as np
 from langchain_core.documents import Document
 
-from rag_graphs.ingestion.graph.build import (
+from rag_graphs.entity_graph.build import (
     CHUNKS_FIELD,
     COUNT_FIELD,
     NAME_FIELD,
     has_graph,
 )
-from rag_graphs.ingestion.graph.entities import Extractor, normalize
-from rag_graphs.ingestion.graph.facts import search_facts
-from rag_graphs.ingestion.graph.linking import (
+from rag_graphs.entity_graph.entities import Extractor, normalize
+from rag_graphs.entity_graph.facts import search_facts
+from rag_graphs.entity_graph.linking import (
     first_searches,
     named_seeds,
     nearest_entities,
     question_extractor,
     search_with_vector,
 )
-from rag_graphs.ingestion.graph.neighbourhood import cosines, fetch_neighbourhood, question_facts
-from rag_graphs.ingestion.graph.walk import (
+from rag_graphs.entity_graph.neighbourhood import cosines, fetch_neighbourhood, question_facts
+from rag_graphs.entity_graph.walk import (
     build_walk_graph,
     fuse,
     keep_within,
@@ -59,8 +59,8 @@ from rag_graphs.ingestion.graph.walk import (
     protect_first,
     restart_shares,
 )
-from rag_graphs.ingestion.store.index import ChunkIndex
-from rag_graphs.ingestion.store.reads import embed_queries
+from rag_graphs.store.index import ChunkIndex
+from rag_graphs.store.reads import embed_queries
 
 
 @dataclass
@@ -170,7 +170,7 @@ def graph_search(
             (they link everything; their specificity is ~0 anyway).
         blend: weight of the PPR score against the dense/hybrid score, both min-max
             normalised (1: PPR only; the dense hits still restart the walk).
-        fact_k: sentences most similar to the question taken as facts (``rag_graphs.ingestion.graph.facts``;
+        fact_k: sentences most similar to the question taken as facts (``rag_graphs.entity_graph.facts``;
             needs the collection's sentence rows, else ignored; 0: off). Each becomes a node
             linked to its passage and the entities it names, its passage joins the
             neighbourhood, and those entities are seeded with the fact's similarity.

@@ -1,6 +1,6 @@
 """The walk's neighbourhood, read from the store by key (never by scanning, never the whole store).
 
-Graph search (``rag_graphs.ingestion.graph.ppr``) walks only what these reads return: the
+Graph search (``rag_graphs.entity_graph.ppr``) walks only what these reads return: the
 seeds' chunks and the first hits with their entities, the chunks one non-hub entity away, the
 question's facts and their chunks, and the stored vectors of the passages walked. Every chunk is
 read through the caller's filter ``expr``, so the walk never sees a chunk the caller may not.
@@ -13,13 +13,13 @@ from typing import NamedTuple
 import numpy as np
 from langchain_core.documents import Document
 
-from rag_graphs.ingestion.graph.build import CHUNKS_FIELD, COUNT_FIELD, entity_rows, in_filter
-from rag_graphs.ingestion.graph.entities import ENTITIES_FIELD, title_keys
-from rag_graphs.ingestion.graph.facts import Fact, fact_seed_weights, link_facts, to_facts
-from rag_graphs.ingestion.graph.linking import ENTITY_FIELDS
-from rag_graphs.ingestion.store.fields import DENSE_FIELD, PRIMARY_FIELD
-from rag_graphs.ingestion.store.filters import all_of
-from rag_graphs.ingestion.store.index import ChunkIndex
+from rag_graphs.entity_graph.build import CHUNKS_FIELD, COUNT_FIELD, entity_rows, in_filter
+from rag_graphs.entity_graph.entities import title_keys
+from rag_graphs.entity_graph.facts import Fact, fact_seed_weights, link_facts, to_facts
+from rag_graphs.entity_graph.linking import ENTITY_FIELDS
+from rag_graphs.store.fields import DENSE_FIELD, ENTITIES_FIELD, PRIMARY_FIELD
+from rag_graphs.store.filters import all_of
+from rag_graphs.store.index import ChunkIndex
 
 _LOOKUP_BATCH = 512
 _TITLE_FIELDS = ["title", "headings"]

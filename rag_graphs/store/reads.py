@@ -8,7 +8,7 @@ from typing import Any
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
-from rag_graphs.ingestion.store.fields import (
+from rag_graphs.store.fields import (
     _DENSE_SEARCH,
     _SPARSE_SEARCH,
     DENSE_FIELD,
@@ -19,8 +19,8 @@ from rag_graphs.ingestion.store.fields import (
     TEXT_FIELD,
     SearchMode,
 )
-from rag_graphs.ingestion.store.filters import ids_filter
-from rag_graphs.ingestion.store.keywords import STOP_WORDS, keyword_query
+from rag_graphs.store.filters import ids_filter
+from rag_graphs.store.keywords import STOP_WORDS, keyword_query
 
 
 def embed_queries(embeddings: Embeddings, queries: list[str]) -> list[list[float]]:

@@ -6,7 +6,7 @@ URI (with ``MILVUS_TOKEN``) is Zilliz Cloud. Hybrid search (BM25 + dense,
 fused by reciprocal rank fusion inside Milvus) is decided when the collection
 is created; an existing collection keeps what it was created with.
 
-The index and search parameters (``rag_graphs.ingestion.store.fields``) are the ones measured to work on
+The index and search parameters (``rag_graphs.store.fields``) are the ones measured to work on
 Milvus Lite 3.2.2 with langchain-milvus 0.4.0 (see DESIGN.md). Filters, the Milvus Lite path
 checks and the reads live beside this module (``filters``, ``lite``, ``reads``).
 """
@@ -25,9 +25,8 @@ from pathlib import Path
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
-from rag_graphs.ingestion.quiet import LOCAL_GRPC_OPTIONS, quiet_milvus_lite
-from rag_graphs.ingestion.store.embeddings import embeddings_identity
-from rag_graphs.ingestion.store.fields import (
+from rag_graphs.store.embeddings import embeddings_identity
+from rag_graphs.store.fields import (
     _BATCH,
     _DENSE_INDEX,
     _DENSE_SEARCH,
@@ -41,10 +40,10 @@ from rag_graphs.ingestion.store.fields import (
     TEXT_FIELD,
     VERSION_PROPERTY,
 )
-from rag_graphs.ingestion.store.files import FileRecords
-from rag_graphs.ingestion.store.filters import ids_filter, quote
-from rag_graphs.ingestion.store.generations import _changed
-from rag_graphs.ingestion.store.lite import (
+from rag_graphs.store.files import FileRecords
+from rag_graphs.store.filters import ids_filter, quote
+from rag_graphs.store.generations import _changed
+from rag_graphs.store.lite import (
     StoreLockedError,
     _held_by_other_process,
     _lock_message,
@@ -53,8 +52,9 @@ from rag_graphs.ingestion.store.lite import (
     check_store_path,
     is_local,
 )
-from rag_graphs.ingestion.store.reads import IndexReads
-from rag_graphs.ingestion.store.tree import forget_chunks, tree_collection
+from rag_graphs.store.reads import IndexReads
+from rag_graphs.store.tree import forget_chunks, tree_collection
+from rag_graphs.support.quiet import LOCAL_GRPC_OPTIONS, quiet_milvus_lite
 
 log = logging.getLogger(__name__)
 

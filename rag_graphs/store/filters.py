@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rag_graphs.ingestion.store.fields import PRIMARY_FIELD, TAGS_FIELD, TENANT_FIELD
+from rag_graphs.store.fields import PRIMARY_FIELD, TAGS_FIELD, TENANT_FIELD
 
 
 def quote(value: str) -> str:

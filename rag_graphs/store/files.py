@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rag_graphs.ingestion.store.fields import PRIMARY_FIELD
-from rag_graphs.ingestion.store.filters import ids_filter, quote
+from rag_graphs.store.fields import PRIMARY_FIELD
+from rag_graphs.store.filters import ids_filter, quote
 
 log = logging.getLogger(__name__)
 

@@ -2,10 +2,10 @@
 
 HippoRAG 2's ablation (arXiv 2502.14802, Table 4) and LinearRAG (arXiv 2510.10114) put passages
 and facts into the graph beside the entities: a passage node is linked to the entities it holds,
-a fact node (a sentence, ``rag_graphs.ingestion.graph.facts``) to its passage and to the entities it names.
+a fact node (a sentence, ``rag_graphs.entity_graph.facts``) to its passage and to the entities it names.
 Only
 the facts found for the question are nodes, so the graph stays the size of the question's
-neighbourhood (``rag_graphs.ingestion.graph.neighbourhood.fetch_neighbourhood``), never the store's.
+neighbourhood (``rag_graphs.entity_graph.neighbourhood.fetch_neighbourhood``), never the store's.
 
 Node order in every vector: the passages, then the entities, then the facts.
 
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rag_graphs.ingestion.graph.facts import Fact
+from rag_graphs.entity_graph.facts import Fact
 
 
 @dataclass

