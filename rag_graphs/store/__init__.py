@@ -35,7 +35,17 @@ _HOMES = {
 }
 """Exported name -> the module that defines it."""
 
-__all__ = sorted(_HOMES)
+__all__ = [
+    "EMBEDDED",
+    "ChunkIndex",
+    "StoreLockedError",
+    "access_filter",
+    "all_of",
+    "ids_filter",
+    "load_embeddings",
+    "open_index",
+    "quote",
+]
 
 
 def __getattr__(name: str) -> Any:
