@@ -105,18 +105,18 @@ class ChunkRetriever(BaseRetriever):
 def graph_options(ctx: RagContext, k: int | None = None) -> dict[str, Any]:
     """The context's graph-search knobs, as ``rag_graphs.entity_graph.ppr.graph_search`` arguments;
     for searches of ``k`` hits, ``keep_in_top`` is at most ``k - 1`` (the walk keeps a place)."""
-    keep_in_top = ctx.graph_keep_in_top if k is None else min(ctx.graph_keep_in_top, k - 1)
+    options = ctx.graph_search
+    keep_in_top = options.keep_in_top if k is None else min(options.keep_in_top, k - 1)
     return {
-        "damping": ctx.graph_damping,
-        "blend": ctx.graph_blend,
-        "neighbourhood": ctx.graph_neighbourhood,
-        "max_seeds": ctx.graph_seeds,
-        "link_threshold": ctx.graph_link_threshold,
-        "keep_first": ctx.graph_keep_first,
+        "damping": options.damping,
+        "neighbourhood": options.neighbourhood,
+        "max_seeds": options.seeds,
+        "link_threshold": options.link_threshold,
+        "keep_first": options.keep_first,
         "keep_in_top": keep_in_top,
-        "title_weight": ctx.graph_title_weight,
+        "title_weight": options.title_weight,
         # the ranking kept on top is hybrid search's, run by graph search itself (dense hits seed)
-        "fuse_mode": "hybrid" if ctx.graph_keep_first or ctx.graph_keep_in_top else None,
+        "fuse_mode": "hybrid" if options.protects_hybrid() else None,
     }
 
 
