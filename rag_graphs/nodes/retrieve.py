@@ -17,17 +17,16 @@ from rag_graphs.nodes.events import emit, step
 from rag_graphs.nodes.loop import normalize_query
 from rag_graphs.nodes.model_node import ModelNode
 from rag_graphs.search.compress import compressor_for
+from rag_graphs.search.fusion import rrf_order, unique_union
 from rag_graphs.search.neighbours import expander_for
 from rag_graphs.search.rerank import reranker_for
 from rag_graphs.search.retrieval import (
     embeddings_for,
     index_for,
     retriever_for,
-    rrf_order,
     search_plan,
     searcher_for,
     stored_vectors,
-    unique_union,
 )
 from rag_graphs.state import FusedRound, RagState, Search, Step, Usage, add_usage, merge_documents, usage
 from rag_graphs.store.filters import search_expr
@@ -224,7 +223,7 @@ def which_search(state: RagState, ctx: RagContext) -> str:
     (search_mode=auto: collection 'docs' has an entity graph)``: with the default ``auto`` the
     collection decides, and the first retrieve step should say what it decided. Later rounds
     search the same way: ``""``."""
-    return "" if state.get("hops", 0) else search_plan(ctx, k=fetch_k(ctx)).why
+    return "" if state.get("hops", 0) else search_plan(ctx).why
 
 
 def _how(ranking: list[Document], why: str = "") -> dict:

@@ -105,7 +105,10 @@ def test_keeping_hybrids_top_is_the_default_and_reaches_graph_search(monkeypatch
     protect searched by it; both at 0, the walk orders everything and no hybrid search runs."""
     from rag_graphs.config.context import RagContext
     from rag_graphs.config.graph_search import GraphSearchOptions
-    from rag_graphs.search.retrieval import graph_options
+    from rag_graphs.search.searchers import _walk_arguments
+
+    def graph_options(ctx):
+        return _walk_arguments(ctx.graph_search, ctx.k + 1)
 
     on = graph_options(RagContext())
     assert (on["keep_first"], on["keep_in_top"], on["fuse_mode"]) == (1, 2, "hybrid")
