@@ -14,8 +14,8 @@ from rag_graphs.config.context import RagContext
 from rag_graphs.llm.calls import Body, Call
 from rag_graphs.nodes.chat import calls_usage, chat_model
 from rag_graphs.nodes.events import emit, step
-from rag_graphs.nodes.loop import normalize_query
 from rag_graphs.nodes.model_node import ModelNode
+from rag_graphs.search.cache import normalise
 from rag_graphs.search.compress import compressor_for
 from rag_graphs.search.fusion import rrf_order, unique_union
 from rag_graphs.search.neighbours import expander_for
@@ -34,11 +34,11 @@ from rag_graphs.store.filters import search_expr
 
 def new_queries(state: RagState, wanted: list[str]) -> list[str]:
     """``wanted`` without queries searched earlier in this run or repeated among themselves."""
-    seen = {normalize_query(s["query"]) for s in state.get("searches", [])}
+    seen = {normalise(s["query"]) for s in state.get("searches", [])}
     out = []
     for query in wanted:
-        if normalize_query(query) not in seen:
-            seen.add(normalize_query(query))
+        if normalise(query) not in seen:
+            seen.add(normalise(query))
             out.append(query)
     return out
 

@@ -7,7 +7,7 @@ fused by reciprocal rank fusion inside Milvus) is decided when the collection
 is created; an existing collection keeps what it was created with.
 
 The index and search parameters (``rag_graphs.store.fields``) are the ones measured to work on
-Milvus Lite 3.2.2 with langchain-milvus 0.4.0 (see DESIGN.md). Filters, the Milvus Lite path
+Milvus Lite 3.2.2 with langchain-milvus 0.4.0 (see docs/architecture.md). Filters, the Milvus Lite path
 checks and the reads live beside this module (``filters``, ``lite``, ``reads``).
 """
 

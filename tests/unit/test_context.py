@@ -186,7 +186,8 @@ def test_every_graph_publishes_json_schemas_for_langgraph_studio():
 
     from langgraph.graph.state import CompiledStateGraph
 
-    from rag_graphs.methods import METHODS, get_graph
+    from rag_graphs.catalog import METHODS
+    from rag_graphs.methods import get_graph
 
     root = Path(__file__).resolve().parents[2]
     listed = json.loads((root / "langgraph.json").read_text())["graphs"]
