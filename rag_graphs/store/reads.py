@@ -19,7 +19,7 @@ from rag_graphs.store.fields import (
     TEXT_FIELD,
     SearchMode,
 )
-from rag_graphs.store.filters import ids_filter
+from rag_graphs.store.filters import all_of, ids_filter
 from rag_graphs.store.keywords import STOP_WORDS, keyword_query
 
 
@@ -160,11 +160,13 @@ class IndexReads:
     def _scored(self, hits) -> list[tuple[Document, float]]:
         return [(self._to_document(h["entity"]), float(h["distance"])) for h in hits]
 
-    def get(self, ids: list[str]) -> list[Document]:
-        """Stored chunks by id, in the order asked (missing ids are left out)."""
+    def get(self, ids: list[str], *, expr: str | None = None) -> list[Document]:
+        """Stored chunks by id, in the order asked; missing ids, and with ``expr`` the chunks it
+        does not admit, are left out."""
         if not ids or not self._exists():
             return []
-        rows = self.client.query(self.collection, filter=ids_filter(ids), output_fields=self._result_fields())
+        where = all_of(ids_filter(ids), expr)
+        rows = self.client.query(self.collection, filter=where, output_fields=self._result_fields())
         by_id = {r[PRIMARY_FIELD]: self._to_document(r) for r in rows}
         return [by_id[i] for i in ids if i in by_id]
 

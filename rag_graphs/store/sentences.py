@@ -141,7 +141,9 @@ def search_parents(
     """
     found = children_of(index).search_many(queries, k=k * FANOUT, mode=mode, expr=expr, rrf_k=rrf_k)
     wanted = list(dict.fromkeys(str(d.metadata["parent_id"]) for hits in found for d, _ in hits))
-    parents = {str(d.id): d for d in index.get(wanted)}
+    # the filter again on the parents: a sentence row carries the chunk's access labels, not its
+    # other fields, so a filter denying a chunk by heading or id admits its sentences
+    parents = {str(d.id): d for d in index.get(wanted, expr=expr)}
     out = []
     for hits in found:
         best: dict[str, tuple[Document, float]] = {}

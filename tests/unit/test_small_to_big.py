@@ -119,3 +119,21 @@ def test_ingest_keeps_the_sentences_of_a_collection_that_has_them(index: ChunkIn
     put(OTHER)  # a changed file: its new chunk gets its sentences, the old version's go
     texts = {d.page_content for d in children_of(index).where('parent_id != ""')}
     assert "He never left Lunmar." in texts and "She studied glass chemistry at Velmora." not in texts
+
+
+@pytest.mark.parametrize(
+    "deny",
+    ['not (chunk_id == "a")', 'chunk_id != "a"', 'not json_contains(headings, "Salaries")', 'not (pk in ["a"])'],
+)
+def test_a_deny_filter_on_chunk_fields_holds_for_sentence_search(index: ChunkIndex, deny: str) -> None:
+    """Sentence rows carry their chunk's access labels, not its heading or id: a filter that denies
+    a chunk by those admitted its sentences, and the search returned the denied chunk (attack round
+    3). The parents are read under the same filter."""
+    index.add([chunk("a", LONG, headings=["Salaries"]), chunk("b", OTHER, headings=["Mills"])])
+    build_sentences(index)
+    [allowed] = search_parents(
+        index, ["She studied glass chemistry at Velmora."], k=2, mode="dense", expr=None
+    )
+    assert "a" in [str(d.id) for d, _ in allowed]  # without the filter the chunk is found
+    [hits] = search_parents(index, ["She studied glass chemistry at Velmora."], k=2, mode="dense", expr=deny)
+    assert "a" not in [str(d.id) for d, _ in hits] and [str(d.id) for d, _ in hits] == ["b"]
