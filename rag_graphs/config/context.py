@@ -49,6 +49,7 @@ from rag_graphs.config.fields import (
     RerankerSpec,
     Routes,
     SearchFilter,
+    Seconds,
     TopK,
     WebSearchSpec,
     Weight,
@@ -132,6 +133,11 @@ class RagContext:
     so citations resolve), ``begin`` skips the store checks, and ``search_mode`` defaults to
     ``dense``. Refused with options that read the store: hybrid/graph search, filters and access
     fields, ``search_unit='sentence'``, ``expand``, and the raptor and hipporag methods."""
+
+    retriever_timeout: Seconds = _env("RAG_GRAPHS_RETRIEVER_TIMEOUT", 60.0)
+    """Seconds your own ``retriever`` may take for one search; past it the run fails, naming this
+    setting (a retriever that hangs used to hang the run forever). Not retried: a search that
+    hung once is likely to hang again."""
 
     k: TopK = _env("RAG_GRAPHS_K", 4)
     """Chunks returned per retrieval (at most 16,384: Milvus's top-k limit)."""

@@ -34,6 +34,9 @@ DEFAULT_COLLECTION = "rag_graphs"
 Positive = Annotated[int, Field(ge=1)]
 NonNegative = Annotated[int, Field(ge=0)]
 Fraction = Annotated[float, Field(ge=0, le=1)]
+MAX_SECONDS = 24 * 3600.0
+Seconds = Annotated[float, Field(gt=0, le=MAX_SECONDS, allow_inf_nan=False)]
+"""A time limit in seconds: finite, above 0, at most a day."""
 MAX_WEIGHT = 100.0
 Weight = Annotated[float, Field(ge=1, le=MAX_WEIGHT, allow_inf_nan=False)]
 """A relative weight: finite, from 1 (no extra weight) to ``MAX_WEIGHT`` (beyond it one side

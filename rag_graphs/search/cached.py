@@ -14,6 +14,7 @@ each carries ``metadata["cached"] = True``, and the retrieve step says "search c
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Hashable, Iterator
 from contextlib import contextmanager
@@ -94,7 +95,9 @@ def missing_collection_named(index: ChunkIndex | None) -> Iterator[None]:
         raise
 
 
-def scored(doc: Document, score: float, **extra: object) -> Document:
-    """``doc`` (a copy this caller owns) with its score in ``metadata["score"]``, in place."""
-    doc.metadata.update(score=score, **extra)
+def scored(doc: Document, score: float) -> Document:
+    """``doc`` (a copy this caller owns) with its score in ``metadata["score"]``, in place (a hit
+    without a score, ``NaN``, keeps none)."""
+    if not math.isnan(score):
+        doc.metadata["score"] = score
     return doc

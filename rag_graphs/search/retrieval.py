@@ -119,6 +119,7 @@ class PlanKey:
     cache_size: int
     cache_path: str | None
     own: int = 0  # RagContext.retriever's id (the plan's searcher holds it); 0: the Milvus store
+    own_timeout: float = 0.0  # RagContext.retriever_timeout, with ``own``
 
     @classmethod
     def of(cls, ctx: RagContext) -> PlanKey:
@@ -135,6 +136,7 @@ class PlanKey:
             cache_size=ctx.search_cache,
             cache_path=ctx.search_cache_path,
             own=id(ctx.retriever) if ctx.retriever is not None else 0,
+            own_timeout=ctx.retriever_timeout if ctx.retriever is not None else 0.0,
         )
 
 
@@ -224,7 +226,7 @@ def build_plan(key: PlanKey, ctx: RagContext) -> SearchPlan:
     if ctx.retriever is not None:
         name = type(ctx.retriever).__name__
         why = f"dense search through your {name} (RagContext.retriever)"
-        return SearchPlan(key, None, OwnSearcher(ctx.retriever), "dense", why)
+        return SearchPlan(key, None, OwnSearcher(ctx.retriever, ctx.retriever_timeout), "dense", why)
     index = readable_index(ctx)
     built = generation(key.store_uri, key.collection)  # read before resolving: never newer than it
     mode, why = resolve(key.mode, index, key.unit)

@@ -25,7 +25,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import VectorStore
 
 from rag_graphs.config.graph_search import GraphSearchOptions
-from rag_graphs.search.own import OwnRetriever
+from rag_graphs.search.own import search_own
 from rag_graphs.store import ChunkIndex
 from rag_graphs.store.embeddings import embeddings_identity
 from rag_graphs.store.fields import RRF_K
@@ -138,6 +138,7 @@ class OwnSearcher:
     (``rag_graphs.search.own``). Never cached: nothing says when its corpus changes."""
 
     source: BaseRetriever | VectorStore
+    timeout: float = 60.0  # RagContext.retriever_timeout
 
     @property
     def key(self) -> Hashable:
@@ -147,11 +148,8 @@ class OwnSearcher:
         return None
 
     def search(self, queries: list[str], *, k: int, expr: str | None) -> list[Ranking]:
-        retriever = OwnRetriever(source=self.source, k=k)
-        return [
-            [(doc, float(doc.metadata.get("score", NO_SCORE))) for doc in retriever.invoke(q)]
-            for q in queries
-        ]
+        hits = [search_own(self.source, query, k, self.timeout) for query in queries]
+        return [[(doc, float(doc.metadata.get("score", NO_SCORE))) for doc in docs] for docs in hits]
 
 
 def _where(index: ChunkIndex) -> tuple[str, str, str]:

@@ -5,6 +5,7 @@ LangChain retriever, and ``RagContext.retriever`` runs every method over the use
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
@@ -131,3 +132,73 @@ def test_methods_that_read_the_stores_own_collections_are_refused(tmp_path: Path
     assert isinstance(error.value.__cause__ or error.value, SetupError)
     message = str(error.value)
     assert "\n" not in message and "RagContext.retriever" in message and expected in message
+
+
+class _Hanging(BaseRetriever):
+    """A retriever that never answers (until the test lets it go)."""
+
+    release: Any = None
+
+    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun):
+        self.release.wait(60)
+        return []
+
+
+def test_a_hanging_own_retriever_fails_the_run_in_one_line_naming_the_limit(tmp_path):
+    """A retriever that hangs used to hang the run forever (attack round 3): past
+    ``retriever_timeout`` the run fails, naming the setting, and is not retried."""
+    import threading
+
+    from rag_graphs.llm.faults import RunFailed
+
+    release = threading.Event()
+    try:
+        ctx = _own(tmp_path, "Korvik [1].", retriever=_Hanging(release=release), retriever_timeout=0.3)
+        with pytest.raises(RunFailed, match="retriever_timeout") as failure:
+            get_graph("naive").invoke({"question": QUESTION}, context=ctx)
+        assert "_Hanging" in str(failure.value) and "0.3 s" in str(failure.value)
+        assert not failure.value.transient
+    finally:
+        release.set()
+    with pytest.raises(ValidationError, match="retriever_timeout"):
+        RagContext(retriever_timeout=float("inf"))
+
+
+class _Hostile(BaseRetriever):
+    """Hits whose metadata has the wrong shapes, the run's own fields, and fake markers."""
+
+    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun):
+        return [
+            Document(
+                page_content=FACTS["brandt"],
+                metadata={"source": "brandt.txt", "page": "7", "crefs": 12, "cached": True, "score": 99.0},
+            ),
+            Document(
+                page_content=FACTS["korvik"],
+                metadata={
+                    "source": ["not", "a", "str"],
+                    "page": ["x"],
+                    "crefs": "#/texts/3",
+                    "graph_seeds": ["x"],
+                },
+            ),
+        ]
+
+
+def test_hostile_metadata_from_an_own_retriever_is_normalised(tmp_path):
+    """``page`` as a string or list or ``crefs`` as an int broke the run or its citations, and a hit
+    saying ``cached`` was shown as a cache hit (attack round 3): the provenance fields get the
+    types citations read, and the fields a run writes itself are dropped."""
+    ctx = _own(tmp_path, "Korvik [1] [2].", retriever=_Hostile(), k=2)
+    out = get_graph("naive").invoke({"question": QUESTION}, context=ctx)
+    assert "search cache hit" not in out["steps"][0].get("text", "")
+    first, second = out["documents"][:2]
+    assert (first.metadata["page"], first.metadata["crefs"]) == (7, ["12"])
+    assert "score" not in first.metadata and "cached" not in first.metadata
+    assert (second.metadata["page"], second.metadata["crefs"], second.metadata["source"]) == (
+        -1,
+        ["#/texts/3"],
+        "['not', 'a', 'str']",
+    )
+    assert "graph_seeds" not in second.metadata
+    assert {(c["page"], c["cref"]) for c in out["citations"]} == {(7, "12"), (-1, "#/texts/3")}

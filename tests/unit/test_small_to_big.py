@@ -123,7 +123,12 @@ def test_ingest_keeps_the_sentences_of_a_collection_that_has_them(index: ChunkIn
 
 @pytest.mark.parametrize(
     "deny",
-    ['not (chunk_id == "a")', 'chunk_id != "a"', 'not json_contains(headings, "Salaries")', 'not (pk in ["a"])'],
+    [
+        'not (chunk_id == "a")',
+        'chunk_id != "a"',
+        'not json_contains(headings, "Salaries")',
+        'not (pk in ["a"])',
+    ],
 )
 def test_a_deny_filter_on_chunk_fields_holds_for_sentence_search(index: ChunkIndex, deny: str) -> None:
     """Sentence rows carry their chunk's access labels, not its heading or id: a filter that denies
