@@ -28,7 +28,7 @@ from typing import Literal
 
 from rag_graphs.config.context import RagContext
 from rag_graphs.config.tracing import redact, spec_name, trace_config
-from rag_graphs.eval.corpus import open_corpus
+from rag_graphs.eval.corpus import PASSAGE_FIELD, open_corpus, passages_filter
 from rag_graphs.eval.datasets import Dataset, Example, load_dataset
 from rag_graphs.eval.judges import Evaluator, judge_run
 from rag_graphs.eval.metrics import (
@@ -50,7 +50,7 @@ from rag_graphs.eval.timing import Timer
 from rag_graphs.methods import METHODS, get_graph
 from rag_graphs.run import run
 from rag_graphs.search.retrieval import embeddings_for
-from rag_graphs.store import ids_filter
+from rag_graphs.store import all_of
 from rag_graphs.support.progress import progress_bar
 
 log = logging.getLogger(__name__)
@@ -68,15 +68,20 @@ def score_row(
 ) -> dict:
     """The result row of one run: prediction, metrics, cost and the time split.
 
-    A passage matches a gold id by its chunk id or its source file's name (a
-    user's questions may name the files that answer them). ``recall`` reads every
+    A passage matches a gold id by its chunk id, the passage a piece of a long passage
+    belongs to (``passage_id``), or its source file's name (a user's questions may name
+    the files that answer them). ``recall`` reads every
     retrieved passage; ``recall_at_k`` the top k of ``documents``, in its order.
     With ``retrieval_only``, the answer metrics are None. A failed run (``out``
     carrying ``error``) is scored on what it did before failing, its cost included.
     """
     docs = out.get("documents", [])
     retrieved = [str(d.id) for d in docs]
-    positions = [{str(d.id), Path(str(d.metadata.get("source", ""))).name} - {""} for d in docs]
+    positions = [
+        {str(d.id), Path(str(d.metadata.get("source", ""))).name, str(d.metadata.get(PASSAGE_FIELD, ""))}
+        - {""}
+        for d in docs
+    ]
     usage = out.get("usage", {})
     prediction = str(out.get("answer", ""))
     gold = example.supporting_ids
@@ -182,6 +187,8 @@ def warm_up(ctx: RagContext, methods: list[str]) -> None:
 
 
 def _question_context(ctx: RagContext, example: Example, setting: Setting) -> RagContext:
+    """The question's context: the distractor and oracle settings narrow the operator's
+    ``search_filter`` to the question's own or gold passages (AND), never replace it."""
     if setting == "open":
         return ctx
     ids = example.passage_ids if setting == "distractor" else example.supporting_ids
@@ -189,7 +196,7 @@ def _question_context(ctx: RagContext, example: Example, setting: Setting) -> Ra
         raise ValueError(
             f"question {example.id!r} has no {'passages' if setting == 'distractor' else 'supporting_ids'}"
         )
-    return dataclasses.replace(ctx, search_filter=ids_filter(ids))
+    return dataclasses.replace(ctx, search_filter=all_of(ctx.search_filter, passages_filter(ids)))
 
 
 def evaluate(
