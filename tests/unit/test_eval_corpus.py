@@ -75,8 +75,8 @@ def long_passage_set(tmp_path):
     folder = tmp_path / "longset"
     folder.mkdir()
     questions = [
-        {"id": "q0", "question": "Where was Ilsa Brandt born?", "answer": "Korvik", "supporting_ids": ["long"]},
-        {"id": "q1", "question": "What is in Halden?", "answer": "a tide mill", "supporting_ids": ["other"]},
+        {"id": "q0", "question": "Where was Ilsa born?", "answer": "Korvik", "supporting_ids": ["long"]},
+        {"id": "q1", "question": "What is in Halden?", "answer": "tide mill", "supporting_ids": ["other"]},
     ]
     write_jsonl(folder / "dev.jsonl", questions)
     write_jsonl(folder / "corpus.jsonl", passages)
@@ -122,7 +122,8 @@ def test_a_passage_title_over_the_limit_is_refused_naming_file_and_line(tmp_path
     folder = tmp_path / "set"
     folder.mkdir()
     write_jsonl(folder / "dev.jsonl", [{"question": "Q?", "answer": "A"}])
-    write_jsonl(folder / "corpus.jsonl", [{"id": "a", "text": "x"}, {"id": "b", "title": "t" * 1001, "text": "y"}])
+    passages = [{"id": "a", "text": "x"}, {"id": "b", "title": "t" * 1001, "text": "y"}]
+    write_jsonl(folder / "corpus.jsonl", passages)
     with pytest.raises(ValueError, match=r"corpus.jsonl:2: field 'title' is over 1,000 characters"):
         corpus_documents(load_dataset(folder))
 
@@ -136,4 +137,3 @@ def test_distractor_and_oracle_settings_keep_the_operators_filter(tiny, make_con
             assert not any(i.endswith("c") for i in row["retrieved_ids"]), (setting, row)  # p?c: "noise"
             if setting != "open":
                 assert set(row["retrieved_ids"]) <= {f"p{row['id'][1]}{x}" for x in "ab"}
-
