@@ -75,8 +75,9 @@ def parse_knobs(pairs: list[str]) -> dict:
 
 def graph_index(base, variant: str, *, rebuild: bool, n_process: int, timings: dict):
     """The graph collection of ``variant``: a copy of ``base`` (its vectors), graph built."""
-    from rag_graphs.entity_graph.build import build_graph, entity_collection
+    from rag_graphs.entity_graph.build import build_graph
     from rag_graphs.entity_graph.entities import load_extractor
+    from rag_graphs.entity_graph.rows import entity_collection
     from rag_graphs.store import open_index
 
     name = f"{base.collection}_{variant.replace('+', '_')}"
@@ -221,7 +222,7 @@ def main() -> None:
     )
     args = parser.parse_args()
 
-    from rag_graphs.entity_graph.build import entity_collection
+    from rag_graphs.entity_graph.rows import entity_collection
     from rag_graphs.eval.corpus import open_corpus
     from rag_graphs.eval.datasets import load_dataset
     from rag_graphs.eval.halves import split

@@ -326,8 +326,9 @@ def main() -> None:
         return
 
     from rag_graphs.config.context import RagContext
-    from rag_graphs.entity_graph.build import build_graph, entity_collection
+    from rag_graphs.entity_graph.build import build_graph
     from rag_graphs.entity_graph.entities import load_extractor
+    from rag_graphs.entity_graph.rows import entity_collection
     from rag_graphs.eval.corpus import passage_document
     from rag_graphs.eval.datasets import load_dataset
     from rag_graphs.eval.halves import split

@@ -30,8 +30,8 @@ from rag_graphs.ingestion.options import IngestOptions, access_labels, options_w
 from rag_graphs.ingestion.report import FileResult, IngestReport
 from rag_graphs.ingestion.storing import Group, store_group
 
-from rag_graphs.entity_graph.build import has_graph
 from rag_graphs.entity_graph.entities import Extractor, load_extractor
+from rag_graphs.entity_graph.rows import has_graph
 from rag_graphs.store.embeddings import (
     EMBEDDED,
     chunk_tokenizer,

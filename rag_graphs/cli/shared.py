@@ -177,7 +177,7 @@ def _print_summary(text: str) -> None:
 
 
 def _fail(message: str) -> NoReturn:
-    from rag_graphs.config.tracing import redact
+    from rag_graphs.support.redaction import redact
 
     # Errors can quote a URL with a key in it, and file names (data): each line is made safe.
     lines = redact(message).split("\n")

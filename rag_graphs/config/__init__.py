@@ -1,7 +1,9 @@
-"""Run settings: ``RagContext`` (``context``), what a traced run says about itself
-(``tracing``) and the checkpoints file of ``thread_id`` runs (``threads``).
+"""Run settings, as data: ``RagContext`` (``context``), its field types (``fields``), the setting
+vocabulary of spec strings with their parsers and checks (``specs``), ``SetupError`` (``errors``),
+what a traced run says about itself (``tracing``) and the checkpoints file of ``thread_id`` runs
+(``threads``).
 
-May import ``rag_graphs.catalog``, ``rag_graphs.support.redaction`` and, inside validators only (a spec is
-checked when it is set, and must not load its library before), ``rag_graphs.store.index``,
-``rag_graphs.search`` and ``rag_graphs.llm.web``. Never nodes, methods or the commands.
+A leaf: imports only ``rag_graphs.catalog`` and ``rag_graphs.support`` of ours, and building a
+``RagContext`` builds no live object (no store client, model or web tool): the layers above build
+what a setting names, where they use it (docs/architecture.md).
 """

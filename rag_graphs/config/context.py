@@ -55,6 +55,7 @@ from rag_graphs.config.fields import (
     _env,
     _names,
 )
+from rag_graphs.config.specs import own_retriever_refusal
 
 
 def _named(exc: ValidationError, data: Any) -> ValidationError:
@@ -335,20 +336,9 @@ class RagContext:
     @model_validator(mode="after")
     def _own_retriever_fits(self) -> RagContext:
         if self.retriever is not None:
-            from rag_graphs.search.own import refusal
-
-            if why := refusal(self):
+            if why := own_retriever_refusal(self):
                 raise ValueError(why)
         return self
-
-    def search_expr(self) -> str | None:
-        """The Milvus expression every search of this run applies: ``search_filter`` and the
-        access fields (tenant, tags, sources), all required. Applied inside the search, so a
-        chunk outside it never reaches a prompt."""
-        from rag_graphs.store.filters import access_filter, all_of
-
-        access = access_filter(tenant=self.tenant, tags=self.tags, sources=self.sources)
-        return all_of(self.search_filter, access)
 
     @classmethod
     def env_vars(cls) -> dict[str, str]:

@@ -1,8 +1,8 @@
 """``RagContext``'s field types: bounds, spec checks and the environment defaults.
 
 A type here is the validation of every field that uses it (``RagContext`` is a pydantic
-dataclass): a spec that needs a library (the store's filter check, a reranker, a compressor,
-web search) imports it inside its validator, when a value is set, so settings stay light.
+dataclass); the spec checks are ``rag_graphs.config.specs``'s, which build nothing, so settings
+stay light and import no store, search or model module.
 """
 
 from __future__ import annotations
@@ -19,6 +19,14 @@ from pydantic.json_schema import SkipJsonSchema
 from pydantic_core import PydanticCustomError
 
 from rag_graphs.catalog import METHODS, ROUTED_KINDS
+from rag_graphs.config.specs import (
+    check_cache_path,
+    check_compress,
+    check_expand,
+    check_filter,
+    check_reranker,
+    check_web_search,
+)
 
 DEFAULT_STORE_URI = ".rag-graphs/milvus.db"
 DEFAULT_COLLECTION = "rag_graphs"
@@ -35,62 +43,14 @@ a budget of millions ran until LangGraph's recursion limit stopped it."""
 LoopBudget = Annotated[int, Field(ge=1, le=MAX_LOOP)]
 
 
-def _check_filter(expr: str) -> str:
-    from rag_graphs.store.filters import check_filter
-
-    return check_filter(expr)
-
-
-SearchFilter = Annotated[str, AfterValidator(_check_filter)]
-
-
-def _check_reranker(spec: Any) -> Any:
-    from rag_graphs.search.rerank import check_reranker
-
-    return check_reranker(spec)
-
-
+SearchFilter = Annotated[str, AfterValidator(check_filter)]
 RerankerSpec = Annotated[
-    str | SkipJsonSchema[InstanceOf[BaseDocumentCompressor]], AfterValidator(_check_reranker)
+    str | SkipJsonSchema[InstanceOf[BaseDocumentCompressor]], AfterValidator(check_reranker)
 ]
-
-
-def _check_expand(spec: str) -> str:
-    from rag_graphs.search.neighbours import check_expand
-
-    return check_expand(spec)
-
-
-ExpandSpec = Annotated[str, AfterValidator(_check_expand)]
-
-
-def _check_cache_path(path: str | None) -> str | None:
-    from rag_graphs.search.disk_cache import check_cache_path
-
-    return check_cache_path(path)
-
-
-CachePath = Annotated[str | None, AfterValidator(_check_cache_path)]
-
-
-def _check_compress(spec: str) -> str:
-    from rag_graphs.search.compress import check_compress
-
-    return check_compress(spec)
-
-
-CompressSpec = Annotated[str, AfterValidator(_check_compress)]
-
-
-def _web_search_tool(spec: Any) -> Any:
-    if not isinstance(spec, str):
-        return spec
-    from rag_graphs.llm.web import web_search_tool
-
-    return web_search_tool(spec)
-
-
-WebSearchSpec = Annotated[str | SkipJsonSchema[InstanceOf[BaseTool]] | None, AfterValidator(_web_search_tool)]
+ExpandSpec = Annotated[str, AfterValidator(check_expand)]
+CachePath = Annotated[str | None, AfterValidator(check_cache_path)]
+CompressSpec = Annotated[str, AfterValidator(check_compress)]
+WebSearchSpec = Annotated[str | SkipJsonSchema[InstanceOf[BaseTool]] | None, AfterValidator(check_web_search)]
 
 
 def _names(raw: str) -> tuple[str, ...]:

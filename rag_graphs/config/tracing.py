@@ -13,7 +13,7 @@ Tracing itself is LangChain's: set ``LANGSMITH_TRACING=true`` and
 ``LANGSMITH_API_KEY`` (and ``LANGSMITH_PROJECT``); nothing here sends anything.
 
 What is recorded here (trace metadata, the evaluator's ``config.json`` and
-error rows) goes through ``redact`` (``rag_graphs.support.redaction``, re-exported here): a key in a
+error rows) goes through ``rag_graphs.support.redaction.redact``: a key in a
 store URL, a spec or an error text must not end up in LangSmith or in a results file.
 """
 
@@ -24,9 +24,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 
 from rag_graphs.config.context import RagContext
-from rag_graphs.support.redaction import REDACTING_FILTER, redact_url
-from rag_graphs.support.redaction import RedactingFilter as RedactingFilter  # re-exported: it lived here
-from rag_graphs.support.redaction import redact as redact
+from rag_graphs.support.redaction import REDACTING_FILTER, redact, redact_url
 
 TAG = "rag-graphs"
 _REDACTED_LOGGERS = ("langgraph.pregel._retry",)

@@ -27,14 +27,8 @@ from functools import lru_cache
 
 from langchain_core.documents import Document
 
-from rag_graphs.entity_graph.build import (
-    CHUNKS_FIELD,
-    COUNT_FIELD,
-    NAME_FIELD,
-    entity_collection,
-    entity_rows,
-)
 from rag_graphs.entity_graph.entities import Extractor, SpacyExtractor, normalize
+from rag_graphs.entity_graph.rows import CHUNKS_FIELD, COUNT_FIELD, NAME_FIELD, entity_collection, entity_rows
 from rag_graphs.store.fields import DENSE_FIELD, PRIMARY_FIELD, SearchMode
 from rag_graphs.store.index import ChunkIndex
 from rag_graphs.store.keywords import STOP_WORDS

@@ -34,12 +34,6 @@ from typing import Literal
 import numpy as np
 from langchain_core.documents import Document
 
-from rag_graphs.entity_graph.build import (
-    CHUNKS_FIELD,
-    COUNT_FIELD,
-    NAME_FIELD,
-    has_graph,
-)
 from rag_graphs.entity_graph.entities import Extractor, normalize
 from rag_graphs.entity_graph.facts import search_facts
 from rag_graphs.entity_graph.linking import (
@@ -50,6 +44,7 @@ from rag_graphs.entity_graph.linking import (
     search_with_vector,
 )
 from rag_graphs.entity_graph.neighbourhood import cosines, fetch_neighbourhood, question_facts
+from rag_graphs.entity_graph.rows import CHUNKS_FIELD, COUNT_FIELD, NAME_FIELD, has_graph
 from rag_graphs.entity_graph.walk import (
     build_walk_graph,
     fuse,

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Literal
 
 from rag_graphs.config.context import RagContext
-from rag_graphs.config.tracing import redact, spec_name, trace_config
+from rag_graphs.config.tracing import spec_name, trace_config
 from rag_graphs.eval.corpus import PASSAGE_FIELD, open_corpus, passages_filter
 from rag_graphs.eval.datasets import Dataset, Example, load_dataset
 from rag_graphs.eval.judges import Evaluator, judge_run
@@ -52,6 +52,7 @@ from rag_graphs.run import run
 from rag_graphs.search.retrieval import embeddings_for
 from rag_graphs.store import all_of
 from rag_graphs.support.progress import progress_bar
+from rag_graphs.support.redaction import redact
 
 log = logging.getLogger(__name__)
 Setting = Literal["open", "distractor", "oracle"]

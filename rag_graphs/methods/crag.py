@@ -27,6 +27,7 @@ from langgraph.runtime import Runtime
 from rag_graphs.config.context import RagContext, get_context
 from rag_graphs.llm.calls import Body, Call
 from rag_graphs.llm.tools import web_documents
+from rag_graphs.llm.web import web_tool
 from rag_graphs.nodes import make_generate, make_rewrite, retrieve
 from rag_graphs.nodes.builder import compile_method, new_builder
 from rag_graphs.nodes.events import emit, step
@@ -70,7 +71,7 @@ def web_search(state: RagState, ctx: RagContext) -> Body[dict]:
     """Search the web with the rewritten query; results join the kept passages."""
     query = state.get("query") or state["question"]
     emit("start", query=query)
-    results = yield Call(ctx.web_search, query)  # type: ignore[arg-type]
+    results = yield Call(web_tool(ctx.web_search), query)  # type: ignore[arg-type]
     docs = web_documents(results, limit=ctx.k)
     return found(state, ctx, [query], [docs]) | {"evidence": [*(state.get("evidence") or []), *docs]}
 

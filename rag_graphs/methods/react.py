@@ -36,7 +36,7 @@ from typing import Annotated, Literal
 
 from langchain_core.documents import Document
 from langchain_core.messages import AnyMessage, BaseMessage, HumanMessage, ToolMessage
-from langchain_core.tools import BaseTool, StructuredTool
+from langchain_core.tools import StructuredTool
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from typing_extensions import TypedDict
@@ -46,6 +46,7 @@ from rag_graphs.llm.calls import Body, Call
 from rag_graphs.llm.faults import rejected_as_invalid
 from rag_graphs.llm.models import capabilities, chooses_tools
 from rag_graphs.llm.tools import calculate
+from rag_graphs.llm.web import web_tool
 from rag_graphs.nodes import make_generate
 from rag_graphs.nodes.builder import compile_method, new_builder
 from rag_graphs.nodes.chat import chat_model, llm_usage
@@ -115,7 +116,8 @@ def native_tools(ctx: RagContext) -> list:
         StructuredTool.from_function(_search_tool, name="search"),
         StructuredTool.from_function(calculate, name="calculator"),
     ]
-    return tools + ([ctx.web_search] if ctx.web_search is not None else [])
+    web = web_tool(ctx.web_search)
+    return tools + ([web] if web is not None else [])
 
 
 def _text_tool_lines(ctx: RagContext) -> str:
@@ -227,7 +229,8 @@ def _run_tool(
     """The observation of one tool request; for a search that ran, ``None`` and its hits (the
     observation shows what the shared retrieval step keeps of them, numbered in ``act``)."""
     tool, tool_input = request["tool"], request["input"]
-    web_name = getattr(ctx.web_search, "name", None)
+    web = web_tool(ctx.web_search)
+    web_name = getattr(web, "name", None)
     if tool == "search":
         if already_searched(state, tool_input):
             return "already searched; use the passages above or try other words", []
@@ -235,8 +238,8 @@ def _run_tool(
         return None, hits
     if tool == "calculator":
         return calculate(tool_input), []
-    if isinstance(ctx.web_search, BaseTool) and tool in ("web_search", web_name):
-        results = yield Call(ctx.web_search, tool_input)
+    if web is not None and tool in ("web_search", web_name):
+        results = yield Call(web, tool_input)
         return fence(str(results)[:2000]), []
     available = ["search", "calculator"] + (["web_search"] if ctx.web_search is not None else [])
     return f"unknown tool {tool!r}; available: {', '.join(available)}", []

@@ -17,12 +17,13 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime, get_runtime
 from langgraph.types import RetryPolicy
 
-from rag_graphs.config.checks import check_chat_model, check_dimension
 from rag_graphs.config.context import RagContext, get_context
 from rag_graphs.llm.faults import RETRY, guard
+from rag_graphs.llm.models import check_chat_model
 from rag_graphs.nodes.fresh import BEGIN, make_begin
 from rag_graphs.nodes.model_node import ModelNode
 from rag_graphs.state import InputState, OutputState, RagState
+from rag_graphs.store.checks import check_dimension
 
 
 def compile_method(
@@ -69,7 +70,7 @@ def begin_node(schema: type) -> Callable[..., dict[str, Any]]:
     reset = make_begin(schema)
 
     def begin(state: dict[str, Any], runtime: Runtime[RagContext]) -> dict[str, Any]:
-        """Refuse a setup mistake before anything runs (``rag_graphs.config.checks``), then
+        """Refuse a setup mistake before anything runs (``rag_graphs.store.checks``), then
         start the question from a clean run state (``rag_graphs.nodes.fresh``)."""
         from rag_graphs.search.retrieval import readable_index
 

@@ -30,6 +30,7 @@ from rag_graphs.search.retrieval import (
     unique_union,
 )
 from rag_graphs.state import FusedRound, RagState, Search, Step, Usage, add_usage, merge_documents, usage
+from rag_graphs.store.filters import search_expr
 
 
 def new_queries(state: RagState, wanted: list[str]) -> list[str]:
@@ -137,7 +138,7 @@ def expanded(
     """Each ranking with its hits' reading-order neighbours (``RagContext.expand``), and a note
     step per query naming what was added (none when expansion is off)."""
     expander = (
-        expander_for(ctx.expand, index_for(ctx), ctx.expand_max_tokens, expr=ctx.search_expr())
+        expander_for(ctx.expand, index_for(ctx), ctx.expand_max_tokens, expr=search_expr(ctx))
         if ctx.expand != "none"
         else None
     )

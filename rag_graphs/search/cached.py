@@ -15,10 +15,11 @@ from typing import Any, Literal
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
-from rag_graphs.config.checks import SetupError, check_collection_exists
+from rag_graphs.config.errors import SetupError
 from rag_graphs.search.cache import SEARCHES, Ranking, normalise
 from rag_graphs.search.disk_cache import disk_cache, disk_key
 from rag_graphs.store import ChunkIndex
+from rag_graphs.store.checks import check_collection_exists
 from rag_graphs.store.generations import generation
 from rag_graphs.store.sentences import (
     children_of,

@@ -33,36 +33,12 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 
+from rag_graphs.config.specs import check_compress
 from rag_graphs.prompts import load_prompt
 from rag_graphs.prompts.fencing import fence
 from rag_graphs.search.rerank import Stored, passage_vectors
 
-SPECS = "none, embeddings:<0-1>, redundant:<0-1>, llm (comma-separated to chain)"
 NO_OUTPUT = "NO_OUTPUT"
-
-
-def check_compress(spec: str) -> str:
-    """``spec`` normalised (lower case, no spaces) when every filter in it is usable, else one
-    ValueError naming the setting."""
-    parts = [p.strip().lower() for p in spec.split(",")]
-    if parts == ["none"]:
-        return "none"
-    for part in parts:
-        name, _, value = part.partition(":")
-        if part == "llm":
-            continue
-        if name in ("embeddings", "redundant") and _fraction(value) is not None:
-            continue
-        raise ValueError(f"RagContext.compress={spec!r}: unknown filter {part!r}; use {SPECS}")
-    return ",".join(parts)
-
-
-def _fraction(text: str) -> float | None:
-    try:
-        value = float(text)
-    except ValueError:
-        return None
-    return value if 0 <= value <= 1 else None
 
 
 def tokens(text: str) -> int:

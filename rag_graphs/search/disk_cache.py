@@ -22,6 +22,7 @@ from pathlib import Path
 
 from langchain_core.documents import Document
 
+from rag_graphs.config.specs import SearchCacheFileError
 from rag_graphs.search.cache import Ranking, hit_stats
 
 SETTING = "RagContext.search_cache_path"
@@ -30,29 +31,6 @@ MAX_ROWS = 100_000
 """Entries kept; the least recently used go first."""
 _SCHEMA = "CREATE TABLE IF NOT EXISTS rag_graphs_search (key TEXT PRIMARY KEY, ranking TEXT NOT NULL, "
 _SCHEMA += "cost REAL NOT NULL, used REAL NOT NULL)"
-
-
-class SearchCacheFileError(ValueError):
-    """The persistent search cache's file cannot be used."""
-
-
-def check_cache_path(path: str | None) -> str | None:
-    """``path`` when it can hold the persistent cache (``None`` for blank or ``none``), else
-    ValueError naming the setting: a folder, or an existing file that is not SQLite, is refused
-    before any run starts (it is never overwritten)."""
-    if path is None or path.strip().lower() in ("", "none"):
-        return None
-    where = Path(path).expanduser()
-    if where.is_dir():
-        raise SearchCacheFileError(f"RagContext.search_cache_path={path!r}: is a folder; name a file")
-    if where.is_file() and where.stat().st_size:
-        with open(where, "rb") as handle:
-            if handle.read(16) != b"SQLite format 3\x00":
-                raise SearchCacheFileError(
-                    f"RagContext.search_cache_path={path!r}: not a search cache file (not SQLite); "
-                    "delete it or choose another path"
-                )
-    return path
 
 
 def disk_key(*parts: object) -> str:

@@ -10,11 +10,12 @@ budget lasts, placed in reading order. Either way the added chunks follow their 
 text stays within ``expand_max_tokens`` per search (about four characters a token: no tokenizer
 is loaded for a budget). Chunks already in the ranking are not added twice.
 
-Expansion reads the store again, so it applies the run's whole filter (``RagContext.search_expr``:
-``search_filter`` and the access fields) to every chunk it adds, exactly as the search did: a
-chunk the search could not return cannot come in beside a hit either. ``N`` is at most
-``MAX_WINDOW``: each hit asks the store for ``2N`` positions, and a window of millions built a
-list of that size before any budget applied.
+Expansion reads the store again, so it applies the run's whole filter
+(``rag_graphs.store.filters.search_expr``: ``search_filter`` and the access fields) to every
+chunk it adds, exactly as the search did: a chunk the search could not return cannot come in
+beside a hit either. ``N`` is at most
+``rag_graphs.config.specs.MAX_WINDOW``: each hit asks the store for ``2N`` positions, and a window
+of millions built a list of that size before any budget applied.
 """
 
 from __future__ import annotations
@@ -23,31 +24,12 @@ from dataclasses import dataclass
 
 from langchain_core.documents import Document
 
+from rag_graphs.config.specs import NEIGHBOURS, SECTION, check_expand
 from rag_graphs.store import ChunkIndex
 from rag_graphs.store.filters import all_of, quote
 
-SPECS = "none, neighbours:<N>, section"
-PREFIX = "neighbours:"
-SECTION = "section"
-MAX_WINDOW = 100
-"""Largest ``neighbours:N`` (chunks on each side of a hit; the token budget binds far earlier)."""
 SECTION_LIMIT = 1000
 """Most chunks one section lookup reads (Milvus caps a query's limit; a section is far smaller)."""
-
-
-def check_expand(spec: str) -> str:
-    """``spec`` normalised when it names a usable expansion, else ValueError naming the setting."""
-    text = spec.strip().lower()
-    if text in ("none", SECTION):
-        return text
-    number = text[len(PREFIX) :]
-    if text.startswith(PREFIX) and number.isascii() and number.isdigit():
-        if 1 <= int(number) <= MAX_WINDOW:
-            return text
-        raise ValueError(
-            f"RagContext.expand={spec!r}: unknown expansion: neighbours:N takes N from 1 to {MAX_WINDOW}"
-        )
-    raise ValueError(f"RagContext.expand={spec!r}: unknown expansion; use {SPECS}")
 
 
 def tokens(text: str) -> int:
@@ -63,7 +45,7 @@ class NeighbourExpander:
     window: int
     max_tokens: int
     expr: str | None = None
-    """The run's filter (``RagContext.search_expr``): every added chunk must satisfy it too."""
+    """The run's filter (``rag_graphs.store.filters.search_expr``): every added chunk must satisfy it too."""
     reading_order = False  # the added chunks of a hit, nearest first (True: sorted by chunk_index)
 
     def expand(self, ranking: list[Document]) -> tuple[list[Document], list[str]]:
@@ -147,10 +129,10 @@ def expander_for(
     spec: str, index: ChunkIndex, max_tokens: int, *, expr: str | None = None
 ) -> NeighbourExpander | None:
     """The expansion ``spec`` names over ``index`` (``None`` for ``none``), adding only chunks
-    that satisfy ``expr`` (the run's ``RagContext.search_expr()``)."""
+    that satisfy ``expr`` (the run's ``search_expr(ctx)``)."""
     spec = check_expand(spec)
     if spec == "none":
         return None
     if spec == SECTION:
         return SectionExpander(index, 0, max_tokens, expr)
-    return NeighbourExpander(index, int(spec[len(PREFIX) :]), max_tokens, expr)
+    return NeighbourExpander(index, int(spec[len(NEIGHBOURS) :]), max_tokens, expr)

@@ -70,41 +70,6 @@ class OwnRetriever(BaseRetriever):
         return [normalised(doc, score) for doc, score in pairs[: self.k]]
 
 
-def refusal(ctx: Any) -> str | None:
-    """Why ``ctx`` (a ``RagContext`` with ``retriever`` set) cannot run, in one line naming the
-    field and the fix; None when it can."""
-    store_only = {  # field: (refused, why it needs the store, the fix)
-        "search_mode": (
-            ctx.search_mode not in ("dense", "auto"),  # auto: dense, the one search it has
-            "hybrid (BM25) and graph search (the hipporag method) read the Milvus store",
-            "search_mode='dense'",
-        ),
-        "search_unit": (
-            ctx.search_unit != "chunk",
-            "sentence search reads the store's sentence rows",
-            "search_unit='chunk'",
-        ),
-        "expand": (
-            ctx.expand != "none",
-            "neighbour expansion reads the store's reading order",
-            "expand='none'",
-        ),
-    }
-    for name, (wrong, why, fix) in store_only.items():
-        if wrong:
-            return (
-                f"{FIELD} (your own retriever) with {name}={getattr(ctx, name)!r}: {why}; set {fix} "
-                f"(RAG_GRAPHS_{name.upper()}) or leave {FIELD} unset to search the Milvus store"
-            )
-    if ctx.search_expr():
-        return (
-            f"{FIELD} (your own retriever) with search_filter/tenant/tags/sources: these are Milvus "
-            "expressions; filter in your retriever instead (e.g. vectorstore.as_retriever(search_kwargs="
-            f"{{'filter': ...}})), or leave {FIELD} unset to search the Milvus store"
-        )
-    return None
-
-
 def refuse_own_retriever(ctx: Any, what: str) -> None:
     """Refuse a method that needs the Milvus store (``what`` names it) when ``ctx`` brings its
     own retriever.
@@ -112,7 +77,7 @@ def refuse_own_retriever(ctx: Any, what: str) -> None:
     Raises:
         SetupError: ``RagContext.retriever`` is set.
     """
-    from rag_graphs.config.checks import SetupError
+    from rag_graphs.config.errors import SetupError
 
     if ctx.retriever is not None:
         raise SetupError(

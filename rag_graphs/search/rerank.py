@@ -35,12 +35,9 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.vectorstores.utils import maximal_marginal_relevance
 
+from rag_graphs.config.specs import CROSS_ENCODER, check_reranker
 from rag_graphs.prompts import load_prompt
 from rag_graphs.prompts.fencing import fence
-
-SPECS = "none, mmr, llm, cross-encoder:<local dir>"
-CROSS_ENCODER = "cross-encoder:"
-
 
 Stored = Callable[[list[str]], dict[str, list[float]]]
 """Chunk ids -> the store's own dense vectors (``ChunkIndex.vectors``)."""
@@ -64,23 +61,6 @@ class Reranker(Protocol):
     name: str
 
     def rerank(self, query: str, docs: list[Document], k: int) -> list[Document]: ...
-
-
-def check_reranker(spec: Any) -> Any:
-    """``spec`` when it names a usable reranker, else ValueError naming the setting."""
-    if isinstance(spec, BaseDocumentCompressor):
-        return spec
-    if not isinstance(spec, str):
-        raise ValueError(f"RagContext.reranker: expected a spec ({SPECS}) or a BaseDocumentCompressor")
-    text = spec.strip()
-    if text.lower() in ("none", "mmr", "llm"):
-        return text.lower()
-    if text.startswith(CROSS_ENCODER):
-        where = Path(text[len(CROSS_ENCODER) :]).expanduser()
-        if not where.is_dir():
-            raise ValueError(f"RagContext.reranker={spec!r}: no cross-encoder directory at {str(where)!r}")
-        return text
-    raise ValueError(f"RagContext.reranker={spec!r}: unknown reranker; use {SPECS}")
 
 
 @dataclass

@@ -20,8 +20,8 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable, RunnableLambda
 from pydantic import ConfigDict, Field
 
-from rag_graphs.config.checks import check_collection_exists, check_graph, check_store_exists
 from rag_graphs.config.context import RagContext
+from rag_graphs.entity_graph.rows import check_graph
 from rag_graphs.search.cached import cached_search as cached_search
 from rag_graphs.search.cached import embeddings_name as embeddings_name
 from rag_graphs.search.cached import missing_collection_named
@@ -30,7 +30,9 @@ from rag_graphs.search.fusion import reciprocal_rank_fusion as reciprocal_rank_f
 from rag_graphs.search.fusion import rrf_order as rrf_order
 from rag_graphs.search.fusion import unique_union as unique_union
 from rag_graphs.store import ChunkIndex, load_embeddings, open_index
+from rag_graphs.store.checks import check_collection_exists, check_store_exists
 from rag_graphs.store.fields import RRF_K
+from rag_graphs.store.filters import search_expr
 from rag_graphs.store.generations import generation
 from rag_graphs.support.redaction import redact_url
 
@@ -149,7 +151,7 @@ class SearchSpec:
             embeddings=embeddings,
             mode=ctx.search_mode,
             k=k,
-            expr=ctx.search_expr(),
+            expr=search_expr(ctx),
             rrf_k=ctx.rrf_k,
             graph=tuple(graph.items()),
             cache_size=ctx.search_cache,
@@ -187,7 +189,7 @@ def resolve(
     Raises:
         SetupError: ``graph`` asked of a collection without an entity graph.
     """
-    from rag_graphs.entity_graph.build import has_graph
+    from rag_graphs.entity_graph.rows import has_graph
 
     where = f"collection {index.collection!r}"
     if asked == "auto" and unit == "sentence":
@@ -288,7 +290,7 @@ def retriever_for(ctx: RagContext, *, k: int | None = None) -> BaseRetriever:
     built once per distinct settings (``search_plan``).
 
     Raises:
-        SetupError: the store or collection does not exist (``rag_graphs.config.checks``).
+        SetupError: the store or collection does not exist (``rag_graphs.store.checks``).
     """
     return search_plan(ctx, k=k).retriever
 

@@ -4,8 +4,13 @@ user-given filter passes before it reaches a search."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
+from rag_graphs.config.specs import check_filter
 from rag_graphs.store.fields import PRIMARY_FIELD, TAGS_FIELD, TENANT_FIELD
+
+if TYPE_CHECKING:
+    from rag_graphs.config.context import RagContext
 
 
 def quote(value: str) -> str:
@@ -45,48 +50,6 @@ def access_filter(
     return " and ".join(parts) or None
 
 
-_CLOSING = {")": "(", "]": "["}
-
-
-def check_filter(expr: str) -> str:
-    """``expr`` when it is one self-contained expression, else ``ValueError`` saying why.
-
-    Self-contained: its string literals end and its brackets balance, never closing one
-    it did not open. Wrapped in parentheses it is then a single operand that nothing
-    after it can be pulled into: ``1==1) or (1==1`` would otherwise turn
-    ``(filter) and (tenant == "acme")`` into ``(1==1) or (1==1) and (...)``, and a
-    quote left open would swallow the access expression into a string.
-    """
-    stack: list[str] = []
-    quote_char: str | None = None
-    escaped = False
-    for pos, char in enumerate(expr):
-        if quote_char:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == quote_char:
-                quote_char = None
-        elif char in "\"'":
-            quote_char = char
-        elif char in "([":
-            stack.append(char)
-        elif char in _CLOSING:
-            if not stack or stack.pop() != _CLOSING[char]:
-                raise ValueError(
-                    f"search filter {expr!r}: {char!r} at position {pos} closes nothing it opened "
-                    "(a filter must be one balanced expression)"
-                )
-    if quote_char:
-        raise ValueError(f"search filter {expr!r}: a string literal opened with {quote_char} never ends")
-    if stack:
-        raise ValueError(f"search filter {expr!r}: {stack[-1]!r} is never closed")
-    if not expr.strip():
-        raise ValueError("search filter is blank (use None for no filter)")
-    return expr
-
-
 def all_of(*exprs: str | None) -> str | None:
     """The conjunction of the given expressions (None when there are none).
 
@@ -98,3 +61,11 @@ def all_of(*exprs: str | None) -> str | None:
     if len(present) <= 1:
         return present[0] if present else None
     return " and ".join(f"({e})" for e in present)
+
+
+def search_expr(ctx: RagContext) -> str | None:
+    """The Milvus expression every search of a run with ``ctx`` applies: its ``search_filter`` and
+    its access fields (tenant, tags, sources), all required. Applied inside the search, so a chunk
+    outside it never reaches a prompt."""
+    access = access_filter(tenant=ctx.tenant, tags=ctx.tags, sources=ctx.sources)
+    return all_of(ctx.search_filter, access)

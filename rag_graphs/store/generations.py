@@ -21,7 +21,8 @@ def generation(uri: str, collection: str) -> int:
     return _GENERATIONS.get(_store_key(uri, collection), 0)
 
 
-def _changed(uri: str, collection: str) -> None:
+def bump_generation(uri: str, collection: str) -> None:
+    """Count one change of the collection (a write, a graph build, a reopened client)."""
     key = _store_key(uri, collection)
     with _GENERATIONS_LOCK:
         _GENERATIONS[key] = _GENERATIONS.get(key, 0) + 1

@@ -42,7 +42,7 @@ from rag_graphs.store.fields import (
 )
 from rag_graphs.store.files import FileRecords
 from rag_graphs.store.filters import ids_filter, quote
-from rag_graphs.store.generations import _changed
+from rag_graphs.store.generations import bump_generation
 from rag_graphs.store.lite import (
     StoreLockedError,
     _held_by_other_process,
@@ -97,7 +97,7 @@ class ChunkIndex(IndexReads):
     def __post_init__(self) -> None:
         from langchain_milvus import BM25BuiltInFunction, Milvus
 
-        _changed(self.uri, self.collection)  # a new client may see a recreated collection
+        bump_generation(self.uri, self.collection)  # a new client may see a recreated collection
         if is_local(self.uri):
             check_store_path(self.uri)
             check_manifests(self.uri)
@@ -219,7 +219,7 @@ class ChunkIndex(IndexReads):
 
     def _name_model(self) -> None:
         """Store the embedding model's identity on the collection it created, so a run with
-        another model is refused by name (``rag_graphs.config.checks.check_dimension``)."""
+        another model is refused by name (``rag_graphs.store.checks.check_dimension``)."""
         try:
             self.client.alter_collection_properties(
                 self.collection, properties={EMBEDDINGS_PROPERTY: embeddings_identity(self.embeddings)}
@@ -339,7 +339,7 @@ class ChunkIndex(IndexReads):
         """Invalidate search caches: this process's generation, and for every process the
         version marker stored with the collection (a failed marker write is logged, not raised:
         the data change itself succeeded)."""
-        _changed(self.uri, self.collection)
+        bump_generation(self.uri, self.collection)
         try:
             self.client.alter_collection_properties(
                 self.collection, properties={VERSION_PROPERTY: uuid.uuid4().hex}

@@ -27,11 +27,12 @@ from rag_graphs.ingestion.convert.captioning import (
 )
 from rag_graphs.prompts import _parse, list_prompts, load_prompt
 
-from rag_graphs.config.tracing import redact, spec_name, trace_config
+from rag_graphs.config.tracing import spec_name, trace_config
 from rag_graphs.eval import evaluate, load_dataset, read_rows, write_report
 from rag_graphs.eval.mining import mine_demonstrations
 from rag_graphs.eval.rows import read_config
 from rag_graphs.methods import get_graph
+from rag_graphs.support.redaction import redact
 from rag_graphs.text.demonstrations import load_demonstrations
 from tests.conftest import write_jsonl
 

@@ -7,7 +7,7 @@ import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.language_models import GenericFakeChatModel
 
-from rag_graphs.config.checks import SetupError
+from rag_graphs.config.errors import SetupError
 from rag_graphs.methods import get_graph
 from rag_graphs.store.embeddings import embeddings_identity
 from rag_graphs.store.fields import EMBEDDINGS_PROPERTY

@@ -7,20 +7,18 @@ import pytest
 import scipy.sparse as sp
 from langchain_core.documents import Document
 
-from rag_graphs.entity_graph.build import (
-    CHUNKS_FIELD,
-    COUNT_FIELD,
-    add_entities,
-    build_graph,
-    entity_collection,
-    entity_rows,
-    has_graph,
-    prune_entities,
-    upsert_fields,
-)
+from rag_graphs.entity_graph.build import add_entities, build_graph, prune_entities
 from rag_graphs.entity_graph.entities import annotate
 from rag_graphs.entity_graph.linking import longest_matches, ngram_keys, search_with_vector
 from rag_graphs.entity_graph.ppr import graph_search, personalized_pagerank
+from rag_graphs.entity_graph.rows import (
+    CHUNKS_FIELD,
+    COUNT_FIELD,
+    entity_collection,
+    entity_rows,
+    has_graph,
+    upsert_fields,
+)
 from rag_graphs.store import ChunkIndex
 from rag_graphs.store.fields import ENTITIES_FIELD
 

@@ -283,9 +283,9 @@ def test_fact_below_skips_facts_for_a_question_that_names_its_entities(corpus):
 
 
 def test_a_seed_only_a_fact_reached_brings_its_chunks_through_the_second_hop(corpus):
-    from rag_graphs.entity_graph.build import entity_rows
     from rag_graphs.entity_graph.linking import ENTITY_FIELDS
     from rag_graphs.entity_graph.neighbourhood import FACT_SEED, fetch_neighbourhood
+    from rag_graphs.entity_graph.rows import entity_rows
 
     row = entity_rows(corpus, ["korvik"], ENTITY_FIELDS)["korvik"]
     shape = {"expr": None, "size": 10, "hub_chunks": 100}
@@ -315,9 +315,9 @@ def test_a_title_edge_sends_the_walk_to_the_page_about_the_entity():
 
 
 def test_the_neighbourhood_knows_which_entities_each_passage_is_about(corpus):
-    from rag_graphs.entity_graph.build import entity_rows
     from rag_graphs.entity_graph.linking import ENTITY_FIELDS
     from rag_graphs.entity_graph.neighbourhood import fetch_neighbourhood
+    from rag_graphs.entity_graph.rows import entity_rows
 
     row = entity_rows(corpus, ["korvik"], ENTITY_FIELDS)["korvik"]
     hit = corpus.search(TWO_HOP, k=1, mode="dense")

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from rag_graphs.ingestion import ingest
 
-from rag_graphs.entity_graph.build import has_graph
 from rag_graphs.entity_graph.ppr import graph_search
+from rag_graphs.entity_graph.rows import has_graph
 from rag_graphs.methods import get_graph
 from rag_graphs.store.fields import ENTITIES_FIELD
 

@@ -277,7 +277,10 @@ def loaded_by(code: str) -> set[str]:
 
 
 def test_settings_load_no_docling_torch_or_transformers() -> None:
-    loaded = loaded_by("import rag_graphs; from rag_graphs import RagContext; RagContext().search_expr()")
+    loaded = loaded_by(
+        "import rag_graphs; from rag_graphs import RagContext; "
+        "RagContext(search_filter='kind == \"text\"', tenant='acme', web_search='searxng:http://127.0.0.1:9')"
+    )
     assert "rag_graphs.config.context" in loaded  # the measurement sees our modules
     heavy = sorted(m for m in loaded if m.split(".")[0] in HEAVY)
     assert not heavy, f"RagContext() imported {len(heavy)} heavy modules, e.g. {heavy[:5]}"

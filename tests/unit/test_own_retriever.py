@@ -15,7 +15,7 @@ from langchain_core.vectorstores import InMemoryVectorStore
 from pydantic import ValidationError
 
 from rag_graphs import RagContext, RagRetriever
-from rag_graphs.config.checks import SetupError
+from rag_graphs.config.errors import SetupError
 from rag_graphs.methods import get_graph
 from rag_graphs.search.own import content_id
 from tests.conftest import fake_chat

