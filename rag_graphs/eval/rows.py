@@ -7,15 +7,18 @@ reports, and a resume runs the skipped question again.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import logging
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 
 from rag_graphs.text.jsonl import existing_path, read_json_object
 
 log = logging.getLogger(__name__)
-ROWS, CONFIG = "rows.jsonl", "config.json"
+ROWS, CONFIG, LOCK = "rows.jsonl", "config.json", ".lock"
 ANSWER_METRICS = ("em", "f1", "contains")
 """The row fields that score the answer (None in retrieval-only rows)."""
 
@@ -105,6 +108,37 @@ def _new_run_folder(root: Path, stem: str) -> Path:
             continue
         return folder
     raise ValueError(f"{root}: 10,000 run directories named {stem}*; choose another --out")
+
+
+class RunFolderBusy(RuntimeError):
+    """Another evaluation holds the run folder."""
+
+
+@contextlib.contextmanager
+def run_folder_lock(folder: Path) -> Iterator[None]:
+    """Hold ``folder``'s writer lock for the block: one evaluation writes a run folder at a time.
+
+    Two ``eval --resume`` of one folder each read the rows done, then each ran the rest and
+    appended it (11 rows for 6 questions). The lock is ``flock`` on ``<folder>/.lock``: per
+    open file, so a second evaluation in this process is refused too, and released by the
+    kernel when its holder exits, even by ``kill -9``, so a killed run never leaves it held.
+
+    Raises:
+        RunFolderBusy: another evaluation holds it (one line naming the folder).
+    """
+    lock = folder / LOCK
+    with open(lock, "a+b") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise RunFolderBusy(
+                f"run folder {folder} is being written by another evaluation right now (lock {lock}); "
+                "wait for it to end, then --resume it, or choose another folder"
+            ) from None
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _repair_tail(path: Path) -> None:

@@ -45,6 +45,7 @@ from rag_graphs.eval.rows import (
     _run_folder,
     read_config,
     read_rows,
+    run_folder_lock,
 )
 from rag_graphs.eval.timing import Timer
 from rag_graphs.methods import METHODS, get_graph
@@ -270,6 +271,43 @@ def evaluate(
         "judge": judge,
     }
     run_dir = _run_folder(run_dir, runs_root, ds.name)
+    with run_folder_lock(run_dir):  # one evaluation writes a run folder at a time, across processes
+        return _fill(
+            run_dir,
+            ds,
+            ctx,
+            config,
+            examples,
+            methods,
+            setting=setting,
+            eval_store=eval_store,
+            retrieval_only=retrieval_only,
+            evaluators=evaluators,
+            judge=judge,
+            concurrency=concurrency,
+            progress=progress,
+        )
+
+
+def _fill(
+    run_dir: Path,
+    ds: Dataset,
+    ctx: RagContext,
+    config: dict,
+    examples: list[Example],
+    methods: list[str],
+    *,
+    setting: Setting,
+    eval_store: str,
+    retrieval_only: bool,
+    evaluators: Sequence[Evaluator],
+    judge: str | None,
+    concurrency: int,
+    progress: bool,
+) -> Path:
+    """``evaluate``'s work once it holds the run folder's lock: check or write ``config.json``,
+    open the corpus, and run what ``rows.jsonl`` does not hold yet (read under the lock, so
+    two processes never both run a missing question)."""
     config_path = run_dir / CONFIG
     if config_path.exists():
         stored = read_config(run_dir)
