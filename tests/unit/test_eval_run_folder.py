@@ -59,11 +59,12 @@ evaluate(dataset, ["naive"], context=ctx, run_dir=run_dir, eval_store=store, pro
 def _start_first(tiny: Path, run: Path, tmp_path: Path) -> tuple[subprocess.Popen, Path]:
     started, release = tmp_path / "started", tmp_path / "release"
     args = [str(tiny), str(run), str(tmp_path / "first.db"), str(started), str(release)]
-    first = subprocess.Popen([sys.executable, "-c", FIRST, *args], cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    with (tmp_path / "first.log").open("w") as log:  # a file, not a pipe: a full pipe would block it
+        first = subprocess.Popen([sys.executable, "-c", FIRST, *args], cwd=ROOT, stderr=log)
     deadline = time.monotonic() + WAIT
     while not started.exists():
         if first.poll() is not None:
-            pytest.fail(f"the first evaluation ended before its first model call:\n{first.stderr.read()}")
+            pytest.fail(f"the first evaluation ended early:\n{(tmp_path / 'first.log').read_text()}")
         if time.monotonic() > deadline:
             first.kill()
             pytest.fail("the first evaluation never reached its first model call")
@@ -78,7 +79,8 @@ class Held(GenericFakeChatModel):
 def _second(tiny: Path, run: Path, tmp_path: Path, make_context) -> Path:
     model = Held(messages=iter([AIMessage(content="Korvik [1].")] * 3))
     ctx = make_context(chat_model=model, search_mode="hybrid")
-    return evaluate(tiny, ["naive"], context=ctx, run_dir=run, eval_store=str(tmp_path / "second.db"), progress=False)
+    store = str(tmp_path / "second.db")
+    return evaluate(tiny, ["naive"], context=ctx, run_dir=run, eval_store=store, progress=False)
 
 
 def test_a_second_process_on_a_run_folder_being_written_is_refused(tiny, tmp_path, make_context):
@@ -90,7 +92,7 @@ def test_a_second_process_on_a_run_folder_being_written_is_refused(tiny, tmp_pat
     finally:
         release.touch()
         first.wait(timeout=WAIT)
-    assert first.returncode == 0, first.stderr.read()
+    assert first.returncode == 0, (tmp_path / "first.log").read_text()
     rows = read_rows(run)
     assert [(r["method"], r["id"]) for r in rows] == [("naive", q) for q in ("q0", "q1", "q2")]
     # once the first has ended, the folder is free: a resume finds nothing left to run
