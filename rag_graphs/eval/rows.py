@@ -11,10 +11,13 @@ import contextlib
 import fcntl
 import json
 import logging
+import math
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 
+from rag_graphs.eval.metrics import RANKS
+from rag_graphs.support.terminal import visible
 from rag_graphs.text.jsonl import existing_path, read_json_object
 
 log = logging.getLogger(__name__)
@@ -33,6 +36,12 @@ ROW_NUMBERS = (
     "retrievals",
 )
 """Numeric fields of a row that the report sums (with ``method`` and ``id``, what a row must have)."""
+SCORES = (*ANSWER_METRICS, "recall", *(f"recall_at_{k}" for k in RANKS))
+"""A row's quality scores: a number, or None where there is none (no gold, retrieval only)."""
+JUDGED = "judged"
+"""A row's judge and user evaluator scores, key -> number or None."""
+_NAMED = 5
+"""Scores named in the warning about non-numeric ones at most (the rest are counted)."""
 
 
 def _row_problem(row: object) -> str | None:
@@ -53,6 +62,7 @@ def read_rows(run_dir: str | Path) -> list[dict]:
     if not path.is_file():
         return []
     rows = []
+    not_numbers: list[str] = []
     for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
         if not line.strip():
             continue
@@ -65,8 +75,44 @@ def read_rows(run_dir: str | Path) -> list[dict]:
         if problem:
             log.warning("%s:%d: skipped, not a result row: %s", path, number, problem)
             continue
+        not_numbers += [f"{name} (line {number})" for name in _scores_as_numbers(row)]
         rows.append(row)
+    if not_numbers:
+        more = f" and {len(not_numbers) - _NAMED} more" if len(not_numbers) > _NAMED else ""
+        log.warning(
+            "%s: %d score(s) are not numbers and are read as missing: %s%s",
+            path,
+            len(not_numbers),
+            ", ".join(not_numbers[:_NAMED]),
+            more,
+        )
     return rows
+
+
+def _number(value: object) -> float | None:
+    """``value`` as a finite float; None when it is not a number (a bool, a string, NaN...)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def _scores_as_numbers(row: dict) -> list[str]:
+    """Set every score of ``row`` that is not a number to None (missing, as a score the run
+    never had); return the names of those it changed (shown escaped: keys are data)."""
+    changed = []
+    for name in SCORES:
+        value = row.get(name)
+        if value is not None and (number := _number(value)) != value:
+            row[name] = number
+            changed += [name] if number is None else []
+    judged = row.get(JUDGED)
+    if judged is not None and not isinstance(judged, dict):
+        row[JUDGED], changed = {}, [*changed, JUDGED]
+    for key, value in (row.get(JUDGED) or {}).items():
+        if value is not None and _number(value) is None:
+            row[JUDGED][key] = None
+            changed.append(f"{JUDGED}.{visible(key)}")
+    return changed
 
 
 def read_config(run_dir: str | Path) -> dict:
