@@ -238,6 +238,12 @@ def evaluate(
     openevals' shape; the report gives each a column with the same bootstrap interval. ``judge``
     names the chat model spec behind them (``--judge``): it is recorded in ``config.json``, so
     ``rag-graphs eval --resume`` judges the remaining questions with it again.
+
+    A run folder has one writer at a time, across processes (``rows.run_folder_lock``).
+
+    Raises:
+        RunFolderBusy: another evaluation is writing ``run_dir`` (a ``RuntimeError``).
+        ValueError: an unknown method or setting, or ``run_dir`` holds a run with other settings.
     """
     ds = dataset if isinstance(dataset, Dataset) else load_dataset(dataset)
     methods = list(methods)
