@@ -325,18 +325,18 @@ def main() -> None:
         print(tables(saved))
         return
 
-    from rag_graphs.config.context import RagContext
+    from rag_graphs.config.graph_search import GraphSearchOptions
     from rag_graphs.entity_graph.build import build_graph
     from rag_graphs.entity_graph.entities import load_extractor
     from rag_graphs.entity_graph.rows import entity_collection
     from rag_graphs.eval.corpus import passage_documents
     from rag_graphs.eval.datasets import load_dataset
     from rag_graphs.eval.halves import split
-    from rag_graphs.search.retrieval import graph_options
+    from rag_graphs.search.searchers import _walk_arguments
     from rag_graphs.store import load_embeddings, open_index
 
     keep = (0, 0) if args.unprotected else (1, 2)
-    options = graph_options(RagContext(graph_keep_first=keep[0], graph_keep_in_top=keep[1]))
+    options = _walk_arguments(GraphSearchOptions(keep_first=keep[0], keep_in_top=keep[1]), 5)
     print(f"graph_search options: {options}", flush=True)
     datasets = {name: load_dataset(EVAL / name) for name in DATASETS}
     order, alias, counts = mixed_passages(datasets, args.seed)

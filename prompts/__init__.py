@@ -10,7 +10,7 @@ messages. Each message starts with a role line in square brackets::
 
 Placeholders are plain f-string fields (``{question}``); write ``{{`` and ``}}``
 for literal braces. Templates are data, never code: no Jinja, no eval. This
-module depends on nothing else in the project (see DESIGN.md).
+module depends on nothing else in the project (see docs/architecture.md).
 """
 
 from __future__ import annotations

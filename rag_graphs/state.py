@@ -2,7 +2,7 @@
 
 The input is ``{"question": str}``; the output always carries ``answer``,
 ``citations``, ``documents``, ``steps``, ``usage``, ``stop_reason`` and ``outcome``
-(DESIGN.md's one input / one output contract), so notebooks, the CLI and the
+(docs/architecture.md's one input / one output contract), so notebooks, the CLI and the
 evaluator loop over every method the same way.
 
 Control flow reads typed fields only. ``steps`` is the reasoning chain for
@@ -180,9 +180,6 @@ class RagState(InputState, OutputState, total=False):
     stop_kind: StopKind | None
     """Why the loop stops (``nodes.loop.stop_update``; None: it goes on). Routers read this;
     ``stop_reason`` says the same in words for the output."""
-    budget_exhausted: bool
-    """The loop stopped because its budget ran out (``nodes.loop.stop_update``), not because
-    it judged the information enough: the answer says so and ``outcome`` is ``budget_exhausted``."""
 
 
 def usage(**counts: Any) -> Usage:

@@ -36,7 +36,6 @@ from urllib.parse import urlsplit, urlunsplit
 from rag_graphs.prompts import load_prompt
 from rag_graphs.prompts.fencing import fence
 
-from rag_graphs.support.redaction import MASK as MASK  # re-exported: redaction used to live here
 from rag_graphs.support.redaction import SECRET_NAME as SECRET_NAME
 from rag_graphs.support.redaction import SecretScrubber, url_secrets
 from rag_graphs.support.redaction import redact_url as redact_url

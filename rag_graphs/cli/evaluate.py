@@ -73,9 +73,9 @@ def eval_command(
     """Compare methods on a QA set: EM/F1, passage recall and R@2/R@5, LLM calls, tokens, seconds;
     table and plots. With --retrieval-only, retrieval alone, fast enough for hundreds of questions;
     with --judge, LLM-as-judge scores beside EM/F1."""
+    from rag_graphs.catalog import METHODS
     from rag_graphs.eval import evaluate, markdown_table, read_rows, summarize, write_report
     from rag_graphs.eval.rows import CONFIG, read_config
-    from rag_graphs.methods import METHODS
 
     try:
         if report is None:

@@ -46,7 +46,7 @@ def demo(
     import time
 
     from rag_graphs import demo as shown
-    from rag_graphs.methods import METHODS
+    from rag_graphs.catalog import METHODS
 
     steps = shown.Steps(console, total=3)
     corpus = Path(str(resources.files("rag_graphs").joinpath("demo_corpus")))

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import fields
+from dataclasses import field, fields
 from typing import Annotated, Any, Literal
 
 from langchain_core.embeddings import Embeddings
@@ -37,7 +37,6 @@ from pydantic_core import ArgsKwargs, ErrorDetails, InitErrorDetails, PydanticCu
 from rag_graphs.config.fields import (
     DEFAULT_COLLECTION,
     DEFAULT_STORE_URI,
-    AtLeastOne,
     CachePath,
     CompressSpec,
     ExpandSpec,
@@ -52,10 +51,15 @@ from rag_graphs.config.fields import (
     SearchFilter,
     TopK,
     WebSearchSpec,
+    Weight,
     _env,
     _names,
 )
+from rag_graphs.config.graph_search import GraphSearchOptions
 from rag_graphs.config.specs import own_retriever_refusal
+
+NESTED = ("graph_search",)
+"""Fields holding a settings object of their own: an error names ``RagContext.<field>.<option>``."""
 
 
 def _named(exc: ValidationError, data: Any) -> ValidationError:
@@ -66,6 +70,10 @@ def _named(exc: ValidationError, data: Any) -> ValidationError:
     groups: dict[tuple[str | int, ...], list[ErrorDetails]] = {}
     for error in exc.errors():
         name, *rest = error["loc"] or ("",)
+        if name in NESTED and rest and isinstance(rest[0], str):  # an option of a nested settings object
+            name, rest = f"{name}.{rest[0]}", rest[1:]
+        elif name in GraphSearchOptions.env_vars():  # raised by its own default, from the environment
+            name = f"graph_search.{name}"
         # ints index a tuple; a str is the member of a union pydantic tried: one message per value
         groups.setdefault((name, *(p for p in rest if isinstance(p, int))), []).append(error)
     errors: list[InitErrorDetails] = []
@@ -79,7 +87,7 @@ def _named(exc: ValidationError, data: Any) -> ValidationError:
             where = name + "".join(f"[{p}]" for p in loc[1:])
             text = f"RagContext.{where}={first['input']!r}: " + "; or ".join(e["msg"] for e in group)
         variable = env.get(name)
-        if passed is not None and variable and name not in passed and os.environ.get(variable):
+        if passed is not None and variable and name.split(".")[0] not in passed and os.environ.get(variable):
             text += f" (from environment variable {variable}={os.environ[variable]!r})"
         errors.append({"type": PydanticCustomError(first["type"], text), "loc": loc, "input": None})
     return ValidationError.from_exception_data("RagContext", errors)
@@ -141,45 +149,10 @@ class RagContext:
     returned, deduplicated, in the order of each one's best sentence; needs ``rag-graphs
     sentences build`` or ``rag-graphs ingest --children``). Graph search ignores it."""
 
-    graph_damping: Fraction = _env("RAG_GRAPHS_GRAPH_DAMPING", 0.6)
-    """Graph search: probability of following an edge at each PageRank step (HippoRAG: 0.5);
-    the rest restarts at the question's entities."""
-
-    graph_blend: Fraction = _env("RAG_GRAPHS_GRAPH_BLEND", 1.0)
-    """Graph search: weight of the PageRank score against the dense/hybrid score (1 = graph only)."""
-
-    graph_neighbourhood: Positive = _env("RAG_GRAPHS_GRAPH_NEIGHBOURHOOD", 300)
-    """Graph search: most chunks fetched from the store around the question's entities and
-    first hits (the walk never loads the whole store). Each chunk and entity read costs
-    ~0.06 ms in Milvus Lite; 300 gave the same R@5 as 500 on 2Wiki/MuSiQue/HotpotQA dev."""
-
-    graph_seeds: Positive = _env("RAG_GRAPHS_GRAPH_SEEDS", 20)
-    """Graph search: most entities the walk restarts at (the best-matching question entities)."""
-
-    graph_link_threshold: Fraction = _env("RAG_GRAPHS_GRAPH_LINK_THRESHOLD", 0.75)
-    """Graph search: cosine similarity a stored entity name needs to a question mention
-    (or the question) to seed the walk. A MiniLM number: retune it for another embedding model."""
-
-    graph_keep_first: NonNegative = _env("RAG_GRAPHS_GRAPH_KEEP_FIRST", 1)
-    """Graph search: hybrid search's first ``n`` hits stay on top, in their order; the walk
-    orders the rest (``0``: the walk orders all). ``1``, with ``graph_keep_in_top=2``, was chosen
-    on the tune halves of MuSiQue, 2Wiki and HotpotQA dev (BENCHMARKS.md, issue 28): on the check
-    halves R@2 above hybrid on all three and per-question R@5 losses against hybrid 8.4% / 0.8% /
-    7.6%, where the walk alone lost 12.6% / 0% / 14.3%. Above 0 (or ``graph_keep_in_top``
-    above 0), graph search also runs one hybrid search (dense hits seed the walk)."""
-
-    graph_keep_in_top: NonNegative = _env("RAG_GRAPHS_GRAPH_KEEP_IN_TOP", 2)
-    """Graph search: hybrid search's first ``n`` hits are never pushed out of the top ``k``
-    (one the walk ranked lower takes the walk's last other place there); ``0``: no such floor.
-    At most ``k - 1`` apply, so the walk always has a place. ``2`` chosen with
-    ``graph_keep_first=1`` (see there)."""
-
-    graph_title_weight: AtLeastOne = _env("RAG_GRAPHS_GRAPH_TITLE_WEIGHT", 5.0)
-    """Graph search: weight of a passage's edge to an entity its title or headings name (every
-    other edge weighs 1), so a walk that reaches an entity goes on mostly to the passage about
-    it, e.g. from "directed by Henry King" to the page "Henry King (director)". ``1``: off.
-    ``5`` chosen on the tune halves of MuSiQue, 2Wiki and HotpotQA dev (mean R@5 +2.4 over 1,
-    from 2, 3, 4, 5, 8); the check halves are in BENCHMARKS.md ("Title edges")."""
+    graph_search: GraphSearchOptions = field(default_factory=GraphSearchOptions)
+    """Graph search's settings (``rag_graphs.config.graph_search``), each also read from
+    ``RAG_GRAPHS_GRAPH_<NAME>``, e.g. ``RAG_GRAPHS_GRAPH_DAMPING=0.5``; in JSON (LangGraph Studio,
+    the server) ``{"graph_search": {"damping": 0.5}}``."""
 
     search_filter: SearchFilter | None = _env("RAG_GRAPHS_SEARCH_FILTER", None)
     """A Milvus boolean expression every search must satisfy, e.g.
@@ -210,7 +183,7 @@ class RagContext:
     rrf_k: Positive = _env("RAG_GRAPHS_RRF_K", 60)
     """Reciprocal rank fusion constant: score = sum of 1 / (rrf_k + rank)."""
 
-    first_hop_weight: Annotated[float, Field(ge=1)] = _env("RAG_GRAPHS_FIRST_HOP_WEIGHT", 3.0)
+    first_hop_weight: Weight = _env("RAG_GRAPHS_FIRST_HOP_WEIGHT", 3.0)
     """Weight of the first retrieval round's searches when a run's rounds are fused into
     ``documents`` (weighted RRF; 1 = plain RRF). Later rounds search with model-written
     queries: on IRCoT + graph search (2Wiki dev, first 30, SmolLM2) plain RRF let them push
@@ -342,8 +315,11 @@ class RagContext:
 
     @classmethod
     def env_vars(cls) -> dict[str, str]:
-        """Field name -> environment variable that sets its default."""
-        return {f.name: f.metadata["env"] for f in fields(cls) if "env" in f.metadata}
+        """Field name -> environment variable that sets its default; ``graph_search.<option>`` for
+        the options of graph search."""
+        env = {f.name: f.metadata["env"] for f in fields(cls) if "env" in f.metadata}
+        env.update((f"graph_search.{k}", v) for k, v in GraphSearchOptions.env_vars().items())
+        return env
 
 
 ENV_DEFAULTS = "RAG_GRAPHS_ENV_DEFAULTS"

@@ -34,7 +34,10 @@ DEFAULT_COLLECTION = "rag_graphs"
 Positive = Annotated[int, Field(ge=1)]
 NonNegative = Annotated[int, Field(ge=0)]
 Fraction = Annotated[float, Field(ge=0, le=1)]
-AtLeastOne = Annotated[float, Field(ge=1)]
+MAX_WEIGHT = 100.0
+Weight = Annotated[float, Field(ge=1, le=MAX_WEIGHT, allow_inf_nan=False)]
+"""A relative weight: finite, from 1 (no extra weight) to ``MAX_WEIGHT`` (beyond it one side
+decides alone, which a weight of 1e308 or inf used to do silently)."""
 MAX_K = 16_384  # Milvus (Lite and server) refuses a larger top-k, after a long wait
 TopK = Annotated[int, Field(ge=1, le=MAX_K)]
 MAX_LOOP = 50

@@ -112,6 +112,7 @@ def add_entities(
                 }
             )
         index.client.insert(name, rows)
+    index.mark_changed()  # cached graph rankings (any process) are stale now
     return len(missing)
 
 
@@ -243,6 +244,7 @@ def repair_entities(index: ChunkIndex, *, batch: int = 1000) -> int:
         if lacking:
             add_entities(index, lacking)
             repaired += len(lacking)
+    index.mark_changed()  # cached graph rankings (any process) are stale now
     return repaired
 
 
@@ -280,6 +282,7 @@ def prune_entities(index: ChunkIndex, *, batch: int = 1000) -> int:
         upsert_fields(index, name, updates[i : i + LOOKUP_BATCH])
     for i in range(0, len(orphans), LOOKUP_BATCH):
         index.client.delete(name, ids=orphans[i : i + LOOKUP_BATCH])
+    index.mark_changed()  # cached graph rankings (any process) are stale now
     return len(orphans)
 
 

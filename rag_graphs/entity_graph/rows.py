@@ -7,7 +7,6 @@ from __future__ import annotations
 from rag_graphs.config.errors import SetupError
 from rag_graphs.store.fields import DENSE_FIELD, PRIMARY_FIELD, SPARSE_FIELD
 from rag_graphs.store.filters import quote
-from rag_graphs.store.generations import bump_generation
 from rag_graphs.store.index import ChunkIndex
 
 NAME_FIELD = "name"
@@ -74,7 +73,7 @@ def ensure_entity_collection(index: ChunkIndex) -> str:
     params.add_index(field_name=DENSE_FIELD, **_DENSE_INDEX)
     client.create_collection(name, schema=schema, index_params=params, consistency_level="Strong")
     _LOADED.add((id(client), name))
-    bump_generation(index.uri, index.collection)  # search_mode="auto" plans resolve again: graph search now
+    index.mark_changed()  # search_mode="auto" plans resolve again (graph search now), caches miss
     return name
 
 

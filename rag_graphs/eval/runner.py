@@ -26,6 +26,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Literal
 
+from rag_graphs.catalog import METHODS
 from rag_graphs.config.context import RagContext
 from rag_graphs.config.tracing import spec_name, trace_config
 from rag_graphs.eval.corpus import PASSAGE_FIELD, open_corpus, passages_filter
@@ -48,7 +49,7 @@ from rag_graphs.eval.rows import (
     run_folder_lock,
 )
 from rag_graphs.eval.timing import Timer
-from rag_graphs.methods import METHODS, get_graph
+from rag_graphs.methods import get_graph
 from rag_graphs.run import run
 from rag_graphs.search.retrieval import embeddings_for
 from rag_graphs.store import all_of

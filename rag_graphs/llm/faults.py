@@ -14,7 +14,7 @@ wrapped by ``guard`` (see ``rag_graphs.nodes.builder.new_builder``), which is ho
 error knows the chain: it is the failing node's own input state.
 
 A malformed reply (empty, garbage, the wrong format, a call to an unknown
-tool) is not a fault: the nodes fall back as DESIGN.md says (structured
+tool) is not a fault: the nodes fall back as docs/architecture.md says (structured
 defaults, query fallbacks, "unknown tool" observations), so it never lands here.
 """
 

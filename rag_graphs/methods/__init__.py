@@ -14,7 +14,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import RetryPolicy
 
-from rag_graphs.catalog import METHODS as METHODS  # re-exported: the registry's names
+from rag_graphs.catalog import METHODS
 from rag_graphs.nodes.builder import compile_method
 
 

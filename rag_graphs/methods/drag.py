@@ -19,7 +19,7 @@ from rag_graphs.nodes import make_generate, retrieve
 from rag_graphs.nodes.builder import compile_method, linear_builder
 from rag_graphs.nodes.events import step
 from rag_graphs.nodes.inputs import latest_documents, shown_demonstrations
-from rag_graphs.search.retrieval import most_relevant_last
+from rag_graphs.search.fusion import most_relevant_last
 from rag_graphs.state import RagState
 
 

@@ -35,7 +35,7 @@ from rag_graphs.nodes.loop import STOP_ENOUGH, Budget, Stop, loop_stop, stop_upd
 from rag_graphs.nodes.model_node import model_node
 from rag_graphs.nodes.rewrite import clean_query
 from rag_graphs.prompts import load_prompt
-from rag_graphs.search.retrieval import most_relevant_last
+from rag_graphs.search.fusion import most_relevant_last
 from rag_graphs.state import RagState
 from rag_graphs.text.answers import clean_answer
 from rag_graphs.text.citations import extract_citations, number_passages

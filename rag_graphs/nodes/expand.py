@@ -13,10 +13,10 @@ from rag_graphs.llm.calls import Body
 from rag_graphs.nodes.chat import chat
 from rag_graphs.nodes.events import emit, step
 from rag_graphs.nodes.inputs import template_inputs
-from rag_graphs.nodes.loop import normalize_query
 from rag_graphs.nodes.model_node import ModelNode
 from rag_graphs.nodes.rewrite import clean_query
 from rag_graphs.prompts import load_prompt
+from rag_graphs.search.cache import normalise
 from rag_graphs.state import RagState
 
 _BULLET = re.compile(r"^\s*(?:[-*•]+|\(?\d+[.):]|q\d+[.):]|step\s*\d+[.):])\s*", re.IGNORECASE)
@@ -28,11 +28,11 @@ def parse_queries(text: str, *, question: str, limit: int | None = None) -> list
     Strips bullets, numbering and labels; drops blank lines, repeats and the
     question itself (every fan-out method searches the question anyway).
     """
-    seen = {normalize_query(question)}
+    seen = {normalise(question)}
     out = []
     for line in text.splitlines():
         query = clean_query(_BULLET.sub("", line), fallback="")
-        key = normalize_query(query)
+        key = normalise(query)
         if query and key not in seen:
             seen.add(key)
             out.append(query)

@@ -41,7 +41,6 @@ UNSET: dict[str, Any] = {
     "subqueries": [],
     "shown": [],
     "found_correct": False,
-    "budget_exhausted": False,
     "needs_retrieval": True,  # Self-RAG: unset means "retrieve"
     "kind": "",
     "method": "",

@@ -44,7 +44,7 @@ def prompt_text(name: str, **values: str) -> str:
 def outcome_of(state: RagState, answer: str, docs: list[Document]) -> Outcome:
     """How the run ended, from typed state: a spent budget first (the answer is unconfirmed),
     then no evidence (it searched yet answers from no passage, or the answer declines)."""
-    if state.get("budget_exhausted"):
+    if state.get("stop_kind") == "budget":
         return "budget_exhausted"
     if (state.get("searches") and not docs) or _DONT_KNOW.search(short_answer(answer)):
         return "no_evidence"

@@ -10,7 +10,7 @@ from langchain_core.documents import Document
 from langchain_core.prompts import ChatPromptTemplate
 
 from rag_graphs.config.context import RagContext
-from rag_graphs.nodes.loop import normalize_query
+from rag_graphs.search.cache import normalise
 from rag_graphs.state import RagState, SubAnswer
 from rag_graphs.text.citations import format_context
 from rag_graphs.text.demonstrations import (
@@ -41,8 +41,8 @@ def shown_demonstrations(ctx: RagContext, question: str) -> tuple[Demonstration,
     path = demonstrations_path(ctx.demonstrations)
     if not path:
         return ()
-    asked = normalize_query(question)
-    other = [d for d in load_demonstrations(path) if normalize_query(d.question) != asked]
+    asked = normalise(question)
+    other = [d for d in load_demonstrations(path) if normalise(d.question) != asked]
     return tuple(other[: ctx.num_demos])
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from rag_graphs.search.cache import normalise
 from rag_graphs.state import RagState, StopKind, searched
 
 ENOUGH = "enough"
@@ -34,15 +35,10 @@ STOP_ENOUGH = Stop("enough", ENOUGH)
 STOP_SINGLE_PASS = Stop("single_pass", SINGLE_PASS)
 
 
-def normalize_query(query: str) -> str:
-    """Case- and spacing-insensitive form used to detect repeated queries."""
-    return " ".join(query.lower().split()).strip(" ?.!")
-
-
 def already_searched(state: RagState, query: str) -> bool:
     """True when ``query`` (normalised) was searched before in this run, or is the question
     itself and was searched."""
-    return normalize_query(query) in {normalize_query(q) for q in searched(state)}
+    return normalise(query) in {normalise(q) for q in searched(state)}
 
 
 @dataclass(frozen=True)
@@ -93,16 +89,16 @@ def loop_stop(
     if next_query is not None:
         if not next_query.strip():
             return Stop("no_query", "no next query proposed")
-        earlier = {normalize_query(q) for q in [*searched(state), *(seen or [])]}
-        if normalize_query(next_query) in earlier:
+        earlier = {normalise(q) for q in [*searched(state), *(seen or [])]}
+        if normalise(next_query) in earlier:
             return Stop("repeated", f"repeated query: {next_query}")
     return None
 
 
 def stop_update(stop: Stop | None) -> dict:
     """The state update of a loop turn that asked ``loop_stop`` (None: go on): ``stop_kind``
-    for the router, ``stop_reason`` for the output, and ``budget_exhausted``, so the answer
-    node knows the loop ran out (``outcome`` = ``budget_exhausted``)."""
+    for the router and the answer node (``budget``: ``outcome`` is ``budget_exhausted``), and
+    ``stop_reason`` for the output."""
     if stop is None:
-        return {"stop_kind": None, "stop_reason": "", "budget_exhausted": False}
-    return {"stop_kind": stop.kind, "stop_reason": stop.reason, "budget_exhausted": stop.kind == "budget"}
+        return {"stop_kind": None, "stop_reason": ""}
+    return {"stop_kind": stop.kind, "stop_reason": stop.reason}

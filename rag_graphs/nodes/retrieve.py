@@ -14,20 +14,19 @@ from rag_graphs.config.context import RagContext
 from rag_graphs.llm.calls import Body, Call
 from rag_graphs.nodes.chat import calls_usage, chat_model
 from rag_graphs.nodes.events import emit, step
-from rag_graphs.nodes.loop import normalize_query
 from rag_graphs.nodes.model_node import ModelNode
+from rag_graphs.search.cache import normalise
 from rag_graphs.search.compress import compressor_for
+from rag_graphs.search.fusion import rrf_order, unique_union
 from rag_graphs.search.neighbours import expander_for
 from rag_graphs.search.rerank import reranker_for
 from rag_graphs.search.retrieval import (
     embeddings_for,
     index_for,
     retriever_for,
-    rrf_order,
     search_plan,
     searcher_for,
     stored_vectors,
-    unique_union,
 )
 from rag_graphs.state import FusedRound, RagState, Search, Step, Usage, add_usage, merge_documents, usage
 from rag_graphs.store.filters import search_expr
@@ -35,11 +34,11 @@ from rag_graphs.store.filters import search_expr
 
 def new_queries(state: RagState, wanted: list[str]) -> list[str]:
     """``wanted`` without queries searched earlier in this run or repeated among themselves."""
-    seen = {normalize_query(s["query"]) for s in state.get("searches", [])}
+    seen = {normalise(s["query"]) for s in state.get("searches", [])}
     out = []
     for query in wanted:
-        if normalize_query(query) not in seen:
-            seen.add(normalize_query(query))
+        if normalise(query) not in seen:
+            seen.add(normalise(query))
             out.append(query)
     return out
 
@@ -224,7 +223,7 @@ def which_search(state: RagState, ctx: RagContext) -> str:
     (search_mode=auto: collection 'docs' has an entity graph)``: with the default ``auto`` the
     collection decides, and the first retrieve step should say what it decided. Later rounds
     search the same way: ``""``."""
-    return "" if state.get("hops", 0) else search_plan(ctx, k=fetch_k(ctx)).why
+    return "" if state.get("hops", 0) else search_plan(ctx).why
 
 
 def _how(ranking: list[Document], why: str = "") -> dict:

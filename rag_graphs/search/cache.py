@@ -25,8 +25,9 @@ Ranking = list[tuple[Document, float]]
 
 
 def normalise(query: str) -> str:
-    """Case and runs of whitespace do not change what a search means."""
-    return " ".join(query.lower().split())
+    """The one form of "the same query": case, runs of whitespace and closing punctuation do not
+    change what a search means (the cache keys on it; loops detect a repeated query by it)."""
+    return " ".join(query.lower().split()).strip(" ?.!")
 
 
 @dataclass

@@ -1,36 +1,86 @@
-"""Dense and hybrid search through the search caches: one ranking per query, the misses
-searched as one batch, each hit this caller's own copy, scored (``cached_search``); a
-collection dropped since ``begin`` checked it named in a ``SetupError``
-(``missing_collection_named``)."""
+"""The cross-question search cache as one wrapper around any searcher (``CachedSearcher``).
+
+The same query, on the same store state, with the same filter and ``k``, is searched once:
+evaluations and notebooks ask many questions whose first search is the question itself, and
+reruns ask them again. The key is the searcher's own key (store, collection, embedding model,
+mode, unit, graph options), the store's state read at call time (``Searcher.state``: the
+collection's row count and the version marker every write of any process stores with it), the
+filter, ``k`` and the query normalised. So a delete, a relabel or a graph build by this process
+or another one, or another tenant's filter, never gets a ranking it should not. Hits come from
+the process's LRU (``rag_graphs.search.cache``, ``RagContext.search_cache`` entries) or, on its
+misses, from the persistent file (``rag_graphs.search.disk_cache``, ``RagContext.search_cache_path``);
+each carries ``metadata["cached"] = True``, and the retrieve step says "search cache hit".
+"""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Hashable, Iterator
 from contextlib import contextmanager
-from functools import partial
-from pathlib import Path
-from typing import Any, Literal
+from dataclasses import dataclass
 
 from langchain_core.documents import Document
-from langchain_core.embeddings import Embeddings
 
 from rag_graphs.config.errors import SetupError
-from rag_graphs.search.cache import SEARCHES, Ranking, normalise
+from rag_graphs.search.cache import SEARCHES, normalise
 from rag_graphs.search.disk_cache import disk_cache, disk_key
+from rag_graphs.search.searchers import Ranking, Searcher
 from rag_graphs.store import ChunkIndex
 from rag_graphs.store.checks import check_collection_exists
-from rag_graphs.store.generations import generation
-from rag_graphs.store.sentences import (
-    children_of,
-    has_sentences,
-    search_parents,
-    sentence_collection,
-)
+
+
+@dataclass(frozen=True)
+class CachedSearcher:
+    """``inner``'s rankings through the process cache (``size`` entries; 0: off) and the
+    persistent one at ``path`` (None: off). A searcher without a key (the user's own retriever)
+    is never cached."""
+
+    inner: Searcher
+    size: int = 0
+    path: str | None = None
+
+    @property
+    def key(self) -> Hashable:
+        return self.inner.key
+
+    def state(self) -> Hashable:
+        return self.inner.state()
+
+    def search(self, queries: list[str], *, k: int, expr: str | None) -> list[Ranking]:
+        if self.inner.key is None or not (self.size or self.path):
+            return self.inner.search(queries, k=k, expr=expr)
+        if self.size != SEARCHES.size:
+            SEARCHES.resize(self.size)
+        state = self.inner.state()  # read now: a write by any process since the last search shows here
+        keys: list[Hashable] = [(self.inner.key, state, expr, k, normalise(q)) for q in queries]
+        from_disk: set[int] = set()
+
+        def run(positions: list[int]) -> list[Ranking]:
+            if not self.path:
+                return self.inner.search([queries[i] for i in positions], k=k, expr=expr)
+            disk = disk_cache(self.path)
+            dkeys = {i: disk_key(*keys[i]) for i in positions}  # type: ignore[misc]
+            stored = disk.get_many(list(dkeys.values()))
+            from_disk.update(i for i in positions if dkeys[i] in stored)
+            todo = [i for i in positions if i not in from_disk]
+            start = time.perf_counter()
+            fresh = self.inner.search([queries[i] for i in todo], k=k, expr=expr) if todo else []
+            if todo:
+                cost = (time.perf_counter() - start) / len(todo)
+                disk.put_many({dkeys[i]: r for i, r in zip(todo, fresh, strict=True)}, cost)
+            by_position = dict(zip(todo, fresh, strict=True))
+            return [stored[dkeys[i]][0] if i in from_disk else by_position[i] for i in positions]
+
+        rankings, cached = SEARCHES.many(keys, run)  # each hit a fresh copy, this call's own
+        for i, (ranking, hit) in enumerate(zip(rankings, cached, strict=True)):
+            if hit or i in from_disk:
+                for doc, _ in ranking:
+                    doc.metadata["cached"] = True
+        return rankings
 
 
 @contextmanager
-def missing_collection_named(index: ChunkIndex) -> Iterator[None]:
+def missing_collection_named(index: ChunkIndex | None) -> Iterator[None]:
     """Searches run without asking the store first whether the collection exists (``begin``
     checked it once per run); a collection dropped since then fails the search, and this turns
     that failure into the ``SetupError`` naming the collection (any other error passes as is)."""
@@ -39,120 +89,12 @@ def missing_collection_named(index: ChunkIndex) -> Iterator[None]:
     except SetupError:
         raise
     except Exception:
-        check_collection_exists(index)
+        if index is not None:
+            check_collection_exists(index)
         raise
 
 
-def cached_search(
-    index: ChunkIndex,
-    queries: list[str],
-    *,
-    k: int,
-    mode: Literal["dense", "hybrid"],
-    expr: str | None,
-    rrf_k: int,
-    size: int,
-    path: str | None = None,
-    unit: Literal["chunk", "sentence"] = "chunk",
-) -> list[list[Document]]:
-    """One ranking per query, the misses searched as one batch; hits served by the process's
-    search cache (``rag_graphs.search.cache``) or the persistent one at ``path``
-    (``rag_graphs.search.disk_cache``, consulted on the process cache's misses) carry
-    ``metadata["cached"] = True``. ``size`` 0 and no ``path``: no cache.
-
-    With a ``path`` both caches key on the collection's ``fingerprint`` (read once per call),
-    so a change another process made is seen by this one too.
-
-    ``unit="sentence"`` searches the collection's sentence rows and returns their parent chunks
-    (``rag_graphs.store.sentences``, small-to-big); the caches then key on the sentence
-    collection too."""
-    if size != SEARCHES.size:
-        SEARCHES.resize(size)
-    searcher = partial(index.search_many, missing_ok=False) if unit == "chunk" else _sentence_searcher(index)
-    state = index.fingerprint() if path else generation(index.uri, index.collection)
-    if unit == "sentence":
-        children = children_of(index)
-        state = f"{state}|{children.fingerprint() if path else generation(index.uri, children.collection)}"
-    # what BM25 is asked (``keywords``) decides a hybrid ranking too: one cached before a change
-    # to the words it leaves out is not served
-    bm25 = " ".join(sorted(index.bm25_stop_words)) if mode == "hybrid" else ""
-    keys: list[Hashable] = [
-        (
-            index.uri,
-            index.collection,
-            id(index.embeddings),
-            state,
-            unit,
-            mode,
-            bm25,
-            expr,
-            k,
-            rrf_k,
-            normalise(q),
-        )
-        for q in queries
-    ]
-    served: set[int] = set()
-
-    def run(positions: list[int]) -> list[Ranking]:
-        if not path:
-            return searcher([queries[i] for i in positions], k=k, mode=mode, expr=expr, rrf_k=rrf_k)
-        disk = disk_cache(path)
-        model = embeddings_name(index.embeddings)
-        where = index.uri if "://" in index.uri else str(Path(index.uri).expanduser().resolve())
-        dkeys = {
-            i: disk_key(
-                where, index.collection, model, state, unit, mode, bm25, expr, k, rrf_k, normalise(queries[i])
-            )
-            for i in positions
-        }
-        stored = disk.get_many(list(dkeys.values()))
-        served.update(i for i in positions if dkeys[i] in stored)
-        todo = [i for i in positions if i not in served]
-        start = time.perf_counter()
-        fresh = searcher([queries[i] for i in todo], k=k, mode=mode, expr=expr, rrf_k=rrf_k)
-        if todo:
-            cost = (time.perf_counter() - start) / len(todo)
-            disk.put_many({dkeys[i]: r for i, r in zip(todo, fresh, strict=True)}, cost)
-        by_position = dict(zip(todo, fresh, strict=True))
-        return [stored[dkeys[i]][0] if i in served else by_position[i] for i in positions]
-
-    with missing_collection_named(index):
-        rankings, cached = SEARCHES.many(keys, run)  # each hit a fresh copy, this call's own
-    return [
-        [_stamped(doc, score, **({"cached": True} if hit or i in served else {})) for doc, score in ranking]
-        for i, (ranking, hit) in enumerate(zip(rankings, cached, strict=True))
-    ]
-
-
-def _sentence_searcher(index: ChunkIndex) -> Callable[..., list[Ranking]]:
-    """Small-to-big search over ``index``'s sentence rows, or ValueError naming the setting when
-    the collection has none (searching nothing would look like a corpus with no answer)."""
-    if not has_sentences(index):
-        raise ValueError(
-            f"RagContext.search_unit='sentence': collection {index.collection!r} has no sentence rows "
-            f"(no collection {sentence_collection(index.collection)!r}); build them with "
-            f"`rag-graphs sentences build --collection {index.collection}` or ingest with "
-            "`rag-graphs ingest --children`, or set search_unit=chunk (RAG_GRAPHS_SEARCH_UNIT)"
-        )
-    return partial(search_parents, index)
-
-
-def embeddings_name(embeddings: Embeddings) -> str:
-    """The embedding model as every process names it (class and model name), for persistent keys."""
-    kind = type(embeddings)
-    name = next(
-        (
-            str(getattr(embeddings, a))
-            for a in ("model_name", "model", "size")
-            if getattr(embeddings, a, None)
-        ),
-        "",
-    )
-    return f"{kind.__module__}.{kind.__qualname__}:{name}"
-
-
-def _stamped(doc: Document, score: float, **extra: Any) -> Document:
-    """``doc`` (a copy the search cache made for this caller) with its score, in place."""
+def scored(doc: Document, score: float, **extra: object) -> Document:
+    """``doc`` (a copy this caller owns) with its score in ``metadata["score"]``, in place."""
     doc.metadata.update(score=score, **extra)
     return doc

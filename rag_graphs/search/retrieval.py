@@ -1,8 +1,12 @@
-"""Search over the chunk store, as graphs see it.
+"""The one search path every node takes: a ``RagContext`` -> its search plan -> a retriever.
 
-The store itself belongs to ``ingestion``; this module turns a ``RagContext``
-into the right open index and returns LangChain ``Document``s whose ``id`` is
-the stored chunk id, so citations always resolve.
+A plan (``search_plan``) is built once per ``PlanKey``, what defines the index and how it is
+searched: the open index, checked once (a missing store or collection is a ``SetupError``),
+``search_mode="auto"`` resolved against the collection, and the searcher
+(``rag_graphs.search.searchers``: dense, hybrid, graph or the user's own) behind the cache
+(``rag_graphs.search.cached``). ``k`` and the run's filter are given per search, so per-question
+filters reuse the plan. Hits are LangChain ``Document``s whose ``id`` is the stored chunk id, so
+citations always resolve.
 """
 
 from __future__ import annotations
@@ -11,27 +15,22 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
 
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable, RunnableLambda
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict
 
 from rag_graphs.config.context import RagContext
-from rag_graphs.entity_graph.rows import check_graph
-from rag_graphs.search.cached import cached_search as cached_search
-from rag_graphs.search.cached import embeddings_name as embeddings_name
-from rag_graphs.search.cached import missing_collection_named
-from rag_graphs.search.fusion import most_relevant_last as most_relevant_last
-from rag_graphs.search.fusion import reciprocal_rank_fusion as reciprocal_rank_fusion
-from rag_graphs.search.fusion import rrf_order as rrf_order
-from rag_graphs.search.fusion import unique_union as unique_union
+from rag_graphs.config.graph_search import GraphSearchOptions
+from rag_graphs.entity_graph.rows import check_graph, has_graph
+from rag_graphs.search.cached import CachedSearcher, missing_collection_named, scored
+from rag_graphs.search.searchers import GraphSearcher, OwnSearcher, Searcher, StoreSearcher
 from rag_graphs.store import ChunkIndex, load_embeddings, open_index
 from rag_graphs.store.checks import check_collection_exists, check_store_exists
-from rag_graphs.store.fields import RRF_K
 from rag_graphs.store.filters import search_expr
 from rag_graphs.store.generations import generation
 from rag_graphs.support.redaction import redact_url
@@ -58,121 +57,95 @@ def readable_index(ctx: RagContext) -> ChunkIndex:
 
 
 class ChunkRetriever(BaseRetriever):
-    """A LangChain retriever over a ``ChunkIndex``.
+    """A LangChain retriever over a plan's searcher, for one ``k`` and filter ``expr``.
 
-    Graphs search through it so every search is a retriever run: LangSmith
-    shows it in the trace tree and callbacks (the evaluator's timer) see it.
-    In ``graph`` mode the hybrid hits are re-ranked by Personalized PageRank
-    over the chunk-entity graph (``rag_graphs.entity_graph.ppr.graph_search``); every hit then
-    carries the walk's seeds in ``metadata["graph_seeds"]`` for the reasoning chain.
+    Graphs search through it so every search is a retriever run: LangSmith shows it in the trace
+    tree and callbacks (the evaluator's timer) see it. Graph search's hits carry the walk's seeds
+    in ``metadata["graph_seeds"]`` for the reasoning chain, and the walk's summary goes to the
+    trace as the run's text.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
-    index: ChunkIndex
+    searcher: Any  # a ``rag_graphs.search.searchers.Searcher`` (a Protocol: not a pydantic type)
+    index: ChunkIndex | None = None  # the store searched (None: the user's own retriever)
     k: int = 4
-    mode: Literal["dense", "hybrid", "graph"] = "hybrid"
     expr: str | None = None
-    rrf_k: int = RRF_K  # hybrid search's reciprocal rank fusion constant (RagContext.rrf_k)
-    graph: dict[str, Any] = Field(default_factory=dict)  # graph_search knobs (damping, blend, ...)
-    cache_size: int = 0  # RagContext.search_cache: dense/hybrid hits shared across questions
-    cache_path: str | None = None  # RagContext.search_cache_path: the persistent cache's file
-    unit: Literal["chunk", "sentence"] = "chunk"  # RagContext.search_unit (dense/hybrid only)
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun
     ) -> list[Document]:
-        if self.mode != "graph":
-            return cached_search(
-                self.index,
-                [query],
-                k=self.k,
-                mode=self.mode,
-                expr=self.expr,
-                rrf_k=self.rrf_k,
-                size=self.cache_size,
-                path=self.cache_path,
-                unit=self.unit,
-            )[0]
-        from rag_graphs.entity_graph.ppr import graph_search
-
-        with missing_collection_named(self.index):
-            found = graph_search(self.index, query, k=self.k, expr=self.expr, **self.graph)
-        seeds = [name for name, _ in found.seeds]
-        run_manager.on_text(found.describe())
-        return [_scored(doc, score, graph_seeds=seeds) for doc, score in found.hits]
+        (docs,), walks = _search(self.searcher, self.index, [query], self.k, self.expr)
+        if walks[0]:
+            run_manager.on_text(walks[0])
+        return docs
 
 
-def graph_options(ctx: RagContext, k: int | None = None) -> dict[str, Any]:
-    """The context's graph-search knobs, as ``rag_graphs.entity_graph.ppr.graph_search`` arguments;
-    for searches of ``k`` hits, ``keep_in_top`` is at most ``k - 1`` (the walk keeps a place)."""
-    keep_in_top = ctx.graph_keep_in_top if k is None else min(ctx.graph_keep_in_top, k - 1)
-    return {
-        "damping": ctx.graph_damping,
-        "blend": ctx.graph_blend,
-        "neighbourhood": ctx.graph_neighbourhood,
-        "max_seeds": ctx.graph_seeds,
-        "link_threshold": ctx.graph_link_threshold,
-        "keep_first": ctx.graph_keep_first,
-        "keep_in_top": keep_in_top,
-        "title_weight": ctx.graph_title_weight,
-        # the ranking kept on top is hybrid search's, run by graph search itself (dense hits seed)
-        "fuse_mode": "hybrid" if ctx.graph_keep_first or ctx.graph_keep_in_top else None,
-    }
-
-
-@dataclass(frozen=True)
-class SearchSpec:
-    """Everything that decides a run's searches, read from its ``RagContext`` once: frozen
-    and hashable, so the retriever and the batch searcher built from it are built once per
-    spec (``search_plan``) and every hop of every run with the same settings reuses them."""
-
-    store_uri: str
-    collection: str
-    embeddings: str | int  # the spec, or the instance's id (the plan's index holds the instance)
-    mode: Literal["auto", "dense", "hybrid", "graph"]  # as asked; the plan says what ran (``resolve``)
-    k: int
-    expr: str | None
-    rrf_k: int
-    graph: tuple[tuple[str, Any], ...]  # graph_search knobs (graph and auto modes only)
-    cache_size: int
-    cache_path: str | None
-    unit: Literal["chunk", "sentence"]
-    own: int = 0  # RagContext.retriever's id (the plan's retriever holds it); 0: the Milvus store
-
-    @classmethod
-    def of(cls, ctx: RagContext, k: int | None = None) -> SearchSpec:
-        """The spec of ``ctx``'s searches, fetching ``k`` hits each (default ``ctx.k``)."""
-        embeddings = ctx.embeddings if isinstance(ctx.embeddings, str) else id(ctx.embeddings)
-        k = k or ctx.k
-        graph = graph_options(ctx, k) if ctx.search_mode in ("graph", "auto") else {}
-        return cls(
-            store_uri=ctx.store_uri,
-            collection=ctx.collection,
-            embeddings=embeddings,
-            mode=ctx.search_mode,
-            k=k,
-            expr=search_expr(ctx),
-            rrf_k=ctx.rrf_k,
-            graph=tuple(graph.items()),
-            cache_size=ctx.search_cache,
-            cache_path=ctx.search_cache_path,
-            unit=ctx.search_unit,
-            own=id(ctx.retriever) if ctx.retriever is not None else 0,
+def _search(
+    searcher: Searcher, index: ChunkIndex | None, queries: list[str], k: int, expr: str | None
+) -> tuple[list[list[Document]], list[str]]:
+    """One list of scored hits per query (``metadata["score"]``; a cached one says so), and per
+    query what graph search's walk saw ("" for other searches), for the trace."""
+    with missing_collection_named(index):
+        rankings = searcher.search(queries, k=k, expr=expr)
+    hits, walks = [], []
+    for ranking in rankings:
+        docs = [scored(doc, score) for doc, score in ranking]
+        walks.append(
+            next((str(d.metadata.pop("graph_walk")) for d in docs if "graph_walk" in d.metadata), "")
         )
+        for doc in docs:
+            doc.metadata.pop("graph_walk", None)
+        hits.append(docs)
+    return hits, walks
 
 
 Mode = Literal["dense", "hybrid", "graph"]
 
 
-class SearchPlan(NamedTuple):
-    """What one ``SearchSpec`` searches with, built once: the open index, the retriever of one
-    query and the runnable of a batch (``searcher_for``), and which search that is and why
-    (``search_mode="auto"`` resolved against the collection)."""
+@dataclass(frozen=True)
+class PlanKey:
+    """What defines a run's searches, read from its ``RagContext``: the index (store, collection,
+    embedding model), how it is searched (mode, unit, RRF constant, graph options) and the caches.
+    Not ``k`` nor the filter: they are given per search, so per-question filters (the evaluator's
+    distractor and oracle settings, RAPTOR's levels, tenants) share one plan."""
 
-    spec: SearchSpec
-    chunks: ChunkIndex | None  # None: RagContext.retriever searches instead of the store
-    retriever: BaseRetriever
-    searcher: Runnable[list[str], list[list[Document]]]
+    store_uri: str
+    collection: str
+    embeddings: str | int  # the spec, or the instance's id (the plan's index holds the instance)
+    mode: Literal["auto", "dense", "hybrid", "graph"]  # as asked; the plan says what ran (``resolve``)
+    unit: Literal["chunk", "sentence"]
+    rrf_k: int
+    graph: GraphSearchOptions | None  # graph and auto modes only
+    cache_size: int
+    cache_path: str | None
+    own: int = 0  # RagContext.retriever's id (the plan's searcher holds it); 0: the Milvus store
+
+    @classmethod
+    def of(cls, ctx: RagContext) -> PlanKey:
+        """The key of ``ctx``'s searches."""
+        embeddings = ctx.embeddings if isinstance(ctx.embeddings, str) else id(ctx.embeddings)
+        return cls(
+            store_uri=ctx.store_uri,
+            collection=ctx.collection,
+            embeddings=embeddings,
+            mode=ctx.search_mode,
+            unit=ctx.search_unit,
+            rrf_k=ctx.rrf_k,
+            graph=ctx.graph_search if ctx.search_mode in ("graph", "auto") else None,
+            cache_size=ctx.search_cache,
+            cache_path=ctx.search_cache_path,
+            own=id(ctx.retriever) if ctx.retriever is not None else 0,
+        )
+
+
+@dataclass(frozen=True)
+class SearchPlan:
+    """What one ``PlanKey`` searches with, built once: the open index, the searcher (behind the
+    cache), which search that is and why (``search_mode="auto"`` resolved against the collection)."""
+
+    key: PlanKey
+    index: ChunkIndex | None  # None: RagContext.retriever searches instead of the store
+    searcher: Searcher
     mode: Mode
     why: str  # one line: the search that runs and the reason, for the run's first retrieve step
     generation: int = 0  # the collection's generation when an ``auto`` plan was resolved
@@ -189,8 +162,6 @@ def resolve(
     Raises:
         SetupError: ``graph`` asked of a collection without an entity graph.
     """
-    from rag_graphs.entity_graph.rows import has_graph
-
     where = f"collection {index.collection!r}"
     if asked == "auto" and unit == "sentence":
         return (
@@ -209,28 +180,28 @@ def resolve(
     return asked, f"{asked} search (search_mode={asked})"
 
 
-_PLANS: OrderedDict[SearchSpec, SearchPlan] = OrderedDict()
+_PLANS: OrderedDict[PlanKey, SearchPlan] = OrderedDict()
 _PLANS_LOCK = threading.Lock()
 PLANS_KEPT = 64
 """Most search plans kept (least recently used go first): one per distinct settings."""
 
 
-def search_plan(ctx: RagContext, *, k: int | None = None) -> SearchPlan:
+def search_plan(ctx: RagContext) -> SearchPlan:
     """The plan of ``ctx``'s searches, built on the first search with these settings: the
     store and collection are checked then (``SetupError`` when missing), not at every search.
 
     Raises:
         SetupError: the store or collection does not exist, or graph search has no entity graph.
     """
-    spec = SearchSpec.of(ctx, k)
+    key = PlanKey.of(ctx)
     with _PLANS_LOCK:
-        plan = _PLANS.get(spec)
+        plan = _PLANS.get(key)
         if plan is not None and not _stale(plan):
-            _PLANS.move_to_end(spec)
+            _PLANS.move_to_end(key)
             return plan
-    plan = _own_plan(spec, ctx.retriever) if ctx.retriever is not None else _store_plan(spec, ctx)
+    plan = build_plan(key, ctx)
     with _PLANS_LOCK:
-        _PLANS[spec] = plan
+        _PLANS[key] = plan
         while len(_PLANS) > PLANS_KEPT:
             _PLANS.popitem(last=False)
     return plan
@@ -240,43 +211,30 @@ def _stale(plan: SearchPlan) -> bool:
     """True when an ``auto`` plan was resolved before this process last changed its collection
     (an ingest or a graph build may have added the entity graph since). A graph built by
     another process is seen by plans resolved after it, e.g. a new process's."""
-    spec = plan.spec
+    key = plan.key
     return (
-        spec.mode == "auto"
-        and plan.chunks is not None
-        and plan.generation != generation(spec.store_uri, spec.collection)
+        key.mode == "auto"
+        and plan.index is not None
+        and plan.generation != generation(key.store_uri, key.collection)
     )
 
 
-def _own_plan(spec: SearchSpec, source: Any) -> SearchPlan:
-    """The plan of a context that brings its own retriever or vector store (``search.own``)."""
-    from rag_graphs.search.own import OwnRetriever
-
-    where = {"retriever": type(source).__name__}
-    retriever = OwnRetriever(source=source, k=spec.k, tags=["rag-graphs"], metadata=where)
-    searcher = retriever.map().with_config(run_name="search_many", tags=[SEARCH_TAG], metadata=where)
-    why = f"dense search through your {where['retriever']} (RagContext.retriever)"
-    return SearchPlan(spec, None, retriever, searcher, "dense", why)
-
-
-def _store_plan(spec: SearchSpec, ctx: RagContext) -> SearchPlan:
+def build_plan(key: PlanKey, ctx: RagContext) -> SearchPlan:
+    """A new plan for ``key`` (``search_plan`` keeps one per key)."""
+    if ctx.retriever is not None:
+        name = type(ctx.retriever).__name__
+        why = f"dense search through your {name} (RagContext.retriever)"
+        return SearchPlan(key, None, OwnSearcher(ctx.retriever), "dense", why)
     index = readable_index(ctx)
-    built = generation(spec.store_uri, spec.collection)  # read before resolving: never newer than it
-    mode, why = resolve(spec.mode, index, spec.unit)
-    retriever = ChunkRetriever(
-        index=index,
-        k=spec.k,
-        mode=mode,
-        expr=spec.expr,
-        rrf_k=spec.rrf_k,
-        graph=dict(spec.graph),
-        cache_size=spec.cache_size,
-        cache_path=spec.cache_path,
-        unit=spec.unit,
-        tags=["rag-graphs"],
-        metadata=_where(spec, mode),
+    built = generation(key.store_uri, key.collection)  # read before resolving: never newer than it
+    mode, why = resolve(key.mode, index, key.unit)
+    inner: Searcher = (
+        GraphSearcher(index, ctx.graph_search)
+        if mode == "graph"
+        else StoreSearcher(index, mode, key.unit, key.rrf_k)
     )
-    return SearchPlan(spec, index, retriever, _batch_searcher(spec, mode, index, retriever), mode, why, built)
+    searcher = CachedSearcher(inner, key.cache_size, key.cache_path)
+    return SearchPlan(key, index, searcher, mode, why, built)
 
 
 def stored_vectors(ctx: RagContext) -> Callable[[list[str]], dict[str, list[float]]] | None:
@@ -286,13 +244,18 @@ def stored_vectors(ctx: RagContext) -> Callable[[list[str]], dict[str, list[floa
 
 
 def retriever_for(ctx: RagContext, *, k: int | None = None) -> BaseRetriever:
-    """The retriever the context describes (store, collection, k, mode, filter, graph knobs),
-    built once per distinct settings (``search_plan``).
+    """The retriever of ``ctx``'s searches, ``k`` hits each (default ``ctx.k``) under the run's
+    filter (``search_expr``), over its plan's searcher (built once per settings, ``search_plan``).
 
     Raises:
         SetupError: the store or collection does not exist (``rag_graphs.store.checks``).
     """
-    return search_plan(ctx, k=k).retriever
+    plan = search_plan(ctx)
+    where = _where(plan, ctx)
+    expr = search_expr(ctx) if plan.index is not None else None
+    return ChunkRetriever(
+        searcher=plan.searcher, index=plan.index, k=k or ctx.k, expr=expr, tags=["rag-graphs"], metadata=where
+    )
 
 
 def search(ctx: RagContext, query: str, *, k: int | None = None) -> list[Document]:
@@ -306,33 +269,16 @@ SEARCH_TAG = "rag-graphs:search"
 
 def searcher_for(ctx: RagContext, *, k: int | None = None) -> Runnable[list[str], list[list[Document]]]:
     """A runnable that searches a list of queries as one batch (one embedding call, one store
-    request) and returns one ranking per query; traced as ``search_many``. In ``graph`` mode
-    each query gets its own graph search (the walk is per question)."""
-    return search_plan(ctx, k=k).searcher
-
-
-def _batch_searcher(
-    spec: SearchSpec, mode: Mode, index: ChunkIndex, retriever: ChunkRetriever
-) -> Runnable[list[str], list[list[Document]]]:
-    if mode == "graph":
-        return retriever.map().with_config(
-            run_name="search_many", tags=[SEARCH_TAG], metadata=_where(spec, mode)
-        )
+    request; graph search walks per question) and returns one ranking per query; traced as
+    ``search_many``."""
+    plan = search_plan(ctx)
+    expr = search_expr(ctx) if plan.index is not None else None
+    hits = k or ctx.k
 
     def run(batch: list[str]) -> list[list[Document]]:
-        return cached_search(
-            index,
-            batch,
-            k=spec.k,
-            mode="dense" if mode == "dense" else "hybrid",
-            expr=spec.expr,
-            rrf_k=spec.rrf_k,
-            size=spec.cache_size,
-            path=spec.cache_path,
-            unit=spec.unit,
-        )
+        return _search(plan.searcher, plan.index, list(batch), hits, expr)[0]
 
-    return RunnableLambda(run, name="search_many").with_config(tags=[SEARCH_TAG], metadata=_where(spec, mode))
+    return RunnableLambda(run, name="search_many").with_config(tags=[SEARCH_TAG], metadata=_where(plan, ctx))
 
 
 def search_many(ctx: RagContext, queries: list[str], *, k: int | None = None) -> list[list[Document]]:
@@ -340,13 +286,10 @@ def search_many(ctx: RagContext, queries: list[str], *, k: int | None = None) ->
     return searcher_for(ctx, k=k).invoke(list(queries))
 
 
-def _where(spec: SearchSpec, mode: Mode) -> dict[str, str]:
+def _where(plan: SearchPlan, ctx: RagContext) -> dict[str, str]:
     """Trace metadata naming the store (credentials masked), the collection and the search that
-    ran (``search_mode=auto`` resolved: the root run's ``search_mode`` is what was asked)."""
-    return {"store_uri": redact_url(spec.store_uri), "collection": spec.collection, "search_mode": mode}
-
-
-def _scored(doc: Document, score: float, **extra: Any) -> Document:
-    return Document(
-        id=doc.id, page_content=doc.page_content, metadata={**doc.metadata, "score": score, **extra}
-    )
+    ran (``search_mode=auto`` resolved: the root run's ``search_mode`` is what was asked); with
+    the user's own retriever, its class."""
+    if plan.index is None:
+        return {"retriever": type(ctx.retriever).__name__}
+    return {"store_uri": redact_url(ctx.store_uri), "collection": ctx.collection, "search_mode": plan.mode}

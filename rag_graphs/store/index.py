@@ -7,7 +7,7 @@ fused by reciprocal rank fusion inside Milvus) is decided when the collection
 is created; an existing collection keeps what it was created with.
 
 The index and search parameters (``rag_graphs.store.fields``) are the ones measured to work on
-Milvus Lite 3.2.2 with langchain-milvus 0.4.0 (see DESIGN.md). Filters, the Milvus Lite path
+Milvus Lite 3.2.2 with langchain-milvus 0.4.0 (see docs/architecture.md). Filters, the Milvus Lite path
 checks and the reads live beside this module (``filters``, ``lite``, ``reads``).
 """
 
@@ -212,7 +212,7 @@ class ChunkIndex(IndexReads):
                 raise
             finally:
                 if new:
-                    self._mark_changed()
+                    self.mark_changed()
             if created:
                 self._name_model()
         return len(new)
@@ -333,13 +333,16 @@ class ChunkIndex(IndexReads):
             return
         forget_in_tree(self, ids)
         self.client.delete(self.collection, ids=ids)
-        self._mark_changed()
+        self.mark_changed()
 
-    def _mark_changed(self) -> None:
-        """Invalidate search caches: this process's generation, and for every process the
-        version marker stored with the collection (a failed marker write is logged, not raised:
+    def mark_changed(self) -> None:
+        """Invalidate search caches after a write to the collection or to what is derived from it
+        (entity rows): this process's generation, and for every process the version marker stored
+        with the collection (a failed marker write is logged, not raised:
         the data change itself succeeded)."""
         bump_generation(self.uri, self.collection)
+        if not self._exists():  # entity rows written before the first chunks: nothing to mark yet
+            return
         try:
             self.client.alter_collection_properties(
                 self.collection, properties={VERSION_PROPERTY: uuid.uuid4().hex}

@@ -27,20 +27,16 @@ def embed_queries(embeddings: Embeddings, queries: list[str]) -> list[list[float
     """Query vectors, in one model call when the model allows it.
 
     Asymmetric models embed queries differently from passages (a query prompt
-    or instruction), so ``embed_documents`` is not a batched ``embed_query``.
-    Sentence-transformers models are encoded in one batch with their query
-    settings; other models get one ``embed_query`` call per query.
+    or instruction), so ``embed_documents`` is not a batched ``embed_query`` in general. A
+    sentence-transformers model without query settings (all-MiniLM-L6-v2, the embedded default)
+    embeds a query exactly as a passage: its queries go in one ``embed_documents`` batch; other
+    models get one ``embed_query`` call per query.
     """
-    try:
-        from langchain_huggingface import HuggingFaceEmbeddings
-    except ImportError:  # pragma: no cover - core dependency
-        HuggingFaceEmbeddings = None  # type: ignore[assignment,misc]
-    if (
-        len(queries) > 1
-        and HuggingFaceEmbeddings is not None
-        and isinstance(embeddings, HuggingFaceEmbeddings)
-    ):
-        return embeddings._embed(queries, embeddings.query_encode_kwargs or embeddings.encode_kwargs)
+    from langchain_huggingface import HuggingFaceEmbeddings
+
+    symmetric = isinstance(embeddings, HuggingFaceEmbeddings) and not embeddings.query_encode_kwargs
+    if len(queries) > 1 and symmetric:
+        return embeddings.embed_documents(queries)
     return [embeddings.embed_query(q) for q in queries]
 
 

@@ -3,9 +3,8 @@
 A URL becomes a captioner's name (stored with every picture chunk), a trace's
 store URI or a results file's field; an error text can quote a URL or a key
 sent in a header; third-party clients log request URLs when a call fails. One
-module masks them all, the same way. It lives in ``ingestion`` because
-ingestion cannot import ``rag_graphs`` (DESIGN.md's dependency direction) and
-both need it; ``rag_graphs.config.tracing`` re-exports ``redact``.
+module masks them all, the same way, at the bottom of the layers (``support``) so that every
+layer, ingestion and settings included, can use it (docs/architecture.md).
 """
 
 from __future__ import annotations

@@ -16,13 +16,14 @@ from rag_graphs.ingestion.raptor import build_tree
 from rag_graphs.prompts import load_prompt
 from typer.testing import CliRunner
 
+from rag_graphs.catalog import METHODS
 from rag_graphs.cli import app
 from rag_graphs.config.context import RagContext
 from rag_graphs.entity_graph.build import build_graph
 from rag_graphs.entity_graph.entities import load_extractor
 from rag_graphs.llm.models import load_chat_model
 from rag_graphs.llm.structured import invoke_structured
-from rag_graphs.methods import METHODS, get_graph
+from rag_graphs.methods import get_graph
 from rag_graphs.methods.naive import graph
 from rag_graphs.store import load_embeddings, open_index
 from tests.contract import check_contract
@@ -122,7 +123,8 @@ def test_graph_runs_in_a_plain_python_process_with_settings_from_the_environment
 import json
 from rag_graphs.ingestion import ingest
 from rag_graphs.config.context import RagContext
-from rag_graphs.methods import METHODS, get_graph
+from rag_graphs.catalog import METHODS
+from rag_graphs.methods import get_graph
 from rag_graphs.methods.naive import graph
 ctx = RagContext()
 ingest([{str(demo_corpus)!r}], uri=ctx.store_uri, collection=ctx.collection, progress=False)

@@ -18,13 +18,14 @@ from pydantic import BaseModel
 from rag_graphs.ingestion import ingest
 from rag_graphs.ingestion.raptor import build_tree
 
+from rag_graphs.catalog import METHODS
 from rag_graphs.config.context import RagContext
 from rag_graphs.entity_graph.build import build_graph
 from rag_graphs.entity_graph.entities import load_extractor
 from rag_graphs.llm.faults import RunFailed
 from rag_graphs.llm.models import capabilities, load_chat_model
 from rag_graphs.llm.structured import invoke_structured
-from rag_graphs.methods import METHODS, get_graph
+from rag_graphs.methods import get_graph
 from rag_graphs.run import Finished, Step, stream
 from rag_graphs.store import load_embeddings, open_index
 from tests.contract import check_contract

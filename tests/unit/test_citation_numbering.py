@@ -27,8 +27,9 @@ from rag_graphs.ingestion.raptor import build_tree, tree_collection
 from rag_graphs.prompts import list_prompts, load_prompt
 from rag_graphs.prompts.fencing import defuse
 
+from rag_graphs.catalog import METHODS
 from rag_graphs.config.context import RagContext
-from rag_graphs.methods import METHODS, get_graph
+from rag_graphs.methods import get_graph
 from rag_graphs.store import ChunkIndex, open_index
 from rag_graphs.text.citations import label
 from tests.graphs import prepare

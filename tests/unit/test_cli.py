@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
+from rag_graphs.catalog import METHODS
 from rag_graphs.cli import ask as cli
-from rag_graphs.methods import METHODS
 
 QUESTION = "In which town was the founder of the Velmora Institute born?"
 

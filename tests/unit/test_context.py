@@ -8,6 +8,7 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.language_models import GenericFakeChatModel
 
 from rag_graphs.config.context import RagContext, get_context
+from rag_graphs.config.graph_search import GraphSearchOptions
 
 
 def test_defaults_come_from_the_environment(monkeypatch):
@@ -36,7 +37,8 @@ def test_bad_environment_value_names_the_variable(monkeypatch):
         ("max_hops", -1, "greater than or equal to 1"),
         ("num_demos", -1, "greater than or equal to 0"),
         ("search_mode", "sparse", "'dense', 'hybrid' or 'graph'"),
-        ("graph_damping", 1.5, "less than or equal to 1"),
+        ("first_hop_weight", float("inf"), "finite number"),
+        ("first_hop_weight", 1e308, "less than or equal to 100"),
         ("tool_calling", "json", "'auto', 'native' or 'text'"),
         ("tenant", 3, "valid string"),
         ("chat_model", 3, "str"),
@@ -53,10 +55,37 @@ def test_a_bad_environment_value_is_checked_by_the_field_type(monkeypatch):
     with pytest.raises(ValueError, match="RagContext.search_mode='sparse'.*RAG_GRAPHS_SEARCH_MODE"):
         RagContext()
     assert RagContext(search_mode="dense").search_mode == "dense"  # a passed value does not read it
-    monkeypatch.setenv("RAG_GRAPHS_GRAPH_BLEND", "0.25")
+    monkeypatch.setenv("RAG_GRAPHS_GRAPH_DAMPING", "0.25")
     monkeypatch.setenv("RAG_GRAPHS_TAGS", "public, hr,")
     ctx = RagContext(search_mode="dense")
-    assert (ctx.graph_blend, ctx.tags) == (0.25, ("public", "hr"))
+    assert (ctx.graph_search.damping, ctx.tags) == (0.25, ("public", "hr"))
+
+
+@pytest.mark.parametrize(
+    "option,value,why",
+    [
+        ("damping", 1.5, "less than or equal to 1"),
+        ("title_weight", float("inf"), "finite number"),
+        ("title_weight", 1e308, "less than or equal to 100"),
+        ("title_weight", 0.5, "greater than or equal to 1"),
+    ],
+)
+def test_graph_search_options_are_checked_and_named(monkeypatch, option, value, why):
+    """Graph search's settings are one typed object (``RagContext.graph_search``): a wrong option
+    is named as ``RagContext.graph_search.<option>``, passed as an object, as JSON or from its
+    ``RAG_GRAPHS_GRAPH_<OPTION>`` variable; numeric weights are finite and bounded (an infinite
+    title weight used to be accepted)."""
+    with pytest.raises(ValueError, match=why):
+        GraphSearchOptions(**{option: value})
+    with pytest.raises(ValueError) as error:
+        RagContext(graph_search={option: value})
+    assert f"RagContext.graph_search.{option}={value!r}: " in str(error.value) and why in str(error.value)
+    monkeypatch.setenv(f"RAG_GRAPHS_GRAPH_{option.upper()}", str(value))
+    with pytest.raises(ValueError) as error:
+        RagContext()
+    assert f"RAG_GRAPHS_GRAPH_{option.upper()}" in str(error.value) and why in str(error.value)
+    monkeypatch.delenv(f"RAG_GRAPHS_GRAPH_{option.upper()}")
+    assert RagContext(graph_search={"damping": 0.5}).graph_search == GraphSearchOptions(damping=0.5)
 
 
 def test_settings_are_keyword_only_and_misspelt_ones_are_errors():
@@ -134,7 +163,10 @@ def test_env_vars_lists_every_setting():
     env = RagContext.env_vars()
     assert env["k"] == "RAG_GRAPHS_K" and env["web_search"] == "RAG_GRAPHS_WEB_SEARCH"
     python_only = {"retriever"}  # an object (the user's own retriever or vector store): no env form
-    assert set(env) == {f.name for f in dataclasses.fields(RagContext)} - python_only
+    nested = {"graph_search"}  # an options object: each option has its own variable
+    options = {f"graph_search.{f.name}" for f in dataclasses.fields(GraphSearchOptions)}
+    assert set(env) == {f.name for f in dataclasses.fields(RagContext)} - python_only - nested | options
+    assert env["graph_search.damping"] == "RAG_GRAPHS_GRAPH_DAMPING"
 
 
 def test_get_context_accepts_dicts_and_missing_context_when_opted_in(monkeypatch):
@@ -154,7 +186,8 @@ def test_every_graph_publishes_json_schemas_for_langgraph_studio():
 
     from langgraph.graph.state import CompiledStateGraph
 
-    from rag_graphs.methods import METHODS, get_graph
+    from rag_graphs.catalog import METHODS
+    from rag_graphs.methods import get_graph
 
     root = Path(__file__).resolve().parents[2]
     listed = json.loads((root / "langgraph.json").read_text())["graphs"]

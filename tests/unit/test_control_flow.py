@@ -10,6 +10,7 @@ import pytest
 
 from rag_graphs.methods import crag, iterdrag, react, self_rag
 from rag_graphs.nodes.decide import retrieve_until_stopped
+from rag_graphs.nodes.generate import outcome_of
 from rag_graphs.nodes.loop import STOP_ENOUGH, Budget, Stop, stop_update
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -95,13 +96,10 @@ def test_routers_follow_the_stop_kind_not_its_words(router, state, expected) -> 
 
 def test_stop_update_types_the_budget_without_reading_words() -> None:
     budget = Budget(3, 3, "hop")
-    assert stop_update(budget.stop) == {
-        "stop_kind": "budget",
-        "stop_reason": "hop budget reached (3 hops)",
-        "budget_exhausted": True,
-    }
-    # a reason that happens to begin like a budget's is not a spent budget
-    assert stop_update(Stop("repeated", "hop budget reached (3 hops)"))["budget_exhausted"] is False
-    assert stop_update(budget.stop.noted(" without a correct passage"))["budget_exhausted"] is True
+    assert stop_update(budget.stop) == {"stop_kind": "budget", "stop_reason": "hop budget reached (3 hops)"}
+    # a reason that happens to begin like a budget's is not a spent budget: the outcome reads the kind
+    spent = outcome_of(stop_update(budget.stop.noted(" without a correct passage")), "Korvik.", [])
+    repeated = outcome_of(stop_update(Stop("repeated", "hop budget reached (3 hops)")), "Korvik.", [])
+    assert (spent, repeated) == ("budget_exhausted", "answered")
     assert stop_update(STOP_ENOUGH)["stop_kind"] == "enough"
-    assert stop_update(None) == {"stop_kind": None, "stop_reason": "", "budget_exhausted": False}
+    assert stop_update(None) == {"stop_kind": None, "stop_reason": ""}

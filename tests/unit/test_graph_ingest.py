@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from rag_graphs.ingestion import ingest
 
+from rag_graphs.config.graph_search import GraphSearchOptions
 from rag_graphs.entity_graph.ppr import graph_search
 from rag_graphs.entity_graph.rows import has_graph
 from rag_graphs.methods import get_graph
@@ -71,9 +72,7 @@ def test_hipporag_reaches_the_second_hop_through_a_shared_entity(tmp_path, index
         "Korvik [2].",
         k=2,
         collection=index.collection,
-        graph_blend=1.0,
-        graph_keep_first=0,
-        graph_keep_in_top=0,
+        graph_search=GraphSearchOptions(keep_first=0, keep_in_top=0),
     )
     out = get_graph("hipporag").invoke({"question": "Who founded the Velmora Institute?"}, context=ctx)
     sources = [Path(d.metadata["source"]).name for d in out["documents"]]

@@ -9,7 +9,7 @@ from langchain_core.documents import Document
 
 from rag_graphs.config.context import RagContext
 from rag_graphs.nodes.retrieve import ranked
-from rag_graphs.search.retrieval import reciprocal_rank_fusion
+from rag_graphs.search.fusion import reciprocal_rank_fusion
 from rag_graphs.state import merge_documents
 
 

@@ -16,7 +16,8 @@ from rag_graphs.ingestion.raptor import build_tree
 from rag_graphs.prompts.fencing import defuse, fence, outside_fences
 
 import rag_graphs.text.citations
-from rag_graphs.methods import METHODS, get_graph
+from rag_graphs.catalog import METHODS
+from rag_graphs.methods import get_graph
 from tests.adversarial import EXFIL, SCRIPT, obedient, recording_web_search
 from tests.graphs import prepare
 from tests.unit.test_faults import FAST, scripted

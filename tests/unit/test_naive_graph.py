@@ -104,10 +104,14 @@ def test_keeping_hybrids_top_is_the_default_and_reaches_graph_search(monkeypatch
     the tune halves) are the defaults and reach ``graph_search`` with the hybrid ranking they
     protect searched by it; both at 0, the walk orders everything and no hybrid search runs."""
     from rag_graphs.config.context import RagContext
-    from rag_graphs.search.retrieval import graph_options
+    from rag_graphs.config.graph_search import GraphSearchOptions
+    from rag_graphs.search.searchers import _walk_arguments
+
+    def graph_options(ctx):
+        return _walk_arguments(ctx.graph_search, ctx.k + 1)
 
     on = graph_options(RagContext())
     assert (on["keep_first"], on["keep_in_top"], on["fuse_mode"]) == (1, 2, "hybrid")
     monkeypatch.setenv("RAG_GRAPHS_GRAPH_KEEP_FIRST", "0")
-    off = graph_options(RagContext(graph_keep_in_top=0))
+    off = graph_options(RagContext(graph_search=GraphSearchOptions(keep_in_top=0)))
     assert (off["keep_first"], off["keep_in_top"], off["fuse_mode"]) == (0, 0, None)

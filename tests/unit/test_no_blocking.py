@@ -20,7 +20,8 @@ pytest.importorskip("blockbuster")
 
 from blockbuster import BlockBuster, BlockingError  # noqa: E402
 
-from rag_graphs.methods import METHODS, get_graph  # noqa: E402
+from rag_graphs.catalog import METHODS
+from rag_graphs.methods import get_graph  # noqa: E402
 from tests.adversarial import SCRIPT, obedient, recording_web_search  # noqa: E402
 from tests.graphs import prepare  # noqa: E402
 from tests.unit.test_faults import FAST  # noqa: E402

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
-from rag_graphs.methods import METHODS, get_graph
+from rag_graphs.catalog import METHODS
+from rag_graphs.methods import get_graph
 from rag_graphs.methods.self_rag import SelfRagState
 from rag_graphs.nodes.fresh import fresh_values
 from rag_graphs.state import RagState

@@ -10,7 +10,8 @@ from rag_graphs.llm.faults import RunFailed
 from rag_graphs.methods import get_graph
 from rag_graphs.nodes.expand import parse_queries
 from rag_graphs.nodes.plan import fill_references
-from rag_graphs.search.retrieval import reciprocal_rank_fusion, search, search_many, unique_union
+from rag_graphs.search.fusion import reciprocal_rank_fusion, unique_union
+from rag_graphs.search.retrieval import search, search_many
 from tests.conftest import recording_chat
 
 QUESTION = "In which town was the founder of the Velmora Institute born?"

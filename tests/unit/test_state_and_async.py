@@ -18,7 +18,7 @@ from rag_graphs.llm.calls import Batch, Call, adrive, drive
 from rag_graphs.llm.faults import RunFailed, guard
 from rag_graphs.methods import get_graph
 from rag_graphs.nodes.loop import ENOUGH, Budget, loop_stop
-from rag_graphs.search.retrieval import reciprocal_rank_fusion
+from rag_graphs.search.fusion import reciprocal_rank_fusion
 
 ROOT = Path(__file__).resolve().parents[2]
 QUESTION = "In which town was the founder of the Velmora Institute born?"

@@ -6,8 +6,9 @@ import json
 
 import pytest
 
+from rag_graphs.catalog import METHODS
 from rag_graphs.config.tracing import trace_config
-from rag_graphs.methods import METHODS, get_graph
+from rag_graphs.methods import get_graph
 
 QUESTION = "Where was Ilsa Brandt born?"
 
