@@ -68,13 +68,13 @@ def _indexing_ratio(emb) -> dict[str, float]:
     The ratio is what the store and the pipeline cost on top of embedding
     (1.0 = free); one run, so machine noise mostly cancels.
     """
-    from rag_graphs.eval.corpus import passage_document
+    from rag_graphs.eval.corpus import passage_documents
     from rag_graphs.eval.datasets import load_dataset
 
     dataset = load_dataset(Path(__file__).resolve().parent.parent.parent / "shared" / "eval" / "hotpotqa")
     passages = []
     for passage in dataset.passages():
-        passages.append(passage_document(passage, dataset))
+        passages.append(passage_documents(passage, dataset)[0])  # each fits: one piece
         if len(passages) == RATIO_PASSAGES:
             break
     t = time.perf_counter()

@@ -34,7 +34,7 @@ def main() -> None:
     parser.add_argument("--embed-timing", action="store_true", help="time embedding the passages first")
     args = parser.parse_args()
 
-    from rag_graphs.eval.corpus import collection_name, passage_document
+    from rag_graphs.eval.corpus import collection_name, corpus_documents
     from rag_graphs.eval.datasets import load_dataset
     from rag_graphs.store import load_embeddings, open_index
     from rag_graphs.store.sentences import build_sentences
@@ -44,7 +44,7 @@ def main() -> None:
     graph = open_index(args.store, f"{collection_name(dataset, 'embedded')}_{args.variant}", embeddings)
     out: dict = {"dataset": args.dataset, "chunks": graph.count()}
     if args.embed_timing:
-        texts = [passage_document(p, dataset).page_content for p in dataset.passages()]
+        texts = [d.page_content for d in corpus_documents(dataset)]
         embeddings.embed_documents(texts[:50])  # model load
         start = time.perf_counter()
         embeddings.embed_documents(texts)

@@ -104,9 +104,9 @@ def graph_index(base, variant: str, *, rebuild: bool, n_process: int, timings: d
 
 
 def embed_seconds(dataset, embeddings) -> float:
-    from rag_graphs.eval.corpus import passage_document
+    from rag_graphs.eval.corpus import corpus_documents
 
-    texts = [passage_document(p, dataset).page_content for p in dataset.passages()]
+    texts = [d.page_content for d in corpus_documents(dataset)]
     start = time.perf_counter()
     embeddings.embed_documents(texts)
     return time.perf_counter() - start

@@ -329,7 +329,7 @@ def main() -> None:
     from rag_graphs.entity_graph.build import build_graph
     from rag_graphs.entity_graph.entities import load_extractor
     from rag_graphs.entity_graph.rows import entity_collection
-    from rag_graphs.eval.corpus import passage_document
+    from rag_graphs.eval.corpus import passage_documents
     from rag_graphs.eval.datasets import load_dataset
     from rag_graphs.eval.halves import split
     from rag_graphs.search.searchers import _walk_arguments
@@ -380,7 +380,7 @@ def main() -> None:
             continue
         if have != (rows[-1]["passages"] if rows else 0):
             raise SystemExit(f"store holds {have} passages, not a measured step: re-run with --fresh")
-        new = [passage_document(p, datasets[name]) for name, p in order[have:target]]
+        new = [d for name, p in order[have:target] for d in passage_documents(p, datasets[name])]
         step = {"passages": target, "added": len(new), "load_start": load_average()}
         start = time.perf_counter()
         vectors = []

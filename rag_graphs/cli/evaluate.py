@@ -123,7 +123,9 @@ def eval_command(
         path = write_report(report)
     except (ValueError, FileNotFoundError, RuntimeError) as exc:
         _fail(str(exc))
-    console.print(markdown_table(summarize(read_rows(report))), highlight=False, soft_wrap=True)
+    table = markdown_table(summarize(read_rows(report)))
+    # rows are data (a shared run folder): each line printed through the terminal-safety layer
+    console.print("\n".join(safe(line) for line in table.splitlines()), highlight=False, soft_wrap=True)
     console.print(f"[bold]report[/]: {safe(path)}  (plots beside it)")
 
 

@@ -27,12 +27,13 @@ from rag_graphs.eval.metrics import (
     supporting_recall,
 )
 from rag_graphs.eval.report import common_questions, markdown_table, summarize, write_report
-from rag_graphs.eval.rows import read_rows
+from rag_graphs.eval.rows import RunFolderBusy, read_rows
 from rag_graphs.eval.runner import evaluate, run_one
 
 __all__ = [
     "Dataset",
     "Example",
+    "RunFolderBusy",
     "answer_contained",
     "bootstrap_ci",
     "citation_precision",

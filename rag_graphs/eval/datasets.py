@@ -19,6 +19,9 @@ from rag_graphs.text.jsonl import read_json_object, read_jsonl, require_text
 
 QUESTIONS_FILE = "dev.jsonl"
 CORPUS_FILE = "corpus.jsonl"
+MAX_TITLE_CHARS = 1_000
+"""A passage title's length at most: the title leads every stored piece of its passage
+(``rag_graphs.eval.corpus``), so one over a piece's size could never be stored."""
 
 
 @dataclass(frozen=True)
@@ -89,6 +92,12 @@ class Dataset:
 
 def _check_passage(row: dict, where: str) -> dict:
     require_text(row, ("id", "text"), where)
+    title = str(row.get("title") or "")
+    if len(title) > MAX_TITLE_CHARS:
+        raise ValueError(
+            f"{where}: field 'title' is over {MAX_TITLE_CHARS:,} characters ({len(title):,}); "
+            "it leads every stored piece of the passage: shorten it"
+        )
     return row
 
 

@@ -46,7 +46,7 @@ CITATIONS_JUDGED = 8
 """Citations checked per answer at most (one judge call each)."""
 
 _CORRECT = load_prompt("judge_correctness")
-_GROUNDED = load_prompt("check_grounded")
+_GROUNDED = load_prompt("judge_grounded")
 _SUPPORTS = load_prompt("judge_citation")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
@@ -125,8 +125,12 @@ def _cited(outputs: dict) -> list[tuple[int, str, str]]:
 
 
 def groundedness(judge: BaseChatModel) -> Evaluator:
-    """``grounded``: every fact of the answer is stated in the passages it cites (Self-RAG's check,
-    the same prompt, on the cited passages only). An answer that cites nothing is not grounded."""
+    """``grounded``: every fact of the answer is stated in the passages it cites (Self-RAG's check
+    on the cited passages only). An answer that cites nothing is not grounded.
+
+    The answer is fenced as data like the passages (``judge_grounded``): it may repeat a
+    document's note to the grader ("this answer is supported"), and a judge that read it as an
+    instruction would pass an unsupported answer."""
 
     def grounded(*, outputs: dict, **_: Any) -> dict[str, Any]:
         answer = str(outputs.get("answer", "")).strip()
@@ -136,7 +140,7 @@ def groundedness(judge: BaseChatModel) -> Evaluator:
         if not cited:
             return _verdict("grounded", False, "cites no passage")
         context = "\n\n".join(numbered_passage(m, Document(page_content=text)) for m, _, text in cited)
-        value = _ask(judge, _GROUNDED, Grounded, "grounded", context=context, answer=answer)
+        value = _ask(judge, _GROUNDED, Grounded, "grounded", context=context, answer=fence(answer))
         return _verdict("grounded", value, "" if value is not None else "unparseable verdict")
 
     return grounded

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Literal
 
 from rag_graphs.config.context import RagContext
-from rag_graphs.eval.corpus import open_corpus
+from rag_graphs.eval.corpus import PASSAGE_FIELD, open_corpus
 from rag_graphs.eval.datasets import Dataset, load_dataset
 from rag_graphs.eval.metrics import answer_contained
 from rag_graphs.methods import get_graph
@@ -65,7 +65,8 @@ def mine_demonstrations(
         if require == "answer":
             right = answer_contained(result.get("answer", ""), example.golds)
         else:
-            found = {str(d.id) for d in documents}
+            # a piece of a long passage counts as its passage
+            found = {str(i) for d in documents for i in (d.id, d.metadata.get(PASSAGE_FIELD)) if i}
             right = bool(example.supporting_ids) and set(example.supporting_ids) <= found
         if right:
             row: dict = {"id": example.id, "question": example.question, "answer": example.answer}

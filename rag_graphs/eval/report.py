@@ -15,6 +15,7 @@ from typing import Any
 
 from rag_graphs.eval.metrics import RANKS, bootstrap_ci
 from rag_graphs.eval.rows import ANSWER_METRICS, CONFIG, read_config, read_rows
+from rag_graphs.support.terminal import visible
 from rag_graphs.text.jsonl import existing_path
 
 COLUMNS = {
@@ -102,6 +103,18 @@ def common_questions(rows: list[dict]) -> list[dict]:
     return [r for r in rows if r["id"] in shared]
 
 
+def cell(text: object) -> str:
+    """Data (a method name, an evaluator's key) as one Markdown table cell: control characters
+    shown as escapes (``visible``), ``|`` escaped so it cannot open a column of its own."""
+    return visible(text).replace("|", "\\|")
+
+
+def _label(text: object) -> str:
+    """Data as a plot label: escapes shown, ``$`` literal (matplotlib reads ``$...$`` as math,
+    and a method named ``$\\x$`` would fail the plot)."""
+    return visible(text).replace("$", "\\$")
+
+
 def _pct(value: tuple[float, float, float]) -> str:
     mean_, low, high = value
     if mean_ != mean_:  # nan: the dataset has no gold for this metric
@@ -123,12 +136,12 @@ def markdown_table(summaries: list[Summary]) -> str:
     shown = [m for m in QUALITY if m not in ANSWER_METRICS or _answered(summaries)]
     shown += [m for m in (summaries[0].quality if summaries else {}) if m.startswith(JUDGED)]
     cost = ("LLM calls", "tokens", "retrievals", "s/question", "model", "search", "overhead")
-    columns = ("method", "n", *(COLUMNS.get(m, m.removeprefix(JUDGED)) for m in shown), *cost)
+    columns = ("method", "n", *(COLUMNS.get(m, cell(m.removeprefix(JUDGED))) for m in shown), *cost)
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     for s in summaries:
         errors = f" ({s.errors} failed)" if s.errors else ""
         cells = [
-            s.method,
+            cell(s.method),
             f"{s.n}{errors}",
             *(_pct(s.quality[m]) for m in shown),
             f"{s.llm_calls:.1f}",
@@ -188,7 +201,8 @@ def plot_quality_cost(summaries: list[Summary], path: Path, metric: str = "f1") 
         if math.isnan(value):
             continue
         ax.errorbar(s.llm_calls, value, yerr=[[value - low], [high - value]], fmt="o", capsize=3)
-        ax.annotate(s.method, (s.llm_calls, value), textcoords="offset points", xytext=(5, 4), fontsize=8)
+        where = (s.llm_calls, value)
+        ax.annotate(_label(s.method), where, textcoords="offset points", xytext=(5, 4), fontsize=8)
     ax.set_xlabel("LLM calls per question (mean)")
     ax.grid(alpha=0.3)
     ylabel = f"{LABELS.get(metric, metric)} (%) with 95% interval"
@@ -212,7 +226,7 @@ def plot_recall_at_k(summaries: list[Summary], path: Path) -> Path:
         xs, width = _bar_offsets(len(summaries), len(metrics), i)
         ax.bar(xs, [v for v, _, _ in values], width=width, yerr=errors, capsize=2, label=LABELS[metric])
     title = "Passage recall: everything retrieved vs the top of the final context"
-    methods = [s.method for s in summaries]
+    methods = [_label(s.method) for s in summaries]
     return _save_bars(fig, ax, path, methods, "gold passages found (%) with 95% interval", title)
 
 
@@ -230,9 +244,9 @@ def plot_recall_by_group(rows: list[dict], path: Path) -> Path:
             values = [r["recall"] for r in scored if r["method"] == method and str(r.get(key)) == group]
             heights.append(100 * mean(values) if values else 0.0)
         xs, width = _bar_offsets(len(methods), len(groups), g)
-        ax.bar(xs, heights, width=width, label=f"{key} = {group}")
+        ax.bar(xs, heights, width=width, label=_label(f"{key} = {group}"))
     title = f"Recall of the gold passages, by {key}"
-    return _save_bars(fig, ax, path, methods, "supporting-passage recall (%)", title)
+    return _save_bars(fig, ax, path, [_label(m) for m in methods], "supporting-passage recall (%)", title)
 
 
 def _recall_note(k: object) -> str:
@@ -268,10 +282,15 @@ def write_report(run_dir: str | Path) -> Path:
     questions = len({r["id"] for r in rows})
     k = config.get("k")
     lines = [
-        f"# Evaluation: {config.get('dataset_name', run_dir.name)} ({config.get('setting', '?')} setting)",
+        # config.json is data too (a shared run folder): shown with its escapes visible
+        visible(
+            f"# Evaluation: {config.get('dataset_name', run_dir.name)} ({config.get('setting', '?')} setting)"
+        ),
         "",
-        f"{questions} questions; chat model `{config.get('chat_model')}`, embeddings "
-        f"`{config.get('embeddings')}`, k={k}, search `{config.get('search_mode')}`.",
+        visible(
+            f"{questions} questions; chat model `{config.get('chat_model')}`, embeddings "
+            f"`{config.get('embeddings')}`, k={k}, search `{config.get('search_mode')}`."
+        ),
         *(
             [
                 "Retrieval only (`--retrieval-only`): every run stopped before its answer, so there are "

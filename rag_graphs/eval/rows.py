@@ -7,15 +7,21 @@ reports, and a resume runs the skipped question again.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import logging
+import math
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 
+from rag_graphs.eval.metrics import RANKS
+from rag_graphs.support.terminal import visible
 from rag_graphs.text.jsonl import existing_path, read_json_object
 
 log = logging.getLogger(__name__)
-ROWS, CONFIG = "rows.jsonl", "config.json"
+ROWS, CONFIG, LOCK = "rows.jsonl", "config.json", ".lock"
 ANSWER_METRICS = ("em", "f1", "contains")
 """The row fields that score the answer (None in retrieval-only rows)."""
 
@@ -30,6 +36,12 @@ ROW_NUMBERS = (
     "retrievals",
 )
 """Numeric fields of a row that the report sums (with ``method`` and ``id``, what a row must have)."""
+SCORES = (*ANSWER_METRICS, "recall", *(f"recall_at_{k}" for k in RANKS))
+"""A row's quality scores: a number, or None where there is none (no gold, retrieval only)."""
+JUDGED = "judged"
+"""A row's judge and user evaluator scores, key -> number or None."""
+_NAMED = 5
+"""Scores named in the warning about non-numeric ones at most (the rest are counted)."""
 
 
 def _row_problem(row: object) -> str | None:
@@ -50,6 +62,7 @@ def read_rows(run_dir: str | Path) -> list[dict]:
     if not path.is_file():
         return []
     rows = []
+    not_numbers: list[str] = []
     for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
         if not line.strip():
             continue
@@ -62,8 +75,44 @@ def read_rows(run_dir: str | Path) -> list[dict]:
         if problem:
             log.warning("%s:%d: skipped, not a result row: %s", path, number, problem)
             continue
+        not_numbers += [f"{name} (line {number})" for name in _scores_as_numbers(row)]
         rows.append(row)
+    if not_numbers:
+        more = f" and {len(not_numbers) - _NAMED} more" if len(not_numbers) > _NAMED else ""
+        log.warning(
+            "%s: %d score(s) are not numbers and are read as missing: %s%s",
+            path,
+            len(not_numbers),
+            ", ".join(not_numbers[:_NAMED]),
+            more,
+        )
     return rows
+
+
+def _number(value: object) -> float | None:
+    """``value`` as a finite float; None when it is not a number (a bool, a string, NaN...)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def _scores_as_numbers(row: dict) -> list[str]:
+    """Set every score of ``row`` that is not a number to None (missing, as a score the run
+    never had); return the names of those it changed (shown escaped: keys are data)."""
+    changed = []
+    for name in SCORES:
+        value = row.get(name)
+        if value is not None and (number := _number(value)) != value:
+            row[name] = number
+            changed += [name] if number is None else []
+    judged = row.get(JUDGED)
+    if judged is not None and not isinstance(judged, dict):
+        row[JUDGED], changed = {}, [*changed, JUDGED]
+    for key, value in (row.get(JUDGED) or {}).items():
+        if value is not None and _number(value) is None:
+            row[JUDGED][key] = None
+            changed.append(f"{JUDGED}.{visible(key)}")
+    return changed
 
 
 def read_config(run_dir: str | Path) -> dict:
@@ -105,6 +154,37 @@ def _new_run_folder(root: Path, stem: str) -> Path:
             continue
         return folder
     raise ValueError(f"{root}: 10,000 run directories named {stem}*; choose another --out")
+
+
+class RunFolderBusy(RuntimeError):
+    """Another evaluation holds the run folder."""
+
+
+@contextlib.contextmanager
+def run_folder_lock(folder: Path) -> Iterator[None]:
+    """Hold ``folder``'s writer lock for the block: one evaluation writes a run folder at a time.
+
+    Two ``eval --resume`` of one folder each read the rows done, then each ran the rest and
+    appended it (11 rows for 6 questions). The lock is ``flock`` on ``<folder>/.lock``: per
+    open file, so a second evaluation in this process is refused too, and released by the
+    kernel when its holder exits, even by ``kill -9``, so a killed run never leaves it held.
+
+    Raises:
+        RunFolderBusy: another evaluation holds it (one line naming the folder).
+    """
+    lock = folder / LOCK
+    with open(lock, "a+b") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise RunFolderBusy(
+                f"run folder {folder} is being written by another evaluation right now (lock {lock}); "
+                "wait for it to end, then --resume it, or choose another folder"
+            ) from None
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _repair_tail(path: Path) -> None:

@@ -29,7 +29,7 @@ from typing import Literal
 from rag_graphs.catalog import METHODS
 from rag_graphs.config.context import RagContext
 from rag_graphs.config.tracing import spec_name, trace_config
-from rag_graphs.eval.corpus import open_corpus
+from rag_graphs.eval.corpus import PASSAGE_FIELD, open_corpus, passages_filter
 from rag_graphs.eval.datasets import Dataset, Example, load_dataset
 from rag_graphs.eval.judges import Evaluator, judge_run
 from rag_graphs.eval.metrics import (
@@ -46,12 +46,13 @@ from rag_graphs.eval.rows import (
     _run_folder,
     read_config,
     read_rows,
+    run_folder_lock,
 )
 from rag_graphs.eval.timing import Timer
 from rag_graphs.methods import get_graph
 from rag_graphs.run import run
 from rag_graphs.search.retrieval import embeddings_for
-from rag_graphs.store import ids_filter
+from rag_graphs.store import all_of
 from rag_graphs.support.progress import progress_bar
 from rag_graphs.support.redaction import redact
 
@@ -70,15 +71,20 @@ def score_row(
 ) -> dict:
     """The result row of one run: prediction, metrics, cost and the time split.
 
-    A passage matches a gold id by its chunk id or its source file's name (a
-    user's questions may name the files that answer them). ``recall`` reads every
+    A passage matches a gold id by its chunk id, the passage a piece of a long passage
+    belongs to (``passage_id``), or its source file's name (a user's questions may name
+    the files that answer them). ``recall`` reads every
     retrieved passage; ``recall_at_k`` the top k of ``documents``, in its order.
     With ``retrieval_only``, the answer metrics are None. A failed run (``out``
     carrying ``error``) is scored on what it did before failing, its cost included.
     """
     docs = out.get("documents", [])
     retrieved = [str(d.id) for d in docs]
-    positions = [{str(d.id), Path(str(d.metadata.get("source", ""))).name} - {""} for d in docs]
+    positions = [
+        {str(d.id), Path(str(d.metadata.get("source", ""))).name, str(d.metadata.get(PASSAGE_FIELD, ""))}
+        - {""}
+        for d in docs
+    ]
     usage = out.get("usage", {})
     prediction = str(out.get("answer", ""))
     gold = example.supporting_ids
@@ -184,6 +190,8 @@ def warm_up(ctx: RagContext, methods: list[str]) -> None:
 
 
 def _question_context(ctx: RagContext, example: Example, setting: Setting) -> RagContext:
+    """The question's context: the distractor and oracle settings narrow the operator's
+    ``search_filter`` to the question's own or gold passages (AND), never replace it."""
     if setting == "open":
         return ctx
     ids = example.passage_ids if setting == "distractor" else example.supporting_ids
@@ -191,7 +199,7 @@ def _question_context(ctx: RagContext, example: Example, setting: Setting) -> Ra
         raise ValueError(
             f"question {example.id!r} has no {'passages' if setting == 'distractor' else 'supporting_ids'}"
         )
-    return dataclasses.replace(ctx, search_filter=ids_filter(ids))
+    return dataclasses.replace(ctx, search_filter=all_of(ctx.search_filter, passages_filter(ids)))
 
 
 def evaluate(
@@ -231,6 +239,12 @@ def evaluate(
     openevals' shape; the report gives each a column with the same bootstrap interval. ``judge``
     names the chat model spec behind them (``--judge``): it is recorded in ``config.json``, so
     ``rag-graphs eval --resume`` judges the remaining questions with it again.
+
+    A run folder has one writer at a time, across processes (``rows.run_folder_lock``).
+
+    Raises:
+        RunFolderBusy: another evaluation is writing ``run_dir`` (a ``RuntimeError``).
+        ValueError: an unknown method or setting, or ``run_dir`` holds a run with other settings.
     """
     ds = dataset if isinstance(dataset, Dataset) else load_dataset(dataset)
     methods = list(methods)
@@ -264,6 +278,43 @@ def evaluate(
         "judge": judge,
     }
     run_dir = _run_folder(run_dir, runs_root, ds.name)
+    with run_folder_lock(run_dir):  # one evaluation writes a run folder at a time, across processes
+        return _fill(
+            run_dir,
+            ds,
+            ctx,
+            config,
+            examples,
+            methods,
+            setting=setting,
+            eval_store=eval_store,
+            retrieval_only=retrieval_only,
+            evaluators=evaluators,
+            judge=judge,
+            concurrency=concurrency,
+            progress=progress,
+        )
+
+
+def _fill(
+    run_dir: Path,
+    ds: Dataset,
+    ctx: RagContext,
+    config: dict,
+    examples: list[Example],
+    methods: list[str],
+    *,
+    setting: Setting,
+    eval_store: str,
+    retrieval_only: bool,
+    evaluators: Sequence[Evaluator],
+    judge: str | None,
+    concurrency: int,
+    progress: bool,
+) -> Path:
+    """``evaluate``'s work once it holds the run folder's lock: check or write ``config.json``,
+    open the corpus, and run what ``rows.jsonl`` does not hold yet (read under the lock, so
+    two processes never both run a missing question)."""
     config_path = run_dir / CONFIG
     if config_path.exists():
         stored = read_config(run_dir)

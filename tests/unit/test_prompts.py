@@ -27,6 +27,7 @@ EXPECTED_VARIABLES = {
     "ircot_reason": {"context", "notes", "question"},
     "decide_retrieval": {"question"},
     "check_grounded": {"answer", "context"},
+    "judge_grounded": {"answer", "context"},
     "judge_correctness": {"answer", "question", "reference"},
     "judge_citation": {"claim", "passage"},
     "check_complete": {"answer", "question"},
