@@ -172,10 +172,15 @@ def ask(
 ) -> None:
     """Answer a question with one method; print the answer, citations and steps."""
     from rag_graphs.llm.faults import RunFailed
+    from rag_graphs.nodes.fresh import check_question
     from rag_graphs.store import StoreLockedError
 
     if not question.strip():
         _fail("the question is empty: ask something, e.g. rag-graphs ask 'Where was Ilsa Brandt born?'")
+    try:
+        check_question(question)  # before any model or store is loaded
+    except ValueError as exc:
+        _fail(str(exc))
     try:
         sources = [source_key(s) for s in source or []]
         ctx = _context(

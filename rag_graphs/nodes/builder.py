@@ -20,7 +20,7 @@ from langgraph.types import RetryPolicy
 from rag_graphs.config.context import RagContext, get_context
 from rag_graphs.llm.faults import RETRY, guard
 from rag_graphs.llm.models import check_chat_model
-from rag_graphs.nodes.fresh import BEGIN, make_begin
+from rag_graphs.nodes.fresh import BEGIN, check_question, make_begin
 from rag_graphs.nodes.model_node import ModelNode
 from rag_graphs.state import InputState, OutputState, RagState
 from rag_graphs.store.checks import check_dimension
@@ -74,6 +74,7 @@ def begin_node(schema: type) -> Callable[..., dict[str, Any]]:
         start the question from a clean run state (``rag_graphs.nodes.fresh``)."""
         from rag_graphs.search.retrieval import readable_index
 
+        check_question(state.get("question"))  # before any model, store or tagger sees it
         ctx = get_context(runtime)
         check_chat_model(ctx.chat_model)
         if ctx.retriever is None:  # the user's own retriever has no store to check

@@ -28,6 +28,28 @@ BEGIN = "begin"
 
 KEPT = frozenset({"question"})
 """Fields a new run keeps: the input, written by the caller before ``begin`` runs."""
+MAX_QUESTION_CHARS = 8_000
+"""The longest question a run reads. A question is a question, not a document: a 1 MB one took
+95 s and 3.3 GB in graph search (entity tagging, n-gram look-ups) before failing in spaCy (attack
+round 3). Long text belongs in the corpus (``rag-graphs ingest``)."""
+
+
+def check_question(question: object) -> str:
+    """``question`` when a run can read it, else one ``ValueError`` saying why and what to do.
+
+    Raises:
+        ValueError: not a string, blank, or longer than ``MAX_QUESTION_CHARS``.
+    """
+    if not isinstance(question, str) or not question.strip():
+        raise ValueError(f"the question is empty or not text ({type(question).__name__}): ask something")
+    if len(question) > MAX_QUESTION_CHARS:
+        raise ValueError(
+            f"the question is {len(question):,} characters; a run reads at most {MAX_QUESTION_CHARS:,} "
+            "(rag_graphs.nodes.fresh.MAX_QUESTION_CHARS): ask a shorter question, and ingest long text "
+            "into the corpus instead"
+        )
+    return question
+
 
 UNSET: dict[str, Any] = {
     # What a node reads for a field no node wrote yet: ``state.get(name, <this>)``. Fields not

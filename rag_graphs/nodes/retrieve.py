@@ -14,6 +14,7 @@ from rag_graphs.config.context import RagContext
 from rag_graphs.llm.calls import Body, Call
 from rag_graphs.nodes.chat import calls_usage, chat_model
 from rag_graphs.nodes.events import emit, step
+from rag_graphs.nodes.fresh import check_question
 from rag_graphs.nodes.model_node import ModelNode
 from rag_graphs.search.cache import normalise
 from rag_graphs.search.compress import compressor_for
@@ -305,5 +306,6 @@ class RagRetriever(BaseRetriever):
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun
     ) -> list[Document]:
         ctx = self.context
+        check_question(query)
         hits = retriever_for(ctx, k=fetch_k(ctx)).invoke(query, config={"callbacks": run_manager.get_child()})
         return keep(ctx, [query], [hits]).rankings[0]

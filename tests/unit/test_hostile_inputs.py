@@ -90,3 +90,33 @@ def test_a_locked_store_is_reported_without_a_traceback(tmp_path, fake_embedding
     output = " ".join((run.stdout + run.stderr).split())
     assert run.returncode == 1 and "open in another process" in output, output
     assert "Traceback" not in output
+
+
+def test_a_megabyte_question_is_refused_in_one_line_before_anything_heavy(
+    tmp_path, monkeypatch, loaded, make_context
+):
+    """A 1 MB question took 95 s and 3.3 GB in graph search before spaCy refused it with its raw
+    E088 error (attack round 3): it is refused before any model, store search or tagger sees it,
+    through the CLI and a graph alike."""
+    from rag_graphs.llm.faults import RunFailed
+    from rag_graphs.methods import get_graph
+    from rag_graphs.nodes.fresh import MAX_QUESTION_CHARS
+    from rag_graphs.search import retrieval
+
+    huge = "Where was Ilsa Brandt born? " * (1_000_000 // 28)
+    code, output = _invoke("ask", huge, "--store", str(tmp_path / "s.db"))
+    assert code == 1 and f"at most {MAX_QUESTION_CHARS:,}" in output and "Traceback" not in output, output[
+        :300
+    ]
+    assert not (tmp_path / "s.db").exists()
+
+    def searched(*args, **kwargs):
+        raise AssertionError("a search ran")
+
+    monkeypatch.setattr(retrieval, "search_plan", searched)
+    with pytest.raises(ValueError, match="MAX_QUESTION_CHARS") as failure:
+        get_graph("naive").invoke({"question": huge}, context=make_context())
+    assert "\n" not in str(failure.value).strip()
+    long_enough = "x" * MAX_QUESTION_CHARS  # the maximum itself is read
+    with pytest.raises((RunFailed, AssertionError), match="a search ran"):
+        get_graph("naive").invoke({"question": long_enough}, context=make_context())
