@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import dataclasses
 
+from langchain_core.documents import Document
 from langgraph.graph import StateGraph
 from langgraph.runtime import Runtime
 
 from rag_graphs.config.context import RagContext, get_context
-from rag_graphs.ingestion.raptor import tree_collection
+from rag_graphs.ingestion.raptor import leaves_of, tree_collection
 from rag_graphs.nodes import make_generate
 from rag_graphs.nodes.builder import compile_method, linear_builder
 from rag_graphs.nodes.events import emit, step
@@ -25,6 +26,7 @@ from rag_graphs.search.own import refuse_own_retriever
 from rag_graphs.search.retrieval import index_for, search
 from rag_graphs.state import RagState, usage
 from rag_graphs.store import all_of, ids_filter
+from rag_graphs.store.filters import search_expr
 
 MAX_LEVEL = 8
 
@@ -44,6 +46,26 @@ def has_tree(ctx: RagContext) -> bool:
     return ctx.retriever is None and index_for(tree_context(ctx)).count() > 0
 
 
+def readable(ctx: RagContext, nodes: list[Document]) -> list[Document]:
+    """The tree nodes a caller may read: a leaf is a copy of its chunk and passes the run's filter
+    itself; a summary was written from the text of every chunk under it, so it is shown only when
+    the run's filter (``search_expr``: ``search_filter``, tenant, tags, sources) admits every one of
+    them. A deny filter (``kind != "table"``) kept the table out of naive search while RAPTOR served
+    the summary written from it (attack round 3)."""
+    expr = search_expr(ctx)
+    if expr is None:
+        return nodes
+    tree, chunks = index_for(tree_context(ctx)), index_for(ctx)
+    kept = []
+    for node in nodes:
+        if node.metadata.get("level", 0):
+            leaves = list(dict.fromkeys(str(leaf.id) for leaf in leaves_of(tree, str(node.id))))
+            if len(chunks.get(leaves, expr=expr)) != len(leaves):
+                continue
+        kept.append(node)
+    return kept
+
+
 def retrieve_tree(state: RagState, runtime: Runtime[RagContext]) -> dict:
     """Search the RAPTOR tree of ``RagContext.collection`` (collapsed or by traversal)."""
     ctx = get_context(runtime)
@@ -56,7 +78,7 @@ def retrieve_tree(state: RagState, runtime: Runtime[RagContext]) -> dict:
     question = state["question"]
     steps, found, searches = [], [], 0
     if ctx.raptor_mode == "collapsed":
-        found = search(tree, question)
+        found = readable(ctx, search(tree, question))
         searches = 1
         steps.append(step("retrieve", query=question, doc_ids=[str(d.id) for d in found]))
     else:
@@ -67,10 +89,13 @@ def retrieve_tree(state: RagState, runtime: Runtime[RagContext]) -> dict:
             if level_docs:
                 break
         while level_docs:
-            found += level_docs
-            ids = [str(d.id) for d in level_docs]
+            shown = readable(ctx, level_docs)  # the descent goes on through every node found
+            found += shown
             level_text = f"level {level_docs[0].metadata.get('level')}"
-            steps.append(step("retrieve", query=question, doc_ids=ids, text=level_text))
+            steps.append(
+                step("retrieve", query=question, doc_ids=[str(d.id) for d in shown], text=level_text)
+            )
+            ids = [str(d.id) for d in level_docs]
             children = [c for d in level_docs for c in d.metadata.get("children") or []]
             level_docs = search(_restricted(tree, ids_filter(children)), question) if children else []
             searches += bool(children)

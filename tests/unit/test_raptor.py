@@ -156,3 +156,32 @@ def test_raptor_without_a_tree_says_how_to_build_one(loaded, make_context):
 def test_building_an_empty_collection_is_a_clear_error(index):
     with pytest.raises(ValueError, match="is empty: ingest documents first"):
         build_tree(index, _summariser(), progress=False)
+
+
+@pytest.mark.parametrize("deny", ['kind != "table"', 'not (source like "%provinces%")'])
+@pytest.mark.parametrize("mode", ["collapsed", "traversal"])
+def test_a_deny_filter_hides_every_summary_written_from_a_denied_chunk(tree, make_context, deny, mode):
+    """A summary has its own kind and no source: a deny filter on its chunks' fields used to keep
+    the salary table out of naive search while RAPTOR served the summary written from it (attack
+    round 3). A summary is shown only when the filter admits every chunk under it."""
+    source, _, index = tree
+    denied = {str(d.id) for d in source.where(deny.replace("!=", "==").replace("not ", ""), limit=100)}
+    assert denied  # the demo corpus has the chunks this filter denies
+
+    def over_denied(docs):
+        return [
+            d.id
+            for d in docs
+            if d.metadata.get("level", 0) and {str(leaf.id) for leaf in leaves_of(index, str(d.id))} & denied
+        ]
+
+    every = dict(k=50, raptor_mode=mode)
+    open_run = get_graph("raptor").invoke(
+        {"question": QUESTION}, context=make_context("Korvik [1].", **every)
+    )
+    assert over_denied(open_run["documents"])  # unfiltered, summaries over the denied chunks show
+    out = get_graph("raptor").invoke(
+        {"question": QUESTION}, context=make_context("Korvik [1].", search_filter=deny, **every)
+    )
+    assert out["documents"] and not over_denied(out["documents"])
+    assert not {str(d.id) for d in out["documents"]} & denied
