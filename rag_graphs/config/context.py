@@ -165,7 +165,7 @@ class RagContext:
     ``source like "%annual_report%"`` or ``chunk_id in ["a", "b"]``; None searches all.
     Written by the operator, used as is: never build it from user input (use the
     access fields below, whose values are quoted). It must be one balanced expression
-    (``rag_graphs.store.filters.check_filter``): it is parenthesised beside the access fields, and a
+    (``rag_graphs.config.specs.check_filter``): it is parenthesised beside the access fields, and a
     filter such as ``1==1) or (1==1`` that would close that parenthesis is refused."""
 
     tenant: Label | None = _env("RAG_GRAPHS_TENANT", None, restricts=True)
@@ -326,44 +326,3 @@ class RagContext:
         env = {f.name: f.metadata["env"] for f in fields(cls) if "env" in f.metadata}
         env.update((f"graph_search.{k}", v) for k, v in GraphSearchOptions.env_vars().items())
         return env
-
-
-ENV_DEFAULTS = "RAG_GRAPHS_ENV_DEFAULTS"
-"""Environment variable: ``1`` lets a graph run without a context take every setting from the
-environment (``RagContext()``); unset, such a run is refused. ``langgraph.json`` sets it for the
-graphs ``langgraph dev`` and LangGraph Server run, since Studio may send no context."""
-
-
-def env_defaults_allowed() -> bool:
-    """True when ``RAG_GRAPHS_ENV_DEFAULTS`` opts in to environment defaults for context-less runs."""
-    return os.environ.get(ENV_DEFAULTS, "").strip().lower() in {"1", "true", "yes", "on"}
-
-
-def get_context(runtime: Any) -> RagContext:
-    """The run's ``RagContext`` (a dict, as the server sends it, is turned into one).
-
-    Raises:
-        TypeError: the run has no context and ``RAG_GRAPHS_ENV_DEFAULTS`` does not opt in to
-            environment defaults (a forgotten ``context=`` used to run on whatever store and
-            models the environment named); or its context is another object (a method graph
-            used as a node of an app graph whose ``context_schema`` is not ``RagContext``).
-    """
-    ctx = getattr(runtime, "context", None)
-    if isinstance(ctx, RagContext):
-        return ctx
-    if isinstance(ctx, dict):  # LangGraph Studio / the server pass context as JSON
-        return RagContext(**ctx)
-    if ctx is not None:
-        raise TypeError(
-            f"the run's context is a {type(ctx).__name__}, not a RagContext: pass "
-            "context=RagContext(...) (an app graph that runs a method graph as a node: invoke it "
-            f"in the node with its own context=RagContext(...)), or no context with {ENV_DEFAULTS}=1 "
-            "for environment defaults"
-        )
-    if not env_defaults_allowed():
-        raise TypeError(
-            "graph run without a context: pass context=RagContext(...) to invoke/stream "
-            f"(RagContext() reads the environment), or set {ENV_DEFAULTS}=1 to run context-less "
-            "graphs on environment defaults (langgraph.json sets it for langgraph dev)"
-        )
-    return RagContext()

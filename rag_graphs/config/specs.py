@@ -75,6 +75,19 @@ def check_filter(expr: str) -> str:
     return expr
 
 
+def all_of(*exprs: str | None) -> str | None:
+    """The conjunction of the given expressions (None when there are none).
+
+    Each is checked to be one self-contained expression (``check_filter``) and
+    parenthesised, so no expression can widen another: an operator's filter
+    cannot cancel the access labels it is combined with.
+    """
+    present = [check_filter(e) for e in exprs if e]
+    if len(present) <= 1:
+        return present[0] if present else None
+    return " and ".join(f"({e})" for e in present)
+
+
 def check_reranker(spec: Any) -> Any:
     """``spec`` when it names a usable reranker, else ValueError naming the setting."""
     if isinstance(spec, BaseDocumentCompressor):

@@ -13,12 +13,12 @@ from typing import NamedTuple
 import numpy as np
 from langchain_core.documents import Document
 
+from rag_graphs.config.specs import all_of
 from rag_graphs.entity_graph.entities import title_keys
 from rag_graphs.entity_graph.facts import Fact, fact_seed_weights, link_facts, to_facts
 from rag_graphs.entity_graph.linking import ENTITY_FIELDS
 from rag_graphs.entity_graph.rows import CHUNKS_FIELD, COUNT_FIELD, entity_rows, in_filter
 from rag_graphs.store.fields import DENSE_FIELD, ENTITIES_FIELD, PRIMARY_FIELD
-from rag_graphs.store.filters import all_of
 from rag_graphs.store.index import ChunkIndex
 
 _LOOKUP_BATCH = 512

@@ -28,6 +28,7 @@ from typing import Literal
 
 from rag_graphs.catalog import METHODS
 from rag_graphs.config.context import RagContext
+from rag_graphs.config.specs import all_of
 from rag_graphs.config.tracing import spec_name, trace_config
 from rag_graphs.eval.corpus import PASSAGE_FIELD, open_corpus, passages_filter
 from rag_graphs.eval.datasets import Dataset, Example, load_dataset
@@ -52,7 +53,6 @@ from rag_graphs.eval.timing import Timer
 from rag_graphs.methods import get_graph
 from rag_graphs.run import run
 from rag_graphs.search.retrieval import embeddings_for
-from rag_graphs.store import all_of
 from rag_graphs.support.progress import progress_bar
 from rag_graphs.support.redaction import redact
 

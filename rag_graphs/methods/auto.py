@@ -24,8 +24,9 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from pydantic import BaseModel
 
-from rag_graphs.config.context import RagContext, get_context
+from rag_graphs.config.context import RagContext
 from rag_graphs.config.fields import check_route
+from rag_graphs.config.runtime import get_context
 from rag_graphs.llm.structured import invoke_structured
 from rag_graphs.methods import get_graph
 from rag_graphs.methods.raptor import has_tree

@@ -24,7 +24,8 @@ from langchain_core.documents import Document
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
-from rag_graphs.config.context import RagContext, get_context
+from rag_graphs.config.context import RagContext
+from rag_graphs.config.runtime import get_context
 from rag_graphs.llm.calls import Body, Call
 from rag_graphs.llm.tools import web_documents
 from rag_graphs.llm.web import web_tool

@@ -18,7 +18,8 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
-from rag_graphs.config.context import RagContext, get_context
+from rag_graphs.config.context import RagContext
+from rag_graphs.config.runtime import get_context
 from rag_graphs.nodes import make_expand, make_generate, make_intermediate, make_retrieve_many
 from rag_graphs.nodes.builder import compile_method, new_builder
 from rag_graphs.nodes.plan import add_plan_walk

@@ -14,7 +14,8 @@ from __future__ import annotations
 from langgraph.graph import StateGraph
 from langgraph.runtime import Runtime
 
-from rag_graphs.config.context import RagContext, get_context
+from rag_graphs.config.context import RagContext
+from rag_graphs.config.runtime import get_context
 from rag_graphs.nodes import make_generate, retrieve
 from rag_graphs.nodes.builder import compile_method, linear_builder
 from rag_graphs.nodes.events import step

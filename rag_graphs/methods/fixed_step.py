@@ -15,7 +15,8 @@ from typing import Literal
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
-from rag_graphs.config.context import RagContext, get_context
+from rag_graphs.config.context import RagContext
+from rag_graphs.config.runtime import get_context
 from rag_graphs.nodes import make_generate, make_intermediate, make_rewrite, retrieve
 from rag_graphs.nodes.builder import compile_method, new_builder
 from rag_graphs.state import RagState

@@ -17,7 +17,9 @@ from langchain_core.documents import Document
 from langgraph.graph import StateGraph
 from langgraph.runtime import Runtime
 
-from rag_graphs.config.context import RagContext, get_context
+from rag_graphs.config.context import RagContext
+from rag_graphs.config.runtime import get_context
+from rag_graphs.config.specs import all_of
 from rag_graphs.ingestion.raptor import leaves_of, tree_collection
 from rag_graphs.nodes import make_generate
 from rag_graphs.nodes.builder import compile_method, linear_builder
@@ -25,7 +27,7 @@ from rag_graphs.nodes.events import emit, step
 from rag_graphs.search.own import refuse_own_retriever
 from rag_graphs.search.retrieval import index_for, search
 from rag_graphs.state import RagState, usage
-from rag_graphs.store import all_of, ids_filter
+from rag_graphs.store import ids_filter
 from rag_graphs.store.filters import search_expr
 
 MAX_LEVEL = 8

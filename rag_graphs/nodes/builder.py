@@ -17,7 +17,8 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime, get_runtime
 from langgraph.types import RetryPolicy
 
-from rag_graphs.config.context import RagContext, get_context
+from rag_graphs.config.context import RagContext
+from rag_graphs.config.runtime import get_context
 from rag_graphs.llm.faults import RETRY, guard
 from rag_graphs.llm.models import check_chat_model
 from rag_graphs.nodes.fresh import BEGIN, check_question, make_begin

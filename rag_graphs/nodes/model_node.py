@@ -8,7 +8,8 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from rag_graphs.config.context import RagContext, get_context
+from rag_graphs.config.context import RagContext
+from rag_graphs.config.runtime import get_context
 from rag_graphs.llm.calls import Body, adrive, drive
 
 NodeBody = Callable[[Any, RagContext], Body[dict]]

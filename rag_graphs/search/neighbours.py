@@ -24,9 +24,9 @@ from dataclasses import dataclass
 
 from langchain_core.documents import Document
 
-from rag_graphs.config.specs import NEIGHBOURS, SECTION, check_expand
+from rag_graphs.config.specs import NEIGHBOURS, SECTION, all_of, check_expand
 from rag_graphs.store import ChunkIndex
-from rag_graphs.store.filters import all_of, quote
+from rag_graphs.store.filters import quote
 
 SECTION_LIMIT = 1000
 """Most chunks one section lookup reads (Milvus caps a query's limit; a section is far smaller)."""

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from rag_graphs.store.embeddings import EMBEDDED, load_embeddings
-    from rag_graphs.store.filters import access_filter, all_of, ids_filter, quote
+    from rag_graphs.store.filters import access_filter, ids_filter, quote
     from rag_graphs.store.index import ChunkIndex, open_index
     from rag_graphs.store.lite import StoreLockedError
 
@@ -29,7 +29,6 @@ _HOMES = {
     "open_index": "rag_graphs.store.index",
     "StoreLockedError": "rag_graphs.store.lite",
     "access_filter": "rag_graphs.store.filters",
-    "all_of": "rag_graphs.store.filters",
     "ids_filter": "rag_graphs.store.filters",
     "quote": "rag_graphs.store.filters",
 }
@@ -40,7 +39,6 @@ __all__ = [
     "ChunkIndex",
     "StoreLockedError",
     "access_filter",
-    "all_of",
     "ids_filter",
     "load_embeddings",
     "open_index",

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from rag_graphs.config.specs import check_filter
+from rag_graphs.config.specs import all_of
 from rag_graphs.store.fields import PRIMARY_FIELD, TAGS_FIELD, TENANT_FIELD
 
 if TYPE_CHECKING:
@@ -48,19 +48,6 @@ def access_filter(
     if sources:
         parts.append(f"source in [{', '.join(quote(s) for s in sources)}]")
     return " and ".join(parts) or None
-
-
-def all_of(*exprs: str | None) -> str | None:
-    """The conjunction of the given expressions (None when there are none).
-
-    Each is checked to be one self-contained expression (``check_filter``) and
-    parenthesised, so no expression can widen another: an operator's filter
-    cannot cancel the access labels it is combined with.
-    """
-    present = [check_filter(e) for e in exprs if e]
-    if len(present) <= 1:
-        return present[0] if present else None
-    return " and ".join(f"({e})" for e in present)
 
 
 def search_expr(ctx: RagContext) -> str | None:

@@ -8,6 +8,7 @@ from typing import Any
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
+from rag_graphs.config.specs import all_of
 from rag_graphs.store.fields import (
     _DENSE_SEARCH,
     _SPARSE_SEARCH,
@@ -19,7 +20,7 @@ from rag_graphs.store.fields import (
     TEXT_FIELD,
     SearchMode,
 )
-from rag_graphs.store.filters import all_of, ids_filter
+from rag_graphs.store.filters import ids_filter
 from rag_graphs.store.keywords import STOP_WORDS, keyword_query
 
 

@@ -7,8 +7,9 @@ import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.language_models import GenericFakeChatModel
 
-from rag_graphs.config.context import RagContext, get_context
+from rag_graphs.config.context import RagContext
 from rag_graphs.config.graph_search import GraphSearchOptions
+from rag_graphs.config.runtime import get_context
 
 
 def test_defaults_come_from_the_environment(monkeypatch):

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from rag_graphs.config.context import ENV_DEFAULTS
 from rag_graphs.config.errors import SetupError
+from rag_graphs.config.runtime import ENV_DEFAULTS
 from rag_graphs.methods import get_graph
 
 QUESTION = "Where was Ilsa Brandt born?"

@@ -13,8 +13,9 @@ import pytest
 from rag_graphs.ingestion import ingest
 
 from rag_graphs.config.context import RagContext
+from rag_graphs.config.specs import all_of
 from rag_graphs.search.retrieval import search
-from rag_graphs.store import ChunkIndex, access_filter, all_of
+from rag_graphs.store import ChunkIndex, access_filter
 
 QUERY = "glider dive depth"
 
@@ -107,7 +108,7 @@ def test_the_breakout_through_retrieval_finds_no_other_tenants_chunk(two_tenants
 
 
 def test_balanced_filters_pass_unchanged():
-    from rag_graphs.store.filters import check_filter
+    from rag_graphs.config.specs import check_filter
 
     for expr in WRAPPED:
         assert check_filter(expr) == expr
