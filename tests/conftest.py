@@ -22,6 +22,10 @@ if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
     _share = usable_cpus() // int(os.environ["PYTEST_XDIST_WORKER_COUNT"])
     os.environ[LLAMA_THREADS_ENV] = str(max(1, _share))
 
+import socket  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
 from importlib import resources  # noqa: E402
 from pathlib import Path  # noqa: E402
 
@@ -188,3 +192,40 @@ def standin():
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield f"http://127.0.0.1:{server.server_port}", received
     server.shutdown()
+
+
+@pytest.fixture
+def server_uri(tmp_path):
+    """A Milvus server on loopback (milvus-lite serving a data directory over gRPC), stopped after."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "milvus_lite",
+            "server",
+            "--data-dir",
+            str(tmp_path / "served"),
+            "--port",
+            str(port),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            if proc.poll() is not None:
+                pytest.fail(f"milvus-lite server exited with {proc.returncode}")
+            time.sleep(0.2)
+    else:
+        proc.kill()
+        pytest.fail("milvus-lite server did not listen within 60 s")
+    yield f"http://127.0.0.1:{port}"
+    proc.terminate()
+    proc.wait(timeout=30)

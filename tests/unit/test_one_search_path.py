@@ -150,3 +150,39 @@ def test_an_evaluator_run_with_per_question_filters_builds_one_plan(
     rows = read_rows(run)
     assert len(rows) == 3 and all(r["recall"] == 1.0 for r in rows)  # each question its own filter
     assert len(counted_plans) == 1, counted_plans
+
+
+def test_a_delete_by_another_process_misses_the_cache_of_a_long_running_one(
+    server_uri, demo_corpus, make_context, fake_embeddings
+):
+    """Two real processes on one Milvus server: this one searches (the second search is a cache
+    hit), another process deletes the file it found, and this one's next search misses the cache
+    and does not serve the deleted text (attack round 3: it did, "search cache hit")."""
+    import subprocess
+    import sys
+    import textwrap
+
+    from rag_graphs.store import ChunkIndex
+
+    index = ChunkIndex(uri=server_uri, collection="shared", embeddings=fake_embeddings)
+    ingest([demo_corpus], index=index, progress=False, timeout=None)
+    for mode in ("hybrid", "graph"):
+        ctx = make_context(
+            chat_model=_constant(), k=3, store_uri=server_uri, collection="shared", search_mode=mode
+        )
+        first = _ask(ctx)
+        assert _said_cached(_ask(ctx))
+        gone = first["documents"][0].metadata["source"]
+        script = textwrap.dedent(
+            f"""
+            from langchain_core.embeddings import DeterministicFakeEmbedding
+            from rag_graphs.store import ChunkIndex
+            embeddings = DeterministicFakeEmbedding(size=32)
+            index = ChunkIndex(uri={server_uri!r}, collection="shared", embeddings=embeddings)
+            assert index.delete_source({gone!r}) > 0
+            """
+        )
+        subprocess.run([sys.executable, "-c", script], check=True, timeout=300)
+        again = _ask(ctx)
+        assert not _said_cached(again), mode
+        assert gone not in {d.metadata["source"] for d in again["documents"]}, mode

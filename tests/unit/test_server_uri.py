@@ -2,51 +2,9 @@
 
 from __future__ import annotations
 
-import socket
-import subprocess
-import sys
-import time
-
-import pytest
 from rag_graphs.ingestion import ingest
 
 from rag_graphs.store import ChunkIndex
-
-
-@pytest.fixture
-def server_uri(tmp_path):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "milvus_lite",
-            "server",
-            "--data-dir",
-            str(tmp_path / "served"),
-            "--port",
-            str(port),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            if proc.poll() is not None:
-                pytest.fail(f"milvus-lite server exited with {proc.returncode}")
-            time.sleep(0.2)
-    else:
-        proc.kill()
-        pytest.fail("milvus-lite server did not listen within 60 s")
-    yield f"http://127.0.0.1:{port}"
-    proc.terminate()
-    proc.wait(timeout=30)
 
 
 def test_a_server_uri_ingests_searches_and_serves_two_clients(server_uri, demo_corpus, fake_embeddings):
