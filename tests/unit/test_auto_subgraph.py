@@ -26,12 +26,26 @@ from rag_graphs.llm.faults import RunFailed
 from rag_graphs.methods import get_graph
 from rag_graphs.methods.auto import route_kind
 from rag_graphs.run import Progress, Resumed, Step, arun, run, stream
-from tests.unit.test_faults import StatusError, scripted
+from tests.unit.test_faults import Scripted, StatusError, scripted
 from tests.unit.test_run import CHAIN, FIRST_HALF, QUESTION, SECOND_HALF
 
 KIND = '{"kind": "multi_hop"}'
 ROUTED = {"routes": "single_hop=naive,multi_hop=fixed_step", "router": "llm", "k": 1, "search_cache": 0}
 NO_ANSWER = AssertionError("the answer must not be written")
+
+
+class TwoWays(Scripted):
+    """``Scripted`` with a native async path; ``ways`` says which path each call took."""
+
+    ways: list = []
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+        self.ways.append("sync")
+        return Scripted._generate(self, messages, stop, **kwargs)
+
+    async def _agenerate(self, messages, stop=None, run_manager=None, **kwargs):
+        self.ways.append("async")
+        return Scripted._generate(self, messages, stop, **kwargs)
 
 
 def _run(asynchronous: bool, *args, **kwargs) -> dict:
@@ -119,9 +133,10 @@ def test_a_run_failed_inside_the_routed_method_resumes_at_the_failed_node(
     assert [s["node"] for s in failed.value.result["steps"]] == ["classify", *CHAIN[:3], "next_query"]
     assert len(broken.calls) == 4
 
-    fixed = scripted(*SECOND_HALF)  # a rerun classify would take the first reply and misroute
+    fixed = TwoWays(script=list(SECOND_HALF), calls=[], ways=[])  # a rerun classify would misroute
     out = _run(asynchronous, "auto", QUESTION, make_context(chat_model=fixed, **ROUTED), **thread)
     assert len(fixed.calls) == 3  # next_query, intermediate, generate: classify and hop 1 did not run again
+    assert fixed.ways == ["async" if asynchronous else "sync"] * 3  # arun awaits the routed graph
     assert out["answer"] == "Korvik [1]." and out["citations"]
     assert [s["node"] for s in out["steps"] if s["kind"] != "error"] == ["classify", *CHAIN]
     assert out["usage"]["llm_calls"] == 6 and out["usage"]["retrievals"] == 2  # nothing counted twice
