@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
+from pathlib import Path
 from typing import get_args, get_type_hints
 
 import pytest
@@ -26,6 +28,8 @@ from rag_graphs.llm.faults import RunFailed
 from rag_graphs.methods import get_graph
 from rag_graphs.methods.auto import route_kind
 from rag_graphs.run import Progress, Resumed, Step, arun, run, stream
+from tests import crash_worker as worker
+from tests.unit import test_crash_resume as crash
 from tests.unit.test_faults import Scripted, StatusError, scripted
 from tests.unit.test_run import CHAIN, FIRST_HALF, QUESTION, SECOND_HALF
 
@@ -164,3 +168,60 @@ def test_eval_retrieval_only_with_auto_makes_no_answer_call(tiny, make_context, 
         assert row["method"] == "auto" and row["error"] is None
         assert row["stopped_before"] == "generate" and row["prediction"] == "" and row["llm_calls"] == 4
         assert row["retrievals"] >= 1 and row["recall_at_5"] is not None and row["f1"] is None
+
+
+def _subgraph_steps(db: Path, thread: str) -> list[int]:
+    """The ``step`` of every checkpoint the routed method (a subgraph: its own namespace) saved."""
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+            rows = conn.execute(
+                "SELECT metadata FROM checkpoints WHERE thread_id = ? AND checkpoint_ns LIKE 'fixed_step:%'",
+                (thread,),
+            ).fetchall()
+    except sqlite3.OperationalError:  # not created yet
+        return []
+    return sorted(json.loads(metadata)["step"] for (metadata,) in rows)
+
+
+@pytest.mark.timeout(240)
+def test_a_run_killed_inside_the_routed_method_resumes_there(tmp_path: Path) -> None:
+    """A real process running ``auto`` is killed (``kill -9``) in fixed_step's third model call;
+    another process resumes the thread: neither classify nor fixed_step's first hop runs again."""
+    store, db, log = tmp_path / "crash.db", tmp_path / "checkpoints.sqlite", tmp_path / "calls.jsonl"
+    common = ("graph", "--store", store, "--db", db, "--thread", "t", "--log", log, "--method", "auto")
+    output = tmp_path / "victim.out"
+    victim = crash._start(output, *common, "--out", tmp_path / "victim.json", "--hang-at", 4)
+    try:
+        crash._wait_until(
+            lambda: any(r["event"] == "hang" for r in crash._jsonl(log)), victim, "hang", output
+        )
+        # fixed_step's intermediate (its step 4) is saved in the background: wait for it
+        crash._wait_until(lambda: 4 in _subgraph_steps(db, "t"), victim, "the subgraph's step 4", output)
+        crash._kill9(victim)
+    finally:
+        crash._stop(victim)
+    killed = crash._jsonl(log)
+    assert [(r["step"], r["event"]) for r in killed] == [
+        ("classify", "call"),
+        ("first_query", "call"),
+        ("intermediate", "call"),
+        ("next_query", "hang"),
+    ]
+    with SqliteSaver.from_conn_string(str(db)) as saver:
+        state = get_graph("auto", checkpointer=saver).get_state(
+            {"configurable": {"thread_id": "t"}}, subgraphs=True
+        )
+    assert state.next == ("fixed_step",) and state.tasks[0].state.next == ("next_query",)
+
+    output = tmp_path / "resumer.out"
+    resumer = crash._start(output, *common, "--out", tmp_path / "resumed.json", "--resume")
+    try:
+        assert resumer.wait(timeout=crash.WAIT_SECONDS) == 0, crash._tail(output)
+    finally:
+        crash._stop(resumer)
+    resumed = json.loads((tmp_path / "resumed.json").read_text())
+    after = crash._jsonl(log)[len(killed) :]
+    assert [(r["pid"], r["step"]) for r in after] == [(resumer.pid, s) for s in crash.STEPS[2:]]
+    assert resumed["answer"] == worker.REPLIES["generate"] and resumed["pending"] == []
+    assert [s["node"] for s in resumed["steps"]] == ["classify", *CHAIN]
+    assert resumed["usage"]["llm_calls"] == 6 and resumed["usage"]["retrievals"] == 2  # none counted twice
