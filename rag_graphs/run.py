@@ -22,7 +22,7 @@ reuse them:
   method would write its answer (LangGraph's ``interrupt_before`` on ``ANSWER_NODES``),
   so its final context (``documents``, one ranking, best first), ``steps`` and
   ``usage`` cost no answer call: how ``rag-graphs eval --retrieval-only`` measures
-  retrieval. See ``RunOptions.stop_before_answer`` for the methods that answer elsewhere.
+  retrieval (``auto``: inside the method it routes to). See ``RunOptions.stop_before_answer``.
 
 Example::
 
@@ -49,7 +49,6 @@ from typing_extensions import TypedDict, Unpack
 from rag_graphs.config.context import RagContext
 from rag_graphs.config.threads import DEFAULT_CHECKPOINTS as DEFAULT_CHECKPOINTS  # re-exported: it lived here
 from rag_graphs.config.threads import checkpoint_file, damaged_as_error, thread_lock
-from rag_graphs.state import OutputState
 
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
@@ -132,17 +131,14 @@ class RunOptions(TypedDict, total=False):
     """True (default) raises ``RunFailed`` when a node fails for good; False ends the run
     with its partial result instead (with ``error`` set): for loops that must go on."""
     stop_before_answer: bool
-    """True ends the run right before a node of ``ANSWER_NODES`` would run: the result
-    is the state so far (``documents``, the final context as one ranking; ``steps``;
-    ``usage``), with ``answer`` empty, ``citations`` empty and ``stopped_before`` naming
-    the node. Without ``thread_id`` the run checkpoints in memory (an ``InMemorySaver``
-    of its own, gone with the run); on a ``thread_id``, calling again with this False
-    writes the answer from the stored context, and calling with it True returns the
-    stored context again. Some runs end without reaching such a node, and then carry
-    an answer and no ``stopped_before``: IterDRAG when its ``iterate`` step writes the
-    final answer itself, ReAct when its agent does; ``auto`` stops before
-    ``answer_directly`` but runs the method it dispatches to in full, answer included
-    (the dispatched graph runs inside one node, where no interrupt reaches)."""
+    """True ends the run right before a node of ``ANSWER_NODES`` would run (``auto``'s own
+    ``answer_directly``, or the answer node of the method it routes to): the result is the
+    state so far (``documents``, the final context as one ranking; ``steps``; ``usage``), with
+    ``answer`` and ``citations`` empty and ``stopped_before`` naming the node. Without
+    ``thread_id`` the run checkpoints in memory (an ``InMemorySaver`` of its own); on a
+    ``thread_id``, calling again with this False writes the answer from the stored context,
+    with it True returns the stored context again. A run that answers elsewhere carries its
+    answer and no ``stopped_before``: IterDRAG when ``iterate`` answers, ReAct when its agent does."""
 
 
 def run(
@@ -185,11 +181,6 @@ def astream(
     return _aevents(_Run(method, question, context, **options))
 
 
-def output_of(values: Mapping[str, Any]) -> dict[str, Any]:
-    """The answer contract's fields of a graph state (what a finished run returns)."""
-    return {k: v for k, v in values.items() if k in OutputState.__annotations__}
-
-
 # -- one run's rules, shared by the sync and async drivers --------------------------------------
 
 
@@ -210,12 +201,15 @@ class _Run:
     done: bool = False
     result: dict[str, Any] = field(default_factory=dict)
     steps: int = 0
+    nested: frozenset[str] = frozenset()  # the graph's nodes that run a subgraph (auto's methods)
 
     def graph(self, saver: BaseCheckpointSaver[Any] | None) -> CompiledStateGraph[Any, Any, Any, Any]:
         """The method's graph; a fresh compilation bound to ``saver`` when there is a thread."""
         from rag_graphs.methods import get_graph
 
-        return get_graph(self.method, checkpointer=saver)
+        graph = get_graph(self.method, checkpointer=saver)
+        self.nested = frozenset(name for name, _ in graph.get_subgraphs())
+        return graph
 
     @functools.cached_property
     def checkpoint_thread(self) -> str | None:
@@ -225,24 +219,28 @@ class _Run:
             return f"stop-before-answer-{uuid.uuid4().hex}"
         return self.thread_id
 
-    def interrupts(self, graph: CompiledStateGraph[Any, Any, Any, Any]) -> dict[str, Any]:
-        """``interrupt_before=`` the graph's answer nodes when the run stops before its answer."""
+    def stream_kwargs(self, graph: CompiledStateGraph[Any, Any, Any, Any]) -> dict[str, Any]:
+        """``stream_args``, and ``interrupt_before=`` the graph's answer nodes when the run stops there."""
         if not self.stop_before_answer:
-            return {}
-        return {"interrupt_before": [node for node in ANSWER_NODES if node in graph.nodes]}
+            return self.stream_args
+        return {**self.stream_args, "interrupt_before": [n for n in ANSWER_NODES if n in graph.nodes]}
 
     @functools.cached_property
     def stream_args(self) -> dict[str, Any]:
         """Keyword arguments of ``graph.stream`` / ``graph.astream`` (besides the input)."""
         from rag_graphs.config.tracing import trace_config
+        from rag_graphs.nodes.subgraphs import INTERRUPT_SUBGRAPHS_BEFORE
 
         ctx = self.context or RagContext()
         config: dict[str, Any] = dict(
             self.config if self.config is not None else trace_config(ctx, self.method)
         )
+        configurable = config["configurable"] = dict(config.get("configurable", {}))
         if self.checkpoint_thread is not None:
-            config["configurable"] = {**config.get("configurable", {}), "thread_id": self.checkpoint_thread}
-        return {"context": ctx, "config": config, "stream_mode": list(self.modes)}
+            configurable["thread_id"] = self.checkpoint_thread
+        if self.stop_before_answer:  # interrupt_before reaches no subgraph: auto's method reads this
+            configurable[INTERRUPT_SUBGRAPHS_BEFORE] = list(ANSWER_NODES)
+        return {"context": ctx, "config": config, "stream_mode": list(self.modes), "subgraphs": True}
 
     def begin(self, state: StateSnapshot | None) -> list[RunEvent]:
         """Decide the graph's input from the thread's saved state (None: no thread).
@@ -254,6 +252,8 @@ class _Run:
         follows a finished run (``begin`` resets the state) and is refused beside an
         unfinished one, which stays resumable (``ThreadConflict``).
         """
+        from rag_graphs.nodes.subgraphs import contract
+
         if state is None or not state.values or self.thread_id is None:
             self.inputs = {"question": self.question}
             return []
@@ -268,39 +268,37 @@ class _Run:
             self.inputs = {"question": self.question}
             return []
         resumed = Resumed(self.thread_id, tuple(state.next))
-        stopped = self.stopped_at(state)
+        stopped = self.stopped(state)
         self.done = resumed.finished or stopped is not None
         if not self.done:
             return [resumed]
-        return [resumed, Finished(self.stopped(output_of(state.values), stopped))]
+        return [resumed, Finished(stopped or contract(state.values))]
 
-    def stopped_at(self, state: StateSnapshot) -> str | None:
-        """The answer node this run stops before, when the checkpointed run waits there."""
-        if not self.stop_before_answer:
-            return None
-        return next((node for node in state.next if node in ANSWER_NODES), None)
+    def stopped(self, state: StateSnapshot | None) -> dict[str, Any] | None:
+        """The result when this run stops before its answer and the checkpointed run (or its
+        subgraph, ``auto``'s routed method) waits there: the answer contract so far, no answer."""
+        from rag_graphs.nodes.subgraphs import waiting_before
 
-    @staticmethod
-    def stopped(result: dict[str, Any], node: str | None) -> dict[str, Any]:
-        """The result of a run stopped before ``node`` (the answer contract, no answer yet)."""
-        if node is None:
-            return result
-        return {**result, "answer": "", "citations": [], "stopped_before": node}
+        stop = waiting_before(state, ANSWER_NODES) if state is not None and self.stop_before_answer else None
+        return None if stop is None else {**stop[1], "answer": "", "citations": [], "stopped_before": stop[0]}
 
-    def read(self, mode: str, chunk: Any) -> list[RunEvent]:
-        """Events of one ``(mode, chunk)`` of LangGraph's stream; the latest state is kept."""
+    def read(self, namespace: tuple[str, ...], mode: str, chunk: Any) -> list[RunEvent]:
+        """Events of one ``(namespace, mode, chunk)`` of LangGraph's stream (``()``: the graph's own,
+        whose state is kept); a subgraph's steps are read as it writes them, not from its node's update."""
         if mode == "custom" and isinstance(chunk, Mapping):
             details = {k: v for k, v in chunk.items() if k not in ("node", "event")}
             return [Progress(str(chunk.get("node", "")), str(chunk.get("event", "")), details)]
-        if mode == "updates" and isinstance(chunk, Mapping):
+        if mode == "updates" and isinstance(chunk, Mapping) and len(namespace) <= 1:
             events: list[RunEvent] = []
-            for update in chunk.values():
+            for node, update in chunk.items():
+                if not namespace and node in self.nested:
+                    continue
                 written = update.get("steps", []) if isinstance(update, Mapping) else []
                 for step in written if isinstance(written, list) else []:  # not begin's reset
                     self.steps += 1
                     events.append(Step(self.steps, step))
             return events
-        if mode == "values" and isinstance(chunk, Mapping):
+        if mode == "values" and isinstance(chunk, Mapping) and not namespace:
             self.result = dict(chunk)
         return []
 
@@ -319,20 +317,20 @@ def _events(run: _Run) -> Iterator[RunEvent]:
     with _saver(run) as saver:
         graph = run.graph(saver)
         config = run.stream_args["config"]
-        yield from run.begin(graph.get_state(config) if run.thread_id is not None else None)
+        yield from run.begin(graph.get_state(config, subgraphs=True) if run.thread_id is not None else None)
         if run.done:
             return
         try:
-            for mode, chunk in graph.stream(run.inputs, **run.stream_args, **run.interrupts(graph)):
-                yield from run.read(mode, chunk)
+            for namespace, mode, chunk in graph.stream(run.inputs, **run.stream_kwargs(graph)):
+                yield from run.read(namespace, mode, chunk)
         except RunFailed as error:
             yield run.fail(error)
             return
         except GraphRecursionError as error:
             yield run.fail(recursion_failure(error, run.result))
             return
-        stopped = run.stopped_at(graph.get_state(config)) if run.stop_before_answer else None
-        yield Finished(run.stopped(run.result, stopped))
+        state = graph.get_state(config, subgraphs=True) if run.stop_before_answer else None
+        yield Finished(run.stopped(state) or run.result)
 
 
 async def _aevents(run: _Run) -> AsyncIterator[RunEvent]:
@@ -343,13 +341,14 @@ async def _aevents(run: _Run) -> AsyncIterator[RunEvent]:
     async with _asaver(run) as saver:
         graph = run.graph(saver)
         config = run.stream_args["config"]
-        for event in run.begin(await graph.aget_state(config) if run.thread_id is not None else None):
+        saved = await graph.aget_state(config, subgraphs=True) if run.thread_id is not None else None
+        for event in run.begin(saved):
             yield event
         if run.done:
             return
         try:
-            async for mode, chunk in graph.astream(run.inputs, **run.stream_args, **run.interrupts(graph)):
-                for event in run.read(mode, chunk):
+            async for namespace, mode, chunk in graph.astream(run.inputs, **run.stream_kwargs(graph)):
+                for event in run.read(namespace, mode, chunk):
                     yield event
         except RunFailed as error:
             yield run.fail(error)
@@ -357,8 +356,8 @@ async def _aevents(run: _Run) -> AsyncIterator[RunEvent]:
         except GraphRecursionError as error:
             yield run.fail(recursion_failure(error, run.result))
             return
-        stopped = run.stopped_at(await graph.aget_state(config)) if run.stop_before_answer else None
-        yield Finished(run.stopped(run.result, stopped))
+        state = await graph.aget_state(config, subgraphs=True) if run.stop_before_answer else None
+        yield Finished(run.stopped(state) or run.result)
 
 
 def _memory_saver(run: _Run) -> Any:

@@ -1,6 +1,7 @@
 """The victim process of ``tests/unit/test_crash_resume.py``: a graph run or an ingest to ``kill -9``.
 
     python -m tests.crash_worker graph --store S --db D --thread T --log L --out O [--hang-at N] [--resume]
+                                       [--method auto]
     python -m tests.crash_worker ingest --folder F --store S --progress P --group G
                                         (--hang-at K | --hang-after-file M)
 
@@ -9,7 +10,8 @@
 alone (so every process gives the same reply to the same step), appends every call to ``--log``
 before answering, and never returns from call ``--hang-at``: the parent kills it there. With
 ``--resume`` the run continues the thread's last checkpoint (``graph.invoke(None, config)``).
-The output contract is written to ``--out`` as JSON.
+The output contract is written to ``--out`` as JSON. ``--method auto`` runs ``auto`` instead, whose
+router (the chat model: one call, ``classify``) sends the question to ``fixed_step`` as a subgraph.
 
 ``ingest`` ingests ``--folder`` with fake embeddings, ``--group`` chunks embedded per call, and
 hangs in embedding call ``--hang-at`` (a group in flight, nothing of it stored) or right after
@@ -41,6 +43,7 @@ QUESTION = "In which town was the founder of the Velmora Institute born?"
 COLLECTION = "test"
 HANG_SECONDS = 3600.0
 REPLIES = {
+    "classify": '{"kind": "multi_hop"}',
     "first_query": "Search query: who founded the Velmora Institute",
     "next_query": "Ilsa Brandt birthplace",
     "generate": "The founder, Ilsa Brandt, was born in Korvik [2].",
@@ -72,6 +75,7 @@ def step_of(messages: list[BaseMessage]) -> str:
     """Which ``fixed_step`` node sent ``messages``, read from its system prompt."""
     system = str(messages[0].content)
     for marker, step in (
+        ("You route questions", "classify"),
         ("finds the first fact", "first_query"),
         ("the next missing fact", "next_query"),
         ("answer a search query in one short sentence", "intermediate"),
@@ -122,8 +126,17 @@ def ensure_demo_store(store: str) -> None:
             raise RuntimeError(report.summary())
 
 
-def run_graph(store: str, db: str, thread: str, log: str, *, hang_at: int = 0, resume: bool = False) -> dict:
-    """Run (or resume) ``fixed_step`` on ``thread``, checkpointed in SQLite ``db``; a JSON-able summary."""
+def run_graph(
+    store: str,
+    db: str,
+    thread: str,
+    log: str,
+    *,
+    hang_at: int = 0,
+    resume: bool = False,
+    method: str = "fixed_step",
+) -> dict:
+    """Run (or resume) ``method`` on ``thread``, checkpointed in SQLite ``db``; a JSON-able summary."""
     from langgraph.checkpoint.sqlite import SqliteSaver
 
     from rag_graphs.config.context import RagContext
@@ -139,10 +152,12 @@ def run_graph(store: str, db: str, thread: str, log: str, *, hang_at: int = 0, r
         collection=COLLECTION,
         k=2,
         fixed_hops=2,
+        router="llm",  # auto's
+        routes={"multi_hop": "fixed_step"},
     )
     conn = sqlite3.connect(db, check_same_thread=False)
     try:
-        graph = get_graph("fixed_step", checkpointer=SqliteSaver(conn))
+        graph = get_graph(method, checkpointer=SqliteSaver(conn))
         config = {"configurable": {"thread_id": thread}}
         out = graph.invoke(None if resume else {"question": QUESTION}, config=config, context=context)
         pending = list(graph.get_state(config).next)
@@ -224,6 +239,7 @@ def main(argv: list[str] | None = None) -> int:
         graph.add_argument(name, required=True)
     graph.add_argument("--hang-at", type=int, default=0)
     graph.add_argument("--resume", action="store_true")
+    graph.add_argument("--method", choices=("fixed_step", "auto"), default="fixed_step")
     ingest = modes.add_parser("ingest")
     for name in ("--folder", "--store", "--progress"):
         ingest.add_argument(name, required=True)
@@ -233,7 +249,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.mode == "graph":
         result = run_graph(
-            args.store, args.db, args.thread, args.log, hang_at=args.hang_at, resume=args.resume
+            args.store,
+            args.db,
+            args.thread,
+            args.log,
+            hang_at=args.hang_at,
+            resume=args.resume,
+            method=args.method,
         )
         Path(args.out).write_text(json.dumps(result, default=str))
     else:

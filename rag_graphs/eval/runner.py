@@ -127,7 +127,7 @@ def score_row(
         "model_seconds": timer.model_seconds,
         "search_seconds": timer.search_seconds,
         "retrieval_only": retrieval_only,
-        # where the run stopped (None: it answered anyway, e.g. ``auto``'s dispatched method)
+        # where the run stopped (None: it answered without an answer node, e.g. IterDRAG's iterate)
         **({"stopped_before": out.get("stopped_before")} if retrieval_only else {}),
         # Error texts can quote a URL or header with a key in it (HTTP client errors).
         "error": redact(str(error))[:500] if error else None,

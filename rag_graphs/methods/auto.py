@@ -1,7 +1,7 @@
-"""Adaptive router (in the spirit of Adaptive-RAG, Jeong et al. 2024): classify, then dispatch.
+"""Adaptive router (in the spirit of Adaptive-RAG, Jeong et al. 2024): classify, then route.
 
     START -> classify --(no_retrieval)--> answer_directly -> END
-                      \\--(single_hop | multi_hop | global_summary)--> dispatch -> END
+                      \\--(single_hop | multi_hop | global_summary)--> <method> -> END
 
 The classifier is ``RagContext.router``: ``examples`` (default) gives the
 question the kind of its nearest labelled example questions under the
@@ -11,19 +11,30 @@ with the 135M embedded model, which picks the first option it is offered);
 (default: single_hop=naive, multi_hop=ircot, global_summary=raptor), so cheap
 questions get cheap methods. Global questions go to RAPTOR, as in the method
 landscape, when the collection has a tree (``rag-graphs raptor build``); without
-one they go to RAG-Fusion and the first step says so. ``dispatch`` runs that method's compiled graph
-as a subgraph with the same context; its steps follow the router's own, and
-the first step says which kind was seen and which method was chosen.
+one they go to RAG-Fusion and the first step says so.
+
+Every method ``routes`` may name is a node of this graph, named as the method, that runs
+the method's own compiled graph as a LangGraph subgraph (``nodes.subgraphs``): its steps
+follow the router's, whose first step says which kind was seen and which method was
+chosen. As a subgraph the method checkpoints under its node's namespace with the run's
+checkpointer, so a run that failed or was killed inside it resumes at the method's failed
+node (classify and the method's earlier nodes do not run again); it streams its events
+and steps as they happen (``stream(..., subgraphs=True)``); ``get_state(config,
+subgraphs=True)`` shows where it waits; and it stops before its answer node when the run
+config names the stop under ``INTERRUPT_SUBGRAPHS_BEFORE`` (``rag_graphs.run``'s
+``stop_before_answer`` does). The subgraphs are the methods' module-level graphs, compiled
+once on import, never per run.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from pydantic import BaseModel
 
+from rag_graphs.catalog import METHODS
 from rag_graphs.config.context import RagContext
 from rag_graphs.config.fields import check_route
 from rag_graphs.config.runtime import get_context
@@ -34,9 +45,10 @@ from rag_graphs.nodes import make_generate
 from rag_graphs.nodes.builder import compile_method, new_builder
 from rag_graphs.nodes.chat import calls_usage, chat_model
 from rag_graphs.nodes.events import emit, step
+from rag_graphs.nodes.subgraphs import subgraph_node
 from rag_graphs.prompts import load_prompt
 from rag_graphs.search.retrieval import embeddings_for
-from rag_graphs.state import OutputState, RagState
+from rag_graphs.state import RagState
 from rag_graphs.text.question_kinds import Kind, classify_by_examples, examples_file
 
 _CLASSIFY = load_prompt("classify_question")
@@ -45,9 +57,40 @@ NO_TREE_METHOD = "rag_fusion"
 """Where questions routed to RAPTOR go when the collection has no tree."""
 
 
+RoutedMethod = Literal[
+    "naive",
+    "fixed_step",
+    "iterative",
+    "react",
+    "ircot",
+    "self_rag",
+    "crag",
+    "hyde",
+    "multi_query",
+    "rag_fusion",
+    "step_back",
+    "decomposition",
+    "planned",
+    "drag",
+    "iterdrag",
+    "raptor",
+    "hipporag",
+]
+"""The methods ``RagContext.routes`` may name (``config.fields.check_route``: every method but
+``auto``), each a node of this graph; spelled out so the router's return type names its targets."""
+
+ROUTED: tuple[RoutedMethod, ...] = get_args(RoutedMethod)
+if set(ROUTED) != set(METHODS) - {"auto"}:  # a method added to the catalog and not here
+    raise RuntimeError(
+        "rag_graphs/methods/auto.py: RoutedMethod must list every method of rag_graphs/catalog.py's "
+        f"METHODS but auto; differs by {sorted(set(ROUTED) ^ (set(METHODS) - {'auto'}))}"
+    )
+_ROUTE: dict[str, RoutedMethod] = {method: method for method in ROUTED}
+
+
 class AutoState(RagState, total=False):
     kind: str  # the question kind the classifier saw
-    method: str  # the method ``dispatch`` runs
+    method: str  # the method routed to ("answer directly" for no_retrieval)
 
 
 class QuestionKind(BaseModel):
@@ -95,16 +138,14 @@ def classify(state: AutoState, runtime: Runtime[RagContext]) -> dict:
     return {"kind": kind, "method": target, "steps": [step("decide", text=text)], "usage": spent}
 
 
-def dispatch(state: AutoState, runtime: Runtime[RagContext]) -> dict:
-    """Run the chosen method's graph; its answer, citations, documents, steps and usage are ours."""
-    ctx = get_context(runtime)
-    result = get_graph(state["method"]).invoke({"question": state["question"]}, context=ctx)
-    return {k: result[k] for k in OutputState.__annotations__ if k in result}
+def route_kind(state: AutoState) -> Literal["answer_directly", RoutedMethod]:
+    """No retrieval for questions that need none; every other kind goes to its method's node."""
+    return "answer_directly" if state.get("kind") == "no_retrieval" else _ROUTE[state["method"]]
 
 
-def route_kind(state: AutoState) -> Literal["answer_directly", "dispatch"]:
-    """No retrieval for questions that need none; every other kind goes to its method."""
-    return "answer_directly" if state.get("kind") == "no_retrieval" else "dispatch"
+_ROUTED_NODES = {method: subgraph_node(method, get_graph(method)) for method in ROUTED}
+"""One node per routable method, running the method's module-level graph (compiled once, on
+import) as a subgraph (``rag_graphs.nodes.subgraphs``): every compilation of ``build()`` shares them."""
 
 
 def build() -> StateGraph:
@@ -112,11 +153,12 @@ def build() -> StateGraph:
     builder = new_builder(AutoState)
     builder.add_node("classify", classify)
     builder.add_node("answer_directly", make_generate("answer_directly"))
-    builder.add_node("dispatch", dispatch)
     builder.add_edge(START, "classify")
     builder.add_conditional_edges("classify", route_kind)
     builder.add_edge("answer_directly", END)
-    builder.add_edge("dispatch", END)
+    for method, node in _ROUTED_NODES.items():
+        builder.add_node(method, node)
+        builder.add_edge(method, END)
     return builder
 
 
