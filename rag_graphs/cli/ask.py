@@ -117,7 +117,7 @@ def _follow(events: Iterable[RunEvent], method: str, live: bool, notices: Consol
 
     ``notices`` (resuming a thread) go to stderr under ``--json``, so stdout stays one JSON document.
     """
-    from rag_graphs.run import Finished, Progress, Resumed, Step
+    from rag_graphs.run import Finished, Progress, Resumed, StepEvent
 
     result: dict = {}
     with console.status(f"[bold]{safe(method)}[/] thinking...") as status:
@@ -133,7 +133,7 @@ def _follow(events: Iterable[RunEvent], method: str, live: bool, notices: Consol
                 status.update(f"[bold]{safe(method)}[/] {safe(event.node)}: {safe(event.event)}")
                 if live:
                     console.print(_event_line(event), highlight=False)
-            elif isinstance(event, Step) and live:
+            elif isinstance(event, StepEvent) and live:
                 console.print(_step_line(event.number, event.step), highlight=False)
             elif isinstance(event, Finished):
                 result = event.result

@@ -87,3 +87,31 @@ def thread_lock(path: str, thread_id: str) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+REPLAY_KEYS = ("rag_graphs_run", "rag_graphs_store_state")
+"""Checkpoint metadata (flat strings: LangGraph keeps only those) naming what a run read: a finished
+thread is replayed only for the same."""
+
+
+def replay_key(method: str, question: str, ctx: object, store_state: str) -> dict[str, str]:
+    """What makes a thread's stored result the answer to a new call: the method, the question, the
+    store and collection, the access it was read under (tenant, tags, sources, filter) and the
+    store's state (``store_state``: its row count and version marker), keyed as ``REPLAY_KEYS``.
+    Another tenant, store, method, or a delete since, and the result is not served again (attack
+    round 3: a thread replayed acme's passages to another tenant, and deleted text)."""
+    fields = (
+        "store_uri",
+        "collection",
+        "embeddings",
+        "tenant",
+        "tags",
+        "sources",
+        "search_filter",
+        "search_mode",
+    )
+    values = [method, question, *(repr(getattr(ctx, name, None)) for name in fields)]
+    own = getattr(ctx, "retriever", None)
+    values.append(f"own:{id(own)}" if own is not None else "")  # a retriever of one process: never replayed
+    digest = hashlib.sha256("\x1f".join(values).encode("utf-8")).hexdigest()[:32]
+    return dict(zip(REPLAY_KEYS, (digest, store_state), strict=True))

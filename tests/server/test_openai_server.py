@@ -26,7 +26,7 @@ from rag_graphs.llm.faults import RunFailed
 from rag_graphs.llm.models import capabilities, load_chat_model
 from rag_graphs.llm.structured import invoke_structured
 from rag_graphs.methods import get_graph
-from rag_graphs.run import Finished, Step, stream
+from rag_graphs.run import Finished, StepEvent, stream
 from rag_graphs.store import load_embeddings, open_index
 from tests.contract import check_contract
 
@@ -117,7 +117,7 @@ def test_streaming_through_the_server(ctx):
     chunks = list(model.stream("Name one colour."))
     assert len(chunks) > 1 and "".join(str(c.content) for c in chunks).strip()  # token by token
     events = list(stream("naive", "Where was Ilsa Brandt born?", ctx))
-    steps = [e for e in events if isinstance(e, Step)]
+    steps = [e for e in events if isinstance(e, StepEvent)]
     assert [s.step["node"] for s in steps] == ["retrieve", "generate"]
     assert isinstance(events[-1], Finished) and events[-1].result["usage"]["completion_tokens"] > 0
 
@@ -128,7 +128,7 @@ def test_a_server_killed_mid_run_is_retried_then_fails_clearly(ctx, doomed_serve
     started = time.monotonic()
     with pytest.raises(RunFailed) as failed:
         for event in stream("naive", "Where was Ilsa Brandt born?", doomed):
-            if isinstance(event, Step) and event.step["kind"] == "retrieve":
+            if isinstance(event, StepEvent) and event.step["kind"] == "retrieve":
                 doomed_server.kill()  # between the search and the answer call
     elapsed = time.monotonic() - started
     message = str(failed.value)

@@ -27,7 +27,7 @@ from rag_graphs.eval.rows import read_rows
 from rag_graphs.llm.faults import RunFailed
 from rag_graphs.methods import get_graph
 from rag_graphs.methods.auto import route_kind
-from rag_graphs.run import Progress, Resumed, Step, arun, run, stream
+from rag_graphs.run import Progress, Resumed, StepEvent, arun, run, stream
 from tests import crash_worker as worker
 from tests.unit import test_crash_resume as crash
 from tests.unit.test_faults import Scripted, StatusError, scripted
@@ -88,7 +88,7 @@ def test_stream_through_auto_yields_the_routed_methods_steps_and_progress_as_the
     model = scripted(KIND, *FIRST_HALF, *SECOND_HALF)
     events = list(stream("auto", QUESTION, make_context(chat_model=model, **ROUTED)))
     result = events[-1].result
-    steps = [e for e in events if isinstance(e, Step)]
+    steps = [e for e in events if isinstance(e, StepEvent)]
     assert [s.step["node"] for s in steps] == ["classify", *CHAIN] and result["answer"] == "Korvik [1]."
     assert [s.step for s in steps] == result["steps"]  # each step once, in order
     assert [s.number for s in steps] == list(range(1, len(CHAIN) + 2))
@@ -119,7 +119,7 @@ def test_a_thread_stopped_inside_the_routed_method_answers_when_asked_again(load
         stream("auto", QUESTION, make_context(chat_model=answer, **ROUTED), thread_id="s", checkpoints=db)
     )
     assert events[0] == Resumed("s", ("fixed_step",)) and len(answer.calls) == 1
-    assert [e.step["node"] for e in events if isinstance(e, Step)] == ["generate"]  # nothing redone
+    assert [e.step["node"] for e in events if isinstance(e, StepEvent)] == ["generate"]  # nothing redone
     result = events[-1].result
     assert result["answer"] == "Korvik [1]." and "stopped_before" not in result
     assert [s["node"] for s in result["steps"]] == ["classify", *CHAIN]

@@ -16,7 +16,7 @@ from rag_graphs.run import (
     Finished,
     Progress,
     Resumed,
-    Step,
+    StepEvent,
     ThreadConflict,
     arun,
     astream,
@@ -53,7 +53,7 @@ def test_stream_yields_progress_and_numbered_steps_then_the_result(loaded, make_
     assert not any(isinstance(e, Resumed) for e in events)  # no thread, nothing to resume
     result = events[-1].result
     assert result["answer"] == "Korvik [1]."
-    steps = [e for e in events if isinstance(e, Step)]
+    steps = [e for e in events if isinstance(e, StepEvent)]
     assert [s.number for s in steps] == list(range(1, len(result["steps"]) + 1))
     assert [s.step for s in steps] == result["steps"]  # each step streamed once, in order
     progress = [e for e in events if isinstance(e, Progress)]
@@ -71,8 +71,8 @@ def test_astream_yields_the_same_kinds_of_events(loaded, make_context):
         return [e async for e in astream("naive", QUESTION, make_context("Korvik [1].", k=1))]
 
     events = asyncio.run(collect())
-    assert {type(e) for e in events} == {Progress, Step, Finished} and isinstance(events[-1], Finished)
-    assert [s.step["node"] for s in events if isinstance(s, Step)] == ["retrieve", "generate"]
+    assert {type(e) for e in events} == {Progress, StepEvent, Finished} and isinstance(events[-1], Finished)
+    assert [s.step["node"] for s in events if isinstance(s, StepEvent)] == ["retrieve", "generate"]
 
 
 def test_a_failed_run_raises_with_its_partial_result_or_returns_it(loaded, make_context):
@@ -117,7 +117,7 @@ def test_a_thread_resumes_a_failed_run_at_the_failed_node(loaded, make_context, 
     )
     assert events[0] == Resumed("t1", ("next_query",)) and not events[0].finished
     assert len(fixed.calls) == 3  # next_query, intermediate, generate: nothing before the failure ran again
-    streamed = [e.step["node"] for e in events if isinstance(e, Step)]
+    streamed = [e.step["node"] for e in events if isinstance(e, StepEvent)]
     assert streamed == CHAIN[3:]  # only the steps of the resumed part are new
     result = events[-1].result
     assert [s["node"] for s in result["steps"] if s["kind"] != "error"] == CHAIN
@@ -240,7 +240,7 @@ def test_stop_before_answer_runs_a_multi_hop_chain_up_to_its_answer(loaded, make
         stream("fixed_step", QUESTION, make_context(chat_model=model, k=1), stop_before_answer=True)
     )
     assert len(model.calls) == 4  # first_query, intermediate, next_query, intermediate
-    assert [e.step["node"] for e in events if isinstance(e, Step)] == CHAIN[:-1]
+    assert [e.step["node"] for e in events if isinstance(e, StepEvent)] == CHAIN[:-1]
     assert isinstance(events[-1], Finished) and not events[-1].failed
     result = events[-1].result
     assert result["stopped_before"] == "generate" and result["usage"]["llm_calls"] == 4
@@ -276,5 +276,7 @@ def test_a_thread_stopped_before_its_answer_answers_when_asked_again(loaded, mak
         stream("naive", QUESTION, make_context(chat_model=answer, k=1), thread_id="s", checkpoints=db)
     )
     assert events[0] == Resumed("s", ("generate",)) and len(answer.calls) == 1
-    assert [e.step["node"] for e in events if isinstance(e, Step)] == ["generate"]  # retrieval not redone
+    assert [e.step["node"] for e in events if isinstance(e, StepEvent)] == [
+        "generate"
+    ]  # retrieval not redone
     assert events[-1].result["answer"] == "Korvik [1]." and "stopped_before" not in events[-1].result

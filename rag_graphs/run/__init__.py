@@ -10,12 +10,13 @@ reuse them:
   then carries an ``error`` message.
 - **Stream** (``stream`` / ``astream``): the same run as events, in order:
   ``Resumed`` (a checkpointed thread picked up), ``Progress`` (a node's custom
-  progress event), ``Step`` (a reasoning step the moment a node writes it) and
+  progress event), ``StepEvent`` (a reasoning step the moment a node writes it) and
   last ``Finished`` (the result).
 - **Resume**: with a ``thread_id``, every step is checkpointed in a SQLite file.
   Asking the same question on the same thread again continues a killed or failed
   run from its last completed step (nothing before it runs twice); a finished
-  thread returns its stored result without running anything. Another question
+  thread returns its stored result without running anything, when it was the same run (method,
+  store, access labels, store state: ``config.threads.replay_key``; else it runs anew). Another question
   follows a finished run as on a new thread (``begin`` resets the run state); beside an
   unfinished one (killed, failed, stopped) it is a ``ThreadConflict``: that run stays resumable.
 - **Stop before the answer** (``stop_before_answer=True``): the run ends where the
@@ -47,8 +48,15 @@ from typing import TYPE_CHECKING, Any
 from typing_extensions import TypedDict, Unpack
 
 from rag_graphs.config.context import RagContext
-from rag_graphs.config.threads import DEFAULT_CHECKPOINTS as DEFAULT_CHECKPOINTS  # re-exported: it lived here
-from rag_graphs.config.threads import checkpoint_file, damaged_as_error, thread_lock
+from rag_graphs.config.threads import (
+    DEFAULT_CHECKPOINTS,
+    REPLAY_KEYS,
+    checkpoint_file,
+    damaged_as_error,
+    replay_key,
+    thread_lock,
+)
+from rag_graphs.run.events import Finished, Progress, Resumed, RunEvent, StepEvent, ThreadConflict
 
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
@@ -64,56 +72,6 @@ ANSWER_NODES = ("generate", "answer_directly")
 
 STREAM_MODES = ("custom", "updates", "values")
 """Progress events, each node's update (for its steps), and the state after each step (the result)."""
-
-
-class ThreadConflict(ValueError):
-    """A thread holds an unfinished run of another question (a ``ValueError``: bad input)."""
-
-
-@dataclass(frozen=True)
-class Resumed:
-    """A checkpointed thread was picked up: it continues at ``next``, or finished before (``next`` empty)."""
-
-    thread_id: str
-    next: tuple[str, ...]
-
-    @property
-    def finished(self) -> bool:
-        """True when the thread's run had ended: its stored result follows, nothing runs."""
-        return not self.next
-
-
-@dataclass(frozen=True)
-class Progress:
-    """A node's custom progress event (``retrieve start query=...``), as it happens."""
-
-    node: str
-    event: str
-    details: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Step:
-    """One reasoning step the moment a node writes it; ``number`` counts from 1 within this stream."""
-
-    number: int
-    step: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class Finished:
-    """The run's result: the answer contract, or the partial one of a failed run (with ``error``)."""
-
-    result: dict[str, Any]
-
-    @property
-    def failed(self) -> bool:
-        """True for the partial result of a run that ended at a failing node."""
-        return bool(self.result.get("error"))
-
-
-RunEvent = Resumed | Progress | Step | Finished
-"""What ``stream`` and ``astream`` yield; ``Finished`` always comes last."""
 
 
 class RunOptions(TypedDict, total=False):
@@ -169,7 +127,7 @@ async def arun(
 def stream(
     method: str, question: str, context: RagContext | None = None, **options: Unpack[RunOptions]
 ) -> Iterator[RunEvent]:
-    """Run like ``run``, yielding ``Resumed``, ``Progress`` and ``Step`` events as they happen,
+    """Run like ``run``, yielding ``Resumed``, ``Progress`` and ``StepEvent`` events as they happen,
     then ``Finished`` (a failed run's partial result when ``raise_on_failure`` is False)."""
     return _events(_Run(method, question, context, **options))
 
@@ -238,11 +196,12 @@ class _Run:
         configurable = config["configurable"] = dict(config.get("configurable", {}))
         if self.checkpoint_thread is not None:
             configurable["thread_id"] = self.checkpoint_thread
+            config["metadata"] = {**config.get("metadata", {}), **self.replay}
         if self.stop_before_answer:  # interrupt_before reaches no subgraph: auto's method reads this
             configurable[INTERRUPT_SUBGRAPHS_BEFORE] = list(ANSWER_NODES)
         return {"context": ctx, "config": config, "stream_mode": list(self.modes), "subgraphs": True}
 
-    def begin(self, state: StateSnapshot | None) -> list[RunEvent]:
+    def start(self, state: StateSnapshot | None) -> list[RunEvent]:
         """Decide the graph's input from the thread's saved state (None: no thread).
 
         A thread never run (or no thread) starts from the question. A saved run of
@@ -258,6 +217,16 @@ class _Run:
             self.inputs = {"question": self.question}
             return []
         stored = state.values.get("question")
+        before = {key: dict(state.metadata or {}).get(key) for key in REPLAY_KEYS}
+        if stored == self.question and not state.next and before != self.replay:
+            self.inputs = {"question": self.question}  # finished, but not this run: runs anew
+            return []
+        if stored == self.question and state.next and before[REPLAY_KEYS[0]] != self.replay[REPLAY_KEYS[0]]:
+            raise ThreadConflict(
+                f"thread {self.thread_id!r} holds an unfinished run of this question under other "
+                "settings (method, store, collection or access labels): resume it with those, or use a "
+                "new --thread-id"
+            )
         if stored != self.question:
             if state.next:
                 raise ThreadConflict(
@@ -273,6 +242,18 @@ class _Run:
         if not self.done:
             return [resumed]
         return [resumed, Finished(stopped or contract(state.values))]
+
+    @functools.cached_property
+    def replay(self) -> dict[str, str]:
+        """This run's ``replay_key`` (the store's state read now, before the run reads anything)."""
+        from rag_graphs.search.retrieval import index_for
+
+        ctx = self.context or RagContext()
+        try:
+            state = index_for(ctx).fingerprint() if ctx.retriever is None else "own"
+        except Exception as exc:  # noqa: BLE001 - a missing store fails in begin, naming it
+            state = f"unreadable: {type(exc).__name__}"
+        return replay_key(self.method, self.question, ctx, state)
 
     def stopped(self, state: StateSnapshot | None) -> dict[str, Any] | None:
         """The result when this run stops before its answer and the checkpointed run (or its
@@ -296,7 +277,7 @@ class _Run:
                 written = update.get("steps", []) if isinstance(update, Mapping) else []
                 for step in written if isinstance(written, list) else []:  # not begin's reset
                     self.steps += 1
-                    events.append(Step(self.steps, step))
+                    events.append(StepEvent(self.steps, step))
             return events
         if mode == "values" and isinstance(chunk, Mapping) and not namespace:
             self.result = dict(chunk)
@@ -317,7 +298,7 @@ def _events(run: _Run) -> Iterator[RunEvent]:
     with _saver(run) as saver:
         graph = run.graph(saver)
         config = run.stream_args["config"]
-        yield from run.begin(graph.get_state(config, subgraphs=True) if run.thread_id is not None else None)
+        yield from run.start(graph.get_state(config, subgraphs=True) if run.thread_id is not None else None)
         if run.done:
             return
         try:
@@ -342,7 +323,7 @@ async def _aevents(run: _Run) -> AsyncIterator[RunEvent]:
         graph = run.graph(saver)
         config = run.stream_args["config"]
         saved = await graph.aget_state(config, subgraphs=True) if run.thread_id is not None else None
-        for event in run.begin(saved):
+        for event in run.start(saved):
             yield event
         if run.done:
             return
@@ -396,3 +377,20 @@ async def _asaver(run: _Run) -> AsyncIterator[Any]:
     with thread_lock(path, run.thread_id), damaged_as_error(path):
         async with AsyncSqliteSaver.from_conn_string(path) as saver:
             yield saver
+
+
+__all__ = [
+    "ANSWER_NODES",
+    "DEFAULT_CHECKPOINTS",
+    "Finished",
+    "Progress",
+    "Resumed",
+    "RunEvent",
+    "RunOptions",
+    "StepEvent",
+    "ThreadConflict",
+    "arun",
+    "astream",
+    "run",
+    "stream",
+]
