@@ -30,6 +30,7 @@ from rag_graphs.ingestion.report import FileResult, IngestReport
 from rag_graphs.ingestion.storing import Group, store_group
 from rag_graphs.ingestion.unchanged import UnchangedFiles
 
+from rag_graphs.config.fields import DEFAULT_STORE_URI
 from rag_graphs.entity_graph.build import has_graph
 from rag_graphs.entity_graph.entities import Extractor, load_extractor
 from rag_graphs.store.embeddings import (
@@ -40,6 +41,7 @@ from rag_graphs.store.embeddings import (
 )
 from rag_graphs.store.files import FileRecord, FileRecords
 from rag_graphs.store.index import ChunkIndex, open_index
+from rag_graphs.store.lite import is_local
 from rag_graphs.support.progress import progress_bar
 
 log = logging.getLogger(__name__)
@@ -102,7 +104,11 @@ def ingest(
     paths = sources.paths  # URLs replaced by their fetched files
     uri, collection, embeddings, model = _store_settings(uri, collection, embeddings, context)
     found = find_files(
-        paths, exclude=options.exclude, include=options.include, follow_links=options.follow_links
+        paths,
+        exclude=options.exclude,
+        include=options.include,
+        follow_links=options.follow_links,
+        avoid=own_folders(index.uri if index is not None else uri),
     )
     files = found.files
     report = IngestReport()
@@ -137,6 +143,7 @@ def ingest(
                 on_file(result)
     position = {str(path): i for i, path in enumerate(files)}
     report.files.sort(key=lambda r: position[r.path])
+    report.files += [FileResult(path=r.path, error=str(r)) for r in found.refused]
     report.files += [FileResult(path=url, error=why) for url, why in sources.failed.items()]
     for result in report.files:
         result.path = sources.origin.get(result.path, result.path)  # a fetched page shows as its URL
@@ -147,6 +154,15 @@ def ingest(
         report.graph = "entity graph: none yet (no chunk stored)"
     report.seconds = time.perf_counter() - start
     return report
+
+
+def own_folders(uri: str | None) -> dict[Path, str]:
+    """The folders an ingest never reads, each with why: the local store written to (its
+    Milvus Lite files gave one FAILED line each) and rag-graphs' default folder."""
+    own = {Path(DEFAULT_STORE_URI).parent: "rag-graphs' own folder (default store, checkpoints): not read"}
+    if uri and is_local(uri):
+        own[Path(uri).expanduser()] = "the store this ingest writes to (its own files): not read"
+    return own
 
 
 def _store_settings(
