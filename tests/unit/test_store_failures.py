@@ -51,25 +51,38 @@ def _free_loopback_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture
-def refusing_server():
-    """A gRPC server on loopback that answers every call as Milvus does a wrong password."""
+def _grpc_server(code: grpc.StatusCode, details: str):
+    """A gRPC server on loopback that fails every call with ``code``; its port."""
 
-    class Refuse(grpc.GenericRpcHandler):
+    class Fail(grpc.GenericRpcHandler):
         def service(self, handler_call_details):
-            def refuse(request, context):
-                context.abort(
-                    grpc.StatusCode.UNAUTHENTICATED,
-                    "auth check failure, please check username and password are correct",
-                )
+            def fail(request, context):
+                context.abort(code, details)
 
-            return grpc.unary_unary_rpc_method_handler(refuse)
+            return grpc.unary_unary_rpc_method_handler(fail)
 
     server = grpc.server(ThreadPoolExecutor(max_workers=2))
-    server.add_generic_rpc_handlers((Refuse(),))
-    port = server.add_insecure_port("127.0.0.1:0")
+    server.add_generic_rpc_handlers((Fail(),))
+    return server, server.add_insecure_port("127.0.0.1:0")
+
+
+@pytest.fixture
+def refusing_server():
+    """Answers every call as Milvus does a wrong password."""
+    server, port = _grpc_server(
+        grpc.StatusCode.UNAUTHENTICATED, "auth check failure, please check username and password are correct"
+    )
     server.start()
     yield f"http://root:{SECRET}@127.0.0.1:{port}"
+    server.stop(grace=None)
+
+
+@pytest.fixture
+def other_service():
+    """A gRPC service that is not Milvus (every Milvus method unknown to it)."""
+    server, port = _grpc_server(grpc.StatusCode.UNIMPLEMENTED, "Method not found!")
+    server.start()
+    yield f"http://127.0.0.1:{port}"
     server.stop(grace=None)
 
 
@@ -84,6 +97,11 @@ def test_a_server_refusing_the_credentials_is_one_line_saying_so(tmp_path, refus
     line = _one_line(_run("sources", "--store", refusing_server, cwd=tmp_path))
     assert "refused the credentials" in line and "MILVUS_TOKEN" in line
     assert SECRET not in line and "http://***@127.0.0.1:" in line
+
+
+def test_a_port_that_is_not_milvus_is_one_line_saying_so(tmp_path, other_service):
+    line = _one_line(_run("sources", "--store", other_service, cwd=tmp_path))
+    assert "does not answer as a Milvus server" in line and other_service in line
 
 
 def test_a_local_path_not_ending_in_db_is_named_not_a_store(tmp_path):
