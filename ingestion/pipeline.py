@@ -10,7 +10,6 @@ is ``ingest``'s own arguments.
 from __future__ import annotations
 
 import logging
-import stat
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -29,7 +28,9 @@ from rag_graphs.ingestion.convert.urls import UrlSources
 from rag_graphs.ingestion.options import IngestOptions, access_labels, options_with
 from rag_graphs.ingestion.report import FileResult, IngestReport
 from rag_graphs.ingestion.storing import Group, store_group
+from rag_graphs.ingestion.unchanged import UnchangedFiles
 
+from rag_graphs.config.fields import DEFAULT_STORE_URI
 from rag_graphs.entity_graph.entities import Extractor, load_extractor
 from rag_graphs.entity_graph.rows import has_graph
 from rag_graphs.store.embeddings import (
@@ -38,8 +39,9 @@ from rag_graphs.store.embeddings import (
     embeddings_identity,
     load_embeddings,
 )
-from rag_graphs.store.files import FileRecord, FileRecords, file_digest
+from rag_graphs.store.files import FileRecord, FileRecords
 from rag_graphs.store.index import ChunkIndex, open_index
+from rag_graphs.store.lite import is_local
 from rag_graphs.support.progress import progress_bar
 
 log = logging.getLogger(__name__)
@@ -102,7 +104,11 @@ def ingest(
     paths = sources.paths  # URLs replaced by their fetched files
     uri, collection, embeddings, model = _store_settings(uri, collection, embeddings, context)
     found = find_files(
-        paths, exclude=options.exclude, include=options.include, follow_links=options.follow_links
+        paths,
+        exclude=options.exclude,
+        include=options.include,
+        follow_links=options.follow_links,
+        avoid=own_folders(index.uri if index is not None else uri),
     )
     files = found.files
     report = IngestReport()
@@ -119,21 +125,25 @@ def ingest(
     else:
         extractor, report.graph = _graph_extractor(index, auto=wanted == "auto")
     records = FileRecords(index, options.chunk_settings(embeddings, embeddings_identity(index.embeddings)))
-    prepare = _preparer(options, embeddings, sources.source, records)
+    lookup = UnchangedFiles(files, records, sources.source, options.max_file_bytes, skip_check=options.force)
+    prepare = _preparer(options, embeddings, sources.source, lookup)
     # One thread converts locally (Docling's converter is used by one thread at a time), several
     # when a Docling Serve instance does the work.
     workers = 4 if options.docling_serve else 1
     report.skipped = found.skipped
+    unchanged = 0
     with progress_bar(total=len(files), desc="ingest", unit="file", disable=not progress) as bar:
         for result in _ingest_files(index, files, prepare, workers, extractor, records):
             report.files.append(result)
-            if result.unchanged:
-                bar.set_postfix_str(f"{len(report.unchanged)} unchanged", refresh=False)
+            if result.unchanged:  # counted here: report.unchanged lists every file (quadratic)
+                unchanged += 1
+                bar.set_postfix_str(f"{unchanged} unchanged", refresh=False)
             bar.update(1)
             if on_file:
                 on_file(result)
     position = {str(path): i for i, path in enumerate(files)}
     report.files.sort(key=lambda r: position[r.path])
+    report.files += [FileResult(path=r.path, error=str(r)) for r in found.refused]
     report.files += [FileResult(path=url, error=why) for url, why in sources.failed.items()]
     for result in report.files:
         result.path = sources.origin.get(result.path, result.path)  # a fetched page shows as its URL
@@ -144,6 +154,15 @@ def ingest(
         report.graph = "entity graph: none yet (no chunk stored)"
     report.seconds = time.perf_counter() - start
     return report
+
+
+def own_folders(uri: str | None) -> dict[Path, str]:
+    """The folders an ingest never reads, each with why: the local store written to (its
+    Milvus Lite files gave one FAILED line each) and rag-graphs' default folder."""
+    own = {Path(DEFAULT_STORE_URI).parent: "rag-graphs' own folder (default store, checkpoints): not read"}
+    if uri and is_local(uri):
+        own[Path(uri).expanduser()] = "the store this ingest writes to (its own files): not read"
+    return own
 
 
 def _store_settings(
@@ -175,25 +194,20 @@ def _preparer(
     options: IngestOptions,
     embeddings: str,
     source: Callable[[Path], str],
-    records: FileRecords,
+    lookup: UnchangedFiles,
 ) -> Callable[[Path], Prepared]:
     """The function that turns one file into its complete list of chunks (convert, chunk, caption),
-    unless ``records`` show its bytes stored already under the same chunk settings;
-    ``source`` names the file in its chunks (its real path, or the URL it was fetched from)."""
+    unless ``lookup`` shows its bytes stored already under the same chunk settings (checked a
+    window of files at a time); ``source`` names the file in its chunks (its real path, or the
+    URL it was fetched from)."""
     tokenizer = chunk_tokenizer(embeddings)
     describer = load_captioner(options.captioner, prompt=options.caption_prompt)
     convert_options, labels = options.convert_options(), options.labels
 
     def prepare(path: Path) -> Prepared:
-        digest = _digest(path, options.max_file_bytes)
-        if digest is not None and not options.force:
-            try:
-                record = records.unchanged(source(path), *digest)
-            except Exception as exc:  # noqa: BLE001 - no record read: convert, as without one
-                log.warning("%s: could not read its ingest record: %s", path, exc)
-                record = None
-            if record is not None:
-                return Prepared(digest=digest, unchanged=record)
+        digest, record = lookup.check(path)
+        if record is not None:
+            return Prepared(digest=digest, unchanged=record)
         doc = convert(path, convert_options)  # a bad file fails here, named (before ``source``)
         chunks = chunk_document(
             doc, source=source(path), tokenizer=tokenizer, captioner=describer, labels=labels
@@ -201,18 +215,6 @@ def _preparer(
         return Prepared(chunks, digest)
 
     return prepare
-
-
-def _digest(path: Path, max_bytes: int) -> tuple[str, int] | None:
-    """The file's content hash and size; None when it is not a regular file (opening a FIFO
-    blocks), cannot be read or is over the size limit (conversion then refuses it, naming why)."""
-    try:
-        info = path.stat()
-        if not stat.S_ISREG(info.st_mode) or info.st_size > max_bytes:
-            return None
-        return file_digest(path)
-    except OSError:
-        return None
 
 
 def _graph_extractor(index: ChunkIndex, *, auto: bool) -> tuple[Extractor | None, str]:

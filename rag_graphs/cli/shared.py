@@ -61,7 +61,8 @@ def _options(
 
 
 StoreOpt = Annotated[
-    str | None, typer.Option("--store", help="Milvus Lite path or server URI [env RAG_GRAPHS_STORE_URI]")
+    str | None,
+    typer.Option("--store", help="Milvus Lite path (ending in .db) or server URI [env RAG_GRAPHS_STORE_URI]"),
 ]
 CollOpt = Annotated[str | None, typer.Option("--collection", help="collection [env RAG_GRAPHS_COLLECTION]")]
 ModelOpt = Annotated[str | None, typer.Option(help="chat model spec [env RAG_GRAPHS_CHAT_MODEL]")]
@@ -182,7 +183,9 @@ def _fail(message: str) -> NoReturn:
     # Errors can quote a URL with a key in it, and file names (data): each line is made safe.
     lines = redact(message).split("\n")
     err.print("[bold red]error:[/] " + "\n".join(safe(line) for line in lines), soft_wrap=True)
-    raise typer.Exit(1)
+    # Not typer.Exit: that is a RuntimeError, and a command catching RuntimeError around a call
+    # that failed here would print a second line, "error: 1". SystemExit is no Exception.
+    raise SystemExit(1)
 
 
 def _eval_store(store: str | None) -> dict[str, Any]:

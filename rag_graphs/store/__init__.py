@@ -1,7 +1,8 @@
 """The Milvus collections, and the only code that talks to Milvus.
 
 ``index`` (``ChunkIndex``, ``open_index``), ``filters`` (filter expressions and their safety
-check), ``lite`` (Milvus Lite paths: the one-process lock and damaged manifests), ``reads``
+check), ``lite`` (Milvus Lite paths: the one-process lock, damaged manifests, paths that are not
+a store), ``failures`` (a Milvus server that cannot be used, in one line), ``reads``
 (searches and lookups), ``embeddings`` (the embedding model that fills it), ``files`` (one record
 per stored file), ``generations`` (a counter per collection that every write moves), ``tree``
 (RAPTOR's summary rows) and ``sentences`` (small-to-big child rows, searched for their parents).

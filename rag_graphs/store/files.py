@@ -32,6 +32,8 @@ log = logging.getLogger(__name__)
 SUFFIX = "_files"
 MAX_CHECKED = 16_384 - 1
 """Chunks of one file the check reads back at most (Milvus's query window); bigger files convert."""
+BATCH_FILES = 1024
+"""Files whose records and chunks one pair of queries checks (``unchanged_many``)."""
 _VECTOR = "placeholder"  # Milvus needs a vector field; records are looked up by id only
 
 
@@ -93,6 +95,19 @@ def _key(source: str) -> str:
     return hashlib.sha256(source.encode("utf-8")).hexdigest()[:32]
 
 
+def _windows(records: dict[str, FileRecord]) -> list[dict[str, FileRecord]]:
+    """``records`` in parts whose chunks together fit Milvus's query window (MAX_CHECKED)."""
+    parts: list[dict[str, FileRecord]] = []
+    total = MAX_CHECKED + 1
+    for source, record in records.items():
+        if total + record.chunks > MAX_CHECKED:
+            parts.append({})
+            total = 0
+        parts[-1][source] = record
+        total += record.chunks
+    return parts
+
+
 class FileRecords:
     """The per-file records of one chunk collection (``index``: a ``ChunkIndex``), for files
     ingested under the chunk ``settings`` (``IngestOptions.chunk_settings``)."""
@@ -116,29 +131,72 @@ class FileRecords:
     def unchanged(self, source: str, content_hash: str, size: int) -> FileRecord | None:
         """The record of ``source`` when these bytes under these settings are what the collection
         holds, complete and alone; None when the file must be converted."""
-        client = self.index.client
-        if not self._ready():
-            return None
-        rows = client.query(self.name, filter=ids_filter([_key(source)]), output_fields=["*"])
-        if not rows:
-            return None
-        try:
-            record = FileRecord.from_row(rows[0])
-        except (KeyError, TypeError, ValueError, json.JSONDecodeError):
-            return None  # a damaged record is no record
-        if (record.content_hash, record.size, record.settings) != (content_hash, size, self.settings):
-            return None
-        if not 0 < record.chunks <= MAX_CHECKED:
-            return None
-        stored = client.query(
-            self.index.collection,
-            filter=f"source == {quote(source)}",
-            output_fields=["doc_hash"],
-            limit=record.chunks + 1,
+        return self.unchanged_many({source: (content_hash, size)}).get(source)
+
+    def unchanged_many(self, digests: dict[str, tuple[str, int]]) -> dict[str, FileRecord]:
+        """``unchanged`` for many files (source -> content hash and size) at once: the records of
+        those stored already, complete and alone, by source; the others must be converted.
+
+        Checked BATCH_FILES files at a time, with one read of their records and one read of
+        their chunks' ``doc_hash``: Milvus answers a filter on ``source`` (a dynamic field) by
+        reading every row of the collection, so one such query per file made re-ingesting an
+        unchanged folder quadratic in its size (issue 41: 75 ms a file at 2,500 files).
+        """
+        if not digests or not self._ready():
+            return {}
+        sources = list(digests)
+        found: dict[str, FileRecord] = {}
+        for start in range(0, len(sources), BATCH_FILES):
+            recorded = self._recorded(sources[start : start + BATCH_FILES], digests)
+            for part in _windows(recorded):
+                found |= self._complete(part)
+        return found
+
+    def _recorded(self, sources: list[str], digests: dict[str, tuple[str, int]]) -> dict[str, FileRecord]:
+        """The records of ``sources`` made from these bytes under these settings (one query)."""
+        rows = self.index.client.query(
+            self.name, filter=ids_filter([_key(s) for s in sources]), output_fields=["*"]
         )
-        if len(stored) != record.chunks or any(r.get("doc_hash") != record.doc_hash for r in stored):
-            return None  # deleted, part-stored, relabelled or an old version left: convert again
-        return record
+        matching: dict[str, FileRecord] = {}
+        for row in rows:
+            try:
+                record = FileRecord.from_row(row)
+            except (KeyError, TypeError, ValueError, json.JSONDecodeError):
+                continue  # a damaged record is no record
+            made_from = (record.content_hash, record.size, record.settings)
+            if record.source not in digests or made_from != (*digests[record.source], self.settings):
+                continue
+            if 0 < record.chunks <= MAX_CHECKED:
+                matching[record.source] = record
+        return matching
+
+    def _complete(self, records: dict[str, FileRecord]) -> dict[str, FileRecord]:
+        """The ``records`` whose source's stored chunks are exactly the recorded version: as many
+        as recorded, each with its ``doc_hash`` (one query for them all)."""
+        if not records:
+            return {}
+        expected = sum(r.chunks for r in records.values())
+        stored = self.index.client.query(
+            self.index.collection,
+            filter=f"source in [{', '.join(quote(s) for s in records)}]",
+            output_fields=["source", "doc_hash"],
+            limit=expected + 1,
+        )
+        if len(stored) > expected and len(records) > 1:
+            # More rows than recorded: some file has extra (an old version left). The rows
+            # seen are cut at the limit, so which files are whole is read one file at a time.
+            return {s: r for s, r in records.items() if self._complete({s: r})}
+        counts: dict[str, int] = dict.fromkeys(records, 0)
+        damaged: set[str] = set()
+        for row in stored:
+            source = row.get("source")
+            if source not in records:
+                continue
+            counts[source] += 1
+            if row.get("doc_hash") != records[source].doc_hash:
+                damaged.add(source)  # relabelled, or an old version left beside the new one
+        # Deleted or part-stored chunks, or any row of another version: convert again.
+        return {s: r for s, r in records.items() if s not in damaged and counts[s] == r.chunks}
 
     def put(self, records: list[FileRecord]) -> None:
         """Store (replace) these files' records; a failure is logged (a record is only a hint)."""

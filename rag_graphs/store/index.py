@@ -26,6 +26,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
 from rag_graphs.store.embeddings import embeddings_identity
+from rag_graphs.store.failures import server_failure
 from rag_graphs.store.fields import (
     _BATCH,
     _DENSE_INDEX,
@@ -118,6 +119,8 @@ class ChunkIndex(IndexReads):
         except Exception as exc:
             if is_local(self.uri) and _held_by_other_process(self.uri):
                 raise StoreLockedError(_lock_message(self.uri)) from exc
+            if not is_local(self.uri):  # unreachable, credentials refused, not Milvus: one line
+                raise server_failure(self.uri, exc) from exc
             raise
         if client.has_collection(self.collection):
             fields = {f["name"] for f in client.describe_collection(self.collection)["fields"]}

@@ -21,6 +21,17 @@ class StoreDamagedError(ValueError):
     """A Milvus Lite data directory's own files are damaged (read as is, it would look emptier)."""
 
 
+class NotAStoreError(ValueError):
+    """A local store path that is not a Milvus Lite store: a folder of other files, or a path
+    Milvus Lite does not take (it must end in ``.db``)."""
+
+
+STORE_SUFFIX = ".db"
+"""What a Milvus Lite path ends in: pymilvus takes any other local path for a malformed URI."""
+STORE_MARKERS = ("LOCK", "collections", "databases")
+"""What Milvus Lite (3.x) creates in a store folder when it first opens it."""
+
+
 def check_manifests(uri: str) -> None:
     """Refuse a Milvus Lite store whose ``manifest.json`` (the list of a collection's data
     files) is not JSON: Milvus Lite would fall back to an older copy, or none, and the store
@@ -65,7 +76,13 @@ def check_store_path(uri: str) -> None:
     folder should be, or a folder this user cannot write would otherwise surface as
     pymilvus's bare "Open local milvus failed" in the middle of a run.
 
+    A folder that already holds other files (the user's own) is refused before Milvus Lite
+    writes its files into it, and before ``check_manifests`` reads a ``manifest.json`` of the
+    user's as a damaged store; a path not ending in ``.db`` is refused before pymilvus reports
+    it as an illegal URI in a 70-line traceback.
+
     Raises:
+        NotAStoreError: the path is a folder of other files, or does not end in ``.db``.
         ValueError: the path is a file, lies under a file, or is not writable.
     """
     if not is_local(uri):
@@ -74,11 +91,33 @@ def check_store_path(uri: str) -> None:
     hint = "choose another path (--store, RAG_GRAPHS_STORE_URI)"
     if path.exists() and not path.is_dir():
         raise ValueError(f"store path {uri!r} is a regular file, not a Milvus Lite store folder: {hint}")
+    if path.is_dir() and _holds_other_files(path):
+        raise NotAStoreError(
+            f"store path {uri!r} is not a Milvus Lite store: it is a folder that holds other files "
+            f"(none of Milvus Lite's {', '.join(STORE_MARKERS)}), left untouched. Give a new path "
+            f"ending in {STORE_SUFFIX} (the default is .rag-graphs/milvus.db; --store, RAG_GRAPHS_STORE_URI)"
+        )
+    if path.suffix != STORE_SUFFIX:
+        raise NotAStoreError(
+            f"store path {uri!r} is not a Milvus Lite store path: Milvus Lite takes a path ending in "
+            f"{STORE_SUFFIX} (such as {str(path.with_name(path.name + STORE_SUFFIX))!r}), and a Milvus "
+            "server a URI such as http://localhost:19530 (--store, RAG_GRAPHS_STORE_URI)"
+        )
     existing = next(p for p in (path, *path.parents) if p.exists())
     if not existing.is_dir():
         raise ValueError(f"store path {uri!r} lies under {str(existing)!r}, a regular file: {hint}")
     if not os.access(existing, os.W_OK | os.X_OK):
         raise ValueError(f"store path {uri!r}: {str(existing)!r} is not writable by this user: {hint}")
+
+
+def _holds_other_files(folder: Path) -> bool:
+    """True when ``folder`` has entries (hidden ones aside: a ``.DS_Store``) but none of the
+    ones Milvus Lite creates."""
+    try:
+        names = {entry.name for entry in os.scandir(folder) if not entry.name.startswith(".")}
+    except OSError:
+        return False  # unreadable: the writability check and Milvus Lite name it
+    return bool(names) and not names & set(STORE_MARKERS)
 
 
 def _served_here(uri: str) -> bool:

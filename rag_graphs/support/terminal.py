@@ -22,7 +22,11 @@ from rich.markup import escape
 _BIDI = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
 """Bidirectional marks, embeddings, overrides and isolates: they reorder what is shown."""
 _LINES = "\u2028\u2029\x85"
-_UNSAFE = re.compile(f"[\x00-\x08\x0a-\x1f\x7f-\x9f{_BIDI}{_LINES}]")
+_SURROGATES = "\ud800-\udfff"
+"""Lone surrogates: a file name's bytes that are not UTF-8 (``os.fsdecode``'s surrogateescape,
+U+DC80-U+DCFF for the bytes 0x80-0xFF). Printed, they fail the UTF-8 encoder ("surrogates not
+allowed") or, under surrogateescape, go out as the raw bytes, 0x9B and 0x9D being C1 controls."""
+_UNSAFE = re.compile(f"[\x00-\x08\x0a-\x1f\x7f-\x9f{_BIDI}{_LINES}{_SURROGATES}]")
 _NAMED = {"\n": "\\n", "\r": "\\r", "\x1b": "\\x1b"}
 
 
@@ -31,12 +35,15 @@ def _escape_char(match: re.Match[str]) -> str:
     if char in _NAMED:
         return _NAMED[char]
     code = ord(char)
+    if 0xDC80 <= code <= 0xDCFF:  # an undecodable byte of a file name: shown as that byte
+        return f"\\x{code - 0xDC00:02x}"
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def visible(text: object) -> str:
-    """``text`` with control characters (C0 but tab, DEL, C1), bidi controls and line
-    separators replaced by visible escapes: one line, shown as written, nothing executed."""
+    """``text`` with control characters (C0 but tab, DEL, C1), bidi controls, line separators
+    and lone surrogates (a file name's undecodable bytes, shown as ``\\x9b``) replaced by visible
+    escapes: one line, shown as written, nothing executed, always encodable as UTF-8."""
     return _UNSAFE.sub(_escape_char, str(text))
 
 

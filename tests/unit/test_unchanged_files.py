@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import pytest
 import rag_graphs.ingestion.pipeline as pipeline
+from langchain_core.documents import Document
 from rag_graphs.ingestion import ingest
 
 from rag_graphs.store.files import files_collection
@@ -118,3 +120,53 @@ def test_the_cli_reports_unchanged_files_and_force_converts_them(folder, tmp_pat
     assert "4 unchanged (not converted)" in again.output and "0 new" in again.output
     forced = CliRunner().invoke(app, [*args, "--force"])
     assert forced.exit_code == 0 and len(conversions) == 8 and "0 unchanged" in forced.output
+
+
+def _count_queries(index, monkeypatch) -> Counter:
+    """Every ``query`` the index's Milvus client is sent, by collection."""
+    calls: Counter = Counter()
+    real = index.client.query
+
+    def counting(collection_name, *args, **kwargs):
+        calls[collection_name] += 1
+        return real(collection_name, *args, **kwargs)
+
+    monkeypatch.setattr(index.client, "query", counting)
+    return calls
+
+
+def _notes(folder: Path, count: int) -> Path:
+    folder.mkdir()
+    for i in range(count):
+        (folder / f"n{i:03d}.txt").write_text(f"Note {i}: the survey boat {i} reached harbour {i}.\n")
+    return folder
+
+
+def test_re_ingest_reads_the_store_once_per_batch_not_once_per_file(tmp_path, index, monkeypatch):
+    """Issue 41 item 2: one query per unchanged file, each reading every row, was quadratic.
+    N and 2N unchanged files now cost the same queries (one batch), none per file."""
+    queries = {}
+    for count in (6, 12):
+        folder = _notes(tmp_path / f"notes{count}", count)
+        _ingest([folder], index)
+        calls = _count_queries(index, monkeypatch)
+        report = _ingest([folder], index)
+        assert len(report.unchanged) == count and report.added == 0
+        queries[count] = dict(calls)
+        monkeypatch.undo()
+    assert queries[6] == queries[12], queries
+    assert queries[12][files_collection(index.collection)] == 1  # the records, read once
+
+
+def test_a_batch_with_an_old_version_left_converts_only_that_file(folder, index, conversions):
+    """Extra rows of one file in a batch cut the batch's read at its limit: the files are then
+    told apart one by one, and only the file with a stale version beside its own is converted."""
+    _ingest([folder], index)
+    source = str((folder / "f1.md").resolve())
+    doc, vector = next((d, v) for d, v in index.iter_chunks() if d.metadata["source"] == source)
+    stale = dict(doc.metadata, doc_hash="an-older-version", chunk_id="stale-row")
+    index.add([Document(page_content="an older paragraph", metadata=stale, id="stale-row")], [vector])
+    conversions.clear()
+    report = _ingest([folder], index)
+    assert conversions == ["f1.md"] and len(report.unchanged) == 3
+    assert "an older paragraph" not in [d.page_content for d, _ in index.iter_chunks()]
