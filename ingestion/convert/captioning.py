@@ -36,9 +36,7 @@ from urllib.parse import urlsplit, urlunsplit
 from rag_graphs.prompts import load_prompt
 from rag_graphs.prompts.fencing import fence
 
-from rag_graphs.support.redaction import SECRET_NAME as SECRET_NAME
-from rag_graphs.support.redaction import SecretScrubber, url_secrets
-from rag_graphs.support.redaction import redact_url as redact_url
+from rag_graphs.support.redaction import SecretScrubber, redact_url, url_secrets
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel

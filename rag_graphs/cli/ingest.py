@@ -168,9 +168,9 @@ def sources(store: StoreOpt = None, collection: CollOpt = None) -> None:
     """List the indexed sources with their chunk counts per kind."""
     from rich.table import Table
 
-    from rag_graphs.ingestion.convert.captioning import redact_url
     from rag_graphs.search.retrieval import index_for
     from rag_graphs.store import StoreLockedError
+    from rag_graphs.support.redaction import redact_url
 
     ctx = _context(store, collection)
     try:

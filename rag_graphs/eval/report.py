@@ -234,7 +234,7 @@ def plot_recall_by_group(rows: list[dict], path: Path) -> Path:
     """Supporting-passage recall per method, grouped by hop count (or question type when all
     questions have the same hop count)."""
     scored = [r for r in rows if r.get("recall") is not None]
-    key = "hops" if len({r.get("hops") for r in scored}) > 1 else "type"
+    key = "question_hops" if len({r.get("question_hops") for r in scored}) > 1 else "type"
     groups = sorted({str(r.get(key)) for r in scored})
     methods = list(dict.fromkeys(r["method"] for r in scored))
     fig, ax = _figure(max(6.4, 1.2 * len(methods)))

@@ -112,13 +112,13 @@ def score_row(
             if s.get("kind") == "retrieve" and "doc_ids" in s
         ],
         "supporting_ids": list(gold),
-        "hops": example.hops,
+        "question_hops": example.hops,  # the dataset's count of the question's hops
         "type": example.type,
         "llm_calls": usage.get("llm_calls", 0),
         "prompt_tokens": usage.get("prompt_tokens", 0),
         "completion_tokens": usage.get("completion_tokens", 0),
         "retrievals": usage.get("retrievals", 0),
-        "graph_hops": usage.get("hops", 0),
+        "retrieval_hops": usage.get("hops", 0),  # the run's retrieval rounds (usage["hops"])
         # how the run ended (None for a failed run or one stopped before its answer)
         "stop_reason": out.get("stop_reason"),
         "outcome": out.get("outcome"),
