@@ -82,8 +82,12 @@ def format_context(docs: list[Document]) -> str:
 
 
 def numbered_passage(number: int, doc: Document) -> str:
-    """One passage as prompts show it: ``[n]``, then its label and text fenced as data."""
-    return f"[{number}]\n" + fence(f"({label(doc)})\n{doc.page_content}")
+    """One passage as prompts show it: ``[n]``, then its label and text fenced as data. A marker
+    inside the text (``[2]``, a document's own reference or a planted one) is shown as ``⟦2⟧``: a
+    model that copies the passage's words copies no citation of ours (attack round 3: a hit whose
+    text carried ``[2]`` had it resolved as a citation of passage 2)."""
+    text = _MARKER.sub(lambda m: f"⟦{m.group(1)}⟧", doc.page_content)
+    return f"[{number}]\n" + fence(f"({label(doc)})\n{text}")
 
 
 def _citation(marker: int, doc: Document, explicit: bool) -> Citation:
