@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import sysconfig
 import zipfile
 from pathlib import Path
 
@@ -27,21 +26,15 @@ def _python(venv: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The wheel ``pip wheel`` builds from the checkout (this environment's setuptools, no network)."""
+    """The wheel ``pip wheel`` builds from the checkout: with this environment's setuptools when it
+    is new enough for pyproject (77, PEP 639 licence strings), else in pip's isolated build
+    environment (setuptools from the package registry)."""
+    from importlib.metadata import version
+
     out = tmp_path_factory.mktemp("wheel")
+    isolation = [] if int(version("setuptools").split(".")[0]) < 77 else ["--no-build-isolation"]
     subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--no-deps",
-            "--no-build-isolation",
-            "-q",
-            "-w",
-            str(out),
-            str(ROOT),
-        ],
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", *isolation, "-q", "-w", str(out), str(ROOT)],
         check=True,
         capture_output=True,
         timeout=600,
@@ -72,7 +65,8 @@ def test_the_wheel_imports_in_a_clean_venv(wheel: Path, tmp_path: Path) -> None:
         capture_output=True,
         text=True,
     ).stdout.strip()
-    Path(site, "base_environment.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    third_party = [entry for entry in sys.path if entry.endswith("site-packages")]
+    Path(site, "base_environment.pth").write_text("".join(f"{entry}\n" for entry in third_party))
     with zipfile.ZipFile(wheel) as archive:
         archive.extractall(site)
     code = (
