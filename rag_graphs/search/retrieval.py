@@ -21,6 +21,7 @@ from langchain_core.runnables import Runnable, RunnableLambda
 from pydantic import ConfigDict, Field
 
 from rag_graphs.config.context import RagContext
+from rag_graphs.config.graph_search import GraphSearchOptions
 from rag_graphs.entity_graph.rows import check_graph
 from rag_graphs.search.cached import cached_search as cached_search
 from rag_graphs.search.cached import embeddings_name as embeddings_name
@@ -73,7 +74,7 @@ class ChunkRetriever(BaseRetriever):
     mode: Literal["dense", "hybrid", "graph"] = "hybrid"
     expr: str | None = None
     rrf_k: int = RRF_K  # hybrid search's reciprocal rank fusion constant (RagContext.rrf_k)
-    graph: dict[str, Any] = Field(default_factory=dict)  # graph_search knobs (damping, blend, ...)
+    graph: GraphSearchOptions = Field(default_factory=GraphSearchOptions)  # RagContext.graph_search
     cache_size: int = 0  # RagContext.search_cache: dense/hybrid hits shared across questions
     cache_path: str | None = None  # RagContext.search_cache_path: the persistent cache's file
     unit: Literal["chunk", "sentence"] = "chunk"  # RagContext.search_unit (dense/hybrid only)
@@ -96,28 +97,10 @@ class ChunkRetriever(BaseRetriever):
         from rag_graphs.entity_graph.ppr import graph_search
 
         with missing_collection_named(self.index):
-            found = graph_search(self.index, query, k=self.k, expr=self.expr, **self.graph)
+            found = graph_search(self.index, query, k=self.k, expr=self.expr, options=self.graph)
         seeds = [name for name, _ in found.seeds]
         run_manager.on_text(found.describe())
         return [_scored(doc, score, graph_seeds=seeds) for doc, score in found.hits]
-
-
-def graph_options(ctx: RagContext, k: int | None = None) -> dict[str, Any]:
-    """The context's graph-search knobs, as ``rag_graphs.entity_graph.ppr.graph_search`` arguments;
-    for searches of ``k`` hits, ``keep_in_top`` is at most ``k - 1`` (the walk keeps a place)."""
-    options = ctx.graph_search
-    keep_in_top = options.keep_in_top if k is None else min(options.keep_in_top, k - 1)
-    return {
-        "damping": options.damping,
-        "neighbourhood": options.neighbourhood,
-        "max_seeds": options.seeds,
-        "link_threshold": options.link_threshold,
-        "keep_first": options.keep_first,
-        "keep_in_top": keep_in_top,
-        "title_weight": options.title_weight,
-        # the ranking kept on top is hybrid search's, run by graph search itself (dense hits seed)
-        "fuse_mode": "hybrid" if options.protects_hybrid() else None,
-    }
 
 
 @dataclass(frozen=True)
@@ -133,7 +116,7 @@ class SearchSpec:
     k: int
     expr: str | None
     rrf_k: int
-    graph: tuple[tuple[str, Any], ...]  # graph_search knobs (graph and auto modes only)
+    graph: GraphSearchOptions | None  # RagContext.graph_search (graph and auto modes only)
     cache_size: int
     cache_path: str | None
     unit: Literal["chunk", "sentence"]
@@ -144,7 +127,6 @@ class SearchSpec:
         """The spec of ``ctx``'s searches, fetching ``k`` hits each (default ``ctx.k``)."""
         embeddings = ctx.embeddings if isinstance(ctx.embeddings, str) else id(ctx.embeddings)
         k = k or ctx.k
-        graph = graph_options(ctx, k) if ctx.search_mode in ("graph", "auto") else {}
         return cls(
             store_uri=ctx.store_uri,
             collection=ctx.collection,
@@ -153,7 +135,7 @@ class SearchSpec:
             k=k,
             expr=search_expr(ctx),
             rrf_k=ctx.rrf_k,
-            graph=tuple(graph.items()),
+            graph=ctx.graph_search if ctx.search_mode in ("graph", "auto") else None,
             cache_size=ctx.search_cache,
             cache_path=ctx.search_cache_path,
             unit=ctx.search_unit,
@@ -269,7 +251,7 @@ def _store_plan(spec: SearchSpec, ctx: RagContext) -> SearchPlan:
         mode=mode,
         expr=spec.expr,
         rrf_k=spec.rrf_k,
-        graph=dict(spec.graph),
+        graph=spec.graph or GraphSearchOptions(),
         cache_size=spec.cache_size,
         cache_path=spec.cache_path,
         unit=spec.unit,
