@@ -14,10 +14,14 @@ with and without the graph.
 Run:
     .venv/bin/python bench/graph_retrieval.py                      # the three corpora
     .venv/bin/python bench/graph_retrieval.py --datasets 2wikimultihopqa_hippocorpus --limit 50
-    .venv/bin/python bench/graph_retrieval.py --set blend=0.7 --set damping=0.5   # tuning
+    .venv/bin/python bench/graph_retrieval.py --set damping=0.5 --set title_weight=3   # options
     .venv/bin/python bench/graph_retrieval.py --split tune --set ...   # choose on the tune half,
     .venv/bin/python bench/graph_retrieval.py --split check            # report the check half too
     .venv/bin/python bench/graph_retrieval.py --bm25-all-words ...     # BM25 asked every word (A/B)
+
+Graph search runs with ``GraphSearchOptions`` at their defaults (``RagContext().graph_search``,
+what every method searches with); ``--set name=value`` changes one option (an option that is
+not in ``GraphSearchOptions`` is refused).
 
 ``--split tune|check`` keeps one fixed half of the dev questions (``rag_graphs.eval.halves``:
 the parity of sha1(question id)), applied before ``--limit``. Defaults are chosen on ``tune``
@@ -112,14 +116,14 @@ def embed_seconds(dataset, embeddings) -> float:
     return time.perf_counter() - start
 
 
-def evaluate(index, graph, examples, knobs: dict, k_max: int = 5, modes=("dense", "hybrid", "graph")):
+def evaluate(index, graph, examples, options, k_max: int = 5, modes=("dense", "hybrid", "graph")):
     from rag_graphs.entity_graph.ppr import graph_search
 
     out = {}
     runs = {
         "dense": lambda q: [d.id for d, _ in index.search(q, k=k_max, mode="dense")],
         "hybrid": lambda q: [d.id for d, _ in index.search(q, k=k_max, mode="hybrid")],
-        "graph": lambda q: [d.id for d, _ in graph_search(graph, q, k=k_max, **knobs).hits],
+        "graph": lambda q: [d.id for d, _ in graph_search(graph, q, k=k_max, options=options).hits],
     }
     runs = {name: run for name, run in runs.items() if name in modes}
     for name, run in runs.items():
@@ -151,42 +155,38 @@ def wins_losses(scores: dict, against: str = "hybrid", mode: str = "graph", at: 
     return better, worse
 
 
-def ppr_speed(graph, examples, knobs: dict, n: int = 50) -> dict[str, float]:
+def ppr_speed(graph, examples, options, n: int = 50) -> dict[str, float]:
     """Median ms of one PPR walk on the questions' neighbourhoods: scipy sparse power
-    iteration (what graph_search uses) against networkx's pagerank on the same graph."""
+    iteration (what graph search uses) against networkx's pagerank on the same graph."""
     import networkx as nx
-    import numpy as np
 
-    import rag_graphs.entity_graph.ppr as ppr
+    import rag_graphs.entity_graph.walk as walk
+    from rag_graphs.entity_graph.ppr import graph_search
 
     captured = []
-    original = ppr.personalized_pagerank
+    original = walk.pagerank
 
-    def capture(incidence, reset, **kwargs):
-        captured.append((incidence, reset, kwargs))
-        return original(incidence, reset, **kwargs)
+    def capture(adjacency, reset, **kwargs):
+        captured.append((adjacency, reset, kwargs))
+        return original(adjacency, reset, **kwargs)
 
-    ppr.personalized_pagerank = capture
+    walk.pagerank = capture
     try:
         for example in examples[:n]:
-            ppr.graph_search(graph, example.question, k=5, **knobs)
+            graph_search(graph, example.question, k=5, options=options)
     finally:
-        ppr.personalized_pagerank = original
+        walk.pagerank = original
     scipy_ms, nx_ms = [], []
-    for incidence, reset, kwargs in captured:
+    for adjacency, reset, kwargs in captured:
         start = time.perf_counter()
-        original(incidence, reset, **kwargs)
+        original(adjacency, reset, **kwargs)
         scipy_ms.append((time.perf_counter() - start) * 1000)
         start = time.perf_counter()
-        n_chunks = incidence.shape[0]
-        g = nx.Graph()
-        g.add_nodes_from(range(incidence.shape[0] + incidence.shape[1]))
-        coo = incidence.tocoo()
-        g.add_edges_from(zip(coo.row.tolist(), (coo.col + n_chunks).tolist(), strict=True))
+        g = nx.from_scipy_sparse_array(adjacency)
         personal = {i: float(w) for i, w in enumerate(reset) if w > 0}
-        nx.pagerank(g, alpha=kwargs.get("damping", 0.5), personalization=personal, tol=1e-8)
+        nx.pagerank(g, alpha=kwargs["damping"], personalization=personal, tol=1e-8)
         nx_ms.append((time.perf_counter() - start) * 1000)
-    sizes = [int(np.sum(i.shape)) for i, _, _ in captured]
+    sizes = [int(a.shape[0]) for a, _, _ in captured]
     return {
         "walks": len(captured),
         "nodes p50": statistics.median(sizes) if sizes else 0,
@@ -207,13 +207,12 @@ def main() -> None:
     parser.add_argument("--modes", nargs="+", default=["dense", "hybrid", "graph"], help="retrievers run")
     parser.add_argument("--store", default=str(ROOT / ".rag-graphs" / "graph_bench.db"))
     parser.add_argument("--variant", default="ner+title", choices=sorted(VARIANTS))
-    parser.add_argument("--set", dest="knobs", action="append", default=[], help="graph_search knob=value")
+    parser.add_argument(
+        "--set", dest="knobs", action="append", default=[], help="one GraphSearchOptions option, name=value"
+    )
     parser.add_argument("--rebuild", action="store_true", help="drop and rebuild the graph (re-time it)")
     parser.add_argument("--n-process", type=int, default=1, help="spaCy worker processes for the build")
     parser.add_argument("--ppr", action="store_true", help="also time scipy PPR against networkx")
-    parser.add_argument(
-        "--facts", action="store_true", help="build the graph collection's sentence rows (facts), timed"
-    )
     parser.add_argument("--no-embed-timing", action="store_true", help="skip timing the passage embedding")
     parser.add_argument(
         "--bm25-all-words",
@@ -222,6 +221,7 @@ def main() -> None:
     )
     args = parser.parse_args()
 
+    from rag_graphs.config.graph_search import GraphSearchOptions
     from rag_graphs.entity_graph.rows import entity_collection
     from rag_graphs.eval.corpus import open_corpus
     from rag_graphs.eval.datasets import load_dataset
@@ -229,6 +229,7 @@ def main() -> None:
     from rag_graphs.store import load_embeddings
 
     knobs = parse_knobs(args.knobs)
+    options = GraphSearchOptions(**knobs)  # the defaults (RagContext's), changed by --set
     embeddings = load_embeddings("embedded")
     results_path = ROOT / "bench_runs" / "graph_retrieval.json"
     results_path.parent.mkdir(exist_ok=True)
@@ -250,24 +251,16 @@ def main() -> None:
             entry["build"] = timings["build"]
             if not args.no_embed_timing:
                 entry["embed_seconds"] = embed_seconds(dataset, embeddings)
-        if args.facts:
-            from rag_graphs.store.sentences import build_sentences
-
-            start = time.perf_counter()
-            built = build_sentences(graph)
-            if built.added:
-                entry["facts_build"] = {"sentences": built.sentences, "seconds": time.perf_counter() - start}
-            print(built.summary(), flush=True)
         entry["entities"] = graph.client.query(
             entity_collection(graph.collection), filter="", output_fields=["count(*)"]
         )[0]["count(*)"]
         entry["passages"] = base.count()
-        scores = evaluate(base, graph, examples, knobs, modes=args.modes)
+        scores = evaluate(base, graph, examples, options, modes=args.modes)
         entry["scores"] = scores
         entry["knobs"] = knobs
         entry["questions"] = len(examples)
         if args.ppr:
-            entry["ppr"] = ppr_speed(graph, examples, knobs)
+            entry["ppr"] = ppr_speed(graph, examples, options)
             print(f"{name}: PPR {entry['ppr']}", flush=True)
         results_path.write_text(json.dumps(saved, indent=2))
         rows.append((name, entry))

@@ -1,26 +1,27 @@
-"""Tune graph search on one half of a dev set: a grid of ``graph_search`` knobs, one process.
+"""Tune graph search on one half of a dev set: a grid of ``GraphSearchOptions``, one process.
 
-The first dense and hybrid hits of every question are searched once and reused for every
-setting (``graph_search(dense_hits=...)``), so a grid point costs only the linking, the
-neighbourhood reads and the walk. Choose on ``--split tune``; then run the chosen setting
-once on ``--split check`` (here or with ``bench/graph_retrieval.py``) and report both.
+Every grid point is a ``GraphSearchOptions`` (``damping``, ``neighbourhood``, ``seeds``,
+``link_threshold``, ``keep_first``, ``keep_in_top``, ``title_weight``; the rest at their
+defaults). Choose on ``--split tune``; then run the chosen setting once on ``--split check``
+(here or with ``bench/graph_retrieval.py``) and report both.
 
-Run (after ``bench/graph_retrieval.py`` built the store and graph for the dataset; facts need
-the graph collection's sentence rows, ``rag_graphs.store.sentences.build_sentences``):
+Run (after ``bench/graph_retrieval.py`` built the store and graph for the dataset):
 
     .venv/bin/python bench/graph_tune.py --dataset musique --split tune \\
-        --grid fact_k=0,20 --grid hybrid_weight=0,1 --set mode=hybrid
+        --grid damping=0.5,0.6,0.7 --grid title_weight=1,5
     .venv/bin/python bench/graph_tune.py --dataset musique --split check \
-        --point '{}' --point '{"fuse_with": "hybrid", "keep_first": 1}'   # settings side by side
+        --point '{}' --point '{"keep_first": 2, "keep_in_top": 0}'   # settings side by side
 
 Prints one row per grid point: R@2 / R@5 of hybrid and graph, and per question how often graph
 search is better / worse than hybrid at R@5 and R@2. "Hybrid" is one k=5 hybrid search per
 question (what the ``naive`` method searches); the top 5 of the 20 first hits are printed beside it.
 
-The question's linking (extractor, embedding, entity look-ups) and its neighbourhood reads depend
-on the question and the knobs that shape the neighbourhood, not on the walk's knobs, so they are
-memoised per question (``--no-cache`` turns that off): a grid over damping, restart weights and
-fusion then costs one set of store reads per question. Facts (``fact_k``) are never memoised.
+The question's first searches, its linking (extractor, embedding, entity look-ups) and its
+neighbourhood reads depend on the question and the options that shape them, not on the walk's,
+so they are memoised per question (``--no-cache`` turns that off): a grid over damping, the title
+weight and hybrid's protection then costs one set of searches and store reads per question.
+(Before issue 37 the first hits were passed in, ``graph_search(dense_hits=...)``; the knobs that
+measured no gain, facts, fusion and passage nodes, left graph search and this grid.)
 """
 
 from __future__ import annotations
@@ -65,6 +66,8 @@ def memoise_store_reads() -> None:
     """Memoise graph search's per-question linking and neighbourhood reads (see the docstring)."""
     import copy
 
+    import rag_graphs.entity_graph.first_search as first_search
+    import rag_graphs.entity_graph.linking as linking
     import rag_graphs.entity_graph.ppr as ppr
 
     def memo(function, key):
@@ -78,18 +81,21 @@ def memoise_store_reads() -> None:
 
         return wrapper
 
-    ppr.named_seeds = memo(ppr.named_seeds, lambda index, q, mentions, **kw: (q, tuple(mentions), _key(kw)))
+    first_search.search_first_hits = memo(
+        first_search.search_first_hits, lambda index, query, vector, **kw: (query, _key(kw))
+    )
+    linking.named_seeds = memo(linking.named_seeds, lambda index, q, mentions: (q, tuple(mentions)))
+    linking.embed_queries = memo(linking.embed_queries, lambda embeddings, queries: tuple(queries))
     ppr.embed_queries = memo(ppr.embed_queries, lambda embeddings, queries: tuple(queries))
-    ppr.nearest_entities = memo(ppr.nearest_entities, lambda index, *args: _key(args))
+    linking.nearest_entities = memo(linking.nearest_entities, lambda index, *args: _key(args))
     ppr.fetch_neighbourhood = memo(
         ppr.fetch_neighbourhood,
         lambda index, seeds, hits, **kw: (tuple(seeds), tuple(str(d.id) for d, _ in hits), _key(kw)),
     )
-    ppr.cosines = memo(ppr.cosines, lambda index, ids, vector: (tuple(ids), _key(vector)))
-    extractor = ppr.question_extractor()
+    extractor = linking.question_extractor()
     if extractor is not None:
         cached = memo(extractor, lambda texts: tuple(texts))
-        ppr.question_extractor = lambda: cached  # type: ignore[assignment]
+        linking.question_extractor = lambda: cached  # type: ignore[assignment]
 
 
 def score(ranked: list[str], gold: tuple[str, ...]) -> tuple[float, float]:
@@ -116,7 +122,6 @@ def main() -> None:
         default=[],
         help='one more setting, JSON: {"keep_first": 1} (merged over --set)',
     )
-    parser.add_argument("--dense-k", type=int, default=20, help="first hits searched once per question")
     parser.add_argument("--out", default=None, help="append the rows as JSON lines to this file")
     parser.add_argument(
         "--no-cache", action="store_true", help="do not memoise linking and neighbourhood reads"
@@ -125,7 +130,8 @@ def main() -> None:
 
     from graph_retrieval import parse_knobs  # bench/ is this script's own directory on sys.path
 
-    from rag_graphs.entity_graph.ppr import graph_search
+    from rag_graphs.config.graph_search import GraphSearchOptions
+    from rag_graphs.entity_graph.ppr import DENSE_K, graph_search
     from rag_graphs.eval.corpus import collection_name
     from rag_graphs.eval.datasets import load_dataset
     from rag_graphs.eval.halves import split
@@ -138,11 +144,10 @@ def main() -> None:
     examples = split(dataset.examples, args.split)[: args.limit]
     name = f"{collection_name(dataset, 'embedded')}_{args.variant}"
     graph = open_index(args.store, name, embeddings)
-    first = {
-        mode: {e.id: graph.search(e.question, k=args.dense_k, mode=mode) for e in examples}
-        for mode in ("dense", "hybrid")
+    top20 = {
+        e.id: score([str(d.id) for d, _ in graph.search(e.question, k=DENSE_K)], e.supporting_ids)
+        for e in examples
     }
-    top20 = {e.id: score([str(d.id) for d, _ in first["hybrid"][e.id]], e.supporting_ids) for e in examples}
     hybrid = {
         e.id: score([str(d.id) for d, _ in graph.search(e.question, k=5, mode="hybrid")], e.supporting_ids)
         for e in examples
@@ -162,28 +167,17 @@ def main() -> None:
         {**fixed, **json.loads(p)} for p in args.point
     ]
     for knobs in points:
-        mode = knobs.pop("mode", "dense")
-        fuse_with = knobs.pop("fuse_with", None)  # "hybrid": fuse the walk with the hybrid hits
+        options = GraphSearchOptions(**knobs)  # an option that left graph search is refused here
         got, ms = {}, []
         for e in examples:
             start = time.perf_counter()
-            found = graph_search(
-                graph,
-                e.question,
-                k=5,
-                dense_hits=first[mode][e.id],
-                fuse_hits=first[fuse_with][e.id] if fuse_with else None,
-                **knobs,
-            )
+            found = graph_search(graph, e.question, k=5, options=options)
             ms.append((time.perf_counter() - start) * 1000)
             got[e.id] = score([str(d.id) for d, _ in found.hits], e.supporting_ids)
         r2 = 100 * statistics.mean(g[0] for g in got.values())
         r5 = 100 * statistics.mean(g[1] for g in got.values())
         wins = [sum(got[q][i] > hybrid[q][i] for q in got) for i in (0, 1)]
         losses = [sum(got[q][i] < hybrid[q][i] for q in got) for i in (0, 1)]
-        knobs["mode"] = mode
-        if fuse_with:
-            knobs["fuse_with"] = fuse_with
         print(
             f"| {json.dumps(knobs)} | {r2:.1f} | {r5:.1f} | {wins[1]} / {losses[1]} "
             f"| {wins[0]} / {losses[0]} "

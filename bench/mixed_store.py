@@ -19,11 +19,10 @@ At each step, in this one process (so machine load and model loading mostly canc
   ``repair_entities`` pass read every chunk's entities and their entity rows, so that part grew
   with the whole store (the recorded rows include it); it now runs only on ``repair=True``;
 * latency over a fixed sample of questions (``--sample`` from each dataset, all halves), warm:
-  dense and hybrid search (k=5) and graph search as users run it with
-  ``RagContext(graph_keep_first=1, graph_keep_in_top=2)`` (the options
-  ``rag_graphs.search.retrieval.graph_options`` gives the retriever: ``keep_first=1,
-  keep_in_top=2, fuse_mode="hybrid"``, the rest at the context defaults), with the median lap
-  timings of ``GraphHits.milliseconds``.
+  dense and hybrid search (k=5) and graph search as users run it, with
+  ``GraphSearchOptions(keep_first=1, keep_in_top=2)`` (``RagContext().graph_search``: hybrid's
+  top kept, the rest at the defaults; ``--unprotected``: both 0), with the median lap timings of
+  ``GraphHits.milliseconds``.
 
 On the full store, every dataset's CHECK-half questions (``rag_graphs.eval.halves``) are scored
 by supporting-passage R@2 / R@5 for hybrid (k=5) and graph search.
@@ -39,6 +38,7 @@ collection first; ``--clean-copy`` also times dense and hybrid search on a never
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import random
@@ -104,14 +104,14 @@ def percentile(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[q - 1] if len(values) > 1 else values[0]
 
 
-def latency(index, questions: list[str], options: dict, warmup: list[str]) -> dict:
+def latency(index, questions: list[str], options, warmup: list[str]) -> dict:
     """Warm p50 / p90 (ms) of dense, hybrid and graph search, and graph search's median laps."""
     from rag_graphs.entity_graph.ppr import graph_search
 
     runs = {
         "dense": lambda q: index.search(q, k=5, mode="dense"),
         "hybrid": lambda q: index.search(q, k=5, mode="hybrid"),
-        "graph": lambda q: graph_search(index, q, k=5, **options),
+        "graph": lambda q: graph_search(index, q, k=5, options=options),
     }
     out: dict = {}
     laps: dict[str, list[float]] = {}
@@ -134,14 +134,14 @@ def latency(index, questions: list[str], options: dict, warmup: list[str]) -> di
     return out
 
 
-def score(index, examples, alias: dict[str, str], options: dict, own: set[str] | None = None) -> dict:
+def score(index, examples, alias: dict[str, str], options, own: set[str] | None = None) -> dict:
     """R@2 / R@5 (%) of hybrid (k=5) and graph search over ``examples``, gold ids mapped to stored ids;
     with ``own`` (the stored ids of the questions' corpus), the share of top-5 hits from other corpora."""
     from rag_graphs.entity_graph.ppr import graph_search
 
     runs = {
         "hybrid": lambda q: [str(d.id) for d, _ in index.search(q, k=5, mode="hybrid")],
-        "graph": lambda q: [str(d.id) for d, _ in graph_search(index, q, k=5, **options).hits],
+        "graph": lambda q: [str(d.id) for d, _ in graph_search(index, q, k=5, options=options).hits],
     }
     out = {}
     for name, run in runs.items():
@@ -332,12 +332,11 @@ def main() -> None:
     from rag_graphs.eval.corpus import passage_documents
     from rag_graphs.eval.datasets import load_dataset
     from rag_graphs.eval.halves import split
-    from rag_graphs.search.searchers import _walk_arguments
     from rag_graphs.store import load_embeddings, open_index
 
     keep = (0, 0) if args.unprotected else (1, 2)
-    options = _walk_arguments(GraphSearchOptions(keep_first=keep[0], keep_in_top=keep[1]), 5)
-    print(f"graph_search options: {options}", flush=True)
+    options = GraphSearchOptions(keep_first=keep[0], keep_in_top=keep[1])
+    print(f"graph search options: {options}", flush=True)
     datasets = {name: load_dataset(EVAL / name) for name in DATASETS}
     order, alias, counts = mixed_passages(datasets, args.seed)
     order = order[: args.limit]
@@ -426,7 +425,7 @@ def main() -> None:
             f"{target}: build/embed {step['build_over_embed']:.2f}x; latency {json.dumps(brief)}", flush=True
         )
         print(f"{target}: graph laps p50 {json.dumps(step['latency']['graph_laps_p50'])}", flush=True)
-        saved.update(steps=rows, counts=counts, options=options, seed=args.seed)
+        saved.update(steps=rows, counts=counts, options=dataclasses.asdict(options), seed=args.seed)
         out_path.write_text(json.dumps(saved, indent=2))
 
     if not args.no_recall:

@@ -110,6 +110,10 @@ def load_spacy(model: str = SPACY_MODEL, *, noun_chunks: bool = False):
     raise _missing_spacy(f"the spaCy model package {model!r}")
 
 
+class TextTooLong(ValueError):
+    """A text is longer than the spaCy pipeline reads (its ``max_length``)."""
+
+
 @dataclass
 class SpacyExtractor:
     """spaCy NER mentions (numeric kinds skipped), optionally plus noun chunks.
@@ -130,7 +134,20 @@ class SpacyExtractor:
         self._nlp = load_spacy(self.model, noun_chunks=self.noun_chunks)
 
     def __call__(self, texts: list[str]) -> list[list[str]]:
+        """Each text's mentions.
+
+        Raises:
+            TextTooLong: a text is longer than the pipeline's ``max_length`` (spaCy's E088: its
+                NER needs ~1 GB per 100,000 characters), said in one line before spaCy runs.
+        """
         texts = [str(t) for t in texts]
+        limit = int(self._nlp.max_length)
+        for text in texts:
+            if len(text) > limit:
+                raise TextTooLong(
+                    f"text of {len(text):,} characters is longer than spaCy NER's limit of {limit:,} "
+                    "characters (nlp.max_length); shorten it"
+                )
         n_process = self.n_process if len(texts) >= 4 * self.batch_size else 1
         out: list[list[str]] = []
         for doc in self._nlp.pipe(texts, batch_size=self.batch_size, n_process=n_process):

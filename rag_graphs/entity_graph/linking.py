@@ -1,41 +1,44 @@
-"""A question's entities: the seeds of graph search (``rag_graphs.entity_graph.ppr``).
+"""Graph search's first stage: link the question to the entity graph (its seeds).
 
-Three ways, all against the entity collection (``rag_graphs.entity_graph.build``):
+Two ways, both against the entity collection (``rag_graphs.entity_graph.build``):
 
 * **mentions**: the question extractor's mentions (spaCy NER by default),
   matched by key, else (a mention no key matches) to the nearest entity
-  names by embedding, above a cosine threshold;
+  names by embedding, above a cosine threshold (``GraphSearchOptions.link_threshold``);
 * **name n-grams**: the question's name-like word n-grams looked up as keys
   (finds the title-cased film and book names NER misses); the longest found
-  ones are kept;
-* **the whole question** (optional): its nearest entity names by embedding.
+  ones are kept.
 
 Key look-ups are by primary key (~1 ms); a match by embedding is a vector
 search over every entity (~30 ms on 64,000 entities here), so it runs only
-for mentions no key matched.
-
-Also the first dense/hybrid hits, searched with the question vector already
-computed for linking (one embedding per question, the search overlapping the
-entity look-ups).
+for mentions no key matched. (Linking the whole question by meaning as well,
+``query_link_k``, changed nothing on 2Wiki's tune half and left the product:
+BENCHMARKS.md, round 3.)
 """
 
 from __future__ import annotations
 
 import re
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable
+from dataclasses import dataclass
 from functools import lru_cache
-
-from langchain_core.documents import Document
 
 from rag_graphs.entity_graph.entities import Extractor, SpacyExtractor, normalize
 from rag_graphs.entity_graph.rows import CHUNKS_FIELD, COUNT_FIELD, NAME_FIELD, entity_collection, entity_rows
-from rag_graphs.store.fields import DENSE_FIELD, PRIMARY_FIELD, SearchMode
+from rag_graphs.store.fields import DENSE_FIELD, PRIMARY_FIELD
 from rag_graphs.store.index import ChunkIndex
 from rag_graphs.store.keywords import STOP_WORDS
+from rag_graphs.store.reads import embed_queries
 
 _DENSE_SEARCH = {"metric_type": "COSINE", "params": {}}
 ENTITY_FIELDS = [NAME_FIELD, CHUNKS_FIELD, COUNT_FIELD]
-_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="graph-search")
+
+LINK_K = 3
+"""Nearest entity names a mention no key matches may link to (each above the threshold): a
+mention is one entity, and its spelling variants are the few nearest names."""
+MAX_NGRAM = 8
+"""Longest question n-gram (in words) looked up as an entity key: long enough for film and book
+titles ("Reaching For The Sun"), short enough that a question costs a few hundred key look-ups."""
 
 _WORD = re.compile(r"[\w][\w'’.\-]*")
 
@@ -53,7 +56,7 @@ def _capitalised(word: str) -> bool:
     return word[:1].isupper() or word[:1].isdigit()
 
 
-def ngram_keys(text: str, max_words: int = 8) -> dict[str, tuple[int, int]]:
+def ngram_keys(text: str, max_words: int = MAX_NGRAM) -> dict[str, tuple[int, int]]:
     """Entity keys of the question's name-like word n-grams (up to ``max_words``) -> word span.
 
     Where the question capitalises names (a capitalised word after the first),
@@ -115,13 +118,11 @@ def nearest_entities(
     return found
 
 
-def named_seeds(
-    index: ChunkIndex, query: str, mentions: list[str], *, max_ngram: int
-) -> tuple[dict[str, dict], list[str]]:
+def named_seeds(index: ChunkIndex, query: str, mentions: list[str]) -> tuple[dict[str, dict], list[str]]:
     """Entities the question names by key: its mentions' keys and its longest name-like
     n-grams (``similarity`` 1.0); and the mentions no key matched (to match by meaning)."""
     keys = [normalize(m) for m in mentions]
-    spans = ngram_keys(query, max_ngram) if max_ngram else {}
+    spans = ngram_keys(query)
     stored = entity_rows(index, [*keys, *spans], ENTITY_FIELDS)
     named = [k for k in keys if k in stored]
     named += longest_matches(spans, {k for k in spans if k in stored})
@@ -129,21 +130,33 @@ def named_seeds(
     return seeds, [m for m, key in zip(mentions, keys, strict=True) if key not in stored]
 
 
-def search_with_vector(
-    index: ChunkIndex, query: str, vector: list[float], *, k: int, mode: SearchMode, expr: str | None
-) -> Future:
-    """``ChunkIndex.search`` with the query vector already computed, run in a worker thread
-    (so it overlaps the entity look-ups); the future gives ``[(Document, score)]``."""
+@dataclass(frozen=True)
+class LinkedQuestion:
+    """The question linked to the graph: its seeds, entity key -> entity row (name, chunks, n)
+    plus ``similarity`` (1.0 by key, the cosine by meaning), best first; and the mentions its
+    extractor found (for a trace)."""
 
-    def run() -> list[tuple[Document, float]]:
-        return index.search_many([query], k=k, mode=mode, expr=expr, vectors=[vector])[0]
-
-    return _POOL.submit(run)
+    seeds: dict[str, dict]
+    mentions: list[str]
 
 
-def first_searches(index: ChunkIndex, query: str, vector: list[float], *, k: int, expr: str | None) -> Future:
-    """``ChunkIndex.search_legs`` in a worker thread: the dense ranking (it seeds the walk) and the
-    hybrid ranking (graph search protects its top) from one dense and one BM25 search, where a
-    dense and a hybrid search would run the dense one twice (Milvus Lite runs in this process,
-    so the two searches never overlapped each other, only the entity look-ups)."""
-    return _POOL.submit(index.search_legs, query, vector, k=k, expr=expr)
+def link_question(
+    index: ChunkIndex,
+    query: str,
+    *,
+    threshold: float,
+    limit: int,
+    lap: Callable[[str], None] = lambda name: None,
+) -> LinkedQuestion:
+    """The question's seeds: the entities it names by key (mentions and name n-grams), then the
+    nearest names of the mentions no key matched (``threshold``), best match first, at most
+    ``limit``. ``lap`` is told ``"mentions"`` once the extractor and key look-ups are done."""
+    extractor = question_extractor()
+    mentions = [m for m in (extractor([query])[0] if extractor else []) if normalize(m)]
+    matched, unmatched = named_seeds(index, query, mentions)
+    vectors = embed_queries(index.embeddings, unmatched) if unmatched else []
+    lap("mentions")
+    for key, row in nearest_entities(index, vectors, [LINK_K] * len(unmatched), threshold).items():
+        matched.setdefault(key, row)
+    seeds = dict(sorted(matched.items(), key=lambda kv: -kv[1]["similarity"])[:limit])
+    return LinkedQuestion(seeds, mentions)

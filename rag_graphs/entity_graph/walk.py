@@ -1,30 +1,37 @@
-"""The graph one question walks: passages, entities and facts as nodes, and the walk's maths.
+"""Graph search's third stage: the walk, Personalized PageRank over the question's neighbourhood.
 
-HippoRAG 2's ablation (arXiv 2502.14802, Table 4) and LinearRAG (arXiv 2510.10114) put passages
-and facts into the graph beside the entities: a passage node is linked to the entities it holds,
-a fact node (a sentence, ``rag_graphs.entity_graph.facts``) to its passage and to the entities it names.
-Only
-the facts found for the question are nodes, so the graph stays the size of the question's
-neighbourhood (``rag_graphs.entity_graph.neighbourhood.fetch_neighbourhood``), never the store's.
+The neighbourhood (``rag_graphs.entity_graph.neighbourhood.fetch_neighbourhood``) becomes one
+undirected graph of passages and entities, a passage linked to the non-hub entities it holds
+(HippoRAG, Gutierrez et al. 2024). The walk restarts at the seeds, each with its match similarity
+times its *specificity*, 1 / (number of chunks holding it): a rare entity says more about where the
+answer is (HippoRAG's node specificity); and, with ``PASSAGE_WEIGHT`` of the seeds' total, at the
+dense first hits by their normalised scores (HippoRAG 2's passage nodes). Node order in every
+vector: the passages, then the entities.
 
-Node order in every vector: the passages, then the entities, then the facts.
+scipy rather than networkx: on a 1,000-node neighbourhood one walk takes ~2 ms as sparse
+matrix-vector products, against ~40 ms for building a networkx graph and running its pagerank
+(``bench/graph_retrieval.py --ppr``).
 
-``pagerank`` is Personalized PageRank by power iteration on a scipy sparse adjacency;
-``fuse`` is the never-lose step: weighted reciprocal rank fusion of the walk's passage ranking
-with the first (hybrid) ranking, so a passage that one hybrid search ranks confidently keeps
-its place unless the walk finds something it agrees on; ``protect_first`` is its narrow form
-(hybrid's first one or two hits stay on top, the walk orders the rest). ``passage_resets`` are
-HippoRAG 2's passage node restart weights (every walked passage by its dense similarity).
+What measured no gain left the walk (BENCHMARKS.md, issue 28 rounds 2 and 3): fact (sentence)
+nodes and fact seeds, every passage restarting by its similarity (``passage_node_weight``), and
+blending the dense score into the walk's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections import Counter
+from dataclasses import dataclass
 
 import numpy as np
+from langchain_core.documents import Document
 
-from rag_graphs.entity_graph.facts import Fact
+from rag_graphs.entity_graph.neighbourhood import Neighbourhood
+from rag_graphs.entity_graph.rows import CHUNKS_FIELD, COUNT_FIELD, NAME_FIELD
+
+PASSAGE_WEIGHT = 0.05
+"""The dense first hits' share of the restart, relative to the seeds' total (HippoRAG 2's passage
+node weight): enough to break ties towards what the question says, too little to pull the walk
+back to the lexical neighbours a multi-hop question needs to leave."""
 
 
 @dataclass
@@ -33,32 +40,25 @@ class WalkGraph:
 
     chunks: list[str]
     entities: dict[str, int]  # entity key -> its column among the entities
-    facts: list[Fact] = field(default_factory=list)
     adjacency: object = None  # scipy.sparse.csr_matrix, square, symmetric
 
     @property
     def size(self) -> int:
-        return len(self.chunks) + len(self.entities) + len(self.facts)
+        return len(self.chunks) + len(self.entities)
 
     def entity_node(self, key: str) -> int | None:
         column = self.entities.get(key)
         return None if column is None else len(self.chunks) + column
 
-    def fact_node(self, position: int) -> int:
-        return len(self.chunks) + len(self.entities) + position
-
 
 def build_walk_graph(
     edges: dict[str, list[str]],
     hubs: set[str],
-    facts: Sequence[Fact] = (),
     *,
     titled: dict[str, set[str]] | None = None,
     title_weight: float = 1.0,
 ) -> WalkGraph:
-    """Passages linked to their non-hub entities; each fact whose passage is in ``edges`` linked
-    to that passage and to the non-hub entities it names (facts of other passages are left out:
-    the walk never reaches past what the caller's filter let the neighbourhood read).
+    """Passages linked to their non-hub entities.
 
     Every edge weighs 1 but a passage's edge to an entity its title or headings name
     (``titled``), which weighs ``title_weight``: a walk that reaches an entity goes on mostly
@@ -67,7 +67,6 @@ def build_walk_graph(
     import scipy.sparse as sp
 
     chunks = list(edges)
-    position = {cid: i for i, cid in enumerate(chunks)}
     entities: dict[str, int] = {}
     weights: dict[tuple[int, int], float] = {}
     for i, cid in enumerate(chunks):
@@ -76,15 +75,7 @@ def build_walk_graph(
             if key not in hubs:
                 node = len(chunks) + entities.setdefault(key, len(entities))
                 weights[(i, node)] = title_weight if key in about else 1.0
-    kept = [f for f in facts if f.parent in position]
-    graph = WalkGraph(chunks, entities, kept)
-    for j, fact in enumerate(kept):
-        node = graph.fact_node(j)
-        weights[(position[fact.parent], node)] = 1.0
-        for key in dict.fromkeys(fact.entities):
-            entity = graph.entity_node(key)
-            if entity is not None:
-                weights[(entity, node)] = 1.0
+    graph = WalkGraph(chunks, entities)
     n = graph.size
     rows = [a for a, _ in weights]
     cols = [b for _, b in weights]
@@ -118,11 +109,22 @@ def pagerank(adjacency, reset: np.ndarray, *, damping: float, tol: float = 1e-6,
     return rank
 
 
+def personalized_pagerank(
+    incidence, reset: np.ndarray, *, damping: float = 0.5, tol: float = 1e-6, max_iter: int = 100
+) -> np.ndarray:
+    """PPR over the bipartite graph with ``incidence`` (chunks x entities, scipy sparse): nodes
+    are the chunks then the entities, as in ``WalkGraph``; otherwise ``pagerank``."""
+    import scipy.sparse as sp
+
+    adjacency = sp.bmat([[None, incidence], [incidence.T, None]], format="csr")
+    return pagerank(adjacency, reset, damping=damping, tol=tol, max_iter=max_iter)
+
+
 def restart_shares(scores: np.ndarray, weight: float, seed_total: float) -> np.ndarray:
-    """Restart weights of scored nodes (passages by their dense/hybrid score, facts by their
-    similarity): proportional to ``scores``, summing to ``weight`` x ``seed_total`` (the entity
-    seeds' total), so ``weight`` is their share of the restart relative to the seeds (HippoRAG 2's
-    passage node weight: 0.05). All zeros when there are no seeds, no weight or no score."""
+    """Restart weights of passages by their first-search scores: proportional to ``scores``,
+    summing to ``weight`` x ``seed_total`` (the entity seeds' total), so ``weight`` is their share
+    of the restart relative to the seeds (``PASSAGE_WEIGHT``). All zeros when there are no seeds,
+    no weight or no score."""
     scores = np.clip(np.asarray(scores, dtype=float), 0.0, None)
     total = scores.sum()
     if seed_total <= 0 or weight <= 0 or total <= 0:
@@ -130,72 +132,64 @@ def restart_shares(scores: np.ndarray, weight: float, seed_total: float) -> np.n
     return scores / total * weight * seed_total
 
 
-def fuse(walk: Sequence[str], first: Sequence[str], *, weight: float, k: int = 60) -> list[tuple[str, float]]:
-    """Ids with their fused scores, best first, by weighted reciprocal rank fusion:
-    1 / (k + walk rank) + weight / (k + first rank) (an id missing from a ranking gets nothing from it).
-
-    ``weight`` 0 is the walk's order; a large weight is the first ranking's order with the walk
-    breaking ties and filling in below it. Ties keep the walk's order.
-    """
-    scores: dict[str, float] = {}
-    for rank, cid in enumerate(walk, start=1):
-        scores[cid] = 1.0 / (k + rank)
-    if weight > 0:
-        for rank, cid in enumerate(first, start=1):
-            scores[cid] = scores.get(cid, 0.0) + weight / (k + rank)
-    return sorted(scores.items(), key=lambda item: -item[1])
-
-
-def protect_first(ranked: Sequence[str], first: Sequence[str], n: int) -> list[str]:
-    """``ranked`` with the first ``n`` ids of ``first`` (those ``ranked`` holds) moved to its top,
-    in ``first``'s order; the rest keep their order below them.
-
-    The narrow never-lose step: what one hybrid search ranks first stays first, and the walk
-    only decides the places below it (where multi-hop questions' later hops sit).
-
-    >>> protect_first(["c", "a", "d", "b"], ["b", "x", "a"], 2)
-    ['b', 'c', 'a', 'd']
-    """
-    present = set(ranked)
-    kept = [cid for cid in dict.fromkeys(first[: max(n, 0)]) if cid in present]
-    held = set(kept)
-    return kept + [cid for cid in ranked if cid not in held]
-
-
-def passage_resets(similarity: np.ndarray, weight: float) -> np.ndarray:
-    """HippoRAG 2's passage node restart weights: every passage of the walked graph restarts with
-    ``weight`` x its cosine similarity to the question, min-max normalised over those passages
-    (absolute, not a share of the seeds: an entity seed restarts with its match similarity / its
-    chunk count, so with ``weight`` ~0.05 one seed outweighs any one passage, while the
-    passages together keep the walk near the dense ranking). Zeros for ``weight`` 0.
-    """
-    values = np.asarray(similarity, dtype=float)
-    if weight <= 0 or values.size == 0:
-        return np.zeros(values.size)
+def minmax(values: np.ndarray) -> np.ndarray:
+    """``values`` scaled to [0, 1] (all equal: 1 where positive, else 0)."""
+    if values.size == 0:
+        return values
     low, high = float(values.min()), float(values.max())
-    scaled = (values - low) / (high - low) if high > low else np.ones(values.size)
-    return weight * scaled
+    return (values - low) / (high - low) if high > low else (values > 0).astype(float)
 
 
-def keep_within(ranked: Sequence[str], first: Sequence[str], n: int, k: int) -> list[str]:
-    """``ranked`` with the first ``n`` ids of ``first`` (those ``ranked`` holds) inside its top ``k``:
-    one the walk ranked lower takes the place of the walk's last non-protected id in the top ``k``,
-    after the others (they keep the walk's order); below the top ``k`` the order is the walk's.
+@dataclass(frozen=True)
+class Walk:
+    """The walk's outcome: the walked chunks (node order), each one's PPR probability (None when
+    no seed is in the graph: nothing walked), the seeds it restarted at (name, weight; heaviest
+    first) and the number of entity nodes."""
 
-    What one hybrid search put in its first places is never pushed out of the result, while
-    the walk still orders the top and fills the rest of it.
+    chunks: list[str]
+    probabilities: np.ndarray | None
+    seeds: list[tuple[str, float]]
+    entities: int
 
-    >>> keep_within(["a", "b", "c", "d", "e"], ["e", "a"], 2, 3)
-    ['a', 'b', 'e', 'c', 'd']
-    """
-    present = set(ranked)
-    must = [cid for cid in dict.fromkeys(first[: max(n, 0)]) if cid in present][:k]
-    top = set(ranked[:k])
-    missing = [cid for cid in must if cid not in top]
-    if not missing:
-        return list(ranked)
-    held = set(must)
-    others = {cid for cid in [c for c in ranked if c not in held][: k - len(must)]}
-    head = [cid for cid in ranked[:k] if cid in held or cid in others] + missing
-    chosen = set(head)
-    return head + [cid for cid in ranked if cid not in chosen]
+
+def seed_restarts(graph: WalkGraph, hood: Neighbourhood, seeds: dict[str, dict]) -> tuple[np.ndarray, list]:
+    """Each seed's restart weight on its node, its match similarity / its chunk count (the
+    stored count, or the chunks the caller can see when the stored list is complete), and the
+    seeds placed (name, weight). A seed no visible chunk holds has no node and is left out."""
+    visible = Counter(key for cid in graph.chunks for key in set(hood.edges[cid]) if key not in hood.hubs)
+    reset = np.zeros(graph.size)
+    placed = []
+    for key, row in seeds.items():
+        node = graph.entity_node(key)
+        if node is None:  # no chunk the caller may see holds it
+            continue
+        listed = len(row.get(CHUNKS_FIELD) or [])
+        count = visible[key] if int(row.get(COUNT_FIELD) or 0) <= listed else int(row[COUNT_FIELD])
+        weight = row["similarity"] / max(count, 1.0)  # specificity: rare entities say more
+        reset[node] = weight
+        placed.append((row.get(NAME_FIELD) or key, weight))
+    return reset, placed
+
+
+def walk(
+    hood: Neighbourhood,
+    seeds: dict[str, dict],
+    dense: list[tuple[Document, float]],
+    *,
+    damping: float,
+    title_weight: float,
+) -> Walk:
+    """PPR over ``hood`` restarting at the ``seeds`` and, by ``PASSAGE_WEIGHT``, at the ``dense``
+    first hits (all of them in ``hood``); each chunk's stationary probability."""
+    graph = build_walk_graph(hood.edges, hood.hubs, titled=hood.titled, title_weight=title_weight)
+    reset, placed = seed_restarts(graph, hood, seeds)
+    position = {cid: i for i, cid in enumerate(graph.chunks)}
+    scores = minmax(np.array([s for _, s in dense], dtype=float))
+    seed_total = reset.sum()
+    for (doc, _), weight in zip(dense, restart_shares(scores, PASSAGE_WEIGHT, seed_total), strict=True):
+        reset[position[str(doc.id)]] += weight
+    ranked = sorted(placed, key=lambda s: -s[1])
+    if seed_total <= 0:
+        return Walk(graph.chunks, None, ranked, len(graph.entities))
+    probabilities = pagerank(graph.adjacency, reset, damping=damping)[: len(graph.chunks)]
+    return Walk(graph.chunks, probabilities, ranked, len(graph.entities))

@@ -110,26 +110,10 @@ class GraphSearcher:
 
         rankings = []
         for query in queries:
-            found = graph_search(self.index, query, k=k, expr=expr, **_walk_arguments(self.options, k))
+            found = graph_search(self.index, query, k=k, expr=expr, options=self.options)
             seeds, walk = [name for name, _ in found.seeds], found.describe()
             rankings.append([(_with(doc, graph_seeds=seeds, graph_walk=walk), s) for doc, s in found.hits])
         return rankings
-
-
-def _walk_arguments(options: GraphSearchOptions, k: int) -> dict[str, Any]:
-    """``options`` as the walk's arguments; for searches of ``k`` hits, ``keep_in_top`` is at
-    most ``k - 1`` (the walk keeps a place)."""
-    return {
-        "damping": options.damping,
-        "neighbourhood": options.neighbourhood,
-        "max_seeds": options.seeds,
-        "link_threshold": options.link_threshold,
-        "keep_first": options.keep_first,
-        "keep_in_top": min(options.keep_in_top, k - 1),
-        "title_weight": options.title_weight,
-        # the ranking kept on top is hybrid search's, run by graph search itself (dense hits seed)
-        "fuse_mode": "hybrid" if options.protects_hybrid() else None,
-    }
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from rag_graphs.entity_graph.rows import has_graph
 from rag_graphs.methods import get_graph
 from rag_graphs.search.retrieval import search_plan
 from rag_graphs.store import ChunkIndex
-from tests.unit.test_graph_facts import BagOfWords  # words shared rank alike in dense and BM25
+from tests.unit.test_graph_ranking import BagOfWords  # words shared rank alike in dense and BM25
 
 FILES = {
     "institute.md": "# Velmora Institute\n\nThe Velmora Institute was founded by Ilsa Brandt in 1952.",

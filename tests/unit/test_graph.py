@@ -9,8 +9,9 @@ from langchain_core.documents import Document
 
 from rag_graphs.entity_graph.build import add_entities, build_graph, prune_entities
 from rag_graphs.entity_graph.entities import annotate
-from rag_graphs.entity_graph.linking import longest_matches, ngram_keys, search_with_vector
-from rag_graphs.entity_graph.ppr import graph_search, personalized_pagerank
+from rag_graphs.entity_graph.first_search import search_first_hits
+from rag_graphs.entity_graph.linking import longest_matches, ngram_keys
+from rag_graphs.entity_graph.ppr import graph_search
 from rag_graphs.entity_graph.rows import (
     CHUNKS_FIELD,
     COUNT_FIELD,
@@ -19,8 +20,10 @@ from rag_graphs.entity_graph.rows import (
     has_graph,
     upsert_fields,
 )
+from rag_graphs.entity_graph.walk import personalized_pagerank
 from rag_graphs.store import ChunkIndex
 from rag_graphs.store.fields import ENTITIES_FIELD
+from tests.graph_seams import WALK_ONLY, script_first_hits, use_extractor
 
 VOCAB = ["Ilsa Brandt", "Korvik", "Osric Vale", "Arden Moss", "Lunmar", "Velm", "Tarn Guild", "Hessa"]
 
@@ -80,41 +83,39 @@ def test_entities_are_stored_on_chunk_rows_and_in_the_entity_collection(index):
     assert entity_rows(index, ["korvik"], [COUNT_FIELD])["korvik"][COUNT_FIELD] == 2
 
 
-def test_ppr_ranks_the_two_hop_chain_above_distractors(index):
+def test_ppr_ranks_the_two_hop_chain_above_distractors(index, monkeypatch):
     ingest(index, [chunk(c) for c in PASSAGES])
-    dense = hits_of(index, ["p1", "d1", "d2", "d3"])  # dense search misses the answer passage p2
-    result = graph_search(index, QUESTION, k=3, dense_hits=dense, extractor=vocab_extractor)
+    use_extractor(monkeypatch, vocab_extractor)
+    script_first_hits(monkeypatch, hits_of(index, ["p1", "d1", "d2", "d3"]))  # dense misses p2
+    result = graph_search(index, QUESTION, k=3, options=WALK_ONLY)
     ranked = [d.id for d, _ in result.hits]
-    assert ranked[:2] == ["p1", "p2"]
+    assert ranked[:2] == ["p1", "p2"]  # p2: neither a seed's chunk nor a first hit (second hop)
     assert result.seeds and result.seeds[0][0] == "Ilsa Brandt"
     assert result.chunks >= 5 and result.entities >= 5
     assert "Ilsa Brandt" in result.describe()
     scores = [s for _, s in result.hits]
     assert scores == sorted(scores, reverse=True)
-    # p2 is neither a seed's chunk nor a dense hit: only the second hop reaches it
-    near = graph_search(index, QUESTION, k=3, dense_hits=dense, extractor=vocab_extractor, expand=False)
-    assert "p2" not in [d.id for d, _ in near.hits]
-    # dense only (blend 0) keeps the dense order
-    flat = graph_search(index, QUESTION, k=3, dense_hits=dense, extractor=vocab_extractor, blend=0.0)
-    assert [d.id for d, _ in flat.hits] == ["p1", "d1", "d2"]
 
 
-def test_search_without_a_graph_or_seeds_is_the_dense_ranking(index, store_uri, fake_embeddings):
+def test_search_without_a_graph_or_seeds_is_the_dense_ranking(index, monkeypatch):
     index.add([chunk(c) for c in PASSAGES])
-    dense = hits_of(index, ["d3", "p1"])
-    assert [d.id for d, _ in graph_search(index, QUESTION, k=2, dense_hits=dense).hits] == ["d3", "p1"]
+    found = graph_search(index, QUESTION, k=2, options=WALK_ONLY).hits
+    assert [d.id for d, _ in found] == [d.id for d, _ in index.search(QUESTION, k=2, mode="dense")]
     ingest(index, [chunk(c) for c in PASSAGES])
-    none = graph_search(index, "nothing known", k=2, dense_hits=dense, extractor=vocab_extractor)
+    use_extractor(monkeypatch, vocab_extractor)
+    script_first_hits(monkeypatch, hits_of(index, ["d3", "p1"]))
+    none = graph_search(index, "nothing known", k=2, options=WALK_ONLY)
     assert [d.id for d, _ in none.hits] == ["d3", "p1"] and none.seeds == []
 
 
-def test_a_deleted_chunk_takes_its_links_with_it(index):
+def test_a_deleted_chunk_takes_its_links_with_it(index, monkeypatch):
     docs = [chunk(c) for c in PASSAGES]
     docs[1].metadata["source"] = "corpus/to-delete"
     ingest(index, docs)
     assert index.delete_source("corpus/to-delete") == 1
-    dense = hits_of(index, ["p1", "d1"])
-    result = graph_search(index, QUESTION, k=5, dense_hits=dense, extractor=vocab_extractor)
+    use_extractor(monkeypatch, vocab_extractor)
+    script_first_hits(monkeypatch, hits_of(index, ["p1", "d1"]))
+    result = graph_search(index, QUESTION, k=5, options=WALK_ONLY)
     assert "p2" not in [d.id for d, _ in result.hits]
     assert "Osric Vale" not in [name for name, _ in result.seeds]
     # the stale list entry is harmless; pruning rewrites lists and drops orphan entities
@@ -124,22 +125,24 @@ def test_a_deleted_chunk_takes_its_links_with_it(index):
     assert "osric vale" not in entity_rows(index, ["osric vale"], [])
 
 
-def test_every_read_honours_the_filter(index):
+def test_every_read_honours_the_filter(index, monkeypatch):
     docs = [chunk(c, tenant="a") for c in PASSAGES]
     for doc in docs:
         if doc.metadata["chunk_id"] in {"p2", "d2"}:
             doc.metadata["tenant"] = "b"
     ingest(index, docs)
     expr = 'tenant == "a"'
-    dense = index.search(QUESTION, k=4, mode="dense", expr=expr)
-    result = graph_search(index, QUESTION, k=6, expr=expr, dense_hits=dense, extractor=vocab_extractor)
+    use_extractor(monkeypatch, vocab_extractor)
+    result = graph_search(index, QUESTION, k=6, expr=expr, options=WALK_ONLY)
     assert {d.metadata["tenant"] for d, _ in result.hits} == {"a"}
     assert result.chunks == 4  # the walk itself never saw tenant b's chunks
-    own = graph_search(index, "Where is Osric Vale mayor?", k=6, expr=expr, extractor=vocab_extractor)
+    protected = graph_search(index, QUESTION, k=6, expr=expr)  # dense and BM25 first searches
+    assert {d.metadata["tenant"] for d, _ in protected.hits} == {"a"} and protected.chunks == 4
+    own = graph_search(index, "Where is Osric Vale mayor?", k=6, expr=expr, options=WALK_ONLY)
     assert all(name != "Osric Vale" for name, _ in own.seeds)  # only in tenant b's chunk
 
 
-def test_build_graph_annotates_an_existing_collection_and_resumes(index):
+def test_build_graph_annotates_an_existing_collection_and_resumes(index, monkeypatch):
     index.add([chunk(c) for c in PASSAGES])  # ingested before entities existed
     calls: list[int] = []
 
@@ -159,10 +162,9 @@ def test_build_graph_annotates_an_existing_collection_and_resumes(index):
     # the rows keep their text, vectors and labels: dense and BM25 search still find them
     assert index.search("harbour town mayor", k=1, mode="hybrid")[0][0].id == "p2"
     assert index.search(chunk("p2").page_content, k=1, mode="dense")[0][0].id == "p2"
-    dense = hits_of(index, ["p1", "d1"])
-    assert "p2" in [
-        d.id for d, _ in graph_search(index, QUESTION, k=2, dense_hits=dense, extractor=vocab_extractor).hits
-    ]
+    use_extractor(monkeypatch, vocab_extractor)
+    script_first_hits(monkeypatch, hits_of(index, ["p1", "d1"]))
+    assert "p2" in [d.id for d, _ in graph_search(index, QUESTION, k=2, options=WALK_ONLY).hits]
 
 
 def test_build_graph_on_an_empty_collection_is_a_clear_error(index):
@@ -203,17 +205,19 @@ def test_personalized_pagerank_prefers_what_is_near_the_seed():
     assert personalized_pagerank(incidence, np.zeros(6)).sum() == 0
 
 
-@pytest.mark.parametrize("mode", ["dense", "hybrid"])
-def test_the_first_search_ranks_as_the_index_does(index, mode):
+@pytest.mark.parametrize("hybrid", [False, True])
+def test_the_first_searches_rank_as_the_index_does(index, hybrid):
     index.add([chunk(c) for c in PASSAGES])
     query = "harbour town mayor"
     vector = index.embeddings.embed_query(query)
-    ours = search_with_vector(index, query, vector, k=4, mode=mode, expr=None).result()
-    theirs = index.search(query, k=4, mode=mode)
-    assert [(d.id, d.page_content, d.metadata) for d, _ in ours] == [
-        (d.id, d.page_content, d.metadata) for d, _ in theirs
-    ]
-    assert [s for _, s in ours] == pytest.approx([s for _, s in theirs])
+    first = search_first_hits(index, query, vector, k=4, expr=None, hybrid=hybrid)
+    assert (first.hybrid is not None) is hybrid
+    for ours, mode in ((first.dense, "dense"), (first.ranking, "hybrid" if hybrid else "dense")):
+        theirs = index.search(query, k=4, mode=mode)
+        assert [(d.id, d.page_content, d.metadata) for d, _ in ours] == [
+            (d.id, d.page_content, d.metadata) for d, _ in theirs
+        ]
+        assert [s for _, s in ours] == pytest.approx([s for _, s in theirs])
 
 
 @pytest.mark.parametrize("query", ["harbour town mayor", "Who was the mayor of the harbour town?", "granite"])

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from langchain_core.documents import Document
 
-from rag_graphs.entity_graph.linking import search_with_vector
+from rag_graphs.entity_graph.first_search import search_first_hits
 from rag_graphs.store.keywords import STOP_WORDS, keyword_query
 
 
@@ -53,7 +53,7 @@ def test_a_question_of_function_words_still_finds_chunks(index, mode):
 def test_graph_search_first_searches_ask_bm25_the_same(index):
     index.add(_chunks())
     query = "the mayor"
-    ours = search_with_vector(
-        index, query, index.embeddings.embed_query(query), k=3, mode="hybrid", expr=None
-    )
-    assert [(d.id, s) for d, s in ours.result()] == [(d.id, s) for d, s in index.search(query, k=3)]
+    ours = search_first_hits(index, query, index.embeddings.embed_query(query), k=3, expr=None, hybrid=True)
+    theirs = index.search(query, k=3)
+    assert [d.id for d, _ in ours.ranking] == [d.id for d, _ in theirs]
+    assert [s for _, s in ours.ranking] == pytest.approx([s for _, s in theirs])  # Milvus fuses in float32

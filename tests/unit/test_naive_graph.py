@@ -99,19 +99,31 @@ def test_unknown_method_lists_the_available_ones():
         get_graph("nope")
 
 
-def test_keeping_hybrids_top_is_the_default_and_reaches_graph_search(monkeypatch):
-    """``graph_keep_first=1`` / ``graph_keep_in_top=2`` (issue 28's never-lose setting, chosen on
-    the tune halves) are the defaults and reach ``graph_search`` with the hybrid ranking they
-    protect searched by it; both at 0, the walk orders everything and no hybrid search runs."""
+def test_keeping_hybrids_top_is_the_default_and_reaches_graph_search(monkeypatch, index):
+    """``keep_first=1`` / ``keep_in_top=2`` (issue 28's never-lose setting, chosen on the tune
+    halves) are the defaults and reach ``graph_search`` as the context's one options object
+    (graph search then runs the hybrid search whose top it keeps: ``test_graph_ranking``); both at
+    0, nothing of hybrid's is protected."""
     from rag_graphs.config.context import RagContext
     from rag_graphs.config.graph_search import GraphSearchOptions
-    from rag_graphs.search.searchers import _walk_arguments
+    from rag_graphs.entity_graph import ppr
+    from rag_graphs.search.retrieval import PlanKey
+    from rag_graphs.search.searchers import GraphSearcher
 
-    def graph_options(ctx):
-        return _walk_arguments(ctx.graph_search, ctx.k + 1)
+    seen = {}
 
-    on = graph_options(RagContext())
-    assert (on["keep_first"], on["keep_in_top"], on["fuse_mode"]) == (1, 2, "hybrid")
+    def recorded(index, query, *, k, expr, options):
+        seen.update(k=k, options=options)
+        return ppr.GraphHits(hits=[])
+
+    monkeypatch.setattr(ppr, "graph_search", recorded)
+    ctx = RagContext()
+    key = PlanKey.of(ctx)
+    assert key.graph is ctx.graph_search and key.graph.protects_hybrid()
+    assert (key.graph.keep_first, key.graph.keep_in_top) == (1, 2)
+    GraphSearcher(index, key.graph).search(["Where is Korvik?"], k=3, expr=None)
+    assert seen == {"k": 3, "options": ctx.graph_search}
+    assert PlanKey.of(RagContext(search_mode="hybrid")).graph is None  # not part of a hybrid plan
     monkeypatch.setenv("RAG_GRAPHS_GRAPH_KEEP_FIRST", "0")
-    off = graph_options(RagContext(graph_search=GraphSearchOptions(keep_in_top=0)))
-    assert (off["keep_first"], off["keep_in_top"], off["fuse_mode"]) == (0, 0, None)
+    off = PlanKey.of(RagContext(graph_search=GraphSearchOptions(keep_in_top=0))).graph
+    assert off is not None and (off.keep_first, off.keep_in_top) == (0, 0) and not off.protects_hybrid()
