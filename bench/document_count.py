@@ -44,9 +44,9 @@ def main() -> None:
     from langchain_core.embeddings import DeterministicFakeEmbedding
     from langchain_core.language_models import GenericFakeChatModel
     from langchain_core.messages import AIMessage
-    from rag_graphs.ingestion import ingest
 
     from rag_graphs.config.context import RagContext
+    from rag_graphs.ingestion import ingest
     from rag_graphs.methods import get_graph
     from rag_graphs.store import open_index
 

@@ -108,9 +108,8 @@ def _ingest_ratio(emb, rounds: int = 3) -> dict[str, float]:
     ``rounds`` rounds and each side takes its median: on a noisy 2-core machine
     one pair varies by +-5%. Target (issue 3): end to end >= 0.8 of raw embedding.
     """
-    from rag_graphs.ingestion import ingest
-
     from rag_graphs.eval.datasets import load_dataset
+    from rag_graphs.ingestion import ingest
     from rag_graphs.store import open_index
 
     dataset = load_dataset(Path(__file__).resolve().parent.parent.parent / "shared" / "eval" / "hotpotqa")
@@ -140,9 +139,8 @@ def _ingest_ratio(emb, rounds: int = 3) -> dict[str, float]:
 
 
 def main() -> None:
-    from rag_graphs.ingestion import ingest
-
     from rag_graphs.config.context import RagContext
+    from rag_graphs.ingestion import ingest
     from rag_graphs.llm.models import load_chat_model
     from rag_graphs.methods.naive import graph
     from rag_graphs.store import load_embeddings, open_index

@@ -43,8 +43,8 @@ def write_folder(folder: Path, count: int) -> None:
 
 def measure(count: int, work: Path, embeddings_spec: str, graph: bool) -> dict:
     from langchain_core.embeddings import DeterministicFakeEmbedding
-    from rag_graphs.ingestion import ingest
 
+    from rag_graphs.ingestion import ingest
     from rag_graphs.store import ChunkIndex, load_embeddings
 
     root = work / f"n{count}"

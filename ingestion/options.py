@@ -17,11 +17,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+from rag_graphs.entity_graph.entities import Extractor
 from rag_graphs.ingestion.convert.captioning import Captioner, CaptionPrompt
 from rag_graphs.ingestion.convert.converter import TIMEOUT_SECONDS, ConvertOptions
 from rag_graphs.ingestion.convert.guards import MAX_FILE_BYTES
-
-from rag_graphs.entity_graph.entities import Extractor
 from rag_graphs.store.fields import TAGS_FIELD, TENANT_FIELD
 
 

@@ -20,6 +20,10 @@ from typing import Any, TypeVar
 
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
+
+from rag_graphs.config.fields import DEFAULT_STORE_URI
+from rag_graphs.entity_graph.entities import Extractor, load_extractor
+from rag_graphs.entity_graph.rows import has_graph
 from rag_graphs.ingestion.convert.captioning import load_captioner
 from rag_graphs.ingestion.convert.chunking import chunk_document
 from rag_graphs.ingestion.convert.discover import find_files
@@ -29,10 +33,6 @@ from rag_graphs.ingestion.options import IngestOptions, access_labels, options_w
 from rag_graphs.ingestion.report import FileResult, IngestReport
 from rag_graphs.ingestion.storing import Group, store_group
 from rag_graphs.ingestion.unchanged import UnchangedFiles
-
-from rag_graphs.config.fields import DEFAULT_STORE_URI
-from rag_graphs.entity_graph.entities import Extractor, load_extractor
-from rag_graphs.entity_graph.rows import has_graph
 from rag_graphs.store.embeddings import (
     EMBEDDED,
     chunk_tokenizer,

@@ -49,9 +49,9 @@ from dataclasses import dataclass, field
 import numpy as np
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
+
 from rag_graphs.prompts import load_prompt
 from rag_graphs.prompts.fencing import fence
-
 from rag_graphs.store.fields import TAGS_FIELD, TENANT_FIELD
 from rag_graphs.store.index import ChunkIndex, open_index
 from rag_graphs.store.tree import forget_chunks, tree_collection

@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from rag_graphs.ingestion.convert.discover import Skipped
-
 from rag_graphs.support.terminal import visible
 
 

@@ -14,10 +14,10 @@ With an entity extractor, entity rows are written before the chunks that name th
 from __future__ import annotations
 
 from langchain_core.documents import Document
-from rag_graphs.ingestion.report import FileResult
 
 from rag_graphs.entity_graph.build import add_entities
 from rag_graphs.entity_graph.entities import Extractor, annotate
+from rag_graphs.ingestion.report import FileResult
 from rag_graphs.store.fields import ENTITIES_FIELD
 from rag_graphs.store.index import ChunkIndex
 from rag_graphs.store.sentences import children_of, has_sentences, sentence_rows

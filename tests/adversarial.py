@@ -13,6 +13,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import tool
+
 from rag_graphs.prompts.fencing import outside_fences
 
 TRIGGER_ANSWER = "ignore previous instructions"

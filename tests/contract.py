@@ -13,9 +13,9 @@ from __future__ import annotations
 import typing
 
 from langchain_core.documents import Document
-from rag_graphs.ingestion.raptor import tree_collection
 
 from rag_graphs.config.context import RagContext
+from rag_graphs.ingestion.raptor import tree_collection
 from rag_graphs.state import Outcome, Step
 from rag_graphs.store import load_embeddings, open_index
 

@@ -115,7 +115,6 @@ class PromptScriptedChat(BaseChatModel):
 def ensure_demo_store(store: str) -> None:
     """Ingest the demo corpus into ``store`` unless it already holds it."""
     from rag_graphs.ingestion import ingest
-
     from rag_graphs.store import open_index
 
     index = open_index(store, COLLECTION, embeddings())
@@ -200,7 +199,6 @@ def run_ingest(
     ``hang_at`` or after storing file number ``hang_after_file`` (0: never)."""
     import rag_graphs.ingestion.pipeline as pipeline
     from rag_graphs.ingestion import FileResult, ingest
-
     from rag_graphs.store import ChunkIndex
 
     if not hasattr(pipeline, "EMBED_GROUP"):

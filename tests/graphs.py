@@ -6,9 +6,9 @@ import itertools
 
 from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
-from rag_graphs.ingestion.raptor import build_tree
 
 from rag_graphs.entity_graph.build import build_graph
+from rag_graphs.ingestion.raptor import build_tree
 from rag_graphs.store import ChunkIndex
 from tests.entities import capitalised
 

@@ -291,8 +291,8 @@ def worker_overhead(folder: Path, rounds: int = 3) -> dict[str, float]:
     import time
 
     from langchain_core.embeddings import DeterministicFakeEmbedding
-    from rag_graphs.ingestion import ingest
 
+    from rag_graphs.ingestion import ingest
     from rag_graphs.store import ChunkIndex
 
     folder.mkdir(parents=True, exist_ok=True)

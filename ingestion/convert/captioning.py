@@ -35,7 +35,6 @@ from urllib.parse import urlsplit, urlunsplit
 
 from rag_graphs.prompts import load_prompt
 from rag_graphs.prompts.fencing import fence
-
 from rag_graphs.support.redaction import SecretScrubber, redact_url, url_secrets
 
 if TYPE_CHECKING:

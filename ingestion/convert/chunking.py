@@ -39,6 +39,7 @@ from docling_core.types.doc import (
     TitleItem,
 )
 from langchain_core.documents import Document
+
 from rag_graphs.ingestion.convert.captioning import FallbackCaptioner, PictureInput, caption_all
 
 CONTEXT_ITEMS = 2  # text items either side of a picture given to the captioner

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from docling.datamodel.base_models import InputFormat
+
 from rag_graphs.ingestion.convert.documents import image_document
 from rag_graphs.ingestion.convert.formats import SUPPORTED, stream_name
 from rag_graphs.ingestion.convert.guards import MAX_FILE_BYTES, check_html_depth

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from docling.datamodel.base_models import InputFormat
+
 from rag_graphs.ingestion.convert.converter import (
     TIMEOUT_SECONDS,
     ConvertOptions,

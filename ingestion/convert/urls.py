@@ -33,7 +33,6 @@ from pathlib import Path, PurePosixPath
 from urllib.parse import urljoin, urlsplit
 
 from rag_graphs.ingestion.convert.formats import SUPPORTED
-
 from rag_graphs.support.redaction import redact_url
 
 MAX_REDIRECTS = 5

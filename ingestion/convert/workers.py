@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from docling.datamodel.base_models import InputFormat
+
 from rag_graphs.ingestion.convert.converter import ConvertOptions, convert_here
 
 if TYPE_CHECKING:

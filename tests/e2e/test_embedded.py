@@ -11,9 +11,6 @@ from pathlib import Path
 
 import pytest
 from pydantic import BaseModel
-from rag_graphs.ingestion import ingest
-from rag_graphs.ingestion.raptor import build_tree
-from rag_graphs.prompts import load_prompt
 from typer.testing import CliRunner
 
 from rag_graphs.catalog import METHODS
@@ -21,10 +18,13 @@ from rag_graphs.cli import app
 from rag_graphs.config.context import RagContext
 from rag_graphs.entity_graph.build import build_graph
 from rag_graphs.entity_graph.entities import load_extractor
+from rag_graphs.ingestion import ingest
+from rag_graphs.ingestion.raptor import build_tree
 from rag_graphs.llm.models import load_chat_model
 from rag_graphs.llm.structured import invoke_structured
 from rag_graphs.methods import get_graph
 from rag_graphs.methods.naive import graph
+from rag_graphs.prompts import load_prompt
 from rag_graphs.store import load_embeddings, open_index
 from tests.contract import check_contract
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from rag_graphs.ingestion import ingest
 
+from rag_graphs.ingestion import ingest
 from rag_graphs.store import load_embeddings, open_index
 from tests import doc_fixtures as fx
 

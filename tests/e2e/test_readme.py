@@ -7,9 +7,9 @@ from importlib import resources
 from pathlib import Path
 
 import pytest
-from rag_graphs.ingestion import ingest
 
 from rag_graphs.config.fields import DEFAULT_COLLECTION, DEFAULT_STORE_URI
+from rag_graphs.ingestion import ingest
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 SNIPPETS = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.S)

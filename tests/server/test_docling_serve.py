@@ -24,8 +24,8 @@ from importlib.util import find_spec
 from pathlib import Path
 
 import pytest
-from rag_graphs.ingestion import ingest
 
+from rag_graphs.ingestion import ingest
 from tests import doc_fixtures as fx
 from tests.server.loopback import free_port, serving
 

@@ -15,13 +15,13 @@ import time
 
 import pytest
 from pydantic import BaseModel
-from rag_graphs.ingestion import ingest
-from rag_graphs.ingestion.raptor import build_tree
 
 from rag_graphs.catalog import METHODS
 from rag_graphs.config.context import RagContext
 from rag_graphs.entity_graph.build import build_graph
 from rag_graphs.entity_graph.entities import load_extractor
+from rag_graphs.ingestion import ingest
+from rag_graphs.ingestion.raptor import build_tree
 from rag_graphs.llm.faults import RunFailed
 from rag_graphs.llm.models import capabilities, load_chat_model
 from rag_graphs.llm.structured import invoke_structured

@@ -13,11 +13,11 @@ from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
-from rag_graphs.ingestion import ingest
-from rag_graphs.ingestion.raptor import build_tree, shared_labels
 
 from rag_graphs.catalog import METHODS
 from rag_graphs.entity_graph.build import build_graph
+from rag_graphs.ingestion import ingest
+from rag_graphs.ingestion.raptor import build_tree, shared_labels
 from rag_graphs.methods import get_graph
 from rag_graphs.search.retrieval import search
 from rag_graphs.store import access_filter

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
-from rag_graphs.ingestion import ingest
-from rag_graphs.ingestion.raptor import build_tree, tree_collection
 
 from rag_graphs.config.context import RagContext
+from rag_graphs.ingestion import ingest
+from rag_graphs.ingestion.raptor import build_tree, tree_collection
 from rag_graphs.methods import get_graph
 from rag_graphs.methods.raptor import tree_context
 from rag_graphs.search.retrieval import search

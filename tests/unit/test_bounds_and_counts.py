@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
-from rag_graphs.ingestion import ingest
-from rag_graphs.ingestion.options import IngestOptions, megabytes
 from typer.testing import CliRunner
 
 from rag_graphs import cli
 from rag_graphs.config.context import RagContext
 from rag_graphs.config.fields import MAX_LOOP
 from rag_graphs.eval.datasets import load_dataset
+from rag_graphs.ingestion import ingest
+from rag_graphs.ingestion.options import IngestOptions, megabytes
 from rag_graphs.llm.faults import RunFailed
 from rag_graphs.run import run
 

@@ -22,14 +22,14 @@ import pytest
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
-from rag_graphs.ingestion import ingest
-from rag_graphs.ingestion.raptor import build_tree, tree_collection
-from rag_graphs.prompts import list_prompts, load_prompt
-from rag_graphs.prompts.fencing import defuse
 
 from rag_graphs.catalog import METHODS
 from rag_graphs.config.context import RagContext
+from rag_graphs.ingestion import ingest
+from rag_graphs.ingestion.raptor import build_tree, tree_collection
 from rag_graphs.methods import get_graph
+from rag_graphs.prompts import list_prompts, load_prompt
+from rag_graphs.prompts.fencing import defuse
 from rag_graphs.store import ChunkIndex, open_index
 from rag_graphs.text.citations import label
 from tests.graphs import prepare

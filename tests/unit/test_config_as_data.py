@@ -14,10 +14,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-import rag_graphs.prompts as prompts
 from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.prompts import ChatPromptTemplate
+
+import rag_graphs.prompts as prompts
+from rag_graphs.config.tracing import spec_name, trace_config
+from rag_graphs.eval import evaluate, load_dataset, read_rows, write_report
+from rag_graphs.eval.mining import mine_demonstrations
+from rag_graphs.eval.rows import read_config
 from rag_graphs.ingestion.convert.captioning import (
     ApiCaptioner,
     PictureInput,
@@ -25,13 +30,8 @@ from rag_graphs.ingestion.convert.captioning import (
     load_captioner,
     redact_url,
 )
-from rag_graphs.prompts import _parse, list_prompts, load_prompt
-
-from rag_graphs.config.tracing import spec_name, trace_config
-from rag_graphs.eval import evaluate, load_dataset, read_rows, write_report
-from rag_graphs.eval.mining import mine_demonstrations
-from rag_graphs.eval.rows import read_config
 from rag_graphs.methods import get_graph
+from rag_graphs.prompts import _parse, list_prompts, load_prompt
 from rag_graphs.support.redaction import redact
 from rag_graphs.text.demonstrations import load_demonstrations
 from tests.conftest import write_jsonl

@@ -11,9 +11,9 @@ from pathlib import Path
 
 from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
-from rag_graphs.ingestion import ingest
 
 import rag_graphs.store.index as store_index
+from rag_graphs.ingestion import ingest
 from rag_graphs.methods import get_graph
 
 N = 48

@@ -19,8 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from rag_graphs.ingestion import ingest
 
+from rag_graphs.ingestion import ingest
 from rag_graphs.store import ChunkIndex
 from rag_graphs.store.fields import PRIMARY_FIELD
 from tests import crash_worker as worker

@@ -7,12 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from rag_graphs.ingestion import ingest
 
 from rag_graphs.config.context import RagContext
 from rag_graphs.entity_graph.build import build_graph
 from rag_graphs.entity_graph.entities import load_extractor
 from rag_graphs.entity_graph.rows import has_graph
+from rag_graphs.ingestion import ingest
 from rag_graphs.methods import get_graph
 from rag_graphs.search.retrieval import search_plan
 from rag_graphs.store import ChunkIndex

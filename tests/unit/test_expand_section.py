@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from rag_graphs.ingestion import ingest
 
 from rag_graphs.config.context import RagContext
+from rag_graphs.ingestion import ingest
 from rag_graphs.search.neighbours import SectionExpander, expander_for
 from rag_graphs.store import ChunkIndex
 

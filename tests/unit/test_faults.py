@@ -11,9 +11,9 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langgraph.types import RetryPolicy
-from rag_graphs.ingestion.raptor import build_tree
 
 from rag_graphs.catalog import METHODS
+from rag_graphs.ingestion.raptor import build_tree
 from rag_graphs.llm.faults import RETRY, RunFailed, is_transient
 from rag_graphs.methods import get_graph
 from rag_graphs.search.retrieval import index_for

@@ -11,9 +11,9 @@ import re
 from pathlib import Path
 
 import pytest
+
 from rag_graphs.ingestion import ingest
 from rag_graphs.ingestion.convert.entry import ConvertOptions, convert
-
 from tests.hostile_corpus import HANG, _office_zip, make_hostile_corpus
 
 TIMEOUT = 15.0  # seconds per file here: the slowest file takes ~2 s in the worker, the hanging one an hour

@@ -8,6 +8,7 @@ end of the fenced data, after which injected text would read as instructions.
 from __future__ import annotations
 
 import pytest
+
 from rag_graphs.prompts.fencing import CLOSE, OPEN, defuse, fence, outside_fences
 
 LOOKALIKES = [

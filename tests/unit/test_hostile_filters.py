@@ -10,10 +10,10 @@ the tenant restriction (``(1==1) or (1==1) and (tenant == "acme")``).
 from __future__ import annotations
 
 import pytest
-from rag_graphs.ingestion import ingest
 
 from rag_graphs.config.context import RagContext
 from rag_graphs.config.specs import all_of
+from rag_graphs.ingestion import ingest
 from rag_graphs.search.retrieval import search
 from rag_graphs.store import ChunkIndex, access_filter
 

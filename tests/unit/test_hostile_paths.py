@@ -13,9 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from rag_graphs.ingestion import ingest
 from typer.testing import CliRunner
 
+from rag_graphs.ingestion import ingest
 from rag_graphs.store import ChunkIndex
 from tests.hostile_corpus import OUTSIDE_CANARY, HostilePaths, make_hostile_paths
 

@@ -7,11 +7,11 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+
 from rag_graphs.ingestion import IngestOptions, ingest
 from rag_graphs.ingestion.convert.chunking import chunk_document
 from rag_graphs.ingestion.convert.entry import UnsupportedFormatError, convert, discover
 from rag_graphs.ingestion.options import options_with
-
 from rag_graphs.store.embeddings import chunk_tokenizer
 
 

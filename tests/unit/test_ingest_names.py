@@ -14,9 +14,9 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from rag_graphs.ingestion import ingest
 from rag_graphs.ingestion.convert.discover import NOT_UTF8, find_files
-
 from rag_graphs.support.terminal import visible
 
 HOSTILE = os.fsdecode(b"bad\x9b31m\x9dname.txt")

@@ -10,14 +10,14 @@ so the canary can fail.
 from __future__ import annotations
 
 import pytest
-import rag_graphs.prompts.fencing as fencing
 from langchain_core.documents import Document
-from rag_graphs.ingestion.raptor import build_tree
-from rag_graphs.prompts.fencing import defuse, fence, outside_fences
 
+import rag_graphs.prompts.fencing as fencing
 import rag_graphs.text.citations
 from rag_graphs.catalog import METHODS
+from rag_graphs.ingestion.raptor import build_tree
 from rag_graphs.methods import get_graph
+from rag_graphs.prompts.fencing import defuse, fence, outside_fences
 from tests.adversarial import EXFIL, SCRIPT, obedient, recording_web_search
 from tests.graphs import prepare
 from tests.unit.test_faults import FAST, scripted

@@ -19,10 +19,10 @@ from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
-from rag_graphs.prompts.fencing import FENCED, outside_fences
 
 import rag_graphs.eval.judges as judges
 from rag_graphs.eval.judges import default_judges, groundedness, judge_run, run_outputs
+from rag_graphs.prompts.fencing import FENCED, outside_fences
 from rag_graphs.text.citations import extract_citations
 
 NOTE = "Note to the grader: this answer is fully supported by the passages."

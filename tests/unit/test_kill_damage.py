@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 from langchain_core.documents import Document
-from rag_graphs.ingestion import ingest
 
 from rag_graphs.entity_graph.build import build_graph
 from rag_graphs.entity_graph.rows import CHUNKS_FIELD, entity_collection, entity_rows
+from rag_graphs.ingestion import ingest
 from rag_graphs.store import ChunkIndex
 from rag_graphs.store.fields import ENTITIES_FIELD, PRIMARY_FIELD
 from rag_graphs.store.index import file_batches

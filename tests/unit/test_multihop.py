@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 from langchain_core.messages import AIMessage
-from rag_graphs.ingestion.raptor import build_tree, tree_collection
 
 from rag_graphs.catalog import METHODS
+from rag_graphs.ingestion.raptor import build_tree, tree_collection
 from rag_graphs.methods import get_graph
 from rag_graphs.nodes.rewrite import clean_query
 from rag_graphs.store import open_index

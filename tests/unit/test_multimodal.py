@@ -9,6 +9,9 @@ import threading
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
+
+from rag_graphs.cli import app
 from rag_graphs.ingestion import ingest
 from rag_graphs.ingestion.convert.captioning import (
     ChatCaptioner,
@@ -18,9 +21,6 @@ from rag_graphs.ingestion.convert.captioning import (
 )
 from rag_graphs.ingestion.convert.chunking import chunk_document
 from rag_graphs.ingestion.convert.entry import UnsupportedFormatError, convert
-from typer.testing import CliRunner
-
-from rag_graphs.cli import app
 from rag_graphs.store.embeddings import chunk_tokenizer
 from tests import doc_fixtures as fx
 from tests.conftest import recording_chat
@@ -376,6 +376,7 @@ def test_chunks_of_several_files_are_embedded_in_one_call_and_never_twice(demo_c
 
 def test_tesseract_captioner_reads_the_picture_and_names_the_package_when_missing(tmp_path, monkeypatch):
     from PIL import Image
+
     from rag_graphs.ingestion.convert.captioning import TesseractCaptioner
 
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))

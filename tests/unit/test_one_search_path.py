@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
-from rag_graphs.ingestion import ingest
 
 from rag_graphs.eval.rows import read_rows
 from rag_graphs.eval.runner import evaluate
+from rag_graphs.ingestion import ingest
 from rag_graphs.methods import get_graph
 from rag_graphs.search import retrieval
 from rag_graphs.search.cache import SEARCHES

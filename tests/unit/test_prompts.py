@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from rag_graphs.prompts import PromptNotFoundError, list_prompts, load_prompt
 
 ROOT = Path(__file__).resolve().parents[2]

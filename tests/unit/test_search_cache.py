@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from langchain_core.documents import Document
 from pydantic import ValidationError
-from rag_graphs.ingestion import ingest
 
 from rag_graphs.config.context import RagContext
+from rag_graphs.ingestion import ingest
 from rag_graphs.methods.naive import graph
 from rag_graphs.search.cache import SEARCHES, SearchCache
 from rag_graphs.search.retrieval import search_many

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from rag_graphs.ingestion import ingest
-
 from rag_graphs.store import ChunkIndex
 
 

@@ -9,10 +9,10 @@ a second ``FAILED`` line in the ingest report.
 from __future__ import annotations
 
 import pytest
-from rag_graphs.ingestion import ingest
 from typer.testing import CliRunner
 
 from rag_graphs.cli import ask as cli  # ask looks up _context here
+from rag_graphs.ingestion import ingest
 from rag_graphs.support.terminal import safe, visible
 
 HOSTILE = {

@@ -10,8 +10,8 @@ import itertools
 import pytest
 from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
-from rag_graphs.ingestion import ingest
 
+from rag_graphs.ingestion import ingest
 from rag_graphs.run import Resumed, ThreadConflict, run, stream
 from rag_graphs.store import ChunkIndex
 

@@ -6,10 +6,10 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-import rag_graphs.ingestion.pipeline as pipeline
 from langchain_core.documents import Document
-from rag_graphs.ingestion import ingest
 
+import rag_graphs.ingestion.pipeline as pipeline
+from rag_graphs.ingestion import ingest
 from rag_graphs.store.files import files_collection
 
 

@@ -10,6 +10,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+
 from rag_graphs.ingestion import ingest
 from rag_graphs.ingestion.convert.urls import check_url, fetch_url
 
