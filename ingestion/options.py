@@ -110,8 +110,9 @@ class IngestOptions:
         access labels. A file skipped as unchanged must have been stored under the same one."""
         from importlib.metadata import PackageNotFoundError, version
 
-        from rag_graphs.ingestion.convert.chunking import CONTEXT_ITEMS, MAX_CHUNK_CHARS
+        from rag_graphs.ingestion.convert.chunking import CONTEXT_ITEMS
         from rag_graphs.ingestion.convert.converter import layout_models_present
+        from rag_graphs.store.fields import MAX_CHUNK_CHARS
 
         def installed(name: str) -> str:
             try:

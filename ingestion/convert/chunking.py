@@ -41,9 +41,9 @@ from docling_core.types.doc import (
 from langchain_core.documents import Document
 
 from rag_graphs.ingestion.convert.captioning import FallbackCaptioner, PictureInput, caption_all
+from rag_graphs.store.fields import split_text
 
 CONTEXT_ITEMS = 2  # text items either side of a picture given to the captioner
-MAX_CHUNK_CHARS = 16_000  # Milvus stores at most 65,535 bytes of text: 4 per character at worst
 
 
 class _Skip(BaseTableSerializer, BasePictureSerializer):
@@ -60,28 +60,13 @@ class TextOnly(ChunkingSerializerProvider):
         return ChunkingDocSerializer(doc=doc, table_serializer=_Skip(), picture_serializer=_Skip())
 
 
-def split_oversized(text: str, limit: int = MAX_CHUNK_CHARS) -> list[str]:
-    """``text`` in pieces of at most ``limit`` characters, cut at whitespace where there is some.
-
-    The chunker bounds chunks by tokens, but one "token" of the tokenizer can be
-    a 200 KB run without spaces; such a chunk would be refused by Milvus.
-    """
-    pieces = []
-    while len(text) > limit:
-        cut = text.rfind(" ", limit // 2, limit)
-        cut = cut if cut > 0 else limit
-        pieces.append(text[:cut].rstrip())
-        text = text[cut:].lstrip()
-    return [*pieces, text] if text else pieces
-
-
 def chunk_id(source: str, doc_hash: str, crefs: list[str], text: str, part: int = 0) -> str:
     """Stable id from the source, the file's content hash, the items' crefs and the chunk text.
 
     The same file ingested again yields the same ids (so nothing is added); a
     changed file yields new ids; two files with equal content keep separate
     chunks, so editing or deleting one never removes the other's. ``part``
-    numbers the pieces of a chunk too long to store (``split_oversized``).
+    numbers the pieces of a chunk too long to store (``rag_graphs.store.fields.split_text``).
     """
     key = "\x1f".join([source, doc_hash, ",".join(crefs), text, *([str(part)] if part else [])])
     return hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
@@ -176,7 +161,7 @@ def chunk_document(
     chunks: list[Document] = []
 
     def add(text: str, items: list[DocItem], kind: str, headings: list[str], **extra) -> None:
-        for part, piece in enumerate(split_oversized(text)):
+        for part, piece in enumerate(split_text(text)):
             add_one(piece, items, kind, headings, part, **extra)
 
     def add_one(text: str, items: list[DocItem], kind: str, headings: list[str], part: int, **extra) -> None:

@@ -26,13 +26,12 @@ from langchain_core.embeddings import Embeddings
 
 from rag_graphs.eval.datasets import Dataset
 from rag_graphs.store import ChunkIndex, ids_filter, open_index, quote
+from rag_graphs.store.fields import MAX_CHUNK_CHARS, split_text
 from rag_graphs.support.progress import progress_bar
 
 BATCH = 256
-PIECE_CHARS = 16_000
-"""Characters of one stored piece at most, its title included: Milvus keeps at most 65,535 bytes
-of text, 4 per character at worst. The bound ingest's chunks keep (``MAX_CHUNK_CHARS``, not
-imported: that module loads Docling)."""
+PIECE_CHARS = MAX_CHUNK_CHARS
+"""Characters of one stored piece at most, its title included: the bound ingest's chunks keep."""
 PASSAGE_FIELD = "passage_id"
 """Metadata naming the passage a piece belongs to (the passage id itself for a whole passage)."""
 _LAYOUT = "pieces-v1"
@@ -52,18 +51,6 @@ def _name(dataset: Dataset, docs: Iterable[Document], embeddings: str | Embeddin
             digest.update(b"\x1e" + str(part).encode("utf-8", "surrogatepass"))
     slug = re.sub(r"[^0-9a-zA-Z_]", "_", dataset.name)[:40]
     return f"eval_{slug}_{digest.hexdigest()[:16]}"
-
-
-def split_text(text: str, limit: int) -> list[str]:
-    """``text`` in pieces of at most ``limit`` characters, cut at whitespace where there is some
-    (ingest's ``split_oversized``, which cannot be imported without Docling)."""
-    pieces = []
-    while len(text) > limit:
-        cut = text.rfind(" ", limit // 2, limit)
-        cut = cut if cut > 0 else limit
-        pieces.append(text[:cut].rstrip())
-        text = text[cut:].lstrip()
-    return [*pieces, text] if text else pieces
 
 
 def passage_documents(passage: dict, dataset: Dataset) -> list[Document]:

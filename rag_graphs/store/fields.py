@@ -34,3 +34,23 @@ EMBEDDINGS_PROPERTY = "rag_graphs.embeddings"
 """Collection property naming the embedding model a collection was created with (its spec, or
 class and model name for an instance: ``embeddings_identity``); collections from before it
 have none and are checked by dimension only."""
+
+
+MAX_CHUNK_CHARS = 16_000
+"""Characters of one stored chunk at most: Milvus stores at most 65,535 bytes of text, 4 per
+character at worst. Ingest's chunks and the evaluator's passage pieces keep it (``split_text``)."""
+
+
+def split_text(text: str, limit: int = MAX_CHUNK_CHARS) -> list[str]:
+    """``text`` in pieces of at most ``limit`` characters, cut at whitespace where there is some.
+
+    A chunker bounds chunks by tokens, but one "token" can be a 200 KB run without spaces, and a
+    corpus passage can be longer than the store keeps: such text would be refused by Milvus.
+    """
+    pieces = []
+    while len(text) > limit:
+        cut = text.rfind(" ", limit // 2, limit)
+        cut = cut if cut > 0 else limit
+        pieces.append(text[:cut].rstrip())
+        text = text[cut:].lstrip()
+    return [*pieces, text] if text else pieces

@@ -113,7 +113,7 @@ def test_pieces_keep_the_title_and_id_and_fit_the_store(long_passage_set):
 
 
 def test_piece_size_is_the_bound_ingest_keeps():
-    from rag_graphs.ingestion.convert.chunking import MAX_CHUNK_CHARS
+    from rag_graphs.store.fields import MAX_CHUNK_CHARS
 
     assert PIECE_CHARS == MAX_CHUNK_CHARS
 

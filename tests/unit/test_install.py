@@ -10,6 +10,7 @@ module to its real file.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -31,10 +32,14 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     environment (setuptools from the package registry)."""
     from importlib.metadata import version
 
-    out = tmp_path_factory.mktemp("wheel")
+    out, source = tmp_path_factory.mktemp("wheel"), tmp_path_factory.mktemp("source")
+    for name in ("pyproject.toml", "README.md"):  # a copy: a build leaves build/ where it runs
+        shutil.copy2(ROOT / name, source / name)
+    for folder in ("rag_graphs", "ingestion", "prompts"):
+        shutil.copytree(ROOT / folder, source / folder, ignore=shutil.ignore_patterns("__pycache__"))
     isolation = [] if int(version("setuptools").split(".")[0]) < 77 else ["--no-build-isolation"]
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", *isolation, "-q", "-w", str(out), str(ROOT)],
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", *isolation, "-q", "-w", str(out), str(source)],
         check=True,
         capture_output=True,
         timeout=600,
