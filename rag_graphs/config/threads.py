@@ -12,11 +12,12 @@ exits, even by ``kill -9``: a killed run never leaves its thread locked.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
+
+from rag_graphs.support.locks import exclusive
 
 SETTING = "--checkpoints"
 DEFAULT_CHECKPOINTS = Path(".rag-graphs/checkpoints.sqlite")
@@ -75,18 +76,12 @@ def thread_lock(path: str, thread_id: str) -> Iterator[None]:
     folder = Path(f"{path}.locks")
     folder.mkdir(parents=True, exist_ok=True)
     lock = folder / f"{hashlib.sha256(thread_id.encode()).hexdigest()[:32]}.lock"
-    with open(lock, "a+b") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise ThreadBusy(
-                f"thread {thread_id!r} is being run by another process right now (lock {lock}); "
-                "wait for it to finish, then run again to get its result, or use another --thread-id"
-            ) from None
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    busy = ThreadBusy(
+        f"thread {thread_id!r} is being run by another process right now (lock {lock}); "
+        "wait for it to finish, then run again to get its result, or use another --thread-id"
+    )
+    with exclusive(lock, lambda: busy):
+        yield
 
 
 REPLAY_KEYS = ("rag_graphs_run", "rag_graphs_store_state")

@@ -8,7 +8,6 @@ reports, and a resume runs the skipped question again.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import logging
 import math
@@ -17,6 +16,7 @@ from datetime import datetime
 from pathlib import Path
 
 from rag_graphs.eval.metrics import RANKS
+from rag_graphs.support.locks import exclusive
 from rag_graphs.support.terminal import visible
 from rag_graphs.text.jsonl import existing_path, read_json_object
 
@@ -173,18 +173,12 @@ def run_folder_lock(folder: Path) -> Iterator[None]:
         RunFolderBusy: another evaluation holds it (one line naming the folder).
     """
     lock = folder / LOCK
-    with open(lock, "a+b") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise RunFolderBusy(
-                f"run folder {folder} is being written by another evaluation right now (lock {lock}); "
-                "wait for it to end, then --resume it, or choose another folder"
-            ) from None
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    busy = RunFolderBusy(
+        f"run folder {folder} is being written by another evaluation right now (lock {lock}); "
+        "wait for it to end, then --resume it, or choose another folder"
+    )
+    with exclusive(lock, lambda: busy):
+        yield
 
 
 def _repair_tail(path: Path) -> None:
