@@ -279,21 +279,21 @@ def evaluate(
     }
     run_dir = _run_folder(run_dir, runs_root, ds.name)
     with run_folder_lock(run_dir):  # one evaluation writes a run folder at a time, across processes
-        return _fill(
-            run_dir,
-            ds,
-            ctx,
-            config,
-            examples,
-            methods,
-            setting=setting,
-            eval_store=eval_store,
-            retrieval_only=retrieval_only,
-            evaluators=evaluators,
-            judge=judge,
-            concurrency=concurrency,
-            progress=progress,
-        )
+        how = _How(setting, eval_store, retrieval_only, tuple(evaluators), judge, concurrency, progress)
+        return _fill(run_dir, ds, ctx, config, examples, methods, how)
+
+
+@dataclasses.dataclass(frozen=True)
+class _How:
+    """How ``evaluate`` runs, past what it runs (``evaluate``'s arguments of the same names)."""
+
+    setting: Setting
+    eval_store: str
+    retrieval_only: bool
+    evaluators: tuple[Evaluator, ...]
+    judge: str | None
+    concurrency: int
+    progress: bool
 
 
 def _fill(
@@ -303,14 +303,7 @@ def _fill(
     config: dict,
     examples: list[Example],
     methods: list[str],
-    *,
-    setting: Setting,
-    eval_store: str,
-    retrieval_only: bool,
-    evaluators: Sequence[Evaluator],
-    judge: str | None,
-    concurrency: int,
-    progress: bool,
+    how: _How,
 ) -> Path:
     """``evaluate``'s work once it holds the run folder's lock: check or write ``config.json``,
     open the corpus, and run what ``rows.jsonl`` does not hold yet (read under the lock, so
@@ -333,23 +326,23 @@ def _fill(
                 f"{run_dir} holds a run with other {', '.join(different)}; use a new run directory"
             )
         config["methods"] = list(dict.fromkeys([*stored.get("methods", []), *methods]))
-        config["judge"] = judge or stored.get("judge")  # what the next --resume judges with
+        config["judge"] = how.judge or stored.get("judge")  # what the next --resume judges with
         config["started"] = stored.get("started")
     config["started"] = config.get("started") or datetime.now().isoformat(timespec="seconds")
     config_path.write_text(json.dumps(config, indent=2))
 
     if ds.has_passages:
-        index = open_corpus(ds, eval_store, embeddings_for(ctx), ctx.embeddings)
+        index = open_corpus(ds, how.eval_store, embeddings_for(ctx), ctx.embeddings)
         ctx = dataclasses.replace(ctx, store_uri=index.uri, collection=index.collection)
-    elif setting != "open":
-        raise ValueError(f"setting {setting!r} needs passages; dataset {ds.name!r} has none")
+    elif how.setting != "open":
+        raise ValueError(f"setting {how.setting!r} needs passages; dataset {ds.name!r} has none")
 
     if "raptor" in methods:  # RAPTOR needs its tree: built (or resumed) here, explicitly, before any run
         from rag_graphs.ingestion.raptor import build_tree
         from rag_graphs.nodes.chat import chat_model
         from rag_graphs.search.retrieval import index_for
 
-        build_tree(index_for(ctx), chat_model(ctx), progress=progress)
+        build_tree(index_for(ctx), chat_model(ctx), progress=how.progress)
     # graph search (hipporag's, and the default search_mode=auto's: every method on the default
     # engine) needs the entity graph; ``--search-mode hybrid`` compares without it
     if "hipporag" in methods or ctx.search_mode in ("graph", "auto"):
@@ -357,21 +350,27 @@ def _fill(
         from rag_graphs.entity_graph.entities import load_extractor
         from rag_graphs.search.retrieval import index_for
 
-        build_graph(index_for(ctx), load_extractor("spacy"), progress=progress)  # resumes; no-op when built
-    contexts = {e.id: _question_context(ctx, e, setting) for e in examples}  # fails before any run
+        build_graph(
+            index_for(ctx), load_extractor("spacy"), progress=how.progress
+        )  # resumes; no-op when built
+    contexts = {e.id: _question_context(ctx, e, how.setting) for e in examples}  # fails before any run
     warm_up(ctx, methods)
     done = {(r["method"], r["id"]) for r in read_rows(run_dir)}
     todo = [(m, e) for e in examples for m in methods if (m, e.id) not in done]  # question-major
     rows_path = run_dir / ROWS
     _repair_tail(rows_path)
     lock = threading.Lock()
-    bar = progress_bar(total=len(todo), desc=f"eval {ds.name}", unit="run", disable=not progress)
+    bar = progress_bar(total=len(todo), desc=f"eval {ds.name}", unit="run", disable=not how.progress)
     with rows_path.open("a", encoding="utf-8") as sink:
 
         def work(item: tuple[str, Example]) -> None:
             method, example = item
             row = run_one(
-                method, example, contexts[example.id], retrieval_only=retrieval_only, evaluators=evaluators
+                method,
+                example,
+                contexts[example.id],
+                retrieval_only=how.retrieval_only,
+                evaluators=how.evaluators,
             )
             with lock:
                 sink.write(json.dumps(row, default=str) + "\n")
@@ -380,11 +379,11 @@ def _fill(
                 bar.update(1)
                 bar.set_postfix_str(_postfix(row))
 
-        if concurrency <= 1:
+        if how.concurrency <= 1:
             for item in todo:
                 work(item)
         else:
-            with ThreadPoolExecutor(max_workers=concurrency) as pool:
+            with ThreadPoolExecutor(max_workers=how.concurrency) as pool:
                 list(pool.map(work, todo))
     bar.close()
     return run_dir
