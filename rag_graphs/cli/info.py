@@ -45,7 +45,7 @@ def demo(
     searched, which of the chain's files it retrieved, whether its answer holds the gold."""
     import time
 
-    from rag_graphs import demo as shown
+    from rag_graphs.cli import demo as shown
     from rag_graphs.catalog import METHODS
 
     steps = shown.Steps(console, total=3)

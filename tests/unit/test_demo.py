@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from langchain_core.documents import Document
 
-from rag_graphs.demo import CHAIN, GOLD, method_lines, method_row, summary_line
+from rag_graphs.cli.demo import CHAIN, GOLD, method_lines, method_row, summary_line
 
 
 def _result(answer: str, sources: list[str], queries: list[str]) -> dict:

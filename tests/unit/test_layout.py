@@ -43,8 +43,8 @@ LAYERS: dict[str, int] = {
     "rag_graphs.nodes": 11,
     "rag_graphs.methods": 12,
     "rag_graphs.run": 13,
-    "rag_graphs.eval": 14,
-    "rag_graphs.demo": 15,
+    "rag_graphs.serve": 14,
+    "rag_graphs.eval": 15,
     "rag_graphs.cli": 16,
 }
 """One layer per top-level module and subpackage, lowest first (docs/architecture.md's layers): a
