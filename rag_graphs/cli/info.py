@@ -45,8 +45,8 @@ def demo(
     searched, which of the chain's files it retrieved, whether its answer holds the gold."""
     import time
 
-    from rag_graphs.cli import demo as shown
     from rag_graphs.catalog import METHODS
+    from rag_graphs.cli import demo as shown
 
     steps = shown.Steps(console, total=3)
     corpus = Path(str(resources.files("rag_graphs").joinpath("demo_corpus")))

@@ -44,6 +44,7 @@ from rag_graphs.nodes.inputs import answer_documents, template_inputs
 from rag_graphs.nodes.loop import Stop, hop_budget, loop_stop, stop_update
 from rag_graphs.nodes.model_node import model_node
 from rag_graphs.prompts import load_prompt
+from rag_graphs.prompts.fencing import fence
 from rag_graphs.state import Confidence, RagState, add_usage
 
 
@@ -117,13 +118,13 @@ def check(state: SelfRagState, ctx: RagContext) -> Body[dict]:
         [
             structured(
                 model,
-                _GROUNDED.format_messages(**template_inputs(_GROUNDED, state)),
+                _GROUNDED.format_messages(**template_inputs(_GROUNDED, state, answer=fenced_answer(state))),
                 Grounded,
                 Grounded(grounded=False),  # a check that cannot be read never passes
             ),
             structured(
                 model,
-                _COMPLETE.format_messages(**template_inputs(_COMPLETE, state)),
+                _COMPLETE.format_messages(**template_inputs(_COMPLETE, state, answer=fenced_answer(state))),
                 Complete,
                 Complete(complete=False),
             ),
@@ -154,12 +155,21 @@ def check(state: SelfRagState, ctx: RagContext) -> Body[dict]:
     return update | final
 
 
+def fenced_answer(state: SelfRagState) -> str:
+    """The answer as the checks read it: fenced as data, as the judges read it. The answer was
+    written from retrieved passages, so it may repeat a document's text; outside a fence, a
+    sentence telling the checker the answer is supported read as an instruction (attack round 3's
+    judge break, here in Self-RAG's own reflection)."""
+    return fence(state.get("answer", ""))
+
+
 def follow_up_inputs(state: SelfRagState) -> dict[str, str]:
     """The latest check's verdict for the follow-up prompt ("not checked" before a first answer)."""
     shown = {True: "yes", False: "no", None: "not checked"}
     if "answer" not in state:
         return {"answer": "(no answer yet)", "grounded": shown[None], "complete": shown[None]}
-    return {"grounded": shown[state.get("grounded")], "complete": shown[state.get("complete")]}
+    verdict = {"grounded": shown[state.get("grounded")], "complete": shown[state.get("complete")]}
+    return {"answer": fenced_answer(state), **verdict}
 
 
 def route_after_need(state: SelfRagState) -> Literal["retrieve", "answer_directly"]:
