@@ -18,7 +18,7 @@ from rag_graphs.llm.calls import Body, Call
 from rag_graphs.nodes.chat import calls_usage, chat_model
 from rag_graphs.nodes.events import emit, step
 from rag_graphs.nodes.fresh import check_question
-from rag_graphs.nodes.model_node import ModelNode
+from rag_graphs.nodes.model_node import ModelNode, run_prompts
 from rag_graphs.search.cache import normalise
 from rag_graphs.search.compress import compressor_for
 from rag_graphs.search.fusion import rrf_order, unique_union
@@ -335,7 +335,8 @@ class RagRetriever(BaseRetriever):
         ctx = self._context(k)
         check_question(query)
         hits = retriever_for(ctx, k=fetch_k(ctx)).invoke(query, config={"callbacks": run_manager.get_child()})
-        return keep(ctx, [query], [hits]).rankings[0]
+        with run_prompts(ctx):  # an llm reranker or extractor words its prompt as the run's
+            return keep(ctx, [query], [hits]).rankings[0]
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, k: int | None = None
