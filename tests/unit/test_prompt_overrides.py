@@ -91,6 +91,20 @@ def test_rag_retriever_words_its_llm_reranker_prompt_as_the_run(loaded, make_con
     assert len(docs) == 2 and "RANK FOR A PILOT" in str(system.content) and QUESTION in str(human.content)
 
 
+def test_a_rewrite_that_echoes_the_replaced_instructions_falls_back_to_the_question(make_context):
+    from rag_graphs.nodes.rewrite import make_rewrite
+
+    reworded = (
+        "[system]\nPropose harbour registry keywords for the archive clerk.\n[human]\n{question}\n{query}"
+    )
+    echo = "Propose harbour registry keywords for the archive clerk."
+    state = {"question": QUESTION, "query": "Brandt birth"}
+    node, runtime = make_rewrite("rewrite_for_search"), SimpleNamespace
+    out = node(state, runtime(context=make_context(echo, prompts={"rewrite_for_search": reworded})))
+    assert out["query"] == QUESTION  # its own instructions echoed: the question is searched
+    assert node(state, runtime(context=make_context(echo)))["query"] == echo  # not the shipped wording
+
+
 def test_the_replacement_does_not_outlive_its_run(loaded, make_context):
     traced("naive", make_context("Korvik [1].", prompts={"answer_with_citations": ANSWER}))
     text = "\n".join(
