@@ -65,6 +65,14 @@ def test_a_replaced_answer_prompt_is_what_the_model_gets_and_the_default_run_is_
     assert SHIPPED_ANSWER in default and "HARBOUR PILOT" not in default
 
 
+def test_a_runs_trace_metadata_names_the_roles_it_rewords(make_context):
+    from rag_graphs.config.tracing import trace_config
+
+    ctx = make_context(prompts={"answer_with_citations": ANSWER, "hyde_passage": HYDE})
+    assert trace_config(ctx, "hyde")["metadata"]["prompts"] == ["answer_with_citations", "hyde_passage"]
+    assert trace_config(make_context(), "hyde")["metadata"]["prompts"] == []
+
+
 def test_batched_calls_on_worker_threads_use_the_replacement(loaded, make_context):
     grades = ['{"relevance": "correct"}'] * 2
     ctx = make_context(*grades, "Korvik [1].", k=2, prompts={"grade_correctness": GRADE})
