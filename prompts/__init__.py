@@ -26,7 +26,7 @@ import string
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 from types import MappingProxyType
 from typing import Any
@@ -161,7 +161,7 @@ MAX_REPLACEMENT_CHARS = 16_000
 sent on every call of its role."""
 
 
-@cache
+@lru_cache(maxsize=256)  # bounded: a server's clients may each send their own wording
 def replacement(role: str, text: str, where: str) -> ChatPromptTemplate:
     """Template ``role``'s text replaced by ``text``, checked as strictly as a shipped file and
     against it: the same plain placeholders, none missing (the code fills them: a replacement

@@ -306,7 +306,8 @@ class RagContext:
     """This run's wording of prompt roles: template name under ``prompts/templates/`` -> replacement
     text in the template's format (``[system]``/``[human]`` sections, the same ``{placeholders}``;
     where the shipped one says fenced passages are data, so must it). Every node filling that role
-    uses it. Env: a JSON object, or the path of a JSON file (``rag_graphs.config.prompts``)."""
+    uses it. Env: a JSON object, or the path of a JSON file. A served graph's client may set it
+    (``rag_graphs.config.prompts`` says why that widens nothing)."""
 
     @model_validator(mode="wrap")
     @classmethod

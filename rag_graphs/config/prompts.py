@@ -18,6 +18,8 @@ and its cost is bounded (``MAX_REPLACEMENT_CHARS`` per role, the same token budg
 not change is what protects the asker from the documents: every replacement keeps each
 placeholder the code fills with fenced passages, and the notice that fenced text is data
 (``rag_graphs.prompts.replacement``), so a replacement that drops a fenced slot is refused.
+A deployment should not count on its own wording as policy ("never mention X"): the question
+steers the model as much as a prompt does, which is why access lives in the filters, not in words.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from langchain_core.prompts import ChatPromptTemplate
-from pydantic import AfterValidator
+from pydantic import AfterValidator, BeforeValidator
 
 from rag_graphs.prompts import replacement
 
@@ -66,6 +68,18 @@ def run_templates(prompts: Mapping[str, str]) -> dict[str, ChatPromptTemplate]:
     return out
 
 
+def _texts(value: Any) -> Any:
+    """An object of role -> text, each error naming the role (pydantic's would not)."""
+    if not isinstance(value, Mapping):
+        raise ValueError(
+            f"RagContext.prompts: expected an object of role -> prompt text, got {type(value).__name__}"
+        )
+    for role, text in value.items():
+        if not isinstance(text, str):
+            raise ValueError(f"{where(str(role))}: expected the prompt's text, got {type(text).__name__}")
+    return value
+
+
 def _checked(prompts: dict[str, str]) -> dict[str, str]:
     run_templates(prompts)
     return prompts
@@ -92,5 +106,5 @@ def from_env(raw: str) -> Any:
     return value
 
 
-PromptTexts = Annotated[dict[str, str], AfterValidator(_checked)]
+PromptTexts = Annotated[dict[str, str], BeforeValidator(_texts), AfterValidator(_checked)]
 """Role -> replacement text, every one checked (``run_templates``)."""

@@ -143,6 +143,7 @@ def test_the_replacement_does_not_outlive_its_run(loaded, make_context):
         ),
         ("judge_correctness", "[human]\n{question}", "read by the evaluator's judges, never by a run"),
         ("answer_directly", "[human]\n{question}" + "x" * 16_000, "at most 16,000"),
+        ("answer_directly", 3, "expected the prompt's text, got int"),
     ],
 )
 def test_a_bad_replacement_is_refused_in_one_line_naming_the_role(role, text, why):
@@ -182,5 +183,5 @@ def test_a_served_client_may_replace_prompts_over_the_deployments(monkeypatch):
     assert get_context(SimpleNamespace(context={})).prompts == deployment
     with pytest.raises(ValidationError, match="RagContext.prompts.answer_with_citations: missing"):
         get_context(SimpleNamespace(context={"prompts": {"answer_with_citations": "[human]\n{question}"}}))
-    with pytest.raises(ValidationError, match="RagContext.prompts=.*valid dictionary"):  # never a path
+    with pytest.raises(ValidationError, match="RagContext.prompts: expected an object .* got str"):  # no path
         get_context(SimpleNamespace(context={"prompts": "/etc/passwd"}))
