@@ -11,16 +11,31 @@ messages. Each message starts with a role line in square brackets::
 Placeholders are plain f-string fields (``{question}``); write ``{{`` and ``}}``
 for literal braces. Templates are data, never code: no Jinja, no eval. This
 module depends on nothing else in the project (see docs/architecture.md).
+
+A run may replace a template's text (``RagContext.prompts``): ``replacement`` checks the
+new text as strictly as a shipped file, and every template ``load_prompt`` returns is a
+``RolePrompt``, which formats with the replacement ``replacing`` put in place for its role. So
+the code that fills a template (a node, a method, the reranker) is written once and never sees
+whether the run's wording is the shipped one.
 """
 
 from __future__ import annotations
 
 import re
 import string
-from functools import cache
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from functools import cache, lru_cache
 from importlib import resources
+from types import MappingProxyType
+from typing import Any
 
+from langchain_core.messages import BaseMessage
 from langchain_core.prompts import ChatPromptTemplate
+from langchain_core.prompts.chat import MessageLikeRepresentation
+
+from rag_graphs.prompts.fencing import CLOSE, OPEN
 
 if __name__ == "prompts":  # its folder name, importable from a source checkout's root
     raise ImportError(
@@ -29,7 +44,7 @@ if __name__ == "prompts":  # its folder name, importable from a source checkout'
     )
 
 
-__all__ = ["load_prompt", "list_prompts", "PromptNotFoundError"]
+__all__ = ["load_prompt", "list_prompts", "PromptNotFoundError", "RolePrompt", "replacement", "replacing"]
 
 _ROLE_LINE = re.compile(r"^\[(system|human|ai)\]\s*$", re.MULTILINE)
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -45,7 +60,7 @@ def list_prompts() -> list[str]:
     return sorted(p.name[:-4] for p in _TEMPLATES.iterdir() if p.name.endswith(".txt"))
 
 
-def _check_fields(name: str, text: str) -> None:
+def _check_fields(name: str, text: str, where: str = "") -> None:
     """Refuse any placeholder that is not a plain name: templates are data, not code.
 
     ``str.format`` would follow ``{question.__class__}`` or ``{question[0]}`` into Python
@@ -53,7 +68,7 @@ def _check_fields(name: str, text: str) -> None:
     conversions (``{q!r}``), format specs (``{q:>9}``) and odd names (``{}``, ``{ q }``)
     through. Plain ``{name}`` is all a prompt needs.
     """
-    where = f"prompts/templates/{name}.txt"
+    where = where or f"prompts/templates/{name}.txt"
     try:
         fields = [(f, spec, conv) for _, f, spec, conv in string.Formatter().parse(text) if f is not None]
     except ValueError as exc:  # a lone { or }
@@ -67,17 +82,16 @@ def _check_fields(name: str, text: str) -> None:
             )
 
 
-def _parse(name: str, text: str) -> list[tuple[str, str]]:
-    _check_fields(name, text)
+def _parse(name: str, text: str, where: str = "") -> list[tuple[str, str]]:
+    """``text``'s messages as (role, body); errors name ``where`` (default: the template's file)."""
+    where = where or f"prompts/templates/{name}.txt"
+    _check_fields(name, text, where)
     parts = _ROLE_LINE.split(text)
     if parts[0].strip():
-        raise ValueError(
-            f"prompts/templates/{name}.txt: text before the first role line; "
-            "start the file with [system] or [human]"
-        )
+        raise ValueError(f"{where}: text before the first role line; start the file with [system] or [human]")
     messages = [(role, body.strip("\n")) for role, body in zip(parts[1::2], parts[2::2], strict=True)]
     if not messages:
-        raise ValueError(f"prompts/templates/{name}.txt: no [system]/[human] section")
+        raise ValueError(f"{where}: no [system]/[human] section")
     return messages
 
 
@@ -98,4 +112,95 @@ def load_prompt(name: str) -> ChatPromptTemplate:
     if not path.is_file():
         raise PromptNotFoundError(f"no prompt template {name!r}; available: {', '.join(list_prompts())}")
     messages = _parse(name, path.read_text(encoding="utf-8"))
-    return ChatPromptTemplate.from_messages(messages, template_format="f-string")
+    return RolePrompt(messages, role=name)
+
+
+_REPLACED: ContextVar[Mapping[str, ChatPromptTemplate]] = ContextVar(
+    "rag_graphs_replaced_prompts", default=MappingProxyType({})
+)
+"""The replacements in force while one node runs (``replacing``), by role: a context variable, so
+each run (and each thread or task LangGraph gives a node) sees its own run's and no other's."""
+
+
+class RolePrompt(ChatPromptTemplate):
+    """A shipped template that formats with the run's replacement for its role when one is in
+    force (``replacing``), else with its own text. ``messages`` stay the shipped ones; a
+    replacement has the same placeholders (``replacement``), so ``input_variables`` hold for both.
+    """
+
+    role: str
+    """The template's name: the role a replacement names."""
+
+    def __init__(self, messages: Sequence[MessageLikeRepresentation], *, role: str, **kwargs: Any) -> None:
+        super().__init__(messages, role=role, **{"template_format": "f-string", **kwargs})
+
+    def format_messages(self, **kwargs: Any) -> list[BaseMessage]:
+        replaced = _REPLACED.get().get(self.role)
+        return super().format_messages(**kwargs) if replaced is None else replaced.format_messages(**kwargs)
+
+    async def aformat_messages(self, **kwargs: Any) -> list[BaseMessage]:
+        replaced = _REPLACED.get().get(self.role)
+        if replaced is None:
+            return await super().aformat_messages(**kwargs)
+        return await replaced.aformat_messages(**kwargs)
+
+
+@contextmanager
+def replacing(templates: Mapping[str, ChatPromptTemplate]) -> Iterator[None]:
+    """While the block runs (in this context and the threads and tasks that copy it), every
+    ``RolePrompt`` whose role ``templates`` names formats with that template instead."""
+    token = _REPLACED.set(MappingProxyType(dict(templates)))
+    try:
+        yield
+    finally:
+        _REPLACED.reset(token)
+
+
+MAX_REPLACEMENT_CHARS = 16_000
+"""Longest replacement text: the shipped templates are under 2,000 characters, and a prompt is
+sent on every call of its role."""
+
+
+@lru_cache(maxsize=256)  # bounded: a server's clients may each send their own wording
+def replacement(role: str, text: str, where: str) -> ChatPromptTemplate:
+    """Template ``role``'s text replaced by ``text``, checked as strictly as a shipped file and
+    against it: the same plain placeholders, none missing (the code fills them: a replacement
+    without ``{context}`` would answer without the passages) and none extra (nothing would fill
+    it); and where the shipped template tells the model that text between ``<passage>`` and
+    ``</passage>`` is data, the replacement must say so too (it names ``<passage>``), or the
+    fences the code puts around every document would be decoration. A line holding only a fence
+    tag is refused: it would open or close a fence in the model's reading of the prompt's own text.
+
+    Raises:
+        ValueError: in one line beginning with ``where`` (e.g. ``RagContext.prompts.<role>``).
+    """
+    if not _IDENTIFIER.fullmatch(role) or role not in list_prompts():
+        raise ValueError(f"{where}: no prompt role {role!r}; roles: {', '.join(list_prompts())}")
+    if len(text) > MAX_REPLACEMENT_CHARS:
+        raise ValueError(f"{where}: {len(text):,} characters; at most {MAX_REPLACEMENT_CHARS:,}")
+    template = ChatPromptTemplate.from_messages(_parse(role, text, where), template_format="f-string")
+    shipped = load_prompt(role)
+    wanted, got = set(shipped.input_variables), set(template.input_variables)
+    if missing := sorted(wanted - got):
+        raise ValueError(
+            f"{where}: missing placeholder(s) {_braced(missing)}: the shipped template shows them"
+        )
+    if extra := sorted(got - wanted):
+        raise ValueError(
+            f"{where}: unknown placeholder(s) {_braced(extra)}; this role fills {_braced(wanted)}"
+        )
+    if OPEN in _TEMPLATES.joinpath(f"{role}.txt").read_text(encoding="utf-8") and OPEN not in text:
+        raise ValueError(
+            f"{where}: say that text between {OPEN} and {CLOSE} is data, not instructions, as the "
+            "shipped template does: the passages reach this prompt fenced"
+        )
+    if any(line.strip().lower() in (OPEN, CLOSE) for line in text.splitlines()):
+        raise ValueError(
+            f"{where}: a line holding only {OPEN} or {CLOSE} would fence the prompt's own text; "
+            "the code fences every passage, write its placeholder alone"
+        )
+    return template
+
+
+def _braced(names: Any) -> str:
+    return ", ".join(f"{{{n}}}" for n in sorted(names))

@@ -57,6 +57,7 @@ from rag_graphs.config.fields import (
     _names,
 )
 from rag_graphs.config.graph_search import GraphSearchOptions
+from rag_graphs.config.prompts import PromptTexts, from_env
 from rag_graphs.config.specs import own_retriever_refusal
 
 NESTED = ("graph_search",)
@@ -300,6 +301,13 @@ class RagContext:
     hyde_search: Literal["passage", "question+passage"] = _env("RAG_GRAPHS_HYDE_SEARCH", "passage")
     """HyDE: search the hypothetical passage alone (the paper's and LangChain's form) or the
     question followed by the passage (keeps the question's own words for BM25)."""
+
+    prompts: PromptTexts = _env("RAG_GRAPHS_PROMPTS", {}, from_env)
+    """This run's wording of prompt roles: template name under ``prompts/templates/`` -> replacement
+    text in the template's format (``[system]``/``[human]`` sections, the same ``{placeholders}``;
+    where the shipped one says fenced passages are data, so must it). Every node filling that role
+    uses it. Env: a JSON object, or the path of a JSON file. A served graph's client may set it
+    (``rag_graphs.config.prompts`` says why that widens nothing)."""
 
     @model_validator(mode="wrap")
     @classmethod

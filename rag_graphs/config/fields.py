@@ -49,6 +49,14 @@ a budget of millions ran until LangGraph's recursion limit stopped it."""
 LoopBudget = Annotated[int, Field(ge=1, le=MAX_LOOP)]
 
 
+def checked_k(value: object, where: str) -> int:
+    """``value`` when it is a ``TopK`` (a whole number from 1 to ``MAX_K``), else a one-line
+    ``ValueError`` naming ``where``: for a ``k`` given outside ``RagContext`` (``RagRetriever``)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_K:
+        raise ValueError(f"{where}={value!r}: expected a whole number from 1 to {MAX_K:,} (Milvus's limit)")
+    return value
+
+
 SearchFilter = Annotated[str, AfterValidator(check_filter)]
 RerankerSpec = Annotated[
     str | SkipJsonSchema[InstanceOf[BaseDocumentCompressor]], AfterValidator(check_reranker)

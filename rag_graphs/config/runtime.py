@@ -6,7 +6,9 @@ client, as JSON that LangGraph may already have made into a ``RagContext``, and 
 the client, decides what a run may read and which services it calls: the deployment's settings are
 the environment's (``RagContext()``), and a client may only narrow its access (a tenant where the
 deployment sets none, tags and sources within the deployment's, a filter combined with the
-deployment's by AND) and may not name another store, collection, model, web search or file.
+deployment's by AND) and may not name another store, collection, model, web search or file. It may
+word prompts its own way (``RagContext.prompts``, laid over the deployment's: see
+``rag_graphs.config.prompts`` for why that widens nothing).
 A widening is refused in one line naming the field (attack round 3: ``{"tenant": null}`` or
 ``{"tenant": "globex"}`` read another tenant's passages, and a client-set web search endpoint
 made the server fetch a URL on its own loopback). Elsewhere a caller passing a context is the
@@ -126,6 +128,7 @@ def served_context(context: dict[str, Any] | RagContext | None) -> RagContext:
             "tags": tags,
             "sources": sources,
             "search_filter": search_filter,
+            "prompts": {**deployment.prompts, **asked.prompts},  # a client's wording, role by role
         }
     )
 

@@ -56,6 +56,7 @@ def trace_config(ctx: RagContext, method: str, **extra: Any) -> RunnableConfig:
             "collection": ctx.collection,
             "k": ctx.k,
             "search_mode": ctx.search_mode,
+            "prompts": sorted(ctx.prompts),  # the roles this run words its own way (RagContext.prompts)
             **{key: redact(value) if isinstance(value, str) else value for key, value in extra.items()},
         },
         "tags": base["tags"],

@@ -3,14 +3,18 @@ async runs (``model_node`` is the decorator)."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
 from langgraph.runtime import Runtime
 
 from rag_graphs.config.context import RagContext
+from rag_graphs.config.prompts import run_templates
 from rag_graphs.config.runtime import get_context
 from rag_graphs.llm.calls import Body, adrive, drive
+from rag_graphs.prompts import replacing
 
 NodeBody = Callable[[Any, RagContext], Body[dict]]
 """A node's logic: ``(state, context) -> generator`` that yields ``Call``/``Batch`` and returns the update."""
@@ -22,6 +26,7 @@ class ModelNode:
     Calling it runs the body synchronously; ``acall`` runs it on the event loop.
     ``rag_graphs.nodes.builder.MethodGraph.add_node`` registers both, so ``graph.invoke`` and
     ``graph.ainvoke`` are each native, and a body's batched calls run side by side.
+    Either way the body runs under the run's prompts (``run_prompts``).
     """
 
     def __init__(self, body: NodeBody, name: str) -> None:
@@ -31,14 +36,23 @@ class ModelNode:
         self.__doc__ = body.__doc__
 
     def __call__(self, state: Any, runtime: Runtime[RagContext]) -> dict:
-        return drive(self.body(state, get_context(runtime)))
+        ctx = get_context(runtime)
+        with run_prompts(ctx):
+            return drive(self.body(state, ctx))
 
     async def acall(self, state: Any, runtime: Runtime[RagContext]) -> dict:
-        # the context is built (and checked) with the body's code, off the event loop
-        return await adrive(self._start(state, runtime))
+        # the context is built (and checked) off the event loop: it reads the environment
+        ctx = await asyncio.to_thread(get_context, runtime)
+        with run_prompts(ctx):
+            return await adrive(self.body(state, ctx))
 
-    def _start(self, state: Any, runtime: Runtime[RagContext]) -> Body[dict]:
-        return (yield from self.body(state, get_context(runtime)))
+
+def run_prompts(ctx: RagContext) -> AbstractContextManager[None]:
+    """While a body runs, the templates it fills (in a node, a method, the reranker or the
+    compressor alike) read ``ctx.prompts``' replacements: one place, so no node or method passes
+    the context to its templates. A context variable carries them, and the drivers copy it into
+    every thread and task the body's calls run in (``rag_graphs.llm.calls``)."""
+    return replacing(run_templates(ctx.prompts))
 
 
 def model_node(body: NodeBody) -> ModelNode:

@@ -3,19 +3,22 @@ and ``RagRetriever``, the same step as a LangChain retriever."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import NamedTuple
 
-from langchain_core.callbacks import CallbackManagerForRetrieverRun
+from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
-from pydantic import ConfigDict, Field, InstanceOf
+from langchain_core.runnables.config import run_in_executor
+from pydantic import ConfigDict, Field, InstanceOf, field_validator
 
 from rag_graphs.config.context import RagContext
+from rag_graphs.config.fields import checked_k
 from rag_graphs.llm.calls import Body, Call
 from rag_graphs.nodes.chat import calls_usage, chat_model
 from rag_graphs.nodes.events import emit, step
 from rag_graphs.nodes.fresh import check_question
-from rag_graphs.nodes.model_node import ModelNode
+from rag_graphs.nodes.model_node import ModelNode, run_prompts
 from rag_graphs.search.cache import normalise
 from rag_graphs.search.compress import compressor_for
 from rag_graphs.search.fusion import rrf_order, unique_union
@@ -296,16 +299,50 @@ class RagRetriever(BaseRetriever):
     expansion, compression), best first, each with its chunk id, under ``context`` (default: a
     ``RagContext`` from the environment). Exported as ``rag_graphs.RagRetriever``::
 
-        docs = RagRetriever(context=RagContext(k=6, reranker="mmr")).invoke("Who founded Django?")
+        docs = RagRetriever(context=RagContext(reranker="mmr"), k=6).invoke("Who founded Django?")
+        docs = retriever.invoke("Who founded Django?", k=1)  # one call's own k
+
+    ``k`` is the context's ``k`` for this retriever: LangChain retrievers take the number of
+    results as ``k`` (langchain-tests' standard suite checks it), so ``RagRetriever(k=3)`` sets it
+    without building another context, and ``invoke(query, k=1)`` sets it for one call (in that
+    order of precedence; unset, ``context.k``). Bounded like ``RagContext.k`` (1 to 16,384). It
+    counts what the search keeps, as in a method's retrieve step: a reranker cuts ``fetch_k``
+    candidates to ``k``; ``expand`` then adds neighbours after them and ``compress`` may drop
+    some, so ``k`` documents come back exactly when both are off (the default) and the store
+    holds at least ``k`` chunks the search may read.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
     context: InstanceOf[RagContext] = Field(default_factory=RagContext)
+    k: int | None = None
+    """How many passages to keep; None: ``context.k``."""
+
+    @field_validator("k", mode="before")
+    @classmethod
+    def _bounded(cls, value: object) -> int | None:
+        return None if value is None else checked_k(value, "RagRetriever.k")
+
+    def _context(self, k: object) -> RagContext:
+        """The context of one call: ``context`` with the call's ``k``, else the retriever's."""
+        wanted = checked_k(k, "RagRetriever.invoke(k=...)") if k is not None else self.k
+        if wanted is None or wanted == self.context.k:
+            return self.context
+        return replace(self.context, k=wanted)
 
     def _get_relevant_documents(
-        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None
     ) -> list[Document]:
-        ctx = self.context
+        ctx = self._context(k)
         check_question(query)
         hits = retriever_for(ctx, k=fetch_k(ctx)).invoke(query, config={"callbacks": run_manager.get_child()})
-        return keep(ctx, [query], [hits]).rankings[0]
+        with run_prompts(ctx):  # an llm reranker or extractor words its prompt as the run's
+            return keep(ctx, [query], [hits]).rankings[0]
+
+    async def _aget_relevant_documents(
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, k: int | None = None
+    ) -> list[Document]:
+        # LangChain's default runs the sync method in a thread but drops extra arguments (k):
+        # the store, reranker and compressor calls block, so a thread it stays, with k passed.
+        return await run_in_executor(
+            None, self._get_relevant_documents, query, run_manager=run_manager.get_sync(), k=k
+        )

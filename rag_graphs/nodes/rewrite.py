@@ -69,12 +69,13 @@ def make_rewrite(
     reply holds no usable query, or only lines repeating the prompt's instructions.
     """
     template = load_prompt(prompt)
-    blank = template.format_messages(**dict.fromkeys(template.input_variables, ""))
-    own_words = content_words(" ".join(str(m.content) for m in blank))
 
     def rewrite(state: RagState, ctx: RagContext) -> Body[dict]:
         inputs = template_inputs(template, state, **(extra(state) if extra else {}))
         messages = template.format_messages(**inputs)
+        # the instructions' words as this run words them (RagContext.prompts may replace them)
+        blank = template.format_messages(**dict.fromkeys(template.input_variables, ""))
+        own_words = content_words(" ".join(str(m.content) for m in blank))
         reply, used = yield from chat(ctx, messages)
         instructions = own_words - content_words(" ".join(inputs.values()))
         query = clean_query(str(reply.content), fallback=state["question"], instructions=instructions)
