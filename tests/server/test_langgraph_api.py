@@ -59,7 +59,7 @@ def check_answered(out: dict, question: str) -> None:
 def test_every_graph_answers_through_the_sdk(server):
     client = get_sync_client(url=server)
     served = {a["graph_id"] for a in client.assistants.search(limit=100)}
-    assert served == set(METHODS)
+    assert set(METHODS) <= served  # beside them: what serve/ adds (the indexing graph)
     for method in METHODS:
         out = client.runs.wait(None, method, input={"question": QUESTION}, context=BUDGET)
         check_answered(out, QUESTION)
