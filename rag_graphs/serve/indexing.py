@@ -138,6 +138,9 @@ def add(state: IndexState, runtime: Runtime[RagContext]) -> dict[str, Any]:
                 tags=tuple(labels["tags"]),
                 force=plan["force"],
             )
+        for result in report.files:  # a text's error names the text, not its temporary file
+            for path, name in names.items():
+                result.error = result.error and result.error.replace(path, name)
         out["added"] = AddReport(
             files=[asdict(f) for f in report.files],  # type: ignore[misc]
             chunks=report.chunks,
