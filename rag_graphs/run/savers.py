@@ -5,12 +5,20 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Iterator
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any, Protocol
 
 from rag_graphs.config.threads import checkpoint_file, damaged_as_error, thread_lock
 
-if TYPE_CHECKING:
-    from rag_graphs.run import _Run
+
+class _Run(Protocol):
+    """What a saver reads of a run (``rag_graphs.run._Run``)."""
+
+    thread_id: str | None
+    checkpoints: str | Path
+
+    @property
+    def checkpoint_thread(self) -> str | None: ...
 
 
 def memory_saver(run: _Run) -> Any:

@@ -324,3 +324,22 @@ def test_interrupts_setting_is_checked_and_read_from_the_environment(monkeypatch
     assert RagContext().interrupts == {"plan", "web_search"}
     with pytest.raises(ValueError, match="RagContext.interrupts.*'plan', 'web_search' or 'clarify'"):
         RagContext(interrupts=["approve"])
+
+
+def test_a_declined_web_search_on_an_async_run(tmp_path):
+    """The web search node's body runs natively async (``ModelNode.acall``): its interrupt too."""
+    import asyncio
+
+    web: list[str] = []
+    replies = (*CRAG, '{"relevance": "correct"}', "Korvik [1].")
+    ctx = context(
+        tmp_path, *replies, retriever=Recording(), k=1, web_search=web_tool(web), interrupts=["web_search"]
+    )
+    thread = Thread("crag", ctx)
+
+    async def both() -> tuple[dict, dict]:
+        first = await thread.graph.ainvoke({"question": QUESTION}, thread.config, context=ctx)
+        return first, await thread.graph.ainvoke(Command(resume=False), thread.config, context=ctx)
+
+    first, out = asyncio.run(both())
+    assert asked(first)["kind"] == "web_search" and web == [] and out["answer"] == "Korvik [1]."
