@@ -212,7 +212,7 @@ def _write_texts(folder: Path, texts: list[TextItem]) -> dict[str, str]:
     return names
 
 
-def build() -> StateGraph:
+def build() -> StateGraph[IndexState, RagContext, IndexRequest, IndexOutput]:
     """The uncompiled indexing graph."""
     builder = StateGraph(
         IndexState, context_schema=RagContext, input_schema=IndexRequest, output_schema=IndexOutput
