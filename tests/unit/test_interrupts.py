@@ -343,3 +343,31 @@ def test_a_declined_web_search_on_an_async_run(tmp_path):
 
     first, out = asyncio.run(both())
     assert asked(first)["kind"] == "web_search" and web == [] and out["answer"] == "Korvik [1]."
+
+
+def test_a_close_vote_of_the_nearest_examples_is_unsure_and_auto_asks_back(tmp_path):
+    from rag_graphs.text.question_kinds import classify_by_examples
+    from tests.unit.test_question_kinds import EXAMPLES, TABLE, TableEmbeddings, write
+
+    path = write(tmp_path, EXAMPLES)
+    clear = "Where was Ilsa Brandt born?"
+    embeddings = TableEmbeddings(TABLE | {"Brandt?": [0.0, 0.6, 0.8], clear: [0.0, 1.0, 0.0]})
+    close, sure = (classify_by_examples(q, embeddings, path) for q in ("Brandt?", clear))
+    assert close.kind == sure.kind == "single_hop"  # 1.28 against multi_hop's 0.80, of 2.08
+    assert close.margin == pytest.approx((0.6 + 0.62 / 0.82**0.5 - 0.8) / (1.4 + 0.62 / 0.82**0.5), abs=1e-3)
+    assert close.unsure and not sure.unsure
+    searched = Recording()
+    ctx = context(
+        tmp_path, "Korvik [1].", retriever=searched, k=1, router_examples=str(path), interrupts=["clarify"]
+    )
+    ctx.embeddings = embeddings
+    thread = Thread("auto", ctx)
+    payload = asked(thread.ask("Brandt?"))
+    assert payload["kind"] == "clarify" and "margin 0.23" in payload["why"]
+    out = thread.answer(clear)
+    assert searched.searched == [clear] and out["answer"] == "Korvik [1]."
+    assert [s["node"] for s in out["steps"]][:3] == [
+        "classify",
+        "clarify",
+        "clarify",
+    ]  # asked; classified again
