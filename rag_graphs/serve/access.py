@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rag_graphs.config.specs import all_of
-from rag_graphs.search.sources import matching_sources
+from rag_graphs.search.sources import matching_sources, source_key
 from rag_graphs.serve.requests import IndexRequestError
 from rag_graphs.store.filters import quote, search_expr
 
@@ -84,6 +84,27 @@ def caller_sources(
     return found
 
 
+def check_writable(index: ChunkIndex, ctx: RagContext, targets: Sequence[tuple[str, str]]) -> None:
+    """Refuse to add a source (``(field, source)``: a file or folder path, a URL, a text's
+    ``text://`` name) that is stored already with chunks the caller cannot read: the new version
+    would replace them (sources are one namespace), deleting another tenant's text or file.
+
+    Raises:
+        IndexRequestError: naming the field; the source's name is all it tells.
+    """
+    expr = search_expr(ctx)
+    if expr is None or not targets or not index.client.has_collection(index.collection):
+        return
+    for field, target in targets:
+        key = source_key(_typed(target))
+        named = f"(source == {quote(key)}) or (source like {quote(key.rstrip('/') + '/%')})"
+        if _count(index, named) != _count(index, all_of(named, expr) or named):
+            raise IndexRequestError(
+                f"{field}: {target!r} is stored already under access you cannot read: "
+                "give it another name (or ask whoever stored it)"
+            )
+
+
 def _typed(target: str) -> str | Path:
     """A target as the user typed it: a URL or text:// name as is, else a path on the server."""
     return target if "://" in target else Path(target)
@@ -110,8 +131,3 @@ def _sources(index: ChunkIndex, expr: str | None) -> dict[str, int]:
 def _count(index: ChunkIndex, expr: str) -> int:
     rows = index.client.query(index.collection, filter=expr, output_fields=["count(*)"])
     return int(rows[0]["count(*)"])
-
-
-def source_filter(source: str, expr: str | None = None) -> str:
-    """The filter of ``source``'s chunks (within ``expr``)."""
-    return all_of(f"source == {quote(source)}", expr) or ""

@@ -33,7 +33,7 @@ from langgraph.runtime import Runtime
 
 from rag_graphs.config.context import RagContext
 from rag_graphs.config.runtime import get_context, served
-from rag_graphs.serve.access import caller_sources, write_labels
+from rag_graphs.serve.access import caller_sources, check_writable, write_labels
 from rag_graphs.serve.requests import (
     AddReport,
     IndexOutput,
@@ -66,6 +66,7 @@ def check(state: IndexState, runtime: Runtime[RagContext]) -> dict[str, Any]:
         for i, r in enumerate(request.relabel)
     ]
     index = index_for(ctx)
+    check_writable(index, ctx, _added(request))
     deletes = caller_sources(index, ctx, request.delete, "delete")
     moved = caller_sources(index, ctx, [r.source for r in request.relabel], "relabel")
     gone = {s for sources in deletes.values() for s in sources}
@@ -168,6 +169,15 @@ def _changes(state: IndexState) -> list[str]:
         for r in state.get("relabelled") or []
     ]
     return lines
+
+
+def _added(request: IndexRequest) -> list[tuple[str, str]]:
+    """``(field, source)`` of everything the request adds, as the store will name it."""
+    return [
+        *((f"IndexRequest.files[{i}]", f) for i, f in enumerate(request.files)),
+        *((f"IndexRequest.urls[{i}]", u) for i, u in enumerate(request.urls)),
+        *((f"IndexRequest.texts[{i}].source", t.key) for i, t in enumerate(request.texts)),
+    ]
 
 
 def _check_file(file: str) -> None:

@@ -170,3 +170,23 @@ def test_the_graph_does_not_block_the_event_loop(index, make_context):
     assert out["added"]["added"] == 1
     out = run_watched(lambda: graph.ainvoke({"delete": ["text://memo"]}, context=ctx))
     assert out["deleted"][0]["chunks"] == 1
+
+
+def test_a_tenant_cannot_replace_another_tenants_source_by_adding_one_of_that_name(index, make_context):
+    """Sources are one namespace: a new version of a source replaces every stored version of it."""
+    _run(make_context, {"texts": [{"source": "memo", "text": MEMO}]}, tenant="globex")
+    with pytest.raises(IndexRequestError, match=r"IndexRequest.texts\[0\].source: 'text://memo' is stored"):
+        _run(make_context, {"texts": [{"source": "memo", "text": NOTE}]}, tenant="acme")
+    assert [r.metadata.get("tenant") for r in _rows(index, "text://memo")] == ["globex"]
+    out = _run(make_context, {"texts": [{"source": "memo", "text": NOTE}]}, tenant="globex")  # its own: fine
+    assert out["added"]["files"][0]["removed_stale"] == 1
+
+
+def test_a_source_readable_only_in_part_is_not_deleted(index, make_context):
+    _run(make_context, {"texts": [{"source": "memo", "text": MEMO}]}, tenant="acme")
+    (row,) = _rows(index, "text://memo")
+    stray = {**row.metadata, "chunk_id": "stray", "tenant": "globex"}
+    index.add([type(row)(id="stray", page_content="a globex line", metadata=stray)])
+    with pytest.raises(IndexRequestError, match="'text://memo' holds chunks outside your access"):
+        _run(make_context, {"delete": ["text://memo"]}, tenant="acme")
+    assert len(_rows(index, "text://memo")) == 2
