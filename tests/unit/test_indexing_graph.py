@@ -190,3 +190,12 @@ def test_a_source_readable_only_in_part_is_not_deleted(index, make_context):
     with pytest.raises(IndexRequestError, match="'text://memo' holds chunks outside your access"):
         _run(make_context, {"delete": ["text://memo"]}, tenant="acme")
     assert len(_rows(index, "text://memo")) == 2
+
+
+def test_a_url_on_the_servers_own_network_is_not_fetched(index, make_context, standin):
+    """A client may not make the server read its loopback (the ingest's SSRF guard, no way around)."""
+    url, received = standin
+    out = _run(make_context, {"urls": [f"{url}/admin.md"]})
+    (file,) = out["added"]["files"]
+    assert file["path"] == f"{url}/admin.md" and "loopback" in file["error"] and out["added"]["failed"] == 1
+    assert received == [] and index.count() == 0
