@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from rag_graphs.cli import app
 from rag_graphs.cli import ask as cli
-from rag_graphs.run import Finished, Resumed, Waiting, arun, run, stream
+from rag_graphs.run import Finished, Resumed, StepEvent, Waiting, arun, run, stream
 from tests.unit.test_interrupts import PLAN, PLANNED, QUESTION, Recording, context
 
 EDITED = ["Who founded the Velmora Institute?", "Where was #1 born?"]
@@ -107,3 +107,19 @@ def test_cli_on_a_terminal_asks_and_goes_on(planned, monkeypatch):
 )
 def test_typed_answers_are_read_by_kind(kind, text, expected):
     assert cli.parse_answer(kind, text) == expected
+
+
+def test_a_run_waiting_inside_autos_routed_method_resumes_there_on_a_sqlite_thread(tmp_path):
+    from tests.unit.test_interrupts import MULTI_HOP
+
+    searched = Recording()
+    settings = dict(k=1, router="llm", routes="multi_hop=planned", interrupts=["plan"])
+    ctx = context(tmp_path, MULTI_HOP, *PLANNED, retriever=searched, **settings)
+    db = tmp_path / "checkpoints.sqlite"
+    events = list(stream("auto", QUESTION, ctx, thread_id="auto", checkpoints=db))
+    assert isinstance(events[-2], Waiting) and events[-2].interrupts[0]["kind"] == "plan"
+    steps = [e.step["node"] for e in events if isinstance(e, StepEvent)]
+    assert steps == ["classify", "plan"]  # the routed method's steps as they happened, then the stop
+    out = run("auto", QUESTION, ctx, thread_id="auto", checkpoints=db, resume=True)
+    assert out["answer"] == "Korvik [1]." and searched.searched == SEARCHED
+    assert [s["node"] for s in out["steps"]].count("classify") == 1
