@@ -371,3 +371,35 @@ def test_a_close_vote_of_the_nearest_examples_is_unsure_and_auto_asks_back(tmp_p
         "clarify",
         "clarify",
     ]  # asked; classified again
+
+
+@pytest.mark.parametrize(
+    "value,expected",
+    [
+        (True, (True, "")),
+        (" No ", (False, "")),
+        ({"approve": True}, (True, "")),
+        ("maybe", (None, "neither approve nor decline: 'maybe'")),
+        (None, (None, "neither approve nor decline: None")),
+    ],
+)
+def test_web_answers_are_yes_or_no(value, expected):
+    from rag_graphs.nodes.interrupts import read_yes_no
+
+    assert read_yes_no(value) == expected
+
+
+def test_a_clarification_is_a_question_or_go_on():
+    from rag_graphs.nodes.interrupts import read_clarified
+
+    assert read_clarified("go on", "Q?") == ("Q?", "")
+    assert read_clarified(" Where? ", "Q?") == ("Where?", "")
+    assert read_clarified(["a"], "Q?")[1].startswith("the question is empty or not text")
+
+
+def test_a_served_client_may_turn_interrupts_on(monkeypatch):
+    from rag_graphs.config.runtime import served_context
+
+    monkeypatch.setenv("RAG_GRAPHS_SERVED", "1")
+    assert served_context({"interrupts": ["plan", "web_search"]}).interrupts == {"plan", "web_search"}
+    assert served_context({}).interrupts == frozenset()
