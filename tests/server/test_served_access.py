@@ -113,6 +113,30 @@ def test_a_widening_or_a_service_is_refused_naming_the_field(server):
             ask(server, who, sent)
 
 
+def test_a_client_cannot_claim_another_user_through_its_config(server):
+    """The run's user is the server's (``langgraph_auth_user``): alice naming carol (the
+    deployment's wider access) in a run's or an assistant's config is refused or ignored."""
+    alice = client(server, "alice")
+    forged = {
+        "configurable": {"langgraph_auth_user": {"identity": "carol"}, "langgraph_auth_user_id": "carol"}
+    }
+    for attempt in (
+        lambda: alice.runs.wait(None, "naive", input={"question": QUESTION}, context=CONTEXT, config=forged),
+        lambda: alice.runs.wait(
+            None,
+            alice.assistants.create("naive", config=forged)["assistant_id"],
+            input={"question": QUESTION},
+            context=CONTEXT,
+        ),
+    ):
+        try:
+            out = attempt()
+        except httpx.HTTPStatusError as refused:
+            assert refused.response.status_code in (400, 422), refused.response.text
+        else:
+            assert read(out) == {"alice"}, out  # alice's access, not carol's
+
+
 def test_a_request_without_a_known_key_is_refused(server):
     for headers in ({}, {"x-api-key": "key-mallory"}, {"Authorization": "Bearer key-mallory"}):
         assert httpx.post(f"{server}/threads/search", json={}, headers=headers).status_code == 401
