@@ -138,7 +138,10 @@ def test_a_client_cannot_claim_another_user_through_its_config(server):
 
 
 def test_a_request_without_a_known_key_is_refused(server):
-    for headers in ({}, {"x-api-key": "key-mallory"}, {"Authorization": "Bearer key-mallory"}):
+    """``x-auth-scheme: langsmith`` is Studio's: ``langgraph dev`` would let it past the handler
+    as a user with the deployment's access unless ``langgraph.json`` sets ``disable_studio_auth``."""
+    studio = {"x-auth-scheme": "langsmith"}
+    for headers in ({}, {"x-api-key": "key-mallory"}, {"Authorization": "Bearer key-mallory"}, studio):
         assert httpx.post(f"{server}/threads/search", json={}, headers=headers).status_code == 401
     assert httpx.post(
         f"{server}/threads/search", json={}, headers={"Authorization": "Bearer key-bob"}
