@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,6 +65,7 @@ def ingest(
     progress: bool = True,
     on_file: Callable[[FileResult], None] | None = None,
     options: IngestOptions | None = None,
+    names: Mapping[str, str] | None = None,
     **settings: Any,
 ) -> IngestReport:
     """Ingest files and folders into the Milvus collection ``collection`` at ``uri``.
@@ -88,6 +89,8 @@ def ingest(
             ``follow_links``, ``captioner``, ``caption_prompt``, ``allow_fetch``, ``max_file_bytes``,
             ``docling_serve``, ``timeout``, ``tenant``, ``tags``, ``entities``), replacing that
             field of ``options``.
+        names: files to store under another source name than their path (path -> name): the
+            indexing graph's raw texts, written to temporary files (``rag_graphs.serve``).
 
     Raises:
         TypeError: a keyword names neither an argument nor an ``IngestOptions`` field.
@@ -102,6 +105,7 @@ def ingest(
         list(paths), max_bytes=options.max_file_bytes, allow_private=options.allow_fetch
     )
     paths = sources.paths  # URLs replaced by their fetched files
+    sources.origin.update(names or {})
     uri, collection, embeddings, model = _store_settings(uri, collection, embeddings, context)
     found = find_files(
         paths,

@@ -1,8 +1,16 @@
-"""``rag-graphs ask``: one method on one question, its result printed (or streamed, or JSON)."""
+"""``rag-graphs ask``: one method on one question, its result printed (or streamed, or JSON).
+
+A run that stops for a person (``--interrupt``, ``RagContext.interrupts``) asks on a terminal and
+goes on with the answer; without one (stdin not a TTY, or ``--no-interactive``) it prints what it
+asks (JSON under ``--json``) and how to resume, and exits with ``EXIT_WAITING``.
+"""
 
 from __future__ import annotations
 
 import json
+import shlex
+import sys
+import uuid
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -28,6 +36,15 @@ from rag_graphs.support.terminal import safe
 if TYPE_CHECKING:
     from rag_graphs.config.context import RagContext
     from rag_graphs.run import Progress, RunEvent
+
+EXIT_WAITING = 3
+"""The exit code of a run that waits for a person's answer (1: an error; 2: a usage error)."""
+_ON_TERMINAL = {
+    "plan": "Enter or 'approve' searches this plan; 'reject' searches the question alone; "
+    "or type the sub-questions to search, separated by ';'",
+    "web_search": "Enter or 'approve' searches the web; 'decline' goes on without it",
+    "clarify": "type the question more clearly, or Enter / 'go on' to keep it",
+}
 
 
 def _step_line(number: int, step: dict) -> str:
@@ -90,6 +107,7 @@ def _run(
     *,
     live: bool = False,
     thread: tuple[str, Path] | None = None,
+    resume: Any = None,
 ) -> dict:
     """Run one method (``rag_graphs.run.stream``) with a live status line; print the result unless
     ``as_json`` is None.
@@ -97,13 +115,17 @@ def _run(
     With ``live``, every node event and every reasoning step is printed the moment
     it happens, not only at the end. With ``thread`` (thread id, SQLite file), every
     step is checkpointed: a run of that thread that was killed or failed continues
-    from its last completed step.
+    from its last completed step, and ``resume`` (not None) answers the run waiting on it.
+    A run that waits for a person's answer (its ``interrupts``) is returned unprinted.
     """
     from rag_graphs.run import stream
 
     thread_id, checkpoints = thread or (None, DEFAULT_CHECKPOINTS)
-    events = stream(method, question, ctx, thread_id=thread_id, checkpoints=checkpoints)
+    answer = {} if resume is None else {"resume": resume}
+    events = stream(method, question, ctx, thread_id=thread_id, checkpoints=checkpoints, **answer)
     result = _follow(events, method, live, notices=err if as_json else console)
+    if result.get("interrupts"):
+        return result
     if as_json:
         payload = {k: v for k, v in result.items() if k != "documents"}
         typer.echo(json.dumps(payload, indent=2, default=str))
@@ -140,6 +162,50 @@ def _follow(events: Iterable[RunEvent], method: str, live: bool, notices: Consol
     return result
 
 
+def parse_answer(kind: str, text: str) -> Any:
+    """A typed answer as the run reads it: JSON when it is JSON (``true``, ``["q1", "q2"]``), a
+    plan's sub-questions when separated by ``;``, else the text (``approve``, a question...)."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = text
+    if isinstance(value, str) and kind == "plan" and ";" in value:
+        return [part.strip() for part in value.split(";") if part.strip()]
+    return value if not isinstance(value, str) else (value.strip() or "approve")
+
+
+def _answer_for(asked: dict, typed: str | None, talk: bool) -> Any:
+    """The answer to what the run asks: ``--resume``'s, else typed here when ``talk``, else None."""
+    if typed is not None:
+        return parse_answer(str(asked.get("kind")), typed)
+    return _ask_here(asked) if talk else None
+
+
+def _ask_here(asked: dict) -> Any:
+    """Show what the run asks on the terminal; the answer typed."""
+    kind = str(asked.get("kind"))
+    console.rule(f"[bold]waiting for you: {safe(kind)}")
+    for key, value in asked.items():
+        if key not in ("kind", "how_to_resume"):
+            console.print(
+                f"[bold]{safe(key)}[/]: {safe(json.dumps(value, ensure_ascii=False))}", highlight=False
+            )
+    console.print(f"[dim]{safe(_ON_TERMINAL.get(kind, str(asked.get('how_to_resume', ''))))}[/]")
+    return parse_answer(kind, typer.prompt("your answer", default="", show_default=False))
+
+
+def _waiting(asked: list[dict], method: str, question: str, thread_id: str, as_json: bool) -> None:
+    """Print what the run waits for and how to resume it; exit with ``EXIT_WAITING``."""
+    again = f"rag-graphs ask {shlex.quote(question)} -m {method} --thread-id {thread_id} --resume ANSWER"
+    if as_json:
+        typer.echo(json.dumps({"thread_id": thread_id, "interrupts": asked, "resume_with": again}, indent=2))
+    else:
+        console.rule("[bold]waiting for your answer")
+        console.print(safe(json.dumps(asked, indent=2, ensure_ascii=False)), highlight=False)
+    err.print(f"the run waits on thread {safe(thread_id)}; resume it with:\n  {safe(again)}", soft_wrap=True)
+    raise SystemExit(EXIT_WAITING)
+
+
 @app.command()
 @with_search_options
 def ask(
@@ -167,6 +233,26 @@ def ask(
     checkpoints: Annotated[
         Path, typer.Option(help="SQLite file of --thread-id checkpoints")
     ] = DEFAULT_CHECKPOINTS,
+    interrupt: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--interrupt",
+            help="stop for your answer at plan, web_search, clarify (repeatable) [env RAG_GRAPHS_INTERRUPTS]",
+        ),
+    ] = None,
+    resume: Annotated[
+        str | None,
+        typer.Option(
+            help="your answer to the run waiting on --thread-id: approve, decline, 'q1; q2' (a plan), "
+            "a clarified question, or JSON"
+        ),
+    ] = None,
+    interactive: Annotated[
+        bool | None,
+        typer.Option(
+            "--interactive/--no-interactive", help="ask for answers here (default: when stdin is a terminal)"
+        ),
+    ] = None,
     *,
     search: dict[str, Any],
 ) -> None:
@@ -191,10 +277,23 @@ def ask(
             tenant=tenant,
             tags=tag or None,
             sources=sources or None,
+            interrupts=interrupt or None,
             **search,
         )
+        if ctx.interrupts and not thread_id:  # a run that may wait needs a thread to resume on
+            thread_id = f"ask-{uuid.uuid4().hex[:8]}"
+            err.print(f"[dim]thread {thread_id} (--interrupt needs a thread to resume on)[/]")
         thread = (thread_id, checkpoints) if thread_id else None
-        _run(method, question, ctx, as_json, live=stream and not as_json, thread=thread)
+        talk = sys.stdin.isatty() if interactive is None else interactive
+        answer = None
+        while True:
+            live = stream and not as_json
+            result = _run(method, question, ctx, as_json, live=live, thread=thread, resume=answer)
+            if not result.get("interrupts"):
+                return
+            answer, resume = _answer_for(result["interrupts"][0], resume, talk and not as_json), None
+            if answer is None:
+                _waiting(result["interrupts"], method, question, str(thread_id), as_json)
     except RunFailed as exc:
         if as_json:
             typer.echo(json.dumps({k: v for k, v in exc.result.items() if k != "documents"}, default=str))

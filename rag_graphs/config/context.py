@@ -41,6 +41,7 @@ from rag_graphs.config.fields import (
     CompressSpec,
     ExpandSpec,
     Fraction,
+    Interrupts,
     Label,
     Labels,
     LoopBudget,
@@ -288,6 +289,14 @@ class RagContext:
     """How the ReAct agent calls tools: ``native`` (the model's tool-calling API),
     ``text`` (Thought/Action lines, for any model) or ``auto`` (native when the
     model can choose among tools itself, else text)."""
+
+    interrupts: Interrupts = _env("RAG_GRAPHS_INTERRUPTS", frozenset())
+    """Where a run stops for a person (``rag_graphs.nodes.interrupts``; env: comma-separated, e.g.
+    ``plan,web_search``): ``plan`` (approve or edit the sub-questions of ``planned`` and
+    ``decomposition``), ``web_search`` (confirm ``crag``'s and ``react``'s web searches),
+    ``clarify`` (``auto`` asks back when unsure of the question's kind). Empty (the default): none.
+    A stopped run waits on its thread; resume it with the same context and a value
+    (``rag_graphs.run``'s ``resume=``, ``rag-graphs ask --resume``, LangGraph's ``Command(resume=...)``)."""
 
     max_answer_tokens: Positive = _env("RAG_GRAPHS_MAX_ANSWER_TOKENS", 256)
     """Upper bound on tokens the chat model may generate per call."""

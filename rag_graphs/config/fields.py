@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import field
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from langchain_core.documents import BaseDocumentCompressor
 from langchain_core.tools import BaseTool
@@ -87,6 +87,24 @@ def _non_blank(value: str) -> str:
 
 Label = Annotated[str, Field(min_length=1), AfterValidator(_non_blank)]
 Labels = Annotated[tuple[Label, ...], BeforeValidator(_one_or_many)]
+
+
+InterruptKind = Literal["plan", "web_search", "clarify"]
+"""Where a person may step in (``rag_graphs.nodes.interrupts``): approve or edit the plan of
+``planned`` and ``decomposition``, confirm a web search of ``crag`` and ``react``, answer
+``auto``'s question back when the router is unsure of the question's kind."""
+
+
+def _kinds(value: Any) -> Any:
+    """``"plan,web_search"`` (the environment's form), one name, a list or None -> a set of names."""
+    if value is None:
+        return frozenset()
+    return frozenset(_names(value) if isinstance(value, str) else value)
+
+
+Interrupts = Annotated[
+    frozenset[InterruptKind], BeforeValidator(_kinds, json_schema_input_type=list[InterruptKind] | str)
+]
 
 
 def _parse_routes(value: Any) -> Any:

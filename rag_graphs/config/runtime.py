@@ -13,11 +13,19 @@ A widening is refused in one line naming the field (attack round 3: ``{"tenant":
 ``{"tenant": "globex"}`` read another tenant's passages, and a client-set web search endpoint
 made the server fetch a URL on its own loopback). Elsewhere a caller passing a context is the
 deployment itself and is trusted as is.
+
+With an auth handler (``rag_graphs.serve.auth``) the server names the caller of each run
+(``config["configurable"]["langgraph_auth_user"]``, which LangGraph also gives a node as
+``runtime.server_info.user``); the access that user carries (``tenant``, ``tags``, ``sources``,
+``search_filter``) narrows the deployment's before the client's context narrows it further
+(``caller_access``): a client can only ever narrow what its user may read.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
 from typing import Any
 
 from rag_graphs.config.context import RagContext
@@ -45,8 +53,33 @@ DEPLOYMENT_ONLY = (
 """Fields a served run takes from its deployment only: the services and files it reaches."""
 
 
+ACCESS_FIELDS = ("tenant", "tags", "sources", "search_filter")
+"""The ``RagContext`` fields that bound what a run may read; an authenticated user carries them."""
+AUTH_USER = "langgraph_auth_user"
+"""The key of ``config["configurable"]`` where the LangGraph server puts a run's authenticated user."""
+
+
 class ContextRefused(ValueError):
     """A served run's context asks for more than its deployment allows."""
+
+
+@dataclass(frozen=True)
+class Access:
+    """What a caller's runs may read: the deployment's access narrowed by the caller's user's.
+
+    Attributes:
+        identity: the authenticated user (None: no auth handler named one, e.g. a local run).
+        tenant: the one tenant its searches see (None: no tenant restriction).
+        tags: its searches see chunks carrying one of these (empty: no tag restriction).
+        sources: its searches see these sources only (empty: every source).
+        search_filter: a Milvus expression ANDed to every search (None: none).
+    """
+
+    identity: str | None = None
+    tenant: str | None = None
+    tags: tuple[str, ...] = ()
+    sources: tuple[str, ...] = ()
+    search_filter: str | None = None
 
 
 def _on(variable: str) -> bool:
@@ -75,7 +108,7 @@ def get_context(runtime: Any) -> RagContext:
     """
     ctx = getattr(runtime, "context", None)
     if served() and (ctx is None or isinstance(ctx, dict | RagContext)):
-        return served_context(ctx)
+        return served_context(ctx, caller_user(runtime))
     if isinstance(ctx, RagContext):
         return ctx
     if isinstance(ctx, dict):  # LangGraph Studio / the server pass context as JSON
@@ -96,14 +129,54 @@ def get_context(runtime: Any) -> RagContext:
     return RagContext()
 
 
-def served_context(context: dict[str, Any] | RagContext | None) -> RagContext:
+def caller_user(source: Any) -> dict[str, Any] | None:
+    """The authenticated user of a served run, as a dict (``identity`` and the access it carries),
+    from its ``Runtime`` (``server_info.user``) or its ``RunnableConfig``
+    (``configurable.langgraph_auth_user``); None without one (no auth handler, or not served)."""
+    if isinstance(source, Mapping):
+        user = (source.get("configurable") or {}).get(AUTH_USER)
+    else:
+        user = getattr(getattr(source, "server_info", None), "user", None)
+    if user is None:
+        return None
+    if isinstance(user, Mapping):
+        return dict(user)
+    as_dict = getattr(user, "dict", None)  # the server's ProxyUser over the handler's dict
+    if callable(as_dict):
+        return dict(as_dict())
+    return {"identity": getattr(user, "identity", None)}
+
+
+def caller_access(source: Any = None) -> Access:
+    """What the caller of a run may read: the deployment's access (the environment's
+    ``RagContext()``), narrowed by the access its authenticated user carries. ``source`` is the
+    run's ``RunnableConfig`` or ``Runtime`` (None: no caller, the deployment's access).
+
+    Raises:
+        ContextRefused: the user's access is wider than the deployment's (a users file giving a
+            user another tenant, or tags outside the deployment's).
+    """
+    user = caller_user(source) if source is not None else None
+    ctx = _bounded(RagContext(), user)
+    identity = user.get("identity") if user else None
+    return Access(
+        identity=str(identity) if identity else None,
+        **{name: getattr(ctx, name) for name in ACCESS_FIELDS},
+    )
+
+
+def served_context(
+    context: dict[str, Any] | RagContext | None, user: Mapping[str, Any] | None = None
+) -> RagContext:
     """The context a client of a served graph may have: the deployment's (``RagContext()``), with
-    what the client may change, and its access only ever narrowed. ``context`` is the client's JSON,
+    what the client may change, and its access only ever narrowed: first by its authenticated
+    ``user``'s access (``caller_user``), then by the client. ``context`` is the client's JSON,
     or the ``RagContext`` LangGraph made of it (whose unsent fields hold the deployment's values).
 
     Raises:
         ContextRefused: the JSON widens the tenant, tags, sources or filter, or names a service or
-            file (``DEPLOYMENT_ONLY``) other than the deployment's.
+            file (``DEPLOYMENT_ONLY``) other than the deployment's; or the user's access is wider
+            than the deployment's.
     """
     deployment = RagContext()
     if isinstance(context, RagContext):  # what differs from the deployment is what the client sent
@@ -117,47 +190,71 @@ def served_context(context: dict[str, Any] | RagContext | None) -> RagContext:
                 f"RagContext.{name}: a served run uses its deployment's value; a client may not set it "
                 "(set it in the server's environment)"
             )
-    tenant = _narrowed_tenant(deployment.tenant, asked.tenant, "tenant" in sent)
-    tags = _narrowed_labels("tags", deployment.tags, asked.tags)
-    sources = _narrowed_labels("sources", deployment.sources, asked.sources)
-    search_filter = all_of(deployment.search_filter, asked.search_filter if "search_filter" in sent else None)
+    return _narrowed(_bounded(deployment, user), sent, "this deployment" if not user else _whose(user))
+
+
+def _whose(user: Mapping[str, Any]) -> str:
+    return f"user {user.get('identity')!r}"
+
+
+def _bounded(deployment: RagContext, user: Mapping[str, Any] | None) -> RagContext:
+    """The deployment's context narrowed by ``user``'s access (its ``ACCESS_FIELDS``)."""
+    if not user:
+        return deployment
+    carried = {
+        k: _labels(user[k]) if k in ("tags", "sources") else user[k] for k in ACCESS_FIELDS if k in user
+    }
+    try:
+        return _narrowed(deployment, carried, "this deployment")
+    except ContextRefused as error:
+        raise ContextRefused(f"{_whose(user)}'s access: {error}") from None
+
+
+def _labels(value: Any) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    return (value,) if isinstance(value, str) else tuple(value)
+
+
+def _narrowed(bound: RagContext, sent: Mapping[str, Any], whose: str) -> RagContext:
+    """``bound`` with ``sent`` applied, its access only narrowed (refused naming the field else)."""
+    asked = RagContext(**{**_as_set(bound), **sent})  # checked like any context
     return RagContext(
         **{
             **_as_set(asked),
-            "tenant": tenant,
-            "tags": tags,
-            "sources": sources,
-            "search_filter": search_filter,
-            "prompts": {**deployment.prompts, **asked.prompts},  # a client's wording, role by role
+            "tenant": _narrowed_tenant(bound.tenant, asked.tenant, "tenant" in sent, whose),
+            "tags": _narrowed_labels("tags", bound.tags, asked.tags, whose),
+            "sources": _narrowed_labels("sources", bound.sources, asked.sources, whose),
+            "search_filter": all_of(
+                bound.search_filter, asked.search_filter if "search_filter" in sent else None
+            ),
+            "prompts": {**bound.prompts, **asked.prompts},  # a client's wording, role by role
         }
     )
 
 
 def _as_set(ctx: RagContext) -> dict[str, Any]:
-    from dataclasses import fields
-
     return {f.name: getattr(ctx, f.name) for f in fields(ctx)}
 
 
-def _narrowed_tenant(deployment: str | None, asked: str | None, sent: bool) -> str | None:
-    if deployment is None:
+def _narrowed_tenant(bound: str | None, asked: str | None, sent: bool, whose: str) -> str | None:
+    if bound is None:
         return asked
-    if sent and asked not in (None, deployment):
-        raise ContextRefused(
-            f"RagContext.tenant={asked!r}: this deployment serves tenant {deployment!r} only"
-        )
-    return deployment  # ``null`` from the client does not lift the deployment's tenant
+    if sent and asked not in (None, bound):
+        raise ContextRefused(f"RagContext.tenant={asked!r}: {whose} reads tenant {bound!r} only")
+    return bound  # ``null`` from the client does not lift the bound's tenant
 
 
-def _narrowed_labels(name: str, deployment: tuple[str, ...], asked: tuple[str, ...]) -> tuple[str, ...]:
-    if not deployment:
+def _narrowed_labels(
+    name: str, bound: tuple[str, ...], asked: tuple[str, ...], whose: str
+) -> tuple[str, ...]:
+    if not bound:
         return asked
-    if not asked or asked == deployment:
-        return deployment
-    outside = sorted(set(asked) - set(deployment))
+    if not asked or asked == bound:
+        return bound
+    outside = sorted(set(asked) - set(bound))
     if outside:
         raise ContextRefused(
-            f"RagContext.{name}={list(asked)!r}: this deployment allows {list(deployment)!r} only "
-            f"({outside} are not)"
+            f"RagContext.{name}={list(asked)!r}: {whose} reads {list(bound)!r} only ({outside} are not)"
         )
     return asked

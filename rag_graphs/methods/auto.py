@@ -1,7 +1,7 @@
 """Adaptive router (in the spirit of Adaptive-RAG, Jeong et al. 2024): classify, then route.
 
-    START -> classify --(no_retrieval)--> answer_directly -> END
-                      \\--(single_hop | multi_hop | global_summary)--> <method> -> END
+    START -> classify -> clarify --(no_retrieval)--> answer_directly -> END
+                                 \\--(single_hop | multi_hop | global_summary)--> <method> -> END
 
 The classifier is ``RagContext.router``: ``examples`` (default) gives the
 question the kind of its nearest labelled example questions under the
@@ -11,7 +11,9 @@ with the 135M embedded model, which picks the first option it is offered);
 (default: single_hop=naive, multi_hop=ircot, global_summary=raptor), so cheap
 questions get cheap methods. Global questions go to RAPTOR, as in the method
 landscape, when the collection has a tree (``rag-graphs raptor build``); without
-one they go to RAG-Fusion and the first step says so.
+one they go to RAG-Fusion and the first step says so. ``clarify`` passes on, unless the
+classifier was unsure (a close vote, an unreadable reply) and ``RagContext.interrupts`` has
+``clarify``: then the run asks back, and a clarified question is classified again.
 
 Every method ``routes`` may name is a node of this graph, named as the method, that runs
 the method's own compiled graph as a LangGraph subgraph (``nodes.subgraphs``): its steps
@@ -45,6 +47,7 @@ from rag_graphs.nodes import make_generate
 from rag_graphs.nodes.builder import compile_method, new_builder
 from rag_graphs.nodes.chat import calls_usage, chat_model
 from rag_graphs.nodes.events import emit, step
+from rag_graphs.nodes.interrupts import ask_back
 from rag_graphs.nodes.subgraphs import subgraph_node
 from rag_graphs.prompts import load_prompt
 from rag_graphs.search.retrieval import embeddings_for
@@ -91,6 +94,7 @@ _ROUTE: dict[str, RoutedMethod] = {method: method for method in ROUTED}
 class AutoState(RagState, total=False):
     kind: str  # the question kind the classifier saw
     method: str  # the method routed to ("answer directly" for no_retrieval)
+    unsure: str  # why the classifier is unsure of ``kind`` ("" or None: it is not)
 
 
 class QuestionKind(BaseModel):
@@ -127,15 +131,31 @@ def classify(state: AutoState, runtime: Runtime[RagContext]) -> dict:
         out = invoke_structured(chat_model(ctx), messages, QuestionKind, QuestionKind(kind="single_hop"))
         kind: str = out.value.kind
         why, spent = "", calls_usage(out.calls)
+        unsure = "the model's reply named no kind" if out.method == "default" else ""
     else:
         examples = examples_file(ctx.router_examples)
         vote = classify_by_examples(state["question"], embeddings_for(ctx), examples)
         kind, spent = vote.kind, {}
         why = f" (nearest example: {vote.nearest!r}, similarity {vote.similarity:.2f})"
+        unsure = f"the nearest examples' vote was close (margin {vote.margin:.2f})" if vote.unsure else ""
     target, instead = ("answer directly", "") if kind == "no_retrieval" else available_method(kind, ctx)
     emit("end", kind=kind, method=target)
     text = f"{kind} -> {target}{instead}{why}"
-    return {"kind": kind, "method": target, "steps": [step("decide", text=text)], "usage": spent}
+    update = {"kind": kind, "method": target, "steps": [step("decide", text=text)], "usage": spent}
+    return update | {"unsure": unsure}
+
+
+def clarify(state: AutoState, runtime: Runtime[RagContext]) -> dict:
+    """Ask back when the classifier was unsure and ``RagContext.interrupts`` has ``clarify``
+    (``rag_graphs.nodes.interrupts.ask_back``); a clarified question replaces the question
+    and is classified again."""
+    if not state.get("unsure"):
+        return {}
+    question, asked = ask_back(get_context(runtime), state["question"], state["kind"], state["unsure"])
+    if question == state["question"]:
+        return {"steps": asked}
+    again = classify({**state, "question": question}, runtime)
+    return again | {"question": question, "steps": asked + again["steps"]}
 
 
 def route_kind(state: AutoState) -> Literal["answer_directly", RoutedMethod]:
@@ -152,9 +172,11 @@ def build() -> StateGraph:
     """The uncompiled graph."""
     builder = new_builder(AutoState)
     builder.add_node("classify", classify)
+    builder.add_node("clarify", clarify)
     builder.add_node("answer_directly", make_generate("answer_directly"))
     builder.add_edge(START, "classify")
-    builder.add_conditional_edges("classify", route_kind)
+    builder.add_edge("classify", "clarify")
+    builder.add_conditional_edges("clarify", route_kind)
     builder.add_edge("answer_directly", END)
     for method, node in _ROUTED_NODES.items():
         builder.add_node(method, node)

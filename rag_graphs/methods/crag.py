@@ -3,7 +3,8 @@
     START -> retrieve -> grade --(a correct passage)--> refine -> generate -> END
                            \\--(none correct, budget left)--> rewrite -> retrieve | web_search
                            \\--(budget spent | repeated query)--> generate
-    web_search -> refine -> generate
+    web_search --(searched)--> refine -> generate
+               \\--(declined by a person)--> retrieve
 
 Correct and ambiguous passages are kept; "refine" cuts the kept passages
 into knowledge strips (sentences) and keeps the strips that share content
@@ -12,7 +13,9 @@ lexical (no model call), which keeps CRAG's cost at one call per graded
 passage. When no passage is correct the query is rewritten and, as in the
 paper, sent to the web when ``RagContext.web_search`` holds a tool (its
 results join the ambiguous passages, as ``kind="web"`` documents citing
-their URL); without one the corpus is searched again with the new query.
+their URL); without one the corpus is searched again with the new query. With
+``web_search`` in ``RagContext.interrupts`` a person confirms each web search first; a
+decline searches the corpus instead, for the rest of the run.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from rag_graphs.nodes.builder import compile_method, new_builder
 from rag_graphs.nodes.events import emit, step
 from rag_graphs.nodes.grade import grade
 from rag_graphs.nodes.inputs import answer_documents
+from rag_graphs.nodes.interrupts import confirm_web
 from rag_graphs.nodes.model_node import model_node
 from rag_graphs.nodes.retrieve import found
 from rag_graphs.state import RagState
@@ -67,19 +71,34 @@ def refine(state: RagState) -> dict:
     return {"evidence": docs, "steps": [step("note", text=text)]}
 
 
+class CragState(RagState, total=False):
+    web_declined: bool  # a person declined the web search (``RagContext.interrupts``): none this run
+
+
 @model_node
-def web_search(state: RagState, ctx: RagContext) -> Body[dict]:
-    """Search the web with the rewritten query; results join the kept passages."""
+def web_search(state: CragState, ctx: RagContext) -> Body[dict]:
+    """Search the web with the rewritten query; results join the kept passages. A person
+    confirms it first when ``RagContext.interrupts`` asks; declined, nothing is searched here."""
     query = state.get("query") or state["question"]
+    go, asked = confirm_web(ctx, state["question"], [query])
+    if not go:
+        return {"web_declined": True, "steps": asked}
     emit("start", query=query)
     results = yield Call(web_tool(ctx.web_search), query)  # type: ignore[arg-type]
     docs = web_documents(results, limit=ctx.k)
-    return found(state, ctx, [query], [docs]) | {"evidence": [*(state.get("evidence") or []), *docs]}
+    update = found(state, ctx, [query], [docs])
+    return update | {"evidence": [*(state.get("evidence") or []), *docs], "steps": asked + update["steps"]}
 
 
-def route_after_rewrite(state: RagState, runtime: Runtime[RagContext]) -> Literal["retrieve", "web_search"]:
-    """The web when the user supplied a search tool, else the corpus again."""
-    return "web_search" if get_context(runtime).web_search is not None else "retrieve"
+def route_after_rewrite(state: CragState, runtime: Runtime[RagContext]) -> Literal["retrieve", "web_search"]:
+    """The web when the user supplied a search tool (and no person declined it), else the corpus again."""
+    web = get_context(runtime).web_search is not None and not state.get("web_declined")
+    return "web_search" if web else "retrieve"
+
+
+def route_after_web(state: CragState) -> Literal["refine", "retrieve"]:
+    """Refine the web's results; the corpus with the rewritten query when the web was declined."""
+    return "retrieve" if state.get("web_declined") else "refine"
 
 
 def route_after_grade(state: RagState) -> Literal["refine", "rewrite", "generate"]:
@@ -91,7 +110,7 @@ def route_after_grade(state: RagState) -> Literal["refine", "rewrite", "generate
 
 def build() -> StateGraph:
     """The uncompiled graph."""
-    builder = new_builder()
+    builder = new_builder(CragState)
     builder.add_node("retrieve", retrieve)
     builder.add_node("grade", grade)
     builder.add_node("web_search", web_search)
@@ -102,7 +121,7 @@ def build() -> StateGraph:
     builder.add_edge("retrieve", "grade")
     builder.add_conditional_edges("grade", route_after_grade)
     builder.add_conditional_edges("rewrite", route_after_rewrite)
-    builder.add_edge("web_search", "refine")
+    builder.add_conditional_edges("web_search", route_after_web)
     builder.add_edge("refine", "generate")
     builder.add_edge("generate", END)
     return builder

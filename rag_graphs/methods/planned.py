@@ -1,13 +1,15 @@
 """Planned retrieval path: plan the sub-questions in dependency order, then walk the plan.
 
-    START -> plan -> next_subquestion -> retrieve -> answer_in_order --(more)--> next_subquestion ...
-                                                                   \\--(done)--> generate -> END
+    START -> plan -> approve_plan -> next_subquestion -> retrieve -> answer_in_order --(more)--> ...
+                                                                                  \\--(done)--> generate
 
 The plan is written once, up front ("Who founded X?", "Where was #1
 born?"); walking it fills each ``#n`` with the n-th answer, so a later
 search names the bridge entity found by an earlier one. Unlike iterative
 methods the path is fixed before the first search; unlike recursive
 decomposition the sub-questions say which earlier answers they need.
+With ``plan`` in ``RagContext.interrupts`` a person approves or edits the plan first
+(``approve_plan``, ``rag_graphs.nodes.interrupts``).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from langgraph.graph import END, START, StateGraph
 
 from rag_graphs.nodes import make_expand, make_generate
 from rag_graphs.nodes.builder import compile_method, new_builder
+from rag_graphs.nodes.interrupts import approve_plan
 from rag_graphs.nodes.plan import add_plan_walk
 
 
@@ -23,9 +26,11 @@ def build() -> StateGraph:
     """The uncompiled graph."""
     builder = new_builder()
     builder.add_node("plan", make_expand("plan_retrieval_path", name="plan"))
+    builder.add_node("approve_plan", approve_plan)
     builder.add_node("generate", make_generate("answer_with_notes"))
     builder.add_edge(START, "plan")
-    builder.add_edge("plan", add_plan_walk(builder))
+    builder.add_edge("plan", "approve_plan")
+    builder.add_edge("approve_plan", add_plan_walk(builder))
     builder.add_edge("generate", END)
     return builder
 

@@ -36,7 +36,7 @@ from typing import Annotated, Literal
 
 from langchain_core.documents import Document
 from langchain_core.messages import AnyMessage, BaseMessage, HumanMessage, ToolMessage
-from langchain_core.tools import StructuredTool
+from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from typing_extensions import TypedDict
@@ -53,6 +53,7 @@ from rag_graphs.nodes.chat import chat_model, llm_usage
 from rag_graphs.nodes.events import emit, step
 from rag_graphs.nodes.generate import finish
 from rag_graphs.nodes.inputs import format_notes
+from rag_graphs.nodes.interrupts import DECLINED, confirm_web
 from rag_graphs.nodes.loop import STOP_ENOUGH, Budget, Stop, already_searched, loop_stop, stop_update
 from rag_graphs.nodes.model_node import model_node
 from rag_graphs.nodes.retrieve import fetch_k, found, keep, which_search
@@ -87,6 +88,7 @@ class ReactState(RagState, total=False):
     tool_calls: list[ToolRequest]  # requests the next ``act`` runs
     scratchpad: Annotated[list[str], operator.add]  # the text protocol's Thought/Action/Observation lines
     turns: Annotated[int, operator.add]  # agent steps taken; ``RagContext.max_steps`` counts these
+    web_declined: bool  # a person declined a web search (``RagContext.interrupts``): none this run
 
 
 def parse_step(text: str) -> tuple[str, str, str]:
@@ -229,8 +231,7 @@ def _run_tool(
     """The observation of one tool request; for a search that ran, ``None`` and its hits (the
     observation shows what the shared retrieval step keeps of them, numbered in ``act``)."""
     tool, tool_input = request["tool"], request["input"]
-    web = web_tool(ctx.web_search)
-    web_name = getattr(web, "name", None)
+    web = _web(ctx, tool)
     if tool == "search":
         if already_searched(state, tool_input):
             return "already searched; use the passages above or try other words", []
@@ -238,11 +239,29 @@ def _run_tool(
         return None, hits
     if tool == "calculator":
         return calculate(tool_input), []
-    if web is not None and tool in ("web_search", web_name):
+    if web is not None and state.get("web_declined"):
+        return f"{DECLINED}; search the documents instead", []
+    if web is not None:
         results = yield Call(web, tool_input)
         return fence(str(results)[:2000]), []
     available = ["search", "calculator"] + (["web_search"] if ctx.web_search is not None else [])
     return f"unknown tool {tool!r}; available: {', '.join(available)}", []
+
+
+def _web(ctx: RagContext, tool: str) -> BaseTool | None:
+    """The web search tool when ``tool`` names it (and the context has one)."""
+    web = web_tool(ctx.web_search)
+    return web if web is not None and tool in ("web_search", web.name) else None
+
+
+def _web_allowed(state: ReactState, ctx: RagContext) -> tuple[bool, list[Step]]:
+    """(declined?, steps): a person confirms this turn's web searches (``RagContext.interrupts``);
+    a decline holds for the rest of the run."""
+    asked = [r["input"] for r in state.get("tool_calls", []) if _web(ctx, r["tool"]) is not None]
+    if not asked or state.get("web_declined"):
+        return bool(state.get("web_declined")), []
+    go, steps = confirm_web(ctx, state["question"], asked)
+    return not go, steps
 
 
 @model_node
@@ -252,13 +271,16 @@ def act(state: ReactState, ctx: RagContext) -> Body[dict]:
     A search's observation shows the passages the shared retrieval step kept (reranked,
     expanded, compressed), numbered in the run's numbering (``shown``): a passage keeps
     the number it was first shown with, a new one gets the next, so every [n] the agent
-    reads stays valid to the end of the run, whatever order ``documents`` takes."""
+    reads stays valid to the end of the run, whatever order ``documents`` takes.
+    Web searches wait for a person's approval first when ``RagContext.interrupts`` asks."""
+    declined, steps = _web_allowed(state, ctx)
     outcomes: list[tuple[ToolRequest, str | None]] = []
     queries: list[str] = []
     rankings: list[list[Document]] = []
     for request in state.get("tool_calls", []):
         seen = {  # later requests of this turn see this turn's searches
             **state,
+            "web_declined": declined,
             "searches": [*state.get("searches", []), *({"query": q, "doc_ids": []} for q in queries)],
         }
         observation, hits = yield from _run_tool(ctx, seen, request)  # type: ignore[arg-type]
@@ -271,7 +293,6 @@ def act(state: ReactState, ctx: RagContext) -> Body[dict]:
     numbering = state.get("shown", [])
     messages: list[BaseMessage] = []
     scratchpad: list[str] = []
-    steps: list[Step] = []
     why = which_search(state, ctx) if queries else ""  # the run's first search says which ran, why
     for request, observation in outcomes:
         kind, passages = "note", []
@@ -291,6 +312,7 @@ def act(state: ReactState, ctx: RagContext) -> Body[dict]:
             text, why = f"{why}\n{observation}", ""
         steps.append(step(kind, query=request["input"], text=text[:500], doc_ids=ids))
     update: dict = {"messages": messages, "scratchpad": scratchpad, "tool_calls": [], "shown": numbering}
+    update |= {"web_declined": True} if declined else {}
     if kept is None:
         return update | {"steps": steps}
     retrieved = found(state, ctx, queries, rankings, kept)

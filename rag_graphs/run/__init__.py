@@ -10,8 +10,11 @@ reuse them:
   then carries an ``error`` message.
 - **Stream** (``stream`` / ``astream``): the same run as events, in order:
   ``Resumed`` (a checkpointed thread picked up), ``Progress`` (a node's custom
-  progress event), ``StepEvent`` (a reasoning step the moment a node writes it) and
-  last ``Finished`` (the result).
+  progress event), ``StepEvent`` (a reasoning step the moment a node writes it),
+  ``Waiting`` (stopped for a person) and last ``Finished`` (the result).
+- **Wait for a person** (``RagContext.interrupts``, on a ``thread_id``): a run that stops for a
+  person's answer yields ``Waiting`` (the JSON payloads) and ends with them as ``interrupts``;
+  the same call with ``resume=<answer>`` continues it (``rag_graphs.run.waiting``).
 - **Resume**: with a ``thread_id``, every step is checkpointed in a SQLite file.
   Asking the same question on the same thread again continues a killed or failed
   run from its last completed step (nothing before it runs twice); a finished
@@ -37,7 +40,6 @@ Example::
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import uuid
 from collections.abc import AsyncIterator, Iterator, Mapping
@@ -48,15 +50,10 @@ from typing import TYPE_CHECKING, Any
 from typing_extensions import TypedDict, Unpack
 
 from rag_graphs.config.context import RagContext
-from rag_graphs.config.threads import (
-    DEFAULT_CHECKPOINTS,
-    REPLAY_KEYS,
-    checkpoint_file,
-    damaged_as_error,
-    replay_key,
-    thread_lock,
-)
-from rag_graphs.run.events import Finished, Progress, Resumed, RunEvent, StepEvent, ThreadConflict
+from rag_graphs.config.threads import DEFAULT_CHECKPOINTS, REPLAY_KEYS, replay_key
+from rag_graphs.run.events import Finished, Progress, Resumed, RunEvent, StepEvent, ThreadConflict, Waiting
+from rag_graphs.run.savers import asaver, saver
+from rag_graphs.run.waiting import NO_ANSWER, check_thread, ending, pending, resume_input, waiting
 
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
@@ -97,6 +94,10 @@ class RunOptions(TypedDict, total=False):
     ``thread_id``, calling again with this False writes the answer from the stored context,
     with it True returns the stored context again. A run that answers elsewhere carries its
     answer and no ``stopped_before``: IterDRAG when ``iterate`` answers, ReAct when its agent does."""
+    resume: Any
+    """The person's answer to the thread's run waiting for one (``Waiting``; with the context it
+    was started with): the run continues with it. Left out, a waiting thread yields its
+    ``Waiting`` again and runs nothing; given to a thread that waits for nothing, a ``ValueError``."""
 
 
 def run(
@@ -154,8 +155,9 @@ class _Run:
     config: RunnableConfig | None = None
     raise_on_failure: bool = True
     stop_before_answer: bool = False
+    resume: Any = NO_ANSWER
     modes: tuple[str, ...] = STREAM_MODES
-    inputs: dict[str, Any] | None = None
+    inputs: Any = None
     done: bool = False
     result: dict[str, Any] = field(default_factory=dict)
     steps: int = 0
@@ -213,6 +215,12 @@ class _Run:
         """
         from rag_graphs.nodes.subgraphs import contract
 
+        check_thread(self.context or RagContext(), self.thread_id, self.resume)
+        if self.resume is not NO_ANSWER and self.thread_id is not None:  # a person's answer
+            if state is not None and state.values.get("question") not in (None, self.question):
+                raise ThreadConflict(f"thread {self.thread_id!r} waits on another question's run")
+            self.inputs = resume_input(self.thread_id, state, self.resume)
+            return [Resumed(self.thread_id, tuple(state.next if state else ()))]
         if state is None or not state.values or self.thread_id is None:
             self.inputs = {"question": self.question}
             return []
@@ -237,6 +245,9 @@ class _Run:
             self.inputs = {"question": self.question}
             return []
         resumed = Resumed(self.thread_id, tuple(state.next))
+        if asked := pending(state):  # waiting for a person: show the question again
+            self.done = True
+            return [resumed, *waiting(self.thread_id, asked, contract(state.values))]
         stopped = self.stopped(state)
         self.done = resumed.finished or stopped is not None
         if not self.done:
@@ -295,8 +306,8 @@ def _events(run: _Run) -> Iterator[RunEvent]:
 
     from rag_graphs.llm.faults import RunFailed, recursion_failure  # imported when a run starts
 
-    with _saver(run) as saver:
-        graph = run.graph(saver)
+    with saver(run) as checkpointer:
+        graph = run.graph(checkpointer)
         config = run.stream_args["config"]
         yield from run.start(graph.get_state(config, subgraphs=True) if run.thread_id is not None else None)
         if run.done:
@@ -311,7 +322,7 @@ def _events(run: _Run) -> Iterator[RunEvent]:
             yield run.fail(recursion_failure(error, run.result))
             return
         state = graph.get_state(config, subgraphs=True) if run.stop_before_answer else None
-        yield Finished(run.stopped(state) or run.result)
+        yield from ending(run.checkpoint_thread, run.stopped(state) or run.result)
 
 
 async def _aevents(run: _Run) -> AsyncIterator[RunEvent]:
@@ -319,8 +330,8 @@ async def _aevents(run: _Run) -> AsyncIterator[RunEvent]:
 
     from rag_graphs.llm.faults import RunFailed, recursion_failure
 
-    async with _asaver(run) as saver:
-        graph = run.graph(saver)
+    async with asaver(run) as checkpointer:
+        graph = run.graph(checkpointer)
         config = run.stream_args["config"]
         saved = await graph.aget_state(config, subgraphs=True) if run.thread_id is not None else None
         for event in run.start(saved):
@@ -338,45 +349,8 @@ async def _aevents(run: _Run) -> AsyncIterator[RunEvent]:
             yield run.fail(recursion_failure(error, run.result))
             return
         state = await graph.aget_state(config, subgraphs=True) if run.stop_before_answer else None
-        yield Finished(run.stopped(state) or run.result)
-
-
-def _memory_saver(run: _Run) -> Any:
-    """The in-memory checkpointer of a run that stops before its answer without a thread
-    (LangGraph's interrupts need one); None when the run checkpoints nothing."""
-    if run.checkpoint_thread is None:
-        return None
-    from langgraph.checkpoint.memory import InMemorySaver
-
-    return InMemorySaver()
-
-
-@contextlib.contextmanager
-def _saver(run: _Run) -> Iterator[Any]:
-    """A SQLite checkpointer on ``run.checkpoints`` for a thread; else ``_memory_saver``."""
-    if run.thread_id is None:
-        yield _memory_saver(run)
-        return
-    from langgraph.checkpoint.sqlite import SqliteSaver
-
-    path = checkpoint_file(run.checkpoints)
-    with thread_lock(path, run.thread_id), damaged_as_error(path):
-        with SqliteSaver.from_conn_string(path) as saver:
-            yield saver
-
-
-@contextlib.asynccontextmanager
-async def _asaver(run: _Run) -> AsyncIterator[Any]:
-    """``_saver`` for async runs (an async checkpointer: the sync one refuses ``astream``)."""
-    if run.thread_id is None:
-        yield _memory_saver(run)
-        return
-    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
-
-    path = checkpoint_file(run.checkpoints)
-    with thread_lock(path, run.thread_id), damaged_as_error(path):
-        async with AsyncSqliteSaver.from_conn_string(path) as saver:
-            yield saver
+        for event in ending(run.checkpoint_thread, run.stopped(state) or run.result):
+            yield event
 
 
 __all__ = [
@@ -389,6 +363,7 @@ __all__ = [
     "RunOptions",
     "StepEvent",
     "ThreadConflict",
+    "Waiting",
     "arun",
     "astream",
     "run",

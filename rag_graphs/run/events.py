@@ -1,6 +1,7 @@
 """What a run yields as it goes (``rag_graphs.run.stream``): a thread picked up (``Resumed``), a node's
-progress (``Progress``), a reasoning step the moment a node writes it (``StepEvent``), and last the
-result (``Finished``); and the one error a thread raises (``ThreadConflict``)."""
+progress (``Progress``), a reasoning step the moment a node writes it (``StepEvent``), a stop for a
+person's answer (``Waiting``), and last the result (``Finished``); and the one error a thread raises
+(``ThreadConflict``)."""
 
 from __future__ import annotations
 
@@ -43,6 +44,16 @@ class StepEvent:
 
 
 @dataclass(frozen=True)
+class Waiting:
+    """The run stopped for a person's answer (``RagContext.interrupts``): each of ``interrupts`` is a
+    JSON payload naming its ``kind``, what is asked and ``how_to_resume``. The thread keeps the run:
+    run it again with ``resume=<answer>`` (``rag_graphs.run``) to continue."""
+
+    thread_id: str
+    interrupts: tuple[dict[str, Any], ...]
+
+
+@dataclass(frozen=True)
 class Finished:
     """The run's result: the answer contract, or the partial one of a failed run (with ``error``)."""
 
@@ -53,6 +64,11 @@ class Finished:
         """True for the partial result of a run that ended at a failing node."""
         return bool(self.result.get("error"))
 
+    @property
+    def waiting(self) -> bool:
+        """True for the partial result of a run waiting for a person (its ``interrupts`` say what)."""
+        return bool(self.result.get("interrupts"))
 
-RunEvent = Resumed | Progress | StepEvent | Finished
+
+RunEvent = Resumed | Progress | StepEvent | Waiting | Finished
 """What ``stream`` and ``astream`` yield; ``Finished`` always comes last."""

@@ -41,6 +41,10 @@ needs (``no_retrieval``, ``global_summary``). With MiniLM, greetings and arithme
 0.40-0.52 against their examples; HotpotQA questions that the vote sends there score
 0.15-0.39 (they are far from every example), and go to a retrieval kind instead."""
 _RISKY = ("no_retrieval", "global_summary")
+UNSURE_MARGIN = 0.25
+"""A vote is unsure when the chosen kind's share of it leads the next kind's by less than this
+(a 3-2 split of equally near examples leads by 0.2), or trails it (a risky kind overruled):
+``auto`` may then ask back (``RagContext.interrupts`` with ``clarify``)."""
 
 
 @dataclass(frozen=True)
@@ -51,6 +55,13 @@ class KindVote:
     score: float
     nearest: str
     similarity: float
+    margin: float = 1.0
+    """The chosen kind's share of the vote minus the best other kind's (below 0: overruled)."""
+
+    @property
+    def unsure(self) -> bool:
+        """True when the vote was close (``UNSURE_MARGIN``)."""
+        return self.margin < UNSURE_MARGIN
 
 
 def examples_file(path: str | None) -> Path:
@@ -133,4 +144,7 @@ def classify_by_examples(
     if kind in _RISKY and (kinds[top] != kind or top_similarity < CONFIDENT):
         kind = max(("single_hop", "multi_hop"), key=lambda k: (votes.get(k, 0.0), k == "single_hop"))
     similarity, nearest = next(((s, i) for s, i in ranked if kinds[i] == kind), ranked[0])
-    return KindVote(kind=kind, score=votes.get(kind, 0.0), nearest=questions[nearest], similarity=similarity)
+    score = votes.get(kind, 0.0)
+    other = max((v for k, v in votes.items() if k != kind), default=0.0)
+    margin = (score - other) / (sum(votes.values()) or 1.0)
+    return KindVote(kind=kind, score=score, nearest=questions[nearest], similarity=similarity, margin=margin)

@@ -1,0 +1,243 @@
+"""The indexing graph: add, delete and relabel what the store holds, served beside the methods.
+
+    START -> check -> delete -> relabel -> add -> END
+
+``langgraph.json`` serves it as ``index`` (and the LangGraph server as an MCP tool at ``/mcp``),
+so a client that asks the method graphs questions can also fill the store they search, as
+langchain-ai's rag-research-agent-template serves its index graph beside its retrieval graph.
+It does what ``rag-graphs ingest`` (files, folders, URLs; ``--delete``; other ``--tenant`` /
+``--tag``) does, plus raw texts, and returns the ingest report as JSON-able data.
+
+``check`` reads the whole request and every target before anything is written: a bad value is
+one line naming the field (``rag_graphs.serve.requests``), a target the caller cannot read is
+refused (``rag_graphs.serve.access``), and the store is left as it was. On a served deployment
+(``RAG_GRAPHS_SERVED``) the run's context is the caller's narrowed access, so what is written
+carries the caller's tenant and only the caller's sources can be deleted or relabelled; files on
+the server are read only under the folders ``RAG_GRAPHS_INDEX_FILES`` names, and URLs never
+reach the server's own network (the ingest's SSRF guard, with no client-set way around it).
+Every node is a plain function, so LangGraph runs it in a worker thread on ``ainvoke``: the
+server's event loop never waits on Docling, the embedder or Milvus.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
+
+from rag_graphs.config.context import RagContext
+from rag_graphs.config.runtime import get_context, served
+from rag_graphs.serve.access import caller_sources, check_writable, write_labels
+from rag_graphs.serve.requests import (
+    AddReport,
+    IndexOutput,
+    IndexRequest,
+    IndexRequestError,
+    IndexState,
+    TextItem,
+    parse_request,
+)
+
+FILES_ROOTS = "RAG_GRAPHS_INDEX_FILES"
+"""Environment variable: the folders (``os.pathsep``-separated) a served indexing graph may read
+files from. Unset, a served caller may add URLs and texts only: a path is the server's file."""
+
+SUFFIXES = {"markdown": ".md", "text": ".txt", "html": ".html"}
+
+
+def check(state: IndexState, runtime: Runtime[RagContext]) -> dict[str, Any]:
+    """Check the request and resolve every target and label before anything is written."""
+    from rag_graphs.search.retrieval import index_for
+
+    ctx = get_context(runtime)
+    request = parse_request(dict(state))
+    labels = write_labels(ctx, request.tenant, request.tags, "IndexRequest")
+    for file in request.files:
+        _check_file(file)
+    _unique_texts(request.texts)
+    relabels = [
+        write_labels(ctx, r.tenant, r.tags, f"IndexRequest.relabel[{i}]")
+        for i, r in enumerate(request.relabel)
+    ]
+    index = index_for(ctx)
+    check_writable(index, ctx, _added(request))
+    deletes = caller_sources(index, ctx, request.delete, "delete")
+    moved = caller_sources(index, ctx, [r.source for r in request.relabel], "relabel")
+    gone = {s for sources in deletes.values() for s in sources}
+    for target, sources in moved.items():
+        if gone & set(sources):
+            raise IndexRequestError(f"IndexRequest.relabel: {target!r} is also deleted by this request")
+    plan = request.model_dump() | {"labels": labels}
+    for item, item_labels in zip(plan["relabel"], relabels, strict=True):
+        item |= {"labels": item_labels, "sources": moved[item["source"]]}
+    return {"request": plan, "targets": deletes}
+
+
+def delete(state: IndexState, runtime: Runtime[RagContext]) -> dict[str, Any]:
+    """Remove every chunk of the checked delete targets (and what is derived from them)."""
+    from rag_graphs.search.retrieval import index_for
+
+    targets = state.get("targets") or {}
+    if not targets:
+        return {"deleted": []}
+    index = index_for(get_context(runtime))
+    deleted = [
+        {"target": target, "sources": sources, "chunks": sum(index.delete_source(s) for s in sources)}
+        for target, sources in targets.items()
+    ]
+    index.flush()
+    return {"deleted": deleted}
+
+
+def relabel(state: IndexState, runtime: Runtime[RagContext]) -> dict[str, Any]:
+    """Store the checked relabel targets' chunks again under their new labels."""
+    from rag_graphs.search.retrieval import index_for
+    from rag_graphs.serve.relabel import relabel_source
+
+    items = state["request"]["relabel"]
+    if not items:
+        return {"relabelled": []}
+    index = index_for(get_context(runtime))
+    done = []
+    for item in items:
+        labels = item["labels"]
+        for source in item["sources"]:
+            chunks = relabel_source(index, source, labels)
+            done.append(
+                {"source": source, "chunks": chunks, "tenant": labels["tenant"], "tags": labels["tags"]}
+            )
+    return {"relabelled": done}
+
+
+def add(state: IndexState, runtime: Runtime[RagContext]) -> dict[str, Any]:
+    """Ingest the files, URLs and texts under the checked labels; report as ``rag-graphs ingest``."""
+    from rag_graphs.ingestion import ingest
+    from rag_graphs.search.retrieval import index_for
+
+    ctx = get_context(runtime)
+    plan = state["request"]
+    texts = [TextItem.model_validate(t) for t in plan["texts"]]
+    labels = plan["labels"]
+    index = index_for(ctx)
+    out: dict[str, Any] = {}
+    if plan["files"] or plan["urls"] or texts:
+        with tempfile.TemporaryDirectory(prefix="rag-graphs-texts-") as folder:
+            names = _write_texts(Path(folder), texts)
+            report = ingest(
+                [*plan["files"], *plan["urls"], *names],
+                index=index,
+                context=ctx,
+                progress=False,
+                names=names,
+                tenant=labels["tenant"],
+                tags=tuple(labels["tags"]),
+                force=plan["force"],
+            )
+        for result in report.files:  # a text's error names the text, not its temporary file
+            for path, name in names.items():
+                result.error = result.error and result.error.replace(path, name)
+        out["added"] = AddReport(
+            files=[asdict(f) for f in report.files],  # type: ignore[misc]
+            chunks=report.chunks,
+            added=report.added,
+            failed=len(report.failed),
+            skipped=[str(s) for s in report.skipped],
+            graph=report.graph,
+            seconds=round(report.seconds, 3),
+        )
+        summary = [report.summary()]
+    else:
+        summary = []
+    out["total_chunks_in_store"] = index.count()
+    out["summary"] = "\n".join([*_changes(state), *summary]) or "nothing changed"
+    return out
+
+
+def _changes(state: IndexState) -> list[str]:
+    lines = [
+        f"deleted {d['chunks']} chunks of {len(d['sources'])} source(s) under {d['target']}"
+        for d in state.get("deleted") or []
+    ]
+    lines += [
+        f"relabelled {r['source']} ({r['chunks']} chunks): tenant {r['tenant']!r}, tags {r['tags']}"
+        for r in state.get("relabelled") or []
+    ]
+    return lines
+
+
+def _added(request: IndexRequest) -> list[tuple[str, str]]:
+    """``(field, source)`` of everything the request adds, as the store will name it."""
+    return [
+        *((f"IndexRequest.files[{i}]", f) for i, f in enumerate(request.files)),
+        *((f"IndexRequest.urls[{i}]", u) for i, u in enumerate(request.urls)),
+        *((f"IndexRequest.texts[{i}].source", t.key) for i, t in enumerate(request.texts)),
+    ]
+
+
+def _check_file(file: str) -> None:
+    """Refuse a file that does not exist, or on a served deployment lies outside ``FILES_ROOTS``."""
+    path = Path(file).expanduser()
+    if served():
+        roots = [
+            Path(r).expanduser().resolve() for r in os.environ.get(FILES_ROOTS, "").split(os.pathsep) if r
+        ]
+        if not roots:
+            raise IndexRequestError(
+                f"IndexRequest.files: {file!r}: this deployment reads no files of its own "
+                f"(set {FILES_ROOTS} on the server to the folders it may ingest; send texts or urls)"
+            )
+        if not path.is_absolute() or not any(path.resolve().is_relative_to(r) for r in roots):
+            raise IndexRequestError(
+                f"IndexRequest.files: {file!r}: not under the folders this deployment ingests from "
+                f"({FILES_ROOTS}); give an absolute path under one of them"
+            )
+    if not path.exists():
+        raise IndexRequestError(f"IndexRequest.files: {file!r}: no such file or folder on the server")
+
+
+def _unique_texts(texts: list[TextItem]) -> None:
+    seen: set[str] = set()
+    for i, text in enumerate(texts):
+        if text.key in seen:
+            raise IndexRequestError(f"IndexRequest.texts[{i}].source: {text.source!r} is given twice")
+        seen.add(text.key)
+
+
+def _write_texts(folder: Path, texts: list[TextItem]) -> dict[str, str]:
+    """Each text written to a file of its own in ``folder`` (named after it, so its chunks'
+    title is its name); file path -> the source it is stored as (``text://<name>``)."""
+    names = {}
+    for i, text in enumerate(texts):
+        stem = re.sub(r"[^A-Za-z0-9._-]+", "-", text.source).strip("-.")[:80] or "text"
+        path = folder / str(i) / f"{stem}{SUFFIXES[text.format]}"
+        path.parent.mkdir()
+        path.write_text(text.text, encoding="utf-8")
+        names[str(path)] = text.key
+    return names
+
+
+def build() -> StateGraph[IndexState, RagContext, IndexRequest, IndexOutput]:
+    """The uncompiled indexing graph."""
+    builder = StateGraph(
+        IndexState, context_schema=RagContext, input_schema=IndexRequest, output_schema=IndexOutput
+    )
+    builder.add_node("check", check)
+    builder.add_node("delete", delete)
+    builder.add_node("relabel", relabel)
+    builder.add_node("add", add)
+    builder.add_edge(START, "check")
+    builder.add_edge("check", "delete")
+    builder.add_edge("delete", "relabel")
+    builder.add_edge("relabel", "add")
+    builder.add_edge("add", END)
+    return builder
+
+
+graph = build().compile(name="index")
+"""The compiled indexing graph (``langgraph.json``: ``index``)."""
