@@ -192,6 +192,11 @@ def test_every_graph_publishes_json_schemas_for_langgraph_studio():
 
     root = Path(__file__).resolve().parents[2]
     listed = json.loads((root / "langgraph.json").read_text())["graphs"]
+    index = listed.pop("index")  # the indexing graph, served beside the methods (serve/indexing.py)
+    assert index == "./rag_graphs/serve/indexing.py:graph"
+    indexing = importlib.import_module("rag_graphs.serve.indexing").graph
+    assert isinstance(indexing, CompiledStateGraph) and indexing.checkpointer is None
+    assert indexing.get_input_jsonschema()["properties"] and indexing.get_output_jsonschema()["properties"]
     assert set(listed) == set(METHODS)
     for name, entry in listed.items():
         # What `langgraph dev` loads: the file's variable, a compiled graph without a checkpointer.
