@@ -6,12 +6,13 @@
                                         (--hang-at K | --hang-after-file M)
 
 ``graph`` runs ``fixed_step`` (2 hops, 5 model calls) on a Milvus Lite store of the demo corpus
-(built on first use) with a ``SqliteSaver`` checkpointer. Its chat model answers from the prompt
-alone (so every process gives the same reply to the same step), appends every call to ``--log``
-before answering, and never returns from call ``--hang-at``: the parent kills it there. With
-``--resume`` the run continues the thread's last checkpoint (``graph.invoke(None, config)``).
-The output contract is written to ``--out`` as JSON. ``--method auto`` runs ``auto`` instead, whose
-router (the chat model: one call, ``classify``) sends the question to ``fixed_step`` as a subgraph.
+(built on first use), checkpointed in ``--db`` (a SQLite file or a ``postgresql://`` URI). Its
+chat model answers from the prompt alone (so every process gives the same reply to the same
+step), appends every call to ``--log`` before answering, and never returns from call
+``--hang-at``: the parent kills it there. With ``--resume`` the run continues the thread's last
+checkpoint (``graph.invoke(None, config)``). The output contract is written to ``--out`` as
+JSON. ``--method auto`` runs ``auto`` instead, whose router (the chat model: one call,
+``classify``) sends the question to ``fixed_step`` as a subgraph.
 
 ``ingest`` ingests ``--folder`` with fake embeddings, ``--group`` chunks embedded per call, and
 hangs in embedding call ``--hang-at`` (a group in flight, nothing of it stored) or right after
@@ -26,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sqlite3
 import sys
 import time
 from importlib import resources
@@ -135,11 +135,11 @@ def run_graph(
     resume: bool = False,
     method: str = "fixed_step",
 ) -> dict:
-    """Run (or resume) ``method`` on ``thread``, checkpointed in SQLite ``db``; a JSON-able summary."""
-    from langgraph.checkpoint.sqlite import SqliteSaver
-
+    """Run (or resume) ``method`` on ``thread``, checkpointed in ``db`` (a SQLite file or a PostgreSQL
+    URI, through ``rag_graphs.run.checkpointers``, which holds the thread's lock); a JSON-able summary."""
     from rag_graphs.config.context import RagContext
     from rag_graphs.methods import get_graph
+    from rag_graphs.run.checkpointers import thread_saver
     from rag_graphs.store import open_index
 
     ensure_demo_store(store)
@@ -154,14 +154,11 @@ def run_graph(
         router="llm",  # auto's
         routes={"multi_hop": "fixed_step"},
     )
-    conn = sqlite3.connect(db, check_same_thread=False)
-    try:
-        graph = get_graph(method, checkpointer=SqliteSaver(conn))
+    with thread_saver(db, thread) as saver:
+        graph = get_graph(method, checkpointer=saver)
         config = {"configurable": {"thread_id": thread}}
         out = graph.invoke(None if resume else {"question": QUESTION}, config=config, context=context)
         pending = list(graph.get_state(config).next)
-    finally:
-        conn.close()
     return {
         "keys": sorted(out),
         "answer": out.get("answer"),

@@ -12,7 +12,8 @@ reuse them:
   ``Resumed`` (a checkpointed thread picked up), ``Progress`` (a node's custom
   progress event), ``StepEvent`` (a reasoning step the moment a node writes it) and
   last ``Finished`` (the result).
-- **Resume**: with a ``thread_id``, every step is checkpointed in a SQLite file.
+- **Resume**: with a ``thread_id``, every step is checkpointed in ``checkpoints``: a SQLite
+  file, or a PostgreSQL URI shared by workers (``run.checkpointers``).
   Asking the same question on the same thread again continues a killed or failed
   run from its last completed step (nothing before it runs twice); a finished
   thread returns its stored result without running anything, when it was the same run (method,
@@ -48,14 +49,7 @@ from typing import TYPE_CHECKING, Any
 from typing_extensions import TypedDict, Unpack
 
 from rag_graphs.config.context import RagContext
-from rag_graphs.config.threads import (
-    DEFAULT_CHECKPOINTS,
-    REPLAY_KEYS,
-    checkpoint_file,
-    damaged_as_error,
-    replay_key,
-    thread_lock,
-)
+from rag_graphs.config.threads import DEFAULT_CHECKPOINTS, REPLAY_KEYS, replay_key
 from rag_graphs.run.events import Finished, Progress, Resumed, RunEvent, StepEvent, ThreadConflict
 
 if TYPE_CHECKING:
@@ -81,7 +75,8 @@ class RunOptions(TypedDict, total=False):
     """Checkpoint every step under this id in ``checkpoints``, so the same call again
     continues a killed or failed run, or returns the stored result of a finished one."""
     checkpoints: str | Path
-    """The SQLite file of thread checkpoints (default ``DEFAULT_CHECKPOINTS``)."""
+    """The SQLite file of thread checkpoints (default ``DEFAULT_CHECKPOINTS``), or a
+    ``postgresql://`` URI (a ``str``: a ``Path`` folds its ``//``) shared by many workers."""
     config: RunnableConfig | None
     """The LangGraph run config (callbacks, tags, metadata); by default
     ``trace_config(context, method)``, which names the run in traces."""
@@ -353,16 +348,15 @@ def _memory_saver(run: _Run) -> Any:
 
 @contextlib.contextmanager
 def _saver(run: _Run) -> Iterator[Any]:
-    """A SQLite checkpointer on ``run.checkpoints`` for a thread; else ``_memory_saver``."""
+    """The thread's checkpointer (``checkpointers.thread_saver``: SQLite or PostgreSQL, the thread
+    locked); else ``_memory_saver``."""
     if run.thread_id is None:
         yield _memory_saver(run)
         return
-    from langgraph.checkpoint.sqlite import SqliteSaver
+    from rag_graphs.run.checkpointers import thread_saver
 
-    path = checkpoint_file(run.checkpoints)
-    with thread_lock(path, run.thread_id), damaged_as_error(path):
-        with SqliteSaver.from_conn_string(path) as saver:
-            yield saver
+    with thread_saver(run.checkpoints, run.thread_id) as saver:
+        yield saver
 
 
 @contextlib.asynccontextmanager
@@ -371,12 +365,10 @@ async def _asaver(run: _Run) -> AsyncIterator[Any]:
     if run.thread_id is None:
         yield _memory_saver(run)
         return
-    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+    from rag_graphs.run.checkpointers import athread_saver
 
-    path = checkpoint_file(run.checkpoints)
-    with thread_lock(path, run.thread_id), damaged_as_error(path):
-        async with AsyncSqliteSaver.from_conn_string(path) as saver:
-            yield saver
+    async with athread_saver(run.checkpoints, run.thread_id) as saver:
+        yield saver
 
 
 __all__ = [
