@@ -186,3 +186,19 @@ def test_an_unusable_database_is_one_line_naming_the_setting_without_its_passwor
     assert PASSWORD not in message and "rag:***@127.0.0.1" not in message and "***@127.0.0.1" in message
     if where == "no-database":
         assert 'database "missing" does not exist' in message
+
+
+def test_the_cli_takes_the_uri_whole_and_fails_in_one_line(postgres: str, loaded) -> None:
+    """``--checkpoints`` is read as text (a ``Path`` would fold the URI's ``//``); an unusable database
+    is the CLI's one ``error:`` line, password masked, before any model is loaded."""
+    from typer.testing import CliRunner
+
+    from rag_graphs.cli import app
+
+    uri = postgres.rsplit("/", 1)[0] + "/nowhere"
+    args = ["ask", "--store", loaded.uri, "--collection", loaded.collection, "--thread-id", "t"]
+    result = CliRunner().invoke(app, [*args, "--checkpoints", uri, runs.QUESTION])
+    assert result.exit_code == 1, result.output
+    (line,) = [line for line in result.output.splitlines() if line.strip()]
+    assert line.startswith("error: checkpoints database 'postgresql://***@127.0.0.1:")
+    assert 'database "nowhere" does not exist' in line and PASSWORD not in result.output
