@@ -65,9 +65,9 @@ def checkpoint_file(checkpoints: str | Path) -> str:
         CheckpointFileError: a folder, or an existing non-empty file that is not SQLite.
     """
     if str(checkpoints).lower().startswith(("postgresql:", "postgres:")):
-        raise CheckpointFileError(
-            f"checkpoints {redact_url(str(checkpoints))!r} ({SETTING}) looks like a PostgreSQL URI "
-            "folded by Path ('//' became '/'): pass the URI as a str"
+        raise CheckpointFileError(  # not quoted: a folded URI has no host part to mask its password by
+            f"checkpoints ({SETTING}) look like a PostgreSQL URI folded by Path ('//' became '/'): "
+            "pass the URI as a str"
         )
     path = Path(checkpoints).expanduser().resolve()
     if path.is_dir():

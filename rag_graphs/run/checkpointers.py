@@ -86,8 +86,9 @@ def _connect_args(uri: str) -> dict[str, Any]:
 
 @contextlib.contextmanager
 def _postgres_errors(uri: str) -> Iterator[None]:
-    """A connection-level PostgreSQL error in the block (refused, authentication, a bad URI, the
-    server gone) as ``config.threads.unreachable``'s one line; a SQL error stays itself."""
+    """A PostgreSQL error of the database itself in the block (refused, authentication, a bad URI,
+    no such database, the server gone, a missing privilege) as ``config.threads.unreachable``'s one
+    line; an error of the data (``DataError``, ``IntegrityError``) stays itself."""
     import psycopg
 
     try:
