@@ -263,11 +263,15 @@ class ChunkIndex(IndexReads):
     def finish_replacing(self) -> None:
         """Finish the replacements killed writers left: their committed new versions lose the old
         ones, and on a Milvus Lite path the uncommitted ones go (``store.replacing``)."""
-        if self._exists():
+        if not self._exists():
+            return
+        try:
             finish_legacy(self)
             finish_committed(self)
             if is_local(self.uri):  # held by this process alone: what is uncommitted is a dead writer's
                 roll_back_inserting(self)
+        except Exception as exc:  # noqa: BLE001 - a reader without write rights: the read filter holds
+            log.warning("collection %r: could not finish an interrupted replace: %s", self.collection, exc)
 
     def delete_source(self, source: str) -> int:
         """Delete every chunk of ``source``; return how many were removed."""
