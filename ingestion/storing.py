@@ -5,9 +5,9 @@ embedding call pads far less than one per file). When the group's embedding
 or its insert fails, each file is stored on its own, so the error lands on
 the file that caused it and the others are still stored. Earlier versions of
 the stored files are removed afterwards, in one query for the group; while a
-changed file has both versions stored, the collection records it
-(``ChunkIndex.replacing``), so a process killed in between never leaves both
-searchable: the next one to open the collection finishes the replacement.
+changed file has both versions stored, a record of the writer's own on the collection
+(``store.replacing``) lets every search see one version, on a Milvus server too, whenever the
+writer is killed; the next writer or the next process to open the collection finishes it.
 With an entity extractor, entity rows are written before the chunks that name them.
 """
 
@@ -20,6 +20,7 @@ from rag_graphs.entity_graph.entities import Extractor, annotate
 from rag_graphs.ingestion.report import FileResult
 from rag_graphs.store.fields import ENTITIES_FIELD
 from rag_graphs.store.index import ChunkIndex
+from rag_graphs.store.replacing import Replacement, finish_committed
 from rag_graphs.store.sentences import children_of, has_sentences, sentence_rows
 
 Group = list[tuple[FileResult, list[Document]]]
@@ -39,16 +40,21 @@ def store_group(index: ChunkIndex, group: Group, extractor: Extractor | None = N
         # Entity rows first: a chunk stored with its ``entities`` is then always in the graph,
         # even after a ``kill -9`` (an entity row listing a chunk never stored is harmless).
         add_entities(index, [c for _, chunks in group for c in chunks if ENTITIES_FIELD in c.metadata], names)
+    finish_committed(index)  # what a writer killed after its commit left (on a server: any time)
     changed = index.changed_sources(_versions(group))
+    replacement = Replacement(index, changed)
     if changed:
-        index.replacing(changed)  # a kill before the old versions go: the next open finishes it
+        replacement.begin()  # the new versions stay hidden until all stored (store.replacing)
     vectors = embed_new(index, [c for _, chunks in group for c in chunks])
     if vectors is None or not _store_together(index, group, vectors):
         _store_each(index, group, vectors)
-    _remove_stale(index, [(r, c) for r, c in group if r.error is None and c])
+    stored = [(r, c) for r, c in group if r.error is None and c]
     if changed:
-        index.replacing({})
-    _keep_sentences(index, [(r, c) for r, c in group if r.error is None and c])
+        replacement.commit({s: h for s, h in _versions(stored).items() if s in changed})  # the commit point
+    _remove_stale(index, stored)
+    if changed and not any(r.error for r, _ in stored):
+        replacement.end()  # else the committed record keeps the old versions hidden until finished
+    _keep_sentences(index, stored)
 
 
 def _versions(group: Group) -> dict[str, str]:

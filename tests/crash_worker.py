@@ -3,20 +3,23 @@
     python -m tests.crash_worker graph --store S --db D --thread T --log L --out O [--hang-at N] [--resume]
                                        [--method auto]
     python -m tests.crash_worker ingest --folder F --store S --progress P --group G
-                                        (--hang-at K | --hang-after-file M)
+                                        (--hang-at K | --hang-after-file M | --hang-in commit|remove_stale)
 
 ``graph`` runs ``fixed_step`` (2 hops, 5 model calls) on a Milvus Lite store of the demo corpus
-(built on first use) with a ``SqliteSaver`` checkpointer. Its chat model answers from the prompt
-alone (so every process gives the same reply to the same step), appends every call to ``--log``
-before answering, and never returns from call ``--hang-at``: the parent kills it there. With
-``--resume`` the run continues the thread's last checkpoint (``graph.invoke(None, config)``).
-The output contract is written to ``--out`` as JSON. ``--method auto`` runs ``auto`` instead, whose
-router (the chat model: one call, ``classify``) sends the question to ``fixed_step`` as a subgraph.
+(built on first use), checkpointed in ``--db`` (a SQLite file or a ``postgresql://`` URI). Its
+chat model answers from the prompt alone (so every process gives the same reply to the same
+step), appends every call to ``--log`` before answering, and never returns from call
+``--hang-at``: the parent kills it there. With ``--resume`` the run continues the thread's last
+checkpoint (``graph.invoke(None, config)``). The output contract is written to ``--out`` as
+JSON. ``--method auto`` runs ``auto`` instead, whose router (the chat model: one call,
+``classify``) sends the question to ``fixed_step`` as a subgraph.
 
 ``ingest`` ingests ``--folder`` with fake embeddings, ``--group`` chunks embedded per call, and
 hangs in embedding call ``--hang-at`` (a group in flight, nothing of it stored) or right after
-reporting file number ``--hang-after-file`` (its group stored in one insert, the rest of the run not); each
-stored file and the hang are lines of ``--progress``.
+reporting file number ``--hang-after-file`` (its group stored in one insert, the rest of the run not),
+or, replacing a changed file, after its new chunks are inserted: before their commit (``--hang-in
+commit``) or before the old version's delete (``--hang-in remove_stale``); each stored file and
+the hang are lines of ``--progress``. ``--store`` may be a Milvus server URI.
 
 Everything is offline and deterministic: ``DeterministicFakeEmbedding(size=32)`` as in conftest.
 """
@@ -26,7 +29,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sqlite3
 import sys
 import time
 from importlib import resources
@@ -135,11 +137,11 @@ def run_graph(
     resume: bool = False,
     method: str = "fixed_step",
 ) -> dict:
-    """Run (or resume) ``method`` on ``thread``, checkpointed in SQLite ``db``; a JSON-able summary."""
-    from langgraph.checkpoint.sqlite import SqliteSaver
-
+    """Run (or resume) ``method`` on ``thread``, checkpointed in ``db`` (a SQLite file or a PostgreSQL
+    URI, through ``rag_graphs.run.checkpointers``, which holds the thread's lock); a JSON-able summary."""
     from rag_graphs.config.context import RagContext
     from rag_graphs.methods import get_graph
+    from rag_graphs.run.checkpointers import thread_saver
     from rag_graphs.store import open_index
 
     ensure_demo_store(store)
@@ -154,14 +156,11 @@ def run_graph(
         router="llm",  # auto's
         routes={"multi_hop": "fixed_step"},
     )
-    conn = sqlite3.connect(db, check_same_thread=False)
-    try:
-        graph = get_graph(method, checkpointer=SqliteSaver(conn))
+    with thread_saver(db, thread) as saver:
+        graph = get_graph(method, checkpointer=saver)
         config = {"configurable": {"thread_id": thread}}
         out = graph.invoke(None if resume else {"question": QUESTION}, config=config, context=context)
         pending = list(graph.get_state(config).next)
-    finally:
-        conn.close()
     return {
         "keys": sorted(out),
         "answer": out.get("answer"),
@@ -192,8 +191,32 @@ class HangingEmbeddings(DeterministicFakeEmbedding):
         return super().embed_documents(texts)
 
 
+def _hang_in(step: str, progress: str) -> None:
+    """Make a changed file's replacement hang at ``step``: ``commit`` (its new chunks inserted, not
+    committed) or ``remove_stale`` (committed, the old chunks not deleted)."""
+    import rag_graphs.ingestion.storing as storing
+    from rag_graphs.store.replacing import Replacement
+
+    def hang(*args: Any, **kwargs: Any) -> None:
+        _hang(progress, {"pid": os.getpid(), "in": step})
+
+    if step == "commit":
+        Replacement.commit = hang  # type: ignore[method-assign]
+    elif step == "remove_stale":
+        storing._remove_stale = hang  # type: ignore[assignment]
+    else:
+        raise ValueError(f"--hang-in {step!r}: use commit or remove_stale")
+
+
 def run_ingest(
-    folder: str, store: str, progress: str, *, group: int, hang_at: int = 0, hang_after_file: int = 0
+    folder: str,
+    store: str,
+    progress: str,
+    *,
+    group: int,
+    hang_at: int = 0,
+    hang_after_file: int = 0,
+    hang_in: str = "",
 ) -> None:
     """Ingest ``folder`` into ``store``, ``group`` chunks per embedding call; hang in embedding call
     ``hang_at`` or after storing file number ``hang_after_file`` (0: never)."""
@@ -204,6 +227,8 @@ def run_ingest(
     if not hasattr(pipeline, "EMBED_GROUP"):
         raise RuntimeError("rag_graphs.ingestion.pipeline.EMBED_GROUP is gone: update tests/crash_worker.py")
     pipeline.EMBED_GROUP = group  # many small groups: many points where files are stored
+    if hang_in:
+        _hang_in(hang_in, progress)
     model = HangingEmbeddings(size=32, progress=progress, hang_at=hang_at)
     index = ChunkIndex(uri=store, collection=COLLECTION, embeddings=model)
 
@@ -244,6 +269,7 @@ def main(argv: list[str] | None = None) -> int:
     ingest.add_argument("--group", type=int, required=True)
     ingest.add_argument("--hang-at", type=int, default=0)
     ingest.add_argument("--hang-after-file", type=int, default=0)
+    ingest.add_argument("--hang-in", choices=("commit", "remove_stale"), default="")
     args = parser.parse_args(argv)
     if args.mode == "graph":
         result = run_graph(
@@ -264,6 +290,7 @@ def main(argv: list[str] | None = None) -> int:
             group=args.group,
             hang_at=args.hang_at,
             hang_after_file=args.hang_after_file,
+            hang_in=args.hang_in,
         )
     return 0
 

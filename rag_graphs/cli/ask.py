@@ -106,14 +106,14 @@ def _run(
     as_json: bool | None,
     *,
     live: bool = False,
-    thread: tuple[str, Path] | None = None,
+    thread: tuple[str, str | Path] | None = None,
     resume: Any = None,
 ) -> dict:
     """Run one method (``rag_graphs.run.stream``) with a live status line; print the result unless
     ``as_json`` is None.
 
     With ``live``, every node event and every reasoning step is printed the moment
-    it happens, not only at the end. With ``thread`` (thread id, SQLite file), every
+    it happens, not only at the end. With ``thread`` (thread id, checkpoints file or URI), every
     step is checkpointed: a run of that thread that was killed or failed continues
     from its last completed step, and ``resume`` (not None) answers the run waiting on it.
     A run that waits for a person's answer (its ``interrupts``) is returned unprinted.
@@ -231,8 +231,9 @@ def ask(
         typer.Option(help="checkpoint every step under this id; re-run to continue a killed or failed run"),
     ] = None,
     checkpoints: Annotated[
-        Path, typer.Option(help="SQLite file of --thread-id checkpoints")
-    ] = DEFAULT_CHECKPOINTS,
+        str,  # not Path: it folds a postgresql:// URI's '//'
+        typer.Option(help="SQLite file, or postgresql:// URI, of --thread-id checkpoints"),
+    ] = str(DEFAULT_CHECKPOINTS),
     interrupt: Annotated[
         list[str] | None,
         typer.Option(

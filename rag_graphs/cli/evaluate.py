@@ -60,6 +60,13 @@ def eval_command(
         ),
     ] = None,
     concurrency: Annotated[int, typer.Option(help="questions run in parallel")] = 1,
+    checkpoints: Annotated[
+        str | None,
+        typer.Option(
+            help="checkpoint every run's steps in this SQLite file or postgresql:// URI, so --resume "
+            "continues the runs a killed evaluation had in flight (pass it again with --resume)"
+        ),
+    ] = None,
     out: Annotated[Path, typer.Option(help="folder for new run directories")] = Path("runs"),
     resume: Annotated[Path | None, typer.Option(help="a run directory to continue")] = None,
     report: Annotated[
@@ -118,6 +125,7 @@ def eval_command(
                 retrieval_only=retrieval_only,
                 evaluators=_judges(judge),
                 judge=judge,
+                checkpoints=checkpoints,
                 **_eval_store(store),
             )
         path = write_report(report)

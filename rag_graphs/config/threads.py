@@ -1,4 +1,9 @@
-"""The checkpoints file of ``thread_id`` runs: checked to be SQLite, and one run per thread at a time.
+"""Where ``thread_id`` runs checkpoint (a SQLite file or a PostgreSQL URI), and one run per thread at a time.
+
+``--checkpoints`` names a SQLite file (one machine) or a ``postgresql://`` /
+``postgres://`` URI (``is_postgres``): a team serving the graphs keeps threads in
+PostgreSQL, so a run killed on one worker resumes on another. The live savers are
+built in ``rag_graphs.run.checkpointers``; this leaf module only reads the setting.
 
 A file that is not SQLite (or is damaged) used to surface as a bare
 ``sqlite3.DatabaseError``; it is now refused naming the file and the setting.
@@ -18,6 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from rag_graphs.support.locks import exclusive
+from rag_graphs.support.redaction import redact, redact_url
 
 SETTING = "--checkpoints"
 DEFAULT_CHECKPOINTS = Path(".rag-graphs/checkpoints.sqlite")
@@ -33,12 +39,36 @@ class ThreadBusy(RuntimeError):
     """Another run of the same thread holds its lock."""
 
 
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+
+
+def is_postgres(checkpoints: str | Path) -> bool:
+    """Whether ``checkpoints`` is a PostgreSQL URI rather than a SQLite file.
+
+    A ``Path`` never is: ``Path`` folds ``//`` into ``/``, so a URI must arrive as a string."""
+    return isinstance(checkpoints, str) and checkpoints.strip().lower().startswith(POSTGRES_SCHEMES)
+
+
+def unreachable(uri: str, why: object) -> CheckpointFileError:
+    """The one-line error of a PostgreSQL checkpoints URI that cannot be used; the password (in
+    the URI or quoted by the driver) is masked, and only the driver's first line is kept."""
+    first = next((line.strip() for line in str(why).splitlines() if line.strip()), type(why).__name__)
+    return CheckpointFileError(
+        f"checkpoints database {redact_url(uri.strip())!r} ({SETTING}) cannot be used: {redact(first)}"
+    )
+
+
 def checkpoint_file(checkpoints: str | Path) -> str:
     """The resolved checkpoints path, its folder created; refused when it is not SQLite.
 
     Raises:
         CheckpointFileError: a folder, or an existing non-empty file that is not SQLite.
     """
+    if str(checkpoints).lower().startswith(("postgresql:", "postgres:")):
+        raise CheckpointFileError(  # not quoted: a folded URI has no host part to mask its password by
+            f"checkpoints ({SETTING}) look like a PostgreSQL URI folded by Path ('//' became '/'): "
+            "pass the URI as a str"
+        )
     path = Path(checkpoints).expanduser().resolve()
     if path.is_dir():
         raise CheckpointFileError(f"checkpoints file {str(path)!r} ({SETTING}) is a folder; name a file")

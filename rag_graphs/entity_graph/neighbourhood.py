@@ -30,6 +30,7 @@ the neighbourhood before the second hop."""
 def chunk_rows(index: ChunkIndex, ids: list[str], expr: str | None, fields: list[str]) -> dict[str, dict]:
     """Stored chunks by id that pass ``expr`` (the rest: deleted or hidden, are left out)."""
     out: dict[str, dict] = {}
+    expr = index.visible(expr) if ids else expr  # not a version of a file being replaced
     for i in range(0, len(ids), _LOOKUP_BATCH):
         rows = index.client.query(
             index.collection, filter=all_of(in_filter(ids[i : i + _LOOKUP_BATCH]), expr), output_fields=fields

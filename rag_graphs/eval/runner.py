@@ -20,6 +20,7 @@ import logging
 import os
 import threading
 import time
+import uuid
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
@@ -33,12 +34,7 @@ from rag_graphs.config.tracing import spec_name, trace_config
 from rag_graphs.eval.corpus import PASSAGE_FIELD, open_corpus, passages_filter
 from rag_graphs.eval.datasets import Dataset, Example, load_dataset
 from rag_graphs.eval.judges import Evaluator, judge_run
-from rag_graphs.eval.metrics import (
-    RANKS,
-    answer_scores,
-    recall_at_k,
-    supporting_recall,
-)
+from rag_graphs.eval.metrics import RANKS, answer_scores, recall_at_k, supporting_recall
 from rag_graphs.eval.rows import (
     ANSWER_METRICS,
     CONFIG,
@@ -141,6 +137,7 @@ def run_one(
     *,
     retrieval_only: bool = False,
     evaluators: Sequence[Evaluator] = (),
+    thread: tuple[str, str | Path] | None = None,
 ) -> dict:
     """Ask one question with one method; a failing run becomes a row with ``error`` set.
 
@@ -148,9 +145,11 @@ def run_one(
     the passages, steps and cost up to the failure), so failures count what they cost.
     ``retrieval_only`` stops the run before its answer (see ``rag_graphs.run``).
     ``evaluators`` (judges, a user's LangSmith or openevals evaluators) score the answer into
-    the row's ``judged`` (key -> score, None where a verdict could not be had).
+    the row's ``judged`` (key -> score, None where a verdict could not be had); ``thread``:
+    (thread id, checkpoints) to checkpoint the run in.
     """
     timer = Timer()
+    checkpointed = {"thread_id": thread[0], "checkpoints": thread[1]} if thread else {}
     config = trace_config(ctx, method, question_id=example.id)
     config["callbacks"] = [timer]
     config["tags"] = [*config["tags"], "rag-graphs-eval"]
@@ -163,6 +162,7 @@ def run_one(
             config=config,
             raise_on_failure=False,
             stop_before_answer=retrieval_only,
+            **checkpointed,  # type: ignore[arg-type]
         )
     except Exception as exc:  # failed outside any node: recorded, so one bad run never sinks an evaluation
         out = {"error": f"{type(exc).__name__}: {exc}"}
@@ -219,6 +219,7 @@ def evaluate(
     evaluators: Sequence[Evaluator] = (),
     progress: bool = True,
     judge: str | None = None,
+    checkpoints: str | Path | None = None,
 ) -> Path:
     """Run ``methods`` over the dataset's questions; return the run directory.
 
@@ -241,6 +242,8 @@ def evaluate(
     ``rag-graphs eval --resume`` judges the remaining questions with it again.
 
     A run folder has one writer at a time, across processes (``rows.run_folder_lock``).
+    ``checkpoints`` (SQLite file or ``postgresql://`` URI) checkpoints each run on a thread of the
+    folder's ``run_id``: a resumed evaluation continues a killed one's runs in flight, not anew.
 
     Raises:
         RunFolderBusy: another evaluation is writing ``run_dir`` (a ``RuntimeError``).
@@ -279,7 +282,9 @@ def evaluate(
     }
     run_dir = _run_folder(run_dir, runs_root, ds.name)
     with run_folder_lock(run_dir):  # one evaluation writes a run folder at a time, across processes
-        how = _How(setting, eval_store, retrieval_only, tuple(evaluators), judge, concurrency, progress)
+        how = _How(
+            setting, eval_store, retrieval_only, tuple(evaluators), judge, concurrency, progress, checkpoints
+        )
         return _fill(run_dir, ds, ctx, config, examples, methods, how)
 
 
@@ -294,6 +299,7 @@ class _How:
     judge: str | None
     concurrency: int
     progress: bool
+    checkpoints: str | Path | None = None
 
 
 def _fill(
@@ -328,7 +334,9 @@ def _fill(
         config["methods"] = list(dict.fromkeys([*stored.get("methods", []), *methods]))
         config["judge"] = how.judge or stored.get("judge")  # what the next --resume judges with
         config["started"] = stored.get("started")
+        config["run_id"] = stored.get("run_id")
     config["started"] = config.get("started") or datetime.now().isoformat(timespec="seconds")
+    config["run_id"] = config.get("run_id") or uuid.uuid4().hex  # names the runs' checkpoint threads
     config_path.write_text(json.dumps(config, indent=2))
 
     if ds.has_passages:
@@ -365,12 +373,14 @@ def _fill(
 
         def work(item: tuple[str, Example]) -> None:
             method, example = item
+            thread = f"eval-{config['run_id']}-{method}-{example.id}"  # resumed by a run of this folder
             row = run_one(
                 method,
                 example,
                 contexts[example.id],
                 retrieval_only=how.retrieval_only,
                 evaluators=how.evaluators,
+                thread=(thread, how.checkpoints) if how.checkpoints else None,
             )
             with lock:
                 sink.write(json.dumps(row, default=str) + "\n")

@@ -15,7 +15,8 @@ reuse them:
 - **Wait for a person** (``RagContext.interrupts``, on a ``thread_id``): a run that stops for a
   person's answer yields ``Waiting`` (the JSON payloads) and ends with them as ``interrupts``;
   the same call with ``resume=<answer>`` continues it (``rag_graphs.run.waiting``).
-- **Resume**: with a ``thread_id``, every step is checkpointed in a SQLite file.
+- **Resume**: with a ``thread_id``, every step is checkpointed in ``checkpoints``: a SQLite
+  file, or a PostgreSQL URI shared by workers (``run.checkpointers``).
   Asking the same question on the same thread again continues a killed or failed
   run from its last completed step (nothing before it runs twice); a finished
   thread returns its stored result without running anything, when it was the same run (method,
@@ -78,7 +79,8 @@ class RunOptions(TypedDict, total=False):
     """Checkpoint every step under this id in ``checkpoints``, so the same call again
     continues a killed or failed run, or returns the stored result of a finished one."""
     checkpoints: str | Path
-    """The SQLite file of thread checkpoints (default ``DEFAULT_CHECKPOINTS``)."""
+    """The SQLite file of thread checkpoints (default ``DEFAULT_CHECKPOINTS``), or a
+    ``postgresql://`` URI (a ``str``: a ``Path`` folds its ``//``) shared by many workers."""
     config: RunnableConfig | None
     """The LangGraph run config (callbacks, tags, metadata); by default
     ``trace_config(context, method)``, which names the run in traces."""

@@ -1,5 +1,6 @@
-"""Where a run checkpoints: a SQLite file for a thread, memory for a run that stops before its
-answer without one, nowhere otherwise (``rag_graphs.run``)."""
+"""Where a run checkpoints: its thread's checkpointer (a SQLite file or a PostgreSQL URI,
+``rag_graphs.run.checkpointers``), memory for a run that stops before its answer without a thread,
+nowhere otherwise (``rag_graphs.run``)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
-from rag_graphs.config.threads import checkpoint_file, damaged_as_error, thread_lock
 
 
 class _Run(Protocol):
@@ -33,16 +33,15 @@ def memory_saver(run: _Run) -> Any:
 
 @contextlib.contextmanager
 def saver(run: _Run) -> Iterator[Any]:
-    """A SQLite checkpointer on ``run.checkpoints`` for a thread; else ``memory_saver``."""
+    """The thread's checkpointer on ``run.checkpoints`` (``checkpointers.thread_saver``: SQLite or
+    PostgreSQL, the thread locked); else ``memory_saver``."""
     if run.thread_id is None:
         yield memory_saver(run)
         return
-    from langgraph.checkpoint.sqlite import SqliteSaver
+    from rag_graphs.run.checkpointers import thread_saver
 
-    path = checkpoint_file(run.checkpoints)
-    with thread_lock(path, run.thread_id), damaged_as_error(path):
-        with SqliteSaver.from_conn_string(path) as checkpointer:
-            yield checkpointer
+    with thread_saver(run.checkpoints, run.thread_id) as checkpointer:
+        yield checkpointer
 
 
 @contextlib.asynccontextmanager
@@ -51,9 +50,7 @@ async def asaver(run: _Run) -> AsyncIterator[Any]:
     if run.thread_id is None:
         yield memory_saver(run)
         return
-    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+    from rag_graphs.run.checkpointers import athread_saver
 
-    path = checkpoint_file(run.checkpoints)
-    with thread_lock(path, run.thread_id), damaged_as_error(path):
-        async with AsyncSqliteSaver.from_conn_string(path) as checkpointer:
-            yield checkpointer
+    async with athread_saver(run.checkpoints, run.thread_id) as checkpointer:
+        yield checkpointer

@@ -27,8 +27,8 @@ VERSION_PROPERTY = "rag_graphs.version"
 with the row count it is the collection's ``fingerprint``, which every process sees."""
 
 REPLACING_PROPERTY = "rag_graphs.replacing"
-"""Collection property naming the files being replaced (JSON: source -> the new version's
-doc_hash) while their new chunks are inserted and their old ones deleted; see ``replacing``."""
+"""The one collection-wide record of files being replaced (JSON: source -> the new version's
+doc_hash) that versions before per-writer records wrote; read to finish it (``store.replacing``)."""
 
 EMBEDDINGS_PROPERTY = "rag_graphs.embeddings"
 """Collection property naming the embedding model a collection was created with (its spec, or

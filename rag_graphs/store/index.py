@@ -13,7 +13,6 @@ checks and the reads live beside this module (``filters``, ``lite``, ``reads``).
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import threading
@@ -36,7 +35,6 @@ from rag_graphs.store.fields import (
     DENSE_FIELD,
     EMBEDDINGS_PROPERTY,
     PRIMARY_FIELD,
-    REPLACING_PROPERTY,
     SPARSE_FIELD,
     TEXT_FIELD,
     VERSION_PROPERTY,
@@ -54,6 +52,7 @@ from rag_graphs.store.lite import (
     is_local,
 )
 from rag_graphs.store.reads import IndexReads
+from rag_graphs.store.replacing import finish_committed, finish_legacy, roll_back_inserting
 from rag_graphs.store.tree import forget_chunks, tree_collection
 from rag_graphs.support.quiet import LOCAL_GRPC_OPTIONS, quiet_milvus_lite
 
@@ -261,51 +260,18 @@ class ChunkIndex(IndexReads):
         stored = {row["source"] for row in self._other_versions(versions)}
         return {source: doc_hash for source, doc_hash in versions.items() if source in stored}
 
-    def replacing(self, versions: dict[str, str]) -> None:
-        """Record (``versions``: source -> new doc_hash) or clear (``{}``) the files being replaced.
-
-        A new version is inserted before the old one is deleted (a failed insert loses
-        nothing stored). A process killed between the two would leave both versions
-        searchable; the record lets the next process that opens the collection finish the
-        replacement (``finish_replacing``) before it searches.
-        """
-        if not self._exists():
-            return
-        value = json.dumps(versions, sort_keys=True) if versions else ""
-        self.client.alter_collection_properties(self.collection, properties={REPLACING_PROPERTY: value})
-
     def finish_replacing(self) -> None:
-        """Finish a replacement a killed process left recorded: a file whose new version is
-        stored loses its other versions; one whose new version never landed keeps the old."""
+        """Finish the replacements killed writers left: their committed new versions lose the old
+        ones, and on a Milvus Lite path the uncommitted ones go (``store.replacing``)."""
         if not self._exists():
-            return
-        properties = self.client.describe_collection(self.collection).get("properties") or {}
-        recorded = properties.get(REPLACING_PROPERTY) or ""
-        if not recorded:
             return
         try:
-            versions = json.loads(recorded)
-        except json.JSONDecodeError:
-            versions = {}
-        landed = {
-            source: doc_hash
-            for source, doc_hash in dict(versions).items()
-            if self.client.query(
-                self.collection,
-                filter=f"source == {quote(source)} and doc_hash == {quote(doc_hash)}",
-                output_fields=[PRIMARY_FIELD],
-                limit=1,
-            )
-        }
-        removed = self.delete_stale_many(landed)
-        log.warning(
-            "collection %r: finished replacing %d file(s) an interrupted ingest left half-done "
-            "(%d old chunks removed)",
-            self.collection,
-            len(landed),
-            sum(removed.values()),
-        )
-        self.replacing({})
+            finish_legacy(self)
+            finish_committed(self)
+            if is_local(self.uri):  # held by this process alone: what is uncommitted is a dead writer's
+                roll_back_inserting(self)
+        except Exception as exc:  # noqa: BLE001 - a reader without write rights: the read filter holds
+            log.warning("collection %r: could not finish an interrupted replace: %s", self.collection, exc)
 
     def delete_source(self, source: str) -> int:
         """Delete every chunk of ``source``; return how many were removed."""

@@ -22,6 +22,8 @@ from rag_graphs.store.fields import (
 )
 from rag_graphs.store.filters import ids_filter
 from rag_graphs.store.keywords import STOP_WORDS, keyword_query
+from rag_graphs.store.lite import is_local
+from rag_graphs.store.replacing import hidden_filter
 
 
 def embed_queries(embeddings: Embeddings, queries: list[str]) -> list[list[float]]:
@@ -48,6 +50,7 @@ class IndexReads:
     embeddings: Embeddings
     hybrid: bool
     client: Any
+    uri: str
     _fields: list[str] | None
     bm25_stop_words: frozenset[str] = STOP_WORDS
     """Words left out of BM25 queries (``keywords.keyword_query``); ``frozenset()`` sends them whole."""
@@ -97,6 +100,7 @@ class IndexReads:
 
         if vectors is None:
             vectors = embed_queries(self.embeddings, queries)
+        expr = self.visible(expr)
         if mode == "hybrid" and self.hybrid:
             requests = [
                 AnnSearchRequest(
@@ -130,6 +134,7 @@ class IndexReads:
         """
         if not self._exists():
             return [], []
+        expr = self.visible(expr)
         dense = self._search_field(DENSE_FIELD, [vector], k, expr)[0]
         dense_hits = self._scored(dense)
         if not self.hybrid:
@@ -144,6 +149,14 @@ class IndexReads:
                 scores[str(doc.id)] = scores.get(str(doc.id), 0.0) + 1.0 / (rrf_k + rank)
         fused = sorted(scores.items(), key=lambda item: -item[1])[:k]
         return dense_hits, [(found[cid], score) for cid, score in fused]
+
+    def visible(self, expr: str | None) -> str | None:
+        """``expr`` and, on a server, the filter that shows one version of each file being replaced
+        (``store.replacing``), read with the collection's properties at every read (one round trip).
+        A Milvus Lite path has none to read: its one process finished them when it opened it."""
+        if is_local(self.uri):
+            return expr
+        return all_of(expr, hidden_filter(self.client.describe_collection(self.collection).get("properties")))
 
     def _search_field(self, field: str, data: list, k: int, expr: str | None) -> list:
         """Milvus's raw hits, per query, of one ``k``-deep search on one field: ``data`` is query
@@ -166,7 +179,7 @@ class IndexReads:
         does not admit, are left out."""
         if not ids or not self._exists():
             return []
-        where = all_of(ids_filter(ids), expr)
+        where = all_of(ids_filter(ids), self.visible(expr))
         rows = self.client.query(self.collection, filter=where, output_fields=self._result_fields())
         by_id = {r[PRIMARY_FIELD]: self._to_document(r) for r in rows}
         return [by_id[i] for i in ids if i in by_id]
@@ -176,7 +189,7 @@ class IndexReads:
         if not self._exists():
             return []
         rows = self.client.query(
-            self.collection, filter=expr, output_fields=self._result_fields(), limit=limit
+            self.collection, filter=self.visible(expr) or "", output_fields=self._result_fields(), limit=limit
         )
         return [self._to_document(r) for r in rows]
 

@@ -189,12 +189,8 @@ def test_a_run_killed_inside_the_routed_method_resumes_there(tmp_path: Path) -> 
     another process resumes the thread: neither classify nor fixed_step's first hop runs again."""
     store, db, log = tmp_path / "crash.db", tmp_path / "checkpoints.sqlite", tmp_path / "calls.jsonl"
     common = ("graph", "--store", store, "--db", db, "--thread", "t", "--log", log, "--method", "auto")
-    output = tmp_path / "victim.out"
-    victim = crash._start(output, *common, "--out", tmp_path / "victim.json", "--hang-at", 4)
+    victim, output = crash.start_until_hang(tmp_path, common, 4, log)
     try:
-        crash._wait_until(
-            lambda: any(r["event"] == "hang" for r in crash._jsonl(log)), victim, "hang", output
-        )
         # fixed_step's intermediate (its step 4) is saved in the background: wait for it
         crash._wait_until(lambda: 4 in _subgraph_steps(db, "t"), victim, "the subgraph's step 4", output)
         crash._kill9(victim)
@@ -213,13 +209,7 @@ def test_a_run_killed_inside_the_routed_method_resumes_there(tmp_path: Path) -> 
         )
     assert state.next == ("fixed_step",) and state.tasks[0].state.next == ("next_query",)
 
-    output = tmp_path / "resumer.out"
-    resumer = crash._start(output, *common, "--out", tmp_path / "resumed.json", "--resume")
-    try:
-        assert resumer.wait(timeout=crash.WAIT_SECONDS) == 0, crash._tail(output)
-    finally:
-        crash._stop(resumer)
-    resumed = json.loads((tmp_path / "resumed.json").read_text())
+    resumer, resumed = crash.resume_in_another_process(tmp_path, common)
     after = crash._jsonl(log)[len(killed) :]
     assert [(r["pid"], r["step"]) for r in after] == [(resumer.pid, s) for s in crash.STEPS[2:]]
     assert resumed["answer"] == worker.REPLIES["generate"] and resumed["pending"] == []

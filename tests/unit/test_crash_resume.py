@@ -70,6 +70,31 @@ def _wait_until(ready: Callable[[], bool], proc: subprocess.Popen, what: str, ou
         time.sleep(0.1)
 
 
+def start_until_hang(tmp_path: Path, common: tuple, hang_at: int, log: Path) -> tuple[subprocess.Popen, Path]:
+    """Start the worker with ``common`` arguments hanging in model call ``hang_at`` and wait until
+    it hangs there (``log``); the process and its output file. The caller kills it."""
+    output = tmp_path / "victim.out"
+    victim = _start(output, *common, "--out", tmp_path / "victim.json", "--hang-at", hang_at)
+    try:
+        _wait_until(lambda: any(r["event"] == "hang" for r in _jsonl(log)), victim, "hang", output)
+    except BaseException:
+        _stop(victim)
+        raise
+    return victim, output
+
+
+def resume_in_another_process(tmp_path: Path, common: tuple) -> tuple[subprocess.Popen, dict]:
+    """Run the worker with ``common`` arguments and ``--resume`` to its end: the process and its
+    result (``--out``); fails with its output when it does not exit cleanly."""
+    output = tmp_path / "resumer.out"
+    resumer = _start(output, *common, "--out", tmp_path / "resumed.json", "--resume")
+    try:
+        assert resumer.wait(timeout=WAIT_SECONDS) == 0, _tail(output)
+    finally:
+        _stop(resumer)
+    return resumer, json.loads((tmp_path / "resumed.json").read_text())
+
+
 def _jsonl(path: Path) -> list[dict]:
     """The complete JSON lines of ``path`` (none when it does not exist yet)."""
     if not path.exists():
@@ -131,13 +156,7 @@ def test_a_killed_graph_run_resumes_after_its_last_checkpoint(tmp_path: Path) ->
     assert max(_checkpoint_steps(db, "crashed")) == 4
     assert _next_nodes(db, "crashed") == ("next_query",)  # the last completed step was intermediate
 
-    output = tmp_path / "resumer.out"
-    resumer = _start(output, *common, "--out", tmp_path / "resumed.json", "--resume")
-    try:
-        assert resumer.wait(timeout=WAIT_SECONDS) == 0, _tail(output)
-    finally:
-        _stop(resumer)
-    resumed = json.loads((tmp_path / "resumed.json").read_text())
+    resumer, resumed = resume_in_another_process(tmp_path, common)
     after = _jsonl(log)[len(killed) :]
     # The resumed process started at the step after the last checkpoint: no call before the kill ran again.
     assert [(r["pid"], r["step"], r["event"]) for r in after] == [

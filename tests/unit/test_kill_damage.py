@@ -126,9 +126,9 @@ def test_insert_batches_never_split_a_file_that_fits_in_one(index, monkeypatch):
     assert file_batches(_chunks("x", 3), 256) == [(0, 3)] and file_batches([], 256) == []
 
 
-def test_a_kill_between_new_version_and_old_delete_never_serves_both(
-    tmp_path, index, fake_embeddings, monkeypatch
-):
+def _kill_a_replace(tmp_path: Path, index: ChunkIndex, monkeypatch, where: str) -> Path:
+    """Ingest a one-chunk file (keeper Ansel), change it (keeper Brita) and ingest it again, killed
+    at ``where``, after the new version's insert; the folder."""
     folder = _write(tmp_path / "docs", {"a.md": "# Harbour\n\nThe keeper is Ansel."})
     ingest([folder], index=index, progress=False, timeout=None)
     (folder / "a.md").write_text("# Harbour\n\nThe keeper is Brita.")
@@ -137,9 +137,16 @@ def test_a_kill_between_new_version_and_old_delete_never_serves_both(
         raise Killed
 
     with monkeypatch.context() as patch:
-        patch.setattr("rag_graphs.ingestion.storing._remove_stale", killed)
+        patch.setattr(where, killed)
         with pytest.raises(Killed):
             ingest([folder], index=index, progress=False, timeout=None)
+    return folder
+
+
+def test_a_kill_between_new_version_and_old_delete_never_serves_both(
+    tmp_path, index, fake_embeddings, monkeypatch
+):
+    folder = _kill_a_replace(tmp_path, index, monkeypatch, "rag_graphs.ingestion.storing._remove_stale")
     hashes = {
         r["doc_hash"] for r in index.client.query(index.collection, filter="", output_fields=["doc_hash"])
     }
@@ -176,3 +183,22 @@ def test_graph_build_repairs_only_when_asked(tmp_path, monkeypatch, flags, repai
     result = CliRunner().invoke(cli.app, ["graph", "build", "--store", store, *flags])
     assert result.exit_code == 0, result.output
     assert asked == [repair]
+
+
+def test_a_kill_before_the_commit_on_a_lite_path_rolls_the_new_version_back(
+    tmp_path, index, fake_embeddings, monkeypatch
+):
+    """Killed after the new chunks are inserted, before their commit: the next process to open the
+    path (it holds it alone) deletes the uncommitted version, and the old one serves until then."""
+    folder = _kill_a_replace(tmp_path, index, monkeypatch, "rag_graphs.store.replacing.Replacement.commit")
+    texts = {r["text"] for r in index.client.query(index.collection, filter="", output_fields=["text"])}
+    assert any("Brita" in t for t in texts) and any("Ansel" in t for t in texts)  # both stored
+
+    reader = ChunkIndex(uri=index.uri, collection=index.collection, embeddings=fake_embeddings)
+    stored = [r["text"] for r in reader.client.query(reader.collection, filter="", output_fields=["text"])]
+    assert len(stored) == 1 and "Ansel" in stored[0]  # rolled back at open: the old version serves
+    ingest([folder], index=reader, progress=False, timeout=None)
+    assert [d.page_content for d, _ in reader.search("Who is the keeper?", k=10)] == [
+        r["text"] for r in reader.client.query(reader.collection, filter="", output_fields=["text"])
+    ]
+    assert reader.count() == 1 and "Brita" in reader.where("", limit=10)[0].page_content
