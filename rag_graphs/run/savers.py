@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any, Protocol
 
 
-
 class _Run(Protocol):
     """What a saver reads of a run (``rag_graphs.run._Run``)."""
 
