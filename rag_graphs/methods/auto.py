@@ -75,6 +75,7 @@ RoutedMethod = Literal[
     "iterdrag",
     "raptor",
     "hipporag",
+    "graphrag",
 ]
 """The methods ``RagContext.routes`` may name (``config.fields.check_route``: every method but
 ``auto``), each a node of this graph; spelled out so the router's return type names its targets."""

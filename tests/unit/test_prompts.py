@@ -53,6 +53,8 @@ EXPECTED_VARIABLES = {
     "raptor_summary": {"passages"},
     "rerank_listwise": {"count", "passages", "question"},
     "compress_extract": {"passage", "question"},
+    "graphrag_map": {"question", "reports"},
+    "graphrag_reduce": {"context", "notes", "question"},
 }
 
 
