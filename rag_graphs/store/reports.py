@@ -73,15 +73,13 @@ def report_index(index: S) -> S:
 
 def add_reports(index: Source, reports: list[Document]) -> None:
     """Embed and store ``reports`` beside the chunk collection ``index``; ids already stored are
-    skipped. Each report needs its ``id`` (``report_id``)."""
+    skipped. Each report needs its ``id`` (``report_id``). The caller flushes when done."""
     if not reports:
         return
     rows = [
         Document(page_content=r.page_content, metadata={**r.metadata, "chunk_id": str(r.id)}) for r in reports
     ]
-    reports_of = report_index(index)
-    reports_of.add(rows)
-    reports_of.flush()
+    report_index(index).add(rows)
     index.mark_changed()  # cached graphrag answers read the reports: a new report is a change
 
 
