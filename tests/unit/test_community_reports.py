@@ -11,6 +11,7 @@ import pytest
 from langchain_core.documents import Document
 from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
+from typer.testing import CliRunner
 
 from rag_graphs.ingestion.community_reports import build_reports
 from rag_graphs.llm.structured import invoke_structured
@@ -192,3 +193,17 @@ def test_a_higher_level_reads_its_sub_reports_when_its_passages_do_not_fit(index
         assert len(top.metadata["chunks"]) == 6
         # the prompt that wrote it held both sub-reports
         assert any(all(s.page_content in p for s in subs) for p in prompts)
+
+
+def test_the_cli_builds_the_reports_and_prints_the_counts(stored, monkeypatch):
+    import rag_graphs.llm.models as models
+    import rag_graphs.search.retrieval as retrieval
+    from rag_graphs.cli import ask as cli
+
+    monkeypatch.setattr(retrieval, "index_for", lambda ctx: stored)
+    monkeypatch.setattr(models, "load_chat_model", lambda spec, **kwargs: _writer())
+    args = ["graph", "communities", "--store", stored.uri, "--collection", "test", "--chat-model", "fake"]
+    result = CliRunner().invoke(cli.app, args)
+    assert result.exit_code == 0, result.output
+    assert "communities: 2" in result.output and "2 written" in result.output
+    assert len(_reports(stored)) == 2
