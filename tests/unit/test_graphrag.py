@@ -261,3 +261,13 @@ def test_the_router_and_the_budget_helpers():
     a, b = (Document(page_content=x, id=x) for x in "ab")
     c = Document(page_content="c", id="c")
     assert [d.id for d in interleave([[a, b], [c, a]])] == ["a", "c", "b"]
+
+
+def test_the_demo_reads_a_global_run(corpus, make_context):
+    from rag_graphs.cli.demo import global_lines
+
+    out, _, _ = run(make_context, **READABLE_GLOBAL, graphrag_batch=1)
+    text = "\n".join(global_lines(out, 1.0))
+    assert "2 map calls" in text and "answered" in text
+    cited = text.split("cited files:")[1].split("\n")[0]
+    assert any(f"h{n}.md" in cited for n in (1, 2)) and any(f"m{n}.md" in cited for n in (1, 2)), cited
