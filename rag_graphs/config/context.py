@@ -270,10 +270,11 @@ class RagContext:
     """GraphRAG: token budget (four characters a token) of the answer's context, half for the
     key points or reports, half for the passages they cite."""
 
-    routes: Routes = _env("RAG_GRAPHS_ROUTES", "single_hop=naive,multi_hop=ircot,global_summary=raptor")
+    routes: Routes = _env("RAG_GRAPHS_ROUTES", "single_hop=naive,multi_hop=ircot,global_summary=graphrag")
     """The ``auto`` router's method per question kind (``single_hop``, ``multi_hop``,
     ``global_summary``; ``no_retrieval`` answers directly; a kind left out goes to ``naive``;
-    a route to ``raptor`` runs ``rag_fusion`` while the collection has no RAPTOR tree).
+    a route to ``graphrag`` runs ``raptor`` while the collection has no community reports, and a
+    route to ``raptor`` runs ``rag_fusion`` while it has no RAPTOR tree).
     Also accepts the environment's string form ``"single_hop=naive,multi_hop=ircot"``."""
 
     router: Literal["examples", "llm"] = _env("RAG_GRAPHS_ROUTER", "examples")

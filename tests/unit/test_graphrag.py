@@ -271,3 +271,11 @@ def test_the_demo_reads_a_global_run(corpus, make_context):
     assert "2 map calls" in text and "answered" in text
     cited = text.split("cited files:")[1].split("\n")[0]
     assert any(f"h{n}.md" in cited for n in (1, 2)) and any(f"m{n}.md" in cited for n in (1, 2)), cited
+
+
+def test_auto_sends_global_questions_to_graphrag_by_default_when_there_are_reports(corpus, make_context):
+    model = ByPrompt(seen=[])
+    ctx = make_context(chat_model=model)  # the default routes
+    out = get_graph("auto", retry_policy=FAST).invoke({"question": GLOBAL}, context=ctx)
+    assert out["steps"][0]["text"].startswith("global_summary -> graphrag (nearest example"), out["steps"][0]
+    assert any("Key points, as JSON" in p for p in model.seen)  # graphrag's global search ran
