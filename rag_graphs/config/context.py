@@ -259,9 +259,10 @@ class RagContext:
     and answers from the best; ``local`` answers from the question's passages and its entities'
     community reports; ``auto`` takes global for ``global_summary`` questions, else local."""
 
-    graphrag_level: NonNegative = _env("RAG_GRAPHS_GRAPHRAG_LEVEL", 0)
-    """GraphRAG global search: the community level mapped (0 = finest, most themes, most map
-    calls; a level the hierarchy lacks reads the coarsest level below it)."""
+    graphrag_level: NonNegative = _env("RAG_GRAPHS_GRAPHRAG_LEVEL", 1)
+    """GraphRAG global search: the community level mapped (0 = finest; a level the hierarchy
+    lacks reads the coarsest level below it). Level 1 brought as many themes into the context
+    as level 0 or more, with a third to a half of its map calls (BENCHMARKS.md)."""
 
     graphrag_batch: Annotated[int, Field(ge=1, le=32)] = _env("RAG_GRAPHS_GRAPHRAG_BATCH", 8)
     """GraphRAG global search: community reports per map call (1-32)."""

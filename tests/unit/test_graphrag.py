@@ -279,3 +279,32 @@ def test_auto_sends_global_questions_to_graphrag_by_default_when_there_are_repor
     out = get_graph("auto", retry_policy=FAST).invoke({"question": GLOBAL}, context=ctx)
     assert out["steps"][0]["text"].startswith("global_summary -> graphrag (nearest example"), out["steps"][0]
     assert any("Key points, as JSON" in p for p in model.seen)  # graphrag's global search ran
+
+
+def test_global_search_maps_the_level_asked_or_the_coarsest_below_it(corpus, make_context):
+    chunks = ["h1", "h2", "m1", "m2"]
+    coarse = Document(
+        id=report_id(1, chunks),
+        page_content=report_text("All the towns COARSE", "Korvik and Lunmar.", []),
+        metadata={
+            "kind": REPORT_KIND,
+            "level": 1,
+            "parent": "",
+            "community": "towns",
+            "title": "All the towns",
+            "summary": "Korvik and Lunmar.",
+            "rating": 5.0,
+            "findings": [],
+            "entities": ["korvik", "lunmar"],
+            "chunks": chunks,
+            "tenant": "acme",
+            "tags": [],
+            "source": "",
+        },
+    )
+    add_reports(corpus, [coarse])
+    for level, expected in ((1, 1), (5, 1), (0, 2)):  # level 5: the coarsest level below it, 1
+        _, model, _ = run(make_context, **READABLE_GLOBAL, graphrag_level=level)
+        maps = [p for p in model.seen if "Key points, as JSON" in p]
+        assert len(maps) == 1 and maps[0].count("Report ") == expected, (level, maps)
+        assert ("COARSE" in maps[0]) == (expected == 1)
