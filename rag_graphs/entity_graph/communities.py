@@ -106,7 +106,7 @@ def read_chunk_entities(index: ChunkIndex, *, batch_size: int = 2000) -> list[Ch
     iterator = index.client.query_iterator(
         index.collection, batch_size=batch_size, filter="", output_fields=fields
     )
-    out = []
+    out: list[ChunkEntities] = []
     try:
         while batch := iterator.next():
             out.extend(
@@ -200,10 +200,10 @@ def _scope_communities(
             uncovered += 1
             continue
         best = max(votes.items(), key=lambda kv: (kv[1], -kv[0][0], -kv[0][1]))[0]
-        key: tuple[int, int] | None = best
-        while key is not None:  # a chunk of a community is a chunk of every community above it
-            members_of[key].add(chunk.id)
-            key = clusters[key][0]
+        at: tuple[int, int] | None = best
+        while at is not None:  # a chunk of a community is a chunk of every community above it
+            members_of[at].add(chunk.id)
+            at = clusters[at][0]
     tenant, tags = chunks[0].scope
     built: dict[tuple[int, int], Community] = {}
     too_big = 0

@@ -26,12 +26,14 @@ from rag_graphs.store.filters import quote
 from rag_graphs.store.tree import Tree
 
 
-class Source(Protocol):
-    """What the reports need of the chunk collection they are derived from (a ``ChunkIndex``;
-    named by a protocol because the index imports this module)."""
+class Source(Tree, Protocol):
+    """What the reports need of a collection (a ``ChunkIndex``: the chunks, or the reports beside
+    them; named by a protocol because the index imports this module)."""
 
     collection: str
     client: Any
+
+    def add(self, chunks: list[Document], vectors: list[list[float]] | None = None) -> int: ...
 
     def beside(self, collection: str) -> Self: ...
 
