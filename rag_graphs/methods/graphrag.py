@@ -17,8 +17,11 @@ reports of the communities its linked entities belong to. Either way the shared 
 answers from the notes (points or reports) and the numbered passages, and cites the passages.
 
 A report is shown only when the run may read every chunk it was written from
-(``rag_graphs.search.reports``); a reply the map step cannot parse gives no points, and a run
-with no points left answers from no passage (``no_evidence``).
+(``rag_graphs.search.reports``). A reply the map step cannot parse gives no points; when no
+batch gave a point and some replies could not be read, the answer reads the unread batches'
+reports' passages (their reports were never judged, not judged irrelevant), and the reduce step
+says so; when every reply was read and none found a point, it answers from no passage
+(``no_evidence``).
 """
 
 from __future__ import annotations
@@ -79,6 +82,8 @@ class GraphragState(RagState, total=False):
     """One map task's reports (the payload of its ``Send``)."""
     points: Annotated[list[Point], operator.add]
     """Every batch's key points (global)."""
+    unread: Annotated[list[str], operator.add]
+    """Ids of the reports of batches whose map reply could not be parsed (global)."""
     notes: list[str]
     """What the answer prompt shows besides the passages: the best points, or the reports."""
 
@@ -171,6 +176,7 @@ def map_reports(state: GraphragState, ctx: RagContext) -> Body[dict]:
     emit("end", points=len(points))
     return {
         "points": points,
+        "unread": ids if out.method == "default" else [],
         "steps": [step("note", doc_ids=ids, text=text)],
         "usage": calls_usage(out.calls),
     }
@@ -206,12 +212,15 @@ def reduce(state: GraphragState, runtime: Runtime[RagContext]) -> dict:
     notes = [f"(importance {p['score']}) {p['text']}" for p in ranked]
     kept = ranked[: within(notes, budget_chars(ctx))]
     by_id = {str(r.id): r for r in state.get("reports", [])}
-    sources = [by_id[i] for i in dict.fromkeys(i for p in kept for i in p["reports"]) if i in by_id]
+    chosen = [i for p in kept for i in p["reports"]] or state.get("unread", [])  # unread: never judged
+    sources = [by_id[i] for i in dict.fromkeys(chosen) if i in by_id]
     passages = interleave(member_passages(ctx, sources, state["question"]))
     passages = passages[: within([d.page_content for d in passages], budget_chars(ctx))]
     ids = [str(d.id) for d in passages]
     emit("end", points=len(kept), doc_ids=ids)
     text = f"{len(kept)} of {len(ranked)} key points, from {len(sources)} reports"
+    if not kept and sources:
+        text = f"no key points; {len(sources)} reports whose map reply was not read, unranked by the model"
     return {
         "notes": notes[: len(kept)],
         "documents": passages,

@@ -214,15 +214,29 @@ def test_a_deny_filter_on_a_member_chunk_hides_the_report(corpus, make_context):
     assert "t1" not in {str(d.id) for d in out["documents"]}
 
 
-def test_an_unparseable_map_reply_gives_no_points_and_an_honest_outcome(corpus, make_context):
-    out, model, ctx = run(
-        make_context,
-        **READABLE_GLOBAL,
-        garbled="Report 1",
-    )
-    assert out["outcome"] == "no_evidence" and out["documents"] == [] and out["citations"] == []
+def test_unparseable_map_replies_give_no_points_and_the_run_says_so(corpus, make_context):
+    out, model, ctx = run(make_context, **READABLE_GLOBAL, garbled="Report 1")
+    check_contract(out, method="graphrag", ctx=ctx)
     notes = [s["text"] for s in out["steps"] if s["node"] == "map_reports"]
     assert notes and "reply not parsed" in notes[0]
+    reduced = [s["text"] for s in out["steps"] if s["node"] == "reduce"]
+    assert reduced[0].startswith("no key points; 2 reports whose map reply was not read"), reduced
+    assert {str(d.id) for d in out["documents"]} == {"h1", "h2", "m1", "m2"}  # the unread reports' passages
+    assert "Key points:\n(none)" in model.seen[-1]  # the answer is not told of points that were never made
+
+
+def test_map_replies_that_find_no_point_leave_no_evidence(corpus, make_context, monkeypatch):
+    monkeypatch.setattr(ByPrompt, "_generate", _no_points)
+    out, model, ctx = run(make_context, **READABLE_GLOBAL)
+    assert out["outcome"] == "no_evidence" and out["documents"] == [] and out["citations"] == []
+
+
+def _no_points(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
+    text = "\n".join(str(m.content) for m in messages)
+    self.seen.append(text)
+    reply = '{"points": []}' if "Key points, as JSON" in text else "I do not know."
+    usage = {"input_tokens": 10, "output_tokens": 2, "total_tokens": 12}
+    return ChatResult(generations=[ChatGeneration(message=AIMessage(content=reply, usage_metadata=usage))])
 
 
 def test_one_unparseable_batch_leaves_the_others_points(corpus, make_context):
