@@ -87,6 +87,8 @@ class CommunityBuildReport:
     per_level: list[int] = field(default_factory=list)
     uncovered: int = 0
     too_big: int = 0
+    too_small: int = 0
+    """Communities left without a report: fewer than ``min_chunks`` chunks."""
     written: int = 0
     kept: int = 0
     dropped: int = 0
@@ -103,7 +105,8 @@ class CommunityBuildReport:
         levels = ", ".join(f"level {i}: {n}" for i, n in enumerate(self.per_level)) or "none"
         return (
             f"communities: {self.communities} in {self.scopes} scope(s) ({levels}) from {self.chunks} chunks "
-            f"({self.uncovered} in no community, {self.too_big} too big for a report); reports: "
+            f"({self.uncovered} in no community; no report for {self.too_big} too big, "
+            f"{self.too_small} too small); reports: "
             f"{self.written} written ({self.fallbacks} from unstructured replies), {self.kept} kept, "
             f"{self.dropped} stale dropped; {self.llm_calls} LLM calls, {self.input_tokens} + "
             f"{self.output_tokens} tokens; Leiden {self.leiden_seconds:.1f}s, total {self.seconds:.1f}s"
@@ -117,10 +120,16 @@ def build_reports(
     ask: Ask,
     seed: int = SEED,
     max_cluster_size: int = MAX_CLUSTER_SIZE,
+    min_chunks: int = 1,
     max_chars: int = MAX_REPORT_CHARS,
     progress: bool = True,
 ) -> CommunityBuildReport:
     """Build (or finish building) the community reports of ``index`` into ``<collection>_communities``.
+
+    ``min_chunks`` > 1 writes no report on communities of fewer chunks: most communities of a
+    corpus of unrelated passages hold one (two thirds on HotpotQA's, BENCHMARKS.md "Community
+    reports"), so 2 cuts the calls by about that much. A parent still lists such chunks (and reads
+    them when its passages fit), but a lone passage whose community has no parent is in no report.
 
     Raises:
         ValueError: the collection is empty.
@@ -140,11 +149,13 @@ def build_reports(
         leiden_seconds=time.perf_counter() - start,
     )
     reports = report_index(index)
-    stored = _prune(reports, {c.id: c for c in partition.communities}, report)
+    wanted = [c for c in partition.communities if len(c.chunks) >= min_chunks]
+    report.too_small = len(partition.communities) - len(wanted)
+    stored = _prune(reports, {c.id: c for c in wanted}, report)
     entities_of = {c.id: c.entities for c in chunks}
     texts: dict[str, Document] = dict(stored)
-    todo = [c for c in partition.communities if c.id not in stored]
-    report.kept = len(partition.communities) - len(todo)
+    todo = [c for c in wanted if c.id not in stored]
+    report.kept = len(wanted) - len(todo)
     for community in progress_bar(todo, desc="community reports", unit="report", disable=not progress):
         material = _material(index, community, entities_of, texts, max_chars)
         messages = load_prompt("community_report").format_messages(

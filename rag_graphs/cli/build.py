@@ -97,6 +97,9 @@ def graph_communities(
     max_cluster_size: Annotated[
         int, typer.Option(min=2, help="entities a community may hold before Leiden splits it")
     ] = 10,  # entity_graph.communities.MAX_CLUSTER_SIZE
+    min_chunks: Annotated[
+        int, typer.Option(min=1, help="no report on communities of fewer chunks (fewer model calls)")
+    ] = 1,
     report_chars: Annotated[
         int, typer.Option(min=500, help="text one report reads (passages or sub-reports)")
     ] = 6000,  # ingestion.community_reports.MAX_REPORT_CHARS
@@ -111,6 +114,11 @@ def graph_communities(
         collection,
         model,
         lambda index, chat: build_reports(
-            index(), chat(), ask=invoke_structured, max_cluster_size=max_cluster_size, max_chars=report_chars
+            index(),
+            chat(),
+            ask=invoke_structured,
+            max_cluster_size=max_cluster_size,
+            min_chunks=min_chunks,
+            max_chars=report_chars,
         ),
     )

@@ -232,3 +232,13 @@ def test_re_ingesting_a_folder_under_another_tenant_drops_its_reports_only(tmp_p
     assert (rebuilt.written, rebuilt.kept, rebuilt.llm_calls) == (1, 1, 1)
     brandt = next(d for d in _reports(index).values() if "korvik" in d.metadata["entities"])
     assert brandt.metadata["tenant"] == "B"
+
+
+def test_min_chunks_skips_small_communities_and_prunes_their_reports(stored):
+    """Ada's community holds 3 chunks, Korvik's 2: with min_chunks=3 only Ada's gets a report,
+    and a build with it after one without drops Korvik's."""
+    _build(stored)
+    report = _build(stored, min_chunks=3)
+    assert (report.too_small, report.kept, report.dropped, report.written) == (1, 1, 1, 0)
+    assert [d.metadata["entities"] for d in _reports(stored).values()] == [sorted(ADA)]
+    assert "1 too small" in report.summary()
