@@ -74,6 +74,8 @@ class Point(TypedDict):
 
 
 class GraphragState(RagState, total=False):
+    """The shared state and what only GraphRAG's nodes read."""
+
     search: Literal["global", "local"]
     """The search this run takes (``choose``)."""
     reports: list[Document]
@@ -90,7 +92,8 @@ class GraphragState(RagState, total=False):
 
 class KeyPoint(BaseModel):
     description: str = Field(description="one key point that helps answer the question")
-    score: int = Field(ge=0, le=100, description="how important the point is for the answer, 0-100")
+    score: int = Field(description="how important the point is for the answer, 0-100")
+    """Clamped to 0-100 when read: a score out of range costs the point its rank, not the batch."""
     reports: list[int] = Field(default_factory=list, description="numbers of the reports it comes from")
 
 
@@ -168,11 +171,10 @@ def map_reports(state: GraphragState, ctx: RagContext) -> Body[dict]:
     points: list[Point] = []
     for p in out.value.points:
         cited = [ids[n - 1] for n in p.reports if 1 <= n <= len(ids)] or ids  # unattributed: its batch
-        if p.score > 0 and p.description.strip():
-            points.append({"text": p.description.strip(), "score": p.score, "reports": cited})
-    text = f"{len(points)} key points" + (
-        f" (reply not parsed: {out.error})" if out.method == "default" else ""
-    )
+        score = max(0, min(100, p.score))
+        if score > 0 and p.description.strip():
+            points.append({"text": p.description.strip(), "score": score, "reports": cited})
+    text = f"{len(points)} key points" + (" (reply not parsed)" if out.method == "default" else "")
     emit("end", points=len(points))
     return {
         "points": points,

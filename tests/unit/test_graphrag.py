@@ -322,3 +322,19 @@ def test_global_search_maps_the_level_asked_or_the_coarsest_below_it(corpus, mak
         maps = [p for p in model.seen if "Key points, as JSON" in p]
         assert len(maps) == 1 and maps[0].count("Report ") == expected, (level, maps)
         assert ("COARSE" in maps[0]) == (expected == 1)
+
+
+def test_a_score_out_of_range_is_clamped_not_fatal(corpus, make_context, monkeypatch):
+    def high(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
+        text = "\n".join(str(m.content) for m in messages)
+        self.seen.append(text)
+        points = [{"description": "Korvik is a harbour", "score": 250, "reports": [1]}]
+        reply = json.dumps({"points": points}) if "Key points, as JSON" in text else "Korvik [1]."
+        usage = {"input_tokens": 10, "output_tokens": 2, "total_tokens": 12}
+        return ChatResult(
+            generations=[ChatGeneration(message=AIMessage(content=reply, usage_metadata=usage))]
+        )
+
+    monkeypatch.setattr(ByPrompt, "_generate", high)
+    out, model, _ = run(make_context, **READABLE_GLOBAL)
+    assert "(importance 100) Korvik is a harbour" in model.seen[-1] and out["documents"]
