@@ -47,7 +47,7 @@ sentences. The 256 default doubles the slowest calls, the RAPTOR build most of a
 STEP_ESTIMATES = {
     "ingest": "35 s; seconds when already ingested",
     "raptor": "40 s the first time; re-runs resume",
-    "communities": "60 s the first time (one call per community); re-runs resume",
+    "communities": "15 s the first time (one call per community); re-runs resume",
     "methods": "150 s",
 }
 
@@ -113,6 +113,14 @@ def global_lines(result: dict[str, Any], seconds: float) -> list[str]:
         *(f"   map: {safe(str(s.get('text', '')))}" for s in notes[:4]),
         f"   cited files: {safe(', '.join(cited)) or '[dim](none)[/]'}",
         f"   answer: {safe(answer if len(answer) <= 90 else answer[:89] + '…')}",
+        *(
+            [
+                "   [dim]no key point came out of the map step, so the answer has no passage to cite: "
+                "SmolLM2-135M rarely scores one; a real chat model does[/]"
+            ]
+            if not result.get("documents")
+            else []
+        ),
     ]
 
 

@@ -338,3 +338,17 @@ def test_a_score_out_of_range_is_clamped_not_fatal(corpus, make_context, monkeyp
     monkeypatch.setattr(ByPrompt, "_generate", high)
     out, model, _ = run(make_context, **READABLE_GLOBAL)
     assert "(importance 100) Korvik is a harbour" in model.seen[-1] and out["documents"]
+
+
+def test_the_demo_says_why_a_global_run_cites_nothing():
+    from rag_graphs.cli.demo import global_lines
+
+    empty = {
+        "answer": "x",
+        "documents": [],
+        "citations": [],
+        "steps": [],
+        "usage": {},
+        "outcome": "no_evidence",
+    }
+    assert "no key point came out of the map step" in "\n".join(global_lines(empty, 1.0))
