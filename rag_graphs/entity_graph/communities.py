@@ -6,7 +6,7 @@ matrices). Hierarchical Leiden (``graspologic_native.hierarchical_leiden``, seed
 graph gives the same communities) splits it: first a partition of the whole graph, then every
 community of more than ``max_cluster_size`` entities is partitioned again, level after level.
 graspologic-native (1.1 MB, Rust, hierarchical by itself) was picked over leidenalg + igraph
-(~25 MB, one level per call, the hierarchy left to us); BENCHMARKS.md "Community detection" has
+(~25 MB, one level per call, the hierarchy left to us); BENCHMARKS.md "Community reports" has
 the timings.
 
 Levels here count up from the finest: a community that was not split is level 0, its parent is one
