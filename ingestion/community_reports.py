@@ -66,6 +66,8 @@ class ReportFields(BaseModel):
 
 
 _UNREAD = ReportFields(title="", summary="", findings=[], rating=0.0)
+_ECHOES = {"", ReportFields.__name__.lower(), *ReportFields.model_fields}
+"""Titles that only echo the schema (SmolLM2-135M writes "ReportFields")."""
 
 
 class Ask(Protocol):
@@ -177,7 +179,9 @@ def build_reports(
 
 def to_document(community: Community, fields: ReportFields) -> Document:
     """The stored row of ``community``'s report (``rag_graphs.store.reports`` describes it)."""
-    title = " ".join(fields.title.split())[:TITLE_CHARS] or ", ".join(community.entities[:3])
+    title = " ".join(fields.title.split())[:TITLE_CHARS]
+    if title.lower() in _ECHOES:  # a small model echoing the schema is no title: name the entities
+        title = ", ".join(community.entities[:3])
     findings = [f.strip() for f in fields.findings if f and f.strip()][:MAX_FINDINGS]
     summary = fields.summary.strip()
     metadata: dict[str, Any] = {

@@ -242,3 +242,14 @@ def test_min_chunks_skips_small_communities_and_prunes_their_reports(stored):
     assert (report.too_small, report.kept, report.dropped, report.written) == (1, 1, 1, 0)
     assert [d.metadata["entities"] for d in _reports(stored).values()] == [sorted(ADA)]
     assert "1 too small" in report.summary()
+
+
+def test_a_title_that_echoes_the_schema_is_replaced_by_the_entities():
+    from rag_graphs.entity_graph.communities import Community
+    from rag_graphs.ingestion.community_reports import ReportFields, to_document
+
+    community = Community("c1", 0, "", ("ada", "babbage", "engine", "notes"), ("x1",), None, ())
+    for echo in ("ReportFields", "title", "  "):
+        doc = to_document(community, ReportFields(title=echo, summary="s", rating=42))
+        assert doc.metadata["title"] == "ada, babbage, engine" and doc.metadata["rating"] == 10.0
+        assert "tenant" not in doc.metadata and "tags" not in doc.metadata
