@@ -54,6 +54,8 @@ MAX_REPORT_CHARS = 6000
 MAX_FINDINGS = 8
 TITLE_CHARS = 120
 _GET_BATCH = 64
+WRITE_BATCH = 8
+"""Reports embedded and stored together (one cache invalidation per batch, not per report)."""
 
 
 class ReportFields(BaseModel):
@@ -158,21 +160,27 @@ def build_reports(
     texts: dict[str, Document] = dict(stored)
     todo = [c for c in wanted if c.id not in stored]
     report.kept = len(wanted) - len(todo)
-    for community in progress_bar(todo, desc="community reports", unit="report", disable=not progress):
-        material = _material(index, community, entities_of, texts, max_chars)
-        messages = load_prompt("community_report").format_messages(
-            entities=fence(", ".join(community.entities)), material="\n".join(fence(m) for m in material)
-        )
-        result = ask(model, messages, ReportFields, _UNREAD)
-        _count_calls(report, list(result.calls))
-        fields = result.value if result.method != "default" else _fallback(result.raw, community)
-        report.fallbacks += result.method == "default"
-        document = to_document(community, fields)
-        add_reports(index, [document])
-        texts[community.id] = document
-        report.written += 1
-    if todo:
-        reports.flush()
+    pending: list[Document] = []
+    try:
+        for community in progress_bar(todo, desc="community reports", unit="report", disable=not progress):
+            material = _material(index, community, entities_of, texts, max_chars)
+            messages = load_prompt("community_report").format_messages(
+                entities=fence(", ".join(community.entities)), material="\n".join(fence(m) for m in material)
+            )
+            result = ask(model, messages, ReportFields, _UNREAD)
+            _count_calls(report, list(result.calls))
+            fields = result.value if result.method != "default" else _fallback(result.raw, community)
+            report.fallbacks += result.method == "default"
+            texts[community.id] = document = to_document(community, fields)
+            pending.append(document)
+            report.written += 1
+            if len(pending) >= WRITE_BATCH:
+                add_reports(index, pending)
+                pending = []
+    finally:  # what was written before an interruption is kept: the next build resumes after it
+        add_reports(index, pending)
+        if todo:
+            reports.flush()
     report.seconds = time.perf_counter() - start
     return report
 

@@ -253,3 +253,19 @@ def test_a_title_that_echoes_the_schema_is_replaced_by_the_entities():
         doc = to_document(community, ReportFields(title=echo, summary="s", rating=42))
         assert doc.metadata["title"] == "ada, babbage, engine" and doc.metadata["rating"] == 10.0
         assert "tenant" not in doc.metadata and "tags" not in doc.metadata
+
+
+def test_an_interrupted_build_keeps_what_it_wrote_and_the_next_one_resumes(stored):
+    calls: list[int] = []
+
+    def dies_after_one(model, messages, schema, default):
+        if calls:
+            raise KeyboardInterrupt
+        calls.append(1)
+        return invoke_structured(model, messages, schema, default)
+
+    with pytest.raises(KeyboardInterrupt):
+        build_reports(stored, _writer(), ask=dies_after_one, progress=False)
+    assert len(_reports(stored)) == 1
+    resumed = _build(stored)
+    assert (resumed.written, resumed.kept, resumed.llm_calls) == (1, 1, 1)
