@@ -18,7 +18,7 @@ not written again, so a re-run after an interruption only does what is missing.
 The tree follows its chunks. A summary reads its children's text, so it must
 never outlive them: whenever chunks leave the collection (``ingest --delete``,
 a changed or relabelled file replacing its old chunks; ``ChunkIndex`` calls
-``rag_graphs.store.index.forget_in_tree`` before it deletes them), their leaf copies and every
+``rag_graphs.store.derived.forget_derived`` before it deletes them), their leaf copies and every
 summary
 above them are removed from the tree, not relabelled. Dropping is the simple,
 safe choice: a summary's labels are those all its children share

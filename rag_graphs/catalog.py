@@ -22,6 +22,7 @@ METHODS: dict[str, str] = {
     "iterdrag": "IterDRAG: DRAG with interleaved 'Follow up:' retrievals and intermediate answers",
     "raptor": "RAPTOR: search a tree of cluster summaries (collapsed or top-down); build it first",
     "hipporag": "HippoRAG: one graph search (PageRank over the entities chunks share), then an answer",
+    "graphrag": "GraphRAG: map-reduce over community reports (global), or entities' reports and passages",
     "auto": "adaptive router: classify the question, dispatch to the method RagContext.routes names",
 }
 """Method name (module ``rag_graphs.methods.<name>``) -> one-line description, in the order

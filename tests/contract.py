@@ -16,8 +16,9 @@ from langchain_core.documents import Document
 
 from rag_graphs.config.context import RagContext
 from rag_graphs.ingestion.raptor import tree_collection
+from rag_graphs.search.retrieval import embeddings_for
 from rag_graphs.state import Outcome, Step
-from rag_graphs.store import load_embeddings, open_index
+from rag_graphs.store import open_index
 
 OUTCOMES = set(typing.get_args(Outcome))
 STEP_KINDS = set(typing.get_args(typing.get_type_hints(Step)["kind"]))
@@ -52,7 +53,7 @@ def cited_chunks(out: dict, *, method: str, ctx: RagContext) -> list[Document]:
     if not out["citations"]:
         return []
     collection = tree_collection(ctx.collection) if method == "raptor" else ctx.collection
-    index = open_index(ctx.store_uri, collection, load_embeddings(ctx.embeddings))
+    index = open_index(ctx.store_uri, collection, embeddings_for(ctx))
     return index.get([c["chunk_id"] for c in out["citations"]])
 
 

@@ -8,7 +8,9 @@ from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 
 from rag_graphs.entity_graph.build import build_graph
+from rag_graphs.ingestion.community_reports import build_reports
 from rag_graphs.ingestion.raptor import build_tree
+from rag_graphs.llm.structured import invoke_structured
 from rag_graphs.store import ChunkIndex
 from tests.entities import capitalised
 
@@ -20,8 +22,11 @@ def summariser() -> GenericFakeChatModel:
 
 def prepare(index: ChunkIndex, method: str) -> None:
     """Build what ``method`` reads besides the chunks: RAPTOR's tree, HippoRAG's entity graph
-    (graph search on a collection without one is a ``SetupError``)."""
+    (graph search on a collection without one is a ``SetupError``), GraphRAG's entity graph and
+    community reports."""
     if method == "raptor":
         build_tree(index, summariser(), progress=False)
-    elif method == "hipporag":
+    elif method in ("hipporag", "graphrag"):
         build_graph(index, capitalised, progress=False)
+    if method == "graphrag":
+        build_reports(index, summariser(), ask=invoke_structured, progress=False)

@@ -85,3 +85,40 @@ def graph_build(
         return build_graph(index(), find, repair=repair)
 
     _build_over(store, collection, model, build)
+
+
+@graph_app.command("communities")
+def graph_communities(
+    store: StoreOpt = None,
+    collection: CollOpt = None,
+    model: Annotated[
+        str | None, typer.Option("--model", "--chat-model", help="chat model spec that writes the reports")
+    ] = None,
+    max_cluster_size: Annotated[
+        int, typer.Option(min=2, help="entities a community may hold before Leiden splits it")
+    ] = 10,  # entity_graph.communities.MAX_CLUSTER_SIZE
+    min_chunks: Annotated[
+        int, typer.Option(min=1, help="no report on communities of fewer chunks (fewer model calls)")
+    ] = 1,
+    report_chars: Annotated[
+        int, typer.Option(min=500, help="text one report reads (passages or sub-reports)")
+    ] = 6000,  # ingestion.community_reports.MAX_REPORT_CHARS
+) -> None:
+    """Find the entity graph's communities (hierarchical Leiden, per tenant and tag set) and write
+    a report on each for the graphrag method; re-running resumes, writing only missing reports."""
+    from rag_graphs.ingestion.community_reports import build_reports
+    from rag_graphs.llm.structured import invoke_structured
+
+    _build_over(
+        store,
+        collection,
+        model,
+        lambda index, chat: build_reports(
+            index(),
+            chat(),
+            ask=invoke_structured,
+            max_cluster_size=max_cluster_size,
+            min_chunks=min_chunks,
+            max_chars=report_chars,
+        ),
+    )

@@ -44,11 +44,12 @@ def demo(
     """Ingest the bundled corpus and run every method on a four-file multi-hop question: what each
     searched, which of the chain's files it retrieved, whether its answer holds the gold."""
     import time
+    from dataclasses import replace
 
     from rag_graphs.catalog import METHODS
     from rag_graphs.cli import demo as shown
 
-    steps = shown.Steps(console, total=3)
+    steps = shown.Steps(console, total=5)
     corpus = Path(str(resources.files("rag_graphs").joinpath("demo_corpus")))
     ctx = _context(store, collection, max_answer_tokens=shown.ANSWER_TOKENS)
     console.print(shown.search_banner(ctx.search_mode), highlight=False)
@@ -58,6 +59,8 @@ def demo(
         _build_over(store, collection, None, shown.build_entity_graph)
     with steps.step("RAPTOR summary tree", shown.STEP_ESTIMATES["raptor"]):
         _build_over(store, collection, None, shown.build_raptor_tree, max_tokens=shown.ANSWER_TOKENS)
+    with steps.step("GraphRAG community reports", shown.STEP_ESTIMATES["communities"]):
+        _build_over(store, collection, None, shown.build_community_reports, max_tokens=shown.ANSWER_TOKENS)
     console.print(f"search: {shown.search_used(ctx)}", highlight=False)
     rows = []
     with steps.step(f"{len(METHODS)} methods, one question", shown.STEP_ESTIMATES["methods"]):
@@ -70,5 +73,9 @@ def demo(
     for row in rows:
         console.print("\n".join(shown.method_lines(row)), highlight=False)
     console.print(shown.summary_line(rows))
+    with steps.step(f"graphrag global search: {shown.GLOBAL_QUESTION}", "20 s"):
+        began = time.monotonic()
+        out = _run("graphrag", shown.GLOBAL_QUESTION, replace(ctx, graphrag_search="global"), as_json=None)
+    console.print("\n".join(shown.global_lines(out, time.monotonic() - began)), highlight=False)
     console.print(shown.SMALL_MODEL_NOTE)
     console.print(f"[dim]demo finished in {steps.elapsed():.0f} s[/]")

@@ -256,10 +256,28 @@ class RagContext:
     """RAPTOR query: ``collapsed`` searches every tree level at once; ``traversal`` descends from
     the top level, keeping the ``k`` best children at each level."""
 
-    routes: Routes = _env("RAG_GRAPHS_ROUTES", "single_hop=naive,multi_hop=ircot,global_summary=raptor")
+    graphrag_search: Literal["auto", "global", "local"] = _env("RAG_GRAPHS_GRAPHRAG_SEARCH", "auto")
+    """GraphRAG: ``global`` maps the community reports of ``graphrag_level`` to scored key points
+    and answers from the best; ``local`` answers from the question's passages and its entities'
+    community reports; ``auto`` takes global for ``global_summary`` questions, else local."""
+
+    graphrag_level: NonNegative = _env("RAG_GRAPHS_GRAPHRAG_LEVEL", 1)
+    """GraphRAG global search: the community level mapped (0 = finest; a level the hierarchy
+    lacks reads the coarsest level below it). Level 1 brought as many themes into the context
+    as level 0 or more, with a third to a half of its map calls (BENCHMARKS.md)."""
+
+    graphrag_batch: Annotated[int, Field(ge=1, le=32)] = _env("RAG_GRAPHS_GRAPHRAG_BATCH", 8)
+    """GraphRAG global search: community reports per map call (1-32)."""
+
+    graphrag_context_tokens: Positive = _env("RAG_GRAPHS_GRAPHRAG_CONTEXT_TOKENS", 2000)
+    """GraphRAG: token budget (four characters a token) of the answer's context, half for the
+    key points or reports, half for the passages they cite."""
+
+    routes: Routes = _env("RAG_GRAPHS_ROUTES", "single_hop=naive,multi_hop=ircot,global_summary=graphrag")
     """The ``auto`` router's method per question kind (``single_hop``, ``multi_hop``,
     ``global_summary``; ``no_retrieval`` answers directly; a kind left out goes to ``naive``;
-    a route to ``raptor`` runs ``rag_fusion`` while the collection has no RAPTOR tree).
+    a route to ``graphrag`` runs ``raptor`` while the collection has no community reports, and a
+    route to ``raptor`` runs ``rag_fusion`` while it has no RAPTOR tree).
     Also accepts the environment's string form ``"single_hop=naive,multi_hop=ircot"``."""
 
     router: Literal["examples", "llm"] = _env("RAG_GRAPHS_ROUTER", "examples")

@@ -8,12 +8,16 @@ question the kind of its nearest labelled example questions under the
 embedding model (``rag_graphs.text.question_kinds``; no model call, and it works
 with the 135M embedded model, which picks the first option it is offered);
 ``llm`` asks the chat model. The kind picks a method from ``RagContext.routes``
-(default: single_hop=naive, multi_hop=ircot, global_summary=raptor), so cheap
-questions get cheap methods. Global questions go to RAPTOR, as in the method
-landscape, when the collection has a tree (``rag-graphs raptor build``); without
-one they go to RAG-Fusion and the first step says so. ``clarify`` passes on, unless the
-classifier was unsure (a close vote, an unreadable reply) and ``RagContext.interrupts`` has
-``clarify``: then the run asks back, and a clarified question is classified again.
+(default: single_hop=naive, multi_hop=ircot, global_summary=graphrag), so cheap
+questions get cheap methods. Global questions go to GraphRAG when the collection has
+community reports (``rag-graphs graph communities``): on the theme-coverage benchmark its
+global search brings more of a corpus's themes into the context than RAPTOR's tree
+(BENCHMARKS.md, "GraphRAG global search: theme coverage"). Without reports they go to
+RAPTOR when the collection has a tree (``rag-graphs raptor build``), else to RAG-Fusion;
+the first step says so.
+``clarify`` passes on, unless the classifier was unsure (a close vote, an unreadable reply)
+and ``RagContext.interrupts`` has ``clarify``: then the run asks back, and a clarified
+question is classified again.
 
 Every method ``routes`` may name is a node of this graph, named as the method, that runs
 the method's own compiled graph as a LangGraph subgraph (``nodes.subgraphs``): its steps
@@ -50,6 +54,7 @@ from rag_graphs.nodes.events import emit, step
 from rag_graphs.nodes.interrupts import ask_back
 from rag_graphs.nodes.subgraphs import subgraph_node
 from rag_graphs.prompts import load_prompt
+from rag_graphs.search.reports import has_reports
 from rag_graphs.search.retrieval import embeddings_for
 from rag_graphs.state import RagState
 from rag_graphs.text.question_kinds import Kind, classify_by_examples, examples_file
@@ -57,7 +62,8 @@ from rag_graphs.text.question_kinds import Kind, classify_by_examples, examples_
 _CLASSIFY = load_prompt("classify_question")
 FALLBACK_METHOD = "naive"
 NO_TREE_METHOD = "rag_fusion"
-"""Where questions routed to RAPTOR go when the collection has no tree."""
+"""Where questions routed to RAPTOR go when the collection has no tree (and those routed to
+GraphRAG when it has neither community reports nor a tree)."""
 
 
 RoutedMethod = Literal[
@@ -78,6 +84,7 @@ RoutedMethod = Literal[
     "iterdrag",
     "raptor",
     "hipporag",
+    "graphrag",
 ]
 """The methods ``RagContext.routes`` may name (``config.fields.check_route``: every method but
 ``auto``), each a node of this graph; spelled out so the router's return type names its targets."""
@@ -111,12 +118,17 @@ def chosen_method(kind: str, ctx: RagContext) -> str:
 
 
 def available_method(kind: str, ctx: RagContext) -> tuple[str, str]:
-    """The method to run for ``kind`` and why, when it is not the route itself: RAPTOR
-    needs the collection's tree, else ``NO_TREE_METHOD`` runs instead."""
-    method = chosen_method(kind, ctx)
+    """The method to run for ``kind`` and why, when it is not the route itself: GraphRAG needs
+    the collection's community reports, else RAPTOR runs; RAPTOR needs its tree, else
+    ``NO_TREE_METHOD`` runs instead."""
+    method, why = chosen_method(kind, ctx), []
+    if method == "graphrag" and not has_reports(ctx):
+        method = "raptor"
+        why.append(f"no community reports for {ctx.collection!r}, so not graphrag")
     if method == "raptor" and not has_tree(ctx):
-        return NO_TREE_METHOD, f" (no RAPTOR tree for {ctx.collection!r}, so not raptor)"
-    return method, ""
+        method = NO_TREE_METHOD
+        why.append(f"no RAPTOR tree for {ctx.collection!r}, so not raptor")
+    return method, f" ({'; '.join(why)})" if why else ""
 
 
 def classify(state: AutoState, runtime: Runtime[RagContext]) -> dict:

@@ -24,11 +24,11 @@ from rag_graphs.ingestion.raptor import leaves_of, tree_collection
 from rag_graphs.nodes import make_generate
 from rag_graphs.nodes.builder import compile_method, linear_builder
 from rag_graphs.nodes.events import emit, step
+from rag_graphs.search import derived
 from rag_graphs.search.own import refuse_own_retriever
 from rag_graphs.search.retrieval import index_for, search
 from rag_graphs.state import RagState, usage
 from rag_graphs.store import ids_filter
-from rag_graphs.store.filters import search_expr
 
 MAX_LEVEL = 8
 
@@ -54,18 +54,14 @@ def readable(ctx: RagContext, nodes: list[Document]) -> list[Document]:
     the run's filter (``search_expr``: ``search_filter``, tenant, tags, sources) admits every one of
     them. A deny filter (``kind != "table"``) kept the table out of naive search while RAPTOR served
     the summary written from it (attack round 3)."""
-    expr = search_expr(ctx)
-    if expr is None:
-        return nodes
-    tree, chunks = index_for(tree_context(ctx)), index_for(ctx)
-    kept = []
-    for node in nodes:
-        if node.metadata.get("level", 0):
-            leaves = list(dict.fromkeys(str(leaf.id) for leaf in leaves_of(tree, str(node.id))))
-            if len(chunks.get(leaves, expr=expr)) != len(leaves):
-                continue
-        kept.append(node)
-    return kept
+    tree = index_for(tree_context(ctx))
+
+    def leaves(node: Document) -> list[str]:
+        if not node.metadata.get("level", 0):  # a leaf copies its chunk's labels: the search admitted it
+            return []
+        return [str(leaf.id) for leaf in leaves_of(tree, str(node.id))]
+
+    return derived.readable(ctx, nodes, leaves)
 
 
 def retrieve_tree(state: RagState, runtime: Runtime[RagContext]) -> dict:

@@ -5,7 +5,8 @@ check), ``lite`` (Milvus Lite paths: the one-process lock, damaged manifests, pa
 a store), ``failures`` (a Milvus server that cannot be used, in one line), ``reads``
 (searches and lookups), ``embeddings`` (the embedding model that fills it), ``files`` (one record
 per stored file), ``generations`` (a counter per collection that every write moves), ``tree``
-(RAPTOR's summary rows) and ``sentences`` (small-to-big child rows, searched for their parents).
+(RAPTOR's summary rows), ``reports`` (GraphRAG community reports), ``derived`` (dropping both when
+their chunks go) and ``sentences`` (small-to-big child rows, searched for their parents).
 
 Below ``entity_graph``, ``ingestion`` and ``search``; imports only ``rag_graphs.support``,
 ``rag_graphs.config`` and ``rag_graphs.prompts``. The names below load on first use (PEP 562): a

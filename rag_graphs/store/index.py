@@ -24,6 +24,7 @@ from pathlib import Path
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
+from rag_graphs.store.derived import forget_derived
 from rag_graphs.store.embeddings import embeddings_identity
 from rag_graphs.store.failures import server_failure
 from rag_graphs.store.fields import (
@@ -53,7 +54,6 @@ from rag_graphs.store.lite import (
 )
 from rag_graphs.store.reads import IndexReads
 from rag_graphs.store.replacing import finish_committed, finish_legacy, roll_back_inserting
-from rag_graphs.store.tree import forget_chunks, tree_collection
 from rag_graphs.support.quiet import LOCAL_GRPC_OPTIONS, quiet_milvus_lite
 
 log = logging.getLogger(__name__)
@@ -296,11 +296,12 @@ class ChunkIndex(IndexReads):
 
     def _delete_rows(self, ids: list[str]) -> None:
         """Delete rows by id, after what was derived from them: the RAPTOR tree's copies of
-        these chunks and every summary above them go first (``forget_chunks`` below),
-        so a failure part-way leaves the chunks, never a summary of a chunk that is gone."""
+        these chunks, every summary above them and every community report over them go first
+        (``rag_graphs.store.derived``), so a failure part-way leaves the chunks, never a summary
+        or report of a chunk that is gone."""
         if not ids:
             return
-        forget_in_tree(self, ids)
+        forget_derived(self, ids)
         self.client.delete(self.collection, ids=ids)
         self.mark_changed()
 
@@ -331,6 +332,10 @@ class ChunkIndex(IndexReads):
         marker = (described.get("properties") or {}).get(VERSION_PROPERTY)
         return f"v:{marker}" if marker else f"n:{self.count()}"
 
+    def beside(self, collection: str) -> ChunkIndex:
+        """Another collection of this store, embedded with this model: a structure derived from it."""
+        return open_index(self.uri, collection, self.embeddings, hybrid=self.hybrid)
+
     def flush(self) -> None:
         """Seal inserted data: search p50 drops from ~125 ms to ~10 ms after a flush."""
         if self._exists():
@@ -355,12 +360,3 @@ def open_index(uri: str, collection: str, embeddings: Embeddings, *, hybrid: boo
         if key not in _OPEN:
             _OPEN[key] = ChunkIndex(uri=uri, collection=collection, embeddings=embeddings, hybrid=hybrid)
         return _OPEN[key]
-
-
-def forget_in_tree(source: ChunkIndex, chunk_ids: list[str]) -> int:
-    """``forget_chunks`` in ``source``'s tree, when it has one (``ChunkIndex`` calls this
-    before deleting chunks); return how many tree nodes were removed."""
-    name = tree_collection(source.collection)
-    if not chunk_ids or not source.client.has_collection(name):
-        return 0
-    return forget_chunks(open_index(source.uri, name, source.embeddings, hybrid=source.hybrid), chunk_ids)

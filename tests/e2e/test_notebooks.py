@@ -45,7 +45,7 @@ SHOWS = {
         "== step_back",
         "== planned",
     ],
-    "06_raptor.ipynb": ["nodes per level:", "== raptor"],
+    "06_raptor.ipynb": ["nodes per level:", "== raptor", "community reports: communities:", "== graphrag"],
     "07_drag_iterdrag.ipynb": ["demonstrations (builtin)", "Follow up: ", "== drag", "== iterdrag"],
     "08_compare_methods.ipynb": ["| naive |", "| ircot |", "| rag_fusion |", "image/png"],
 }

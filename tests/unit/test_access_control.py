@@ -17,7 +17,9 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from rag_graphs.catalog import METHODS
 from rag_graphs.entity_graph.build import build_graph
 from rag_graphs.ingestion import ingest
+from rag_graphs.ingestion.community_reports import build_reports
 from rag_graphs.ingestion.raptor import build_tree, shared_labels
+from rag_graphs.llm.structured import invoke_structured
 from rag_graphs.methods import get_graph
 from rag_graphs.search.retrieval import search
 from rag_graphs.store import access_filter
@@ -57,14 +59,22 @@ def shared(demo_corpus: Path, index, tmp_path: Path):
     ingest([loose], index=index, progress=False)
     build_tree(index, Echo(), progress=False)  # summaries repeat their children: a leak would show
     build_graph(index, capitalised, progress=False)  # hipporag's graph search needs it
+    build_reports(index, Echo(), ask=invoke_structured, progress=False)  # graphrag's, leaky too
     return index
 
 
-CASES = [(m, {}) for m in METHODS] + [("react", {"tool_calling": "native"}), ("auto", {"router": "llm"})]
+CASES = [(m, {}) for m in METHODS if m != "graphrag"] + [
+    ("react", {"tool_calling": "native"}),
+    ("auto", {"router": "llm"}),
+    ("graphrag", {"graphrag_search": "global"}),  # the map prompt shows every readable report
+    ("graphrag", {"graphrag_search": "local"}),
+]
 
 
 @pytest.mark.parametrize(
-    ("method", "overrides"), CASES, ids=[f"{m}-{o.get('tool_calling', '')}" for m, o in CASES]
+    ("method", "overrides"),
+    CASES,
+    ids=[f"{m}-{o.get('tool_calling', o.get('graphrag_search', ''))}" for m, o in CASES],
 )
 def test_a_forbidden_chunk_never_reaches_any_prompt(shared, make_context, method, overrides):
     model = obedient(*SCRIPT)

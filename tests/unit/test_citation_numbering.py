@@ -39,7 +39,13 @@ PASSAGE = re.compile(r"\[(\d+)\]\n<passage>\n\(([^\n]*)\)\n(.*?)\n</passage>", r
 FENCED = re.compile(r"<passage>\n(.*?)\n</passage>", re.DOTALL)
 SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")  # as rag_graphs.search.compress splits
 SEARCHES = ["Velmora Institute founder", "Ilsa Brandt birthplace", "Korvik harbour town"]
-ANSWER_ROLES = {"answer_with_citations", "answer_with_notes", "drag_answer", "step_back_answer"}
+ANSWER_ROLES = {
+    "answer_with_citations",
+    "answer_with_notes",
+    "drag_answer",
+    "graphrag_reduce",
+    "step_back_answer",
+}
 
 
 def _opening(name: str) -> str:
@@ -119,6 +125,7 @@ REPLIES: dict[str, Reply] = {
     # the first passage graded out, the others kept: the answer's [1] is not ``documents[0]``
     "grade_correctness": ['{"relevance": "incorrect"}', '{"relevance": "correct"}'],
     "grade_relevance": ['{"score": 2}', '{"score": 8}'],
+    "graphrag_map": '{"points": [{"description": "Ilsa Brandt was born in Korvik.", "score": 80}]}',
     "hyde_passage": "Ilsa Brandt founded the Velmora Institute. She was born in Korvik.",
     "intermediate_answer": "Ilsa Brandt.",
     "intermediate_with_background": "Ilsa Brandt.",
@@ -205,7 +212,7 @@ def store(tmp_path_factory: pytest.TempPathFactory, demo_corpus, fake_embeddings
     index = ChunkIndex(uri=uri, collection="test", embeddings=fake_embeddings)
     ingest([demo_corpus], uri=index.uri, collection=index.collection, index=index, progress=False)
     build_tree(index, citing(), progress=False)
-    prepare(index, "hipporag")  # graph search needs the entity graph
+    prepare(index, "graphrag")  # graph search needs the entity graph, graphrag its reports
     return index
 
 

@@ -125,7 +125,7 @@ def test_routes_is_a_mapping_from_a_dict_or_the_string_form(monkeypatch):
     assert RagContext().routes == {
         "single_hop": "naive",
         "multi_hop": "ircot",
-        "global_summary": "raptor",
+        "global_summary": "graphrag",
     }
     assert RagContext(routes={"multi_hop": "iterdrag"}).routes == {"multi_hop": "iterdrag"}
     as_string = RagContext(routes=" single_hop = naive , multi_hop=fixed_step,")  # type: ignore[arg-type]

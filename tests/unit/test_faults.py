@@ -205,7 +205,7 @@ GARBAGE = [
 def with_tree(loaded, make_context):
     """The demo store with a RAPTOR tree, so the raptor method can run too."""
     build_tree(loaded, scripted("A summary of the passages."), progress=False)
-    prepare(loaded, "hipporag")  # and hipporag (graph search needs the entity graph)
+    prepare(loaded, "graphrag")  # graph search needs the entity graph, graphrag its reports
     return loaded
 
 

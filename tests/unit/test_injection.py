@@ -57,7 +57,7 @@ def poisoned(loaded):
     loaded.add(injected_documents())
     loaded.flush()
     build_tree(loaded, scripted("A summary of the passages."), progress=False)
-    prepare(loaded, "hipporag")  # graph search needs the entity graph
+    prepare(loaded, "graphrag")  # graph search needs the entity graph, graphrag its reports
     return loaded
 
 
@@ -69,7 +69,7 @@ def _run(method: str, make_context, **overrides):
     return out, model, tool_inputs
 
 
-CASES = [(m, {}) for m in METHODS] + [
+CASES = [(m, {"graphrag_search": "local"} if m == "graphrag" else {}) for m in METHODS] + [
     ("react", {"tool_calling": "native"}),
     ("react", {"tool_calling": "text"}),
     ("auto", {"router": "llm"}),

@@ -141,7 +141,7 @@ def test_every_method_keeps_the_output_contract(loaded, make_context, method):
     if method == "raptor":  # RAPTOR answers from its tree, built beforehand
         store = open_index(loaded.uri, tree_collection(loaded.collection), loaded.embeddings)
         build_tree(loaded, fake_chat(*["a summary"] * 20), progress=False)
-    if method == "hipporag":  # graph search needs the entity graph (else a SetupError)
+    if method in ("hipporag", "graphrag"):  # the entity graph (else a SetupError); graphrag's reports
         prepare(loaded, method)
     out = get_graph(method).invoke({"question": QUESTION}, context=ctx)
     assert set(out) >= {"answer", "citations", "documents", "steps", "usage", "stop_reason", "outcome"}

@@ -123,7 +123,8 @@ def test_options_that_need_the_milvus_store_are_refused(settings, expected):
 
 
 @pytest.mark.parametrize(
-    ("method", "expected"), [("hipporag", "hipporag method"), ("raptor", "raptor method")]
+    ("method", "expected"),
+    [("hipporag", "hipporag method"), ("raptor", "raptor method"), ("graphrag", "graphrag method")],
 )
 def test_methods_that_read_the_stores_own_collections_are_refused(tmp_path: Path, method, expected):
     ctx = _own(tmp_path, retriever=_store())

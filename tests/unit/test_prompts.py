@@ -51,8 +51,11 @@ EXPECTED_VARIABLES = {
     "iterdrag_step": {"chain", "context", "demonstration_chains", "question"},
     "classify_question": {"question"},
     "raptor_summary": {"passages"},
+    "community_report": {"entities", "material"},
     "rerank_listwise": {"count", "passages", "question"},
     "compress_extract": {"passage", "question"},
+    "graphrag_map": {"question", "reports"},
+    "graphrag_reduce": {"context", "notes", "question"},
 }
 
 

@@ -230,8 +230,9 @@ def test_auto_routes_each_kind_to_its_configured_method(loaded, make_context, re
 def test_auto_sends_global_questions_to_rag_fusion_while_there_is_no_raptor_tree(loaded, make_context):
     ctx = make_context('{"kind": "global_summary"}', "one query", "Korvik [1].", k=2, router="llm")
     out = get_graph("auto").invoke({"question": QUESTION}, context=ctx)
-    assert (
-        out["steps"][0]["text"] == "global_summary -> rag_fusion (no RAPTOR tree for 'test', so not raptor)"
+    assert out["steps"][0]["text"] == (
+        "global_summary -> rag_fusion (no community reports for 'test', so not graphrag; "
+        "no RAPTOR tree for 'test', so not raptor)"
     )
     assert out["steps"][1]["node"] == "expand" and out["answer"] == "Korvik [1]."
 

@@ -121,7 +121,8 @@ def test_pack_merges_at_least_two_rows_within_the_budget(sizes, groups):
 def test_auto_sends_global_questions_to_raptor_when_a_tree_exists(tree, make_context):
     ctx = make_context('{"kind": "global_summary"}', "Korvik [1].", k=2, router="llm")
     out = get_graph("auto").invoke({"question": QUESTION}, context=ctx)
-    assert out["steps"][0]["text"] == "global_summary -> raptor"
+    expected = "global_summary -> raptor (no community reports for 'test', so not graphrag)"
+    assert out["steps"][0]["text"] == expected
     assert [s["node"] for s in out["steps"][1:]] == ["retrieve_tree", "generate"]
 
 
