@@ -72,6 +72,17 @@ def eval_command(
     report: Annotated[
         Path | None, typer.Option(help="re-render the report of a run directory and exit")
     ] = None,
+    pairwise: Annotated[
+        str | None,
+        typer.Option(
+            help="with --report RUN_DIR and --judge: compare two of the run's methods A,B answer by "
+            "answer (GraphRAG's comprehensiveness, diversity, empowerment, directness; both orders); "
+            "win rates of A to pairwise-A-B.json beside the run [--judge: the run's by default]"
+        ),
+    ] = None,
+    pairwise_repeats: Annotated[
+        int, typer.Option(min=1, help="--pairwise: ask each comparison this many times per order")
+    ] = 1,
     store: StoreOpt = None,
     collection: CollOpt = None,
     *,
@@ -84,6 +95,11 @@ def eval_command(
     from rag_graphs.eval import evaluate, markdown_table, read_rows, summarize, write_report
     from rag_graphs.eval.rows import CONFIG, read_config
 
+    if pairwise is not None:
+        if report is None:
+            _fail("--pairwise compares the answers of a finished run: give it with --report RUN_DIR")
+        _pairwise(report, pairwise, judge, pairwise_repeats, limit)
+        return
     try:
         if report is None:
             if resume is not None and (dataset is None or (resume / CONFIG).is_file()):
@@ -146,6 +162,36 @@ def _judges(spec: str | None) -> list:
     from rag_graphs.llm.models import load_chat_model
 
     return default_judges(load_chat_model(spec, max_tokens=JUDGE_TOKENS))
+
+
+def _pairwise(run_dir: Path, pair: str, judge: str | None, repeats: int, limit: int | None) -> None:
+    """``eval --report RUN_DIR --pairwise A,B``: the pairwise judge over the run's answers, its
+    table printed (method names are data) and its verdicts written beside the run."""
+    from rag_graphs.eval.pairwise import (
+        PAIRWISE_TOKENS,
+        compare_methods,
+        pairwise_table,
+        parse_pair,
+        write_pairwise,
+    )
+    from rag_graphs.eval.rows import CONFIG, read_config
+    from rag_graphs.llm.models import load_chat_model
+
+    try:
+        a, b = parse_pair(pair)
+        if not judge and (run_dir / CONFIG).is_file():
+            judge = read_config(run_dir).get("judge")
+        if not judge:
+            _fail("--pairwise needs a judge model: --judge SPEC (a capable model)")
+        model = load_chat_model(judge, max_tokens=PAIRWISE_TOKENS)
+        result = compare_methods(run_dir, a, b, model, repeats=repeats, limit=limit, judge_name=judge)
+        path = write_pairwise(run_dir, result)
+    except (ValueError, FileNotFoundError, RuntimeError) as exc:
+        _fail(str(exc))
+    table = pairwise_table(result)
+    console.print("\n".join(safe(line) for line in table.splitlines()), highlight=False, soft_wrap=True)
+    skipped = f", {len(result.skipped)} skipped (no answer from one)" if result.skipped else ""
+    console.print(f"{result.questions} questions{skipped}; [bold]pairwise[/]: {safe(path)}")
 
 
 @app.command("mine-demos")

@@ -31,6 +31,7 @@ EXPECTED_VARIABLES = {
     "judge_grounded": {"answer", "context"},
     "judge_correctness": {"answer", "question", "reference"},
     "judge_citation": {"claim", "passage"},
+    "judge_pairwise": {"criterion", "definition", "first", "question", "second"},
     "check_complete": {"answer", "question"},
     "grade_relevance": {"passage", "question"},
     "self_rag_follow_up": {"answer", "complete", "context", "grounded", "query", "question"},
