@@ -252,3 +252,10 @@ def test_cli_bad_input_is_one_clear_line(tmp_path, monkeypatch, extra, message):
 def test_cli_pairwise_without_a_run_folder_says_so(tmp_path):
     result = CliRunner().invoke(app, ["eval", "--pairwise", "long,short", "--judge", "scripted"])
     assert result.exit_code == 1 and "--report RUN_DIR" in result.output
+
+
+def test_limit_compares_the_first_questions_only(tmp_path):
+    judge = Judge(rule=always_first, seen=[])
+    result = compare_methods(_two(tmp_path, n=3), "long", "short", judge, criteria=["diversity"], limit=2)
+    assert result.questions == 2 and [v.id for v in result.verdicts] == ["q0", "q0", "q1", "q1"]
+    assert result.skipped == []  # left out by the limit, not for a missing answer
