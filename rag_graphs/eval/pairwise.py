@@ -24,11 +24,13 @@ import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from statistics import mean
 from typing import Literal
 
 from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, Field
 
+from rag_graphs.eval.metrics import bootstrap_ci
 from rag_graphs.eval.report import cell
 from rag_graphs.eval.rows import read_rows
 from rag_graphs.llm.structured import invoke_structured
@@ -57,6 +59,8 @@ Outcome = Literal["a", "b", "tie", "unreadable"]
 Order = Literal["ab", "ba"]
 _PAIRWISE = load_prompt("judge_pairwise")
 _SLUG = re.compile(r"[^A-Za-z0-9_.-]+")
+_POINTS = {"a": 1.0, "tie": 0.5, "b": 0.0}
+"""What a readable verdict is worth to A (the paper's 100 / 50 / 0, as a share)."""
 
 
 class Preference(BaseModel):
@@ -113,10 +117,24 @@ class PairwiseResult:
     skipped: list[str] = field(default_factory=list)
     """Question ids left out: one of the two methods has no answer (an error, an empty answer)."""
 
+    def interval(self, criterion: str) -> tuple[float, float] | None:
+        """95% bootstrap interval of A's win rate on ``criterion``, resampling questions (None
+        without a readable verdict). Questions are the unit: a question's verdicts (both orders,
+        every repeat) share its answers, so they are averaged into one score per question first."""
+        by_question: dict[str, list[float]] = {}
+        for v in self.verdicts:
+            if v.criterion == criterion and v.outcome != "unreadable":
+                by_question.setdefault(v.id, []).append(_POINTS[v.outcome])
+        scores = [mean(points) for points in by_question.values()]
+        return bootstrap_ci(scores) if scores else None
+
     def to_json(self) -> dict:
         return {
             **{k: v for k, v in asdict(self).items() if k != "tallies"},
-            "tallies": {c: {**asdict(t), "win_rate": t.win_rate} for c, t in self.tallies.items()},
+            "tallies": {
+                c: {**asdict(t), "win_rate": t.win_rate, "win_rate_ci": self.interval(c)}
+                for c, t in self.tallies.items()
+            },
         }
 
 
@@ -274,10 +292,12 @@ def pairwise_table(result: PairwiseResult) -> str:
     """The tallies as a Markdown table, one row per criterion (method names are data: ``cell``)."""
     a, b = cell(result.a), cell(result.b)
     lines = [
-        f"| criterion | {a} wins | {b} wins | ties | unreadable | {a} win rate |",
-        "|---|---:|---:|---:|---:|---:|",
+        f"| criterion | {a} wins | {b} wins | ties | unreadable | {a} win rate | 95% CI |",
+        "|---|---:|---:|---:|---:|---:|---|",
     ]
     for criterion, t in result.tallies.items():
         rate = "n/a" if t.win_rate is None else f"{t.win_rate:.2f}"
-        lines.append(f"| {criterion} | {t.a} | {t.b} | {t.tie} | {t.unreadable} | {rate} |")
+        ci = result.interval(criterion)
+        span = "n/a" if ci is None else f"{ci[0]:.2f}-{ci[1]:.2f}"
+        lines.append(f"| {criterion} | {t.a} | {t.b} | {t.tie} | {t.unreadable} | {rate} | {span} |")
     return "\n".join(lines)

@@ -122,7 +122,7 @@ def test_an_unparsable_verdict_is_unreadable_never_a_win_or_a_tie(tmp_path):
     tally = result.tallies["diversity"]
     assert (tally.a, tally.b, tally.tie, tally.unreadable) == (0, 0, 0, 4)
     assert tally.win_rate is None
-    assert "| diversity | 0 | 0 | 0 | 4 | n/a |" in pairwise_table(result)
+    assert "| diversity | 0 | 0 | 0 | 4 | n/a | n/a |" in pairwise_table(result)
     assert all(v.reason.startswith("unparseable reply") for v in result.verdicts)
 
 
@@ -215,7 +215,7 @@ def test_cli_compares_two_methods_of_a_run_and_writes_the_result(tmp_path, monke
     args = ["eval", "--report", str(run), "--pairwise", "long,short", "--judge", "scripted"]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
-    assert "| comprehensiveness | 4 | 0 | 0 | 0 | 1.00 |" in result.output
+    assert "| comprehensiveness | 4 | 0 | 0 | 0 | 1.00 | 1.00-1.00 |" in result.output
     saved = json.loads((run / "pairwise-long-short.json").read_text())
     assert saved["judge"] == "scripted" and saved["questions"] == 2
 
@@ -259,3 +259,15 @@ def test_limit_compares_the_first_questions_only(tmp_path):
     result = compare_methods(_two(tmp_path, n=3), "long", "short", judge, criteria=["diversity"], limit=2)
     assert result.questions == 2 and [v.id for v in result.verdicts] == ["q0", "q0", "q1", "q1"]
     assert result.skipped == []  # left out by the limit, not for a missing answer
+
+
+def test_the_interval_resamples_questions_not_verdicts(tmp_path):
+    rows = [_row("x", "q0", LONG), _row("y", "q0", SHORT), _row("x", "q1", SHORT), _row("y", "q1", LONG)]
+    run = _run(tmp_path, rows)
+    longer = Judge(rule=prefers_longer, seen=[])
+    result = compare_methods(run, "x", "y", longer, criteria=["diversity"], repeats=2)
+    assert result.tallies["diversity"].win_rate == 0.5  # x wins q0, y wins q1: 4 verdicts each
+    assert result.interval("diversity") == (0.0, 1.0)  # two questions: all of one or the other
+    biased = compare_methods(run, "x", "y", Judge(rule=always_first, seen=[]), criteria=["diversity"])
+    assert biased.interval("diversity") == (0.5, 0.5)  # each question cancels its own bias
+    assert json.loads(json.dumps(result.to_json()))["tallies"]["diversity"]["win_rate_ci"] == [0.0, 1.0]
