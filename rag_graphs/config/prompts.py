@@ -41,9 +41,11 @@ NOT_RUN_PROMPTS = {
     "picture_extract_text": "ingestion (picture captions)",
     "picture_chart": "ingestion (picture captions)",
     "raptor_summary": "the RAPTOR build",
+    "community_report": "the community-report build (rag-graphs graph communities)",
     "judge_correctness": "the evaluator's judges",
     "judge_grounded": "the evaluator's judges",
     "judge_citation": "the evaluator's judges",
+    "judge_pairwise": "the evaluator's pairwise comparison",
 }
 """Roles no run reads: a replacement of one would be silently ignored, so it is refused."""
 

@@ -19,6 +19,7 @@ from rag_graphs.config.context import RagContext
 from rag_graphs.entity_graph.build import build_graph
 from rag_graphs.entity_graph.entities import load_extractor
 from rag_graphs.ingestion import ingest
+from rag_graphs.ingestion.community_reports import build_reports
 from rag_graphs.ingestion.raptor import build_tree
 from rag_graphs.llm.models import load_chat_model
 from rag_graphs.llm.structured import invoke_structured
@@ -42,6 +43,8 @@ def store(tmp_path_factory, demo_corpus):
     tree = build_tree(index, load_chat_model("embedded"), progress=False)
     assert tree.nodes_per_level[0] == report.chunks and len(tree.nodes_per_level) >= 2
     build_graph(index, load_extractor("spacy"), progress=False)  # hipporag refuses a collection without one
+    reports = build_reports(index, load_chat_model("embedded"), ask=invoke_structured, progress=False)
+    assert reports.written >= 1, reports.summary()  # graphrag refuses a collection without reports
     return uri, report
 
 

@@ -59,22 +59,26 @@ _BUILD_STORE = textwrap.dedent(
     from rag_graphs.ingestion import ingest
     from rag_graphs.store import load_embeddings, open_index
     from rag_graphs.ingestion.raptor import build_tree
+    from rag_graphs.ingestion.community_reports import build_reports
     from rag_graphs.llm.models import load_chat_model
+    from rag_graphs.llm.structured import invoke_structured
     spec = json.loads(sys.argv[1])
     index = open_index(spec["uri"], "rag_graphs", load_embeddings("embedded"))
     for batch in spec["batches"]:  # entities: hipporag needs the graph
         ingest(batch["paths"], index=index, entities="spacy", progress=False,
                tenant=batch["tenant"], tags=tuple(batch["tags"]))
-    if spec["raptor"]:
+    if spec["raptor"]:  # the methods that read derived rows: raptor's tree, graphrag's reports
         build_tree(index, load_chat_model("openai:scripted"), progress=False)
+        build_reports(index, load_chat_model("openai:scripted"), ask=invoke_structured, progress=False)
     """
 )
 
 
 def build_store(env: Mapping[str, str], batches: Sequence[Batch], *, raptor: bool = True) -> None:
     """Ingest ``batches`` into the store ``env["RAG_GRAPHS_STORE_URI"]`` names (collection
-    ``rag_graphs``, the embedded MiniLM, a spaCy entity graph), then a RAPTOR tree summarised by
-    the scripted chat (``raptor``), in a child process that releases the store when it exits."""
+    ``rag_graphs``, the embedded MiniLM, a spaCy entity graph), then a RAPTOR tree and community
+    reports written by the scripted chat (``raptor``), in a child process that releases the store
+    when it exits."""
     spec = {"uri": env["RAG_GRAPHS_STORE_URI"], "batches": [asdict(b) for b in batches], "raptor": raptor}
     subprocess.run(
         [sys.executable, "-c", _BUILD_STORE, json.dumps(spec)], env=_process_env(env), check=True, timeout=600

@@ -21,6 +21,7 @@ from rag_graphs.config.context import RagContext
 from rag_graphs.entity_graph.build import build_graph
 from rag_graphs.entity_graph.entities import load_extractor
 from rag_graphs.ingestion import ingest
+from rag_graphs.ingestion.community_reports import build_reports
 from rag_graphs.ingestion.raptor import build_tree
 from rag_graphs.llm.faults import RunFailed
 from rag_graphs.llm.models import capabilities, load_chat_model
@@ -63,6 +64,7 @@ def ctx(llama_server, tmp_path_factory, demo_corpus) -> RagContext:
     index = open_index(uri, "demo", load_embeddings("embedded"))
     build_tree(index, model, progress=False)
     build_graph(index, load_extractor("spacy"), progress=False)  # hipporag refuses a collection without one
+    build_reports(index, model, ask=invoke_structured, progress=False)  # graphrag: community reports
     return ctx
 
 
