@@ -256,7 +256,7 @@ def evaluate(
         raise ValueError(f"unknown method(s) {', '.join(unknown)}; available: {', '.join(METHODS)}")
     if setting not in ("open", "distractor", "oracle"):
         raise ValueError(f"setting {setting!r}: use 'open', 'distractor' or 'oracle'")
-    ctx = context or RagContext()
+    ctx = dataclasses.replace(context or RagContext(), interrupts=frozenset())  # nobody is there to answer
     examples = ds.select(limit=limit, sample=sample, seed=seed)
     config = {
         "dataset": str((ds.questions_path.parent if ds.corpus_path else ds.questions_path).resolve()),

@@ -209,6 +209,14 @@ def test_a_run_writes_one_scored_row_per_method_and_question(tiny, eval_ctx, tmp
     assert config["question_ids"] == ["q0", "q1", "q2"] and config["setting"] == "open"
 
 
+def test_an_evaluation_never_stops_for_a_person(tiny, eval_ctx, tmp_path):
+    # RAG_GRAPHS_INTERRUPTS set for interactive use must not turn every row into "needs a thread_id".
+    ctx = eval_ctx(k=2, interrupts=["plan"])
+    assert ctx.interrupts == {"plan"}
+    rows = read_rows(_evaluate(tiny, ctx, tmp_path, methods=["planned"], limit=1))
+    assert len(rows) == 1 and rows[0]["error"] is None and rows[0]["prediction"] == "Korvik [1]."
+
+
 def test_oracle_and_distractor_settings_search_only_the_questions_passages(tiny, eval_ctx, tmp_path):
     run = _evaluate(tiny, eval_ctx(k=4), tmp_path, methods=["naive"], setting="oracle")
     rows = read_rows(run)
