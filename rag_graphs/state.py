@@ -180,6 +180,11 @@ class RagState(InputState, OutputState, total=False):
     stop_kind: StopKind | None
     """Why the loop stops (``nodes.loop.stop_update``; None: it goes on). Routers read this;
     ``stop_reason`` says the same in words for the output."""
+    stops_for: list[str]
+    """Where this run stops for a person: ``RagContext.interrupts`` as the run began (``begin``
+    writes it). A resume is a new invocation whose context may leave ``interrupts`` out (a client
+    answering with ``Command(resume=...)`` alone); read from here, the run still stops where it
+    said it would and reads the answer, instead of taking the default and dropping it."""
 
 
 def usage(**counts: Any) -> Usage:

@@ -313,7 +313,7 @@ class RagContext:
     ``plan,web_search``): ``plan`` (approve or edit the sub-questions of ``planned`` and
     ``decomposition``), ``web_search`` (confirm ``crag``'s and ``react``'s web searches),
     ``clarify`` (``auto`` asks back when unsure of the question's kind). Empty (the default): none.
-    A stopped run waits on its thread; resume it with the same context and a value
+    A stopped run waits on its thread; resume it with a value (the kinds it began with hold)
     (``rag_graphs.run``'s ``resume=``, ``rag-graphs ask --resume``, LangGraph's ``Command(resume=...)``)."""
 
     max_answer_tokens: Positive = _env("RAG_GRAPHS_MAX_ANSWER_TOKENS", 256)

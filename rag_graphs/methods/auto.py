@@ -163,7 +163,9 @@ def clarify(state: AutoState, runtime: Runtime[RagContext]) -> dict:
     and is classified again."""
     if not state.get("unsure"):
         return {}
-    question, asked = ask_back(get_context(runtime), state["question"], state["kind"], state["unsure"])
+    question, asked = ask_back(
+        get_context(runtime), state["question"], state["kind"], state["unsure"], state.get("stops_for", ())
+    )
     if question == state["question"]:
         return {"steps": asked}
     again = classify({**state, "question": question}, runtime)

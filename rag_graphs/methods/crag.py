@@ -80,7 +80,7 @@ def web_search(state: CragState, ctx: RagContext) -> Body[dict]:
     """Search the web with the rewritten query; results join the kept passages. A person
     confirms it first when ``RagContext.interrupts`` asks; declined, nothing is searched here."""
     query = state.get("query") or state["question"]
-    go, asked = confirm_web(ctx, state["question"], [query])
+    go, asked = confirm_web(ctx, state["question"], [query], state.get("stops_for", ()))
     if not go:
         return {"web_declined": True, "steps": asked}
     emit("start", query=query)

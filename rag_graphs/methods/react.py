@@ -260,7 +260,7 @@ def _web_allowed(state: ReactState, ctx: RagContext) -> tuple[bool, list[Step]]:
     asked = [r["input"] for r in state.get("tool_calls", []) if _web(ctx, r["tool"]) is not None]
     if not asked or state.get("web_declined"):
         return bool(state.get("web_declined")), []
-    go, steps = confirm_web(ctx, state["question"], asked)
+    go, steps = confirm_web(ctx, state["question"], asked, state.get("stops_for", ()))
     return not go, steps
 
 

@@ -80,7 +80,7 @@ def begin_node(schema: type) -> Callable[..., dict[str, Any]]:
         check_chat_model(ctx.chat_model)
         if ctx.retriever is None:  # the user's own retriever has no store to check
             check_dimension(readable_index(ctx))
-        return reset(state)
+        return {**reset(state), "stops_for": sorted(ctx.interrupts)}
 
     return begin
 

@@ -14,13 +14,14 @@ node here asks anything):
 A resume value that does not fit (a plan edit with an empty sub-question, ...) is asked for
 again with the error in the payload, at most ``MAX_ASKS`` times in all; then the safe default
 stands (the model's plan, no web search, the question as asked), and a step says so. Every
-decision is a step of the run. A resumed run must carry the same ``interrupts`` (the same
-context): a node that does not ask takes no answer.
+decision is a step of the run. A run stops where its context said when it began (the state's
+``stops_for``, written by ``begin``), so a resume sent without the context (``Command(resume=...)``
+alone, as a server client may send it) is still read, not dropped for the default.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -41,9 +42,10 @@ Reader = Callable[[Any], tuple[Any, str]]
 """A resume value -> (the decision, "") or (None, why the value does not fit)."""
 
 
-def asks(ctx: RagContext, kind: InterruptKind) -> bool:
-    """True when the run stops for a person at ``kind``."""
-    return kind in ctx.interrupts
+def asks(ctx: RagContext, kind: InterruptKind, stops_for: Iterable[str] = ()) -> bool:
+    """True when the run stops for a person at ``kind``: its context says so, or it did when the
+    run began (``stops_for``: the state's, kept for a resume sent without the context)."""
+    return kind in ctx.interrupts or kind in stops_for
 
 
 def _word(value: Any) -> str | None:
@@ -114,7 +116,7 @@ def approve_plan(state: RagState, runtime: Runtime[RagContext]) -> dict[str, Any
     The resume value approves (``True``, ``"approve"``), rejects (``False``, ``"reject"``: the
     question is searched alone) or replaces the plan (a list of sub-questions)."""
     ctx = get_context(runtime)
-    if not asks(ctx, "plan"):
+    if not asks(ctx, "plan", state.get("stops_for", ())):
         return {}
     plan = list(state.get("subqueries") or [])
     payload = {
@@ -149,11 +151,13 @@ def read_yes_no(value: Any) -> tuple[bool | None, str]:
     return None, f"neither approve nor decline: {_short(value)}"
 
 
-def confirm_web(ctx: RagContext, question: str, queries: list[str]) -> tuple[bool, list[Step]]:
+def confirm_web(
+    ctx: RagContext, question: str, queries: list[str], stops_for: Iterable[str] = ()
+) -> tuple[bool, list[Step]]:
     """(search the web?, the steps saying who decided) for a web search of ``queries``: always
     yes unless ``RagContext.interrupts`` has ``web_search``; then the person's answer, and no
     search after ``MAX_ASKS`` answers that fit neither."""
-    if not asks(ctx, "web_search"):
+    if not asks(ctx, "web_search", stops_for):
         return True, []
     payload = {"kind": "web_search", "question": question, "queries": queries, "how_to_resume": WEB_HOW}
     yes, value, error = ask_until(payload, read_yes_no, False)
@@ -179,10 +183,12 @@ def read_clarified(value: Any, question: str) -> tuple[str, str]:
         return "", str(exc)
 
 
-def ask_back(ctx: RagContext, question: str, seen: str, why: str) -> tuple[str, list[Step]]:
+def ask_back(
+    ctx: RagContext, question: str, seen: str, why: str, stops_for: Iterable[str] = ()
+) -> tuple[str, list[Step]]:
     """(the question to answer, the steps) when the router saw kind ``seen`` and is unsure
     (``why``): the question as asked unless ``RagContext.interrupts`` has ``clarify``."""
-    if not asks(ctx, "clarify"):
+    if not asks(ctx, "clarify", stops_for):
         return question, []
     payload = {
         "kind": "clarify",

@@ -8,6 +8,7 @@ and how often, is what is asserted.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -115,6 +116,19 @@ def test_planned_searches_the_edited_plan(tmp_path):
     searched = Recording()
     thread = Thread("planned", context(tmp_path, *PLANNED, retriever=searched, k=1, interrupts="plan"))
     asked(thread.ask())
+    out = thread.answer(["Who ran the Velmora Institute?", "What coast is #1's town on?"])
+    assert searched.searched == ["Who ran the Velmora Institute?", "What coast is Ilsa Brandt's town on?"]
+    assert decisions(out)[0].startswith("the plan was edited: Who ran the Velmora Institute?")
+
+
+def test_a_resume_sent_without_the_context_is_still_read(tmp_path):
+    # A client answering with Command(resume=...) alone: the run began asking for the plan, so the
+    # edit is what gets searched (it used to be dropped for the model's plan, silently).
+    searched = Recording()
+    ctx = context(tmp_path, *PLANNED, retriever=searched, k=1, interrupts=["plan"])
+    thread = Thread("planned", ctx)
+    asked(thread.ask())
+    thread.ctx = dataclasses.replace(ctx, interrupts=frozenset())
     out = thread.answer(["Who ran the Velmora Institute?", "What coast is #1's town on?"])
     assert searched.searched == ["Who ran the Velmora Institute?", "What coast is Ilsa Brandt's town on?"]
     assert decisions(out)[0].startswith("the plan was edited: Who ran the Velmora Institute?")
