@@ -60,6 +60,8 @@ def thread_key(thread_id: str) -> int:
 
 TRY_LOCK = "SELECT pg_try_advisory_lock(%s) AS held"
 """Take a thread's lock for the session, or answer false at once when another session holds it."""
+UNLOCK = "SELECT pg_advisory_unlock(%s)"
+"""Give it back (``_release``), as the run ends."""
 
 
 def _held(row: Any) -> bool:
@@ -107,6 +109,24 @@ def _mark_set_up(uri: str) -> None:
         _set_up.add(uri)
 
 
+def _release(conn: Any, thread_id: str) -> None:
+    """Give the thread's lock back before the connection closes. Closing alone releases it only
+    when the server has ended the session, which it does after the client has gone: a second run
+    of the thread right after the first was refused as busy (seen once in a full suite run)."""
+    import psycopg
+
+    with contextlib.suppress(psycopg.Error):  # a dead connection's session holds nothing
+        conn.execute(UNLOCK, (thread_key(thread_id),))  # autocommit: no transaction to end
+
+
+async def _arelease(conn: Any, thread_id: str) -> None:
+    """``_release`` on an async connection."""
+    import psycopg
+
+    with contextlib.suppress(psycopg.Error):
+        await conn.execute(UNLOCK, (thread_key(thread_id),))
+
+
 @contextlib.contextmanager
 def thread_saver(checkpoints: str | Path, thread_id: str) -> Iterator[BaseCheckpointSaver[Any]]:
     """The checkpointer of ``thread_id`` in ``checkpoints``, holding the thread's lock for the block.
@@ -132,15 +152,18 @@ def thread_saver(checkpoints: str | Path, thread_id: str) -> Iterator[BaseCheckp
     with conn, _postgres_errors(uri):
         if not _held(conn.execute(TRY_LOCK, (thread_key(thread_id),)).fetchone()):
             raise _busy(thread_id)
-        saver = PostgresSaver(conn)
-        if _needs_setup(uri):
-            conn.execute("SELECT pg_advisory_lock(%s)", (SETUP_LOCK,))
-            try:
-                saver.setup()
-            finally:
-                conn.execute("SELECT pg_advisory_unlock(%s)", (SETUP_LOCK,))
-            _mark_set_up(uri)
-        yield saver  # closing the connection releases the thread's lock
+        try:
+            saver = PostgresSaver(conn)
+            if _needs_setup(uri):
+                conn.execute("SELECT pg_advisory_lock(%s)", (SETUP_LOCK,))
+                try:
+                    saver.setup()
+                finally:
+                    conn.execute("SELECT pg_advisory_unlock(%s)", (SETUP_LOCK,))
+                _mark_set_up(uri)
+            yield saver
+        finally:
+            _release(conn, thread_id)
 
 
 @contextlib.asynccontextmanager
@@ -165,12 +188,15 @@ async def athread_saver(checkpoints: str | Path, thread_id: str) -> AsyncIterato
             cursor = await conn.execute(TRY_LOCK, (thread_key(thread_id),))
             if not _held(await cursor.fetchone()):
                 raise _busy(thread_id)
-            saver = AsyncPostgresSaver(conn)
-            if _needs_setup(uri):
-                await conn.execute("SELECT pg_advisory_lock(%s)", (SETUP_LOCK,))
-                try:
-                    await saver.setup()
-                finally:
-                    await conn.execute("SELECT pg_advisory_unlock(%s)", (SETUP_LOCK,))
-                _mark_set_up(uri)
-            yield saver
+            try:
+                saver = AsyncPostgresSaver(conn)
+                if _needs_setup(uri):
+                    await conn.execute("SELECT pg_advisory_lock(%s)", (SETUP_LOCK,))
+                    try:
+                        await saver.setup()
+                    finally:
+                        await conn.execute("SELECT pg_advisory_unlock(%s)", (SETUP_LOCK,))
+                    _mark_set_up(uri)
+                yield saver
+            finally:
+                await _arelease(conn, thread_id)
