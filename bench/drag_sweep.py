@@ -46,7 +46,7 @@ def configurations() -> list[tuple[str, str, dict]]:
 def measure(dataset: str, limit: int, store: str) -> list[dict]:
     """Run (or resume) every configuration; one summary per configuration."""
     from rag_graphs.config.context import RagContext
-    from rag_graphs.eval import evaluate, read_rows
+    from rag_graphs.eval import EvalOptions, evaluate, read_rows
 
     root = ROOT / "bench_runs" / f"drag-sweep-{dataset}-{limit}"
     points = []
@@ -54,7 +54,12 @@ def measure(dataset: str, limit: int, store: str) -> list[dict]:
         run_dir = root / name.replace(" ", "_").replace("=", "")
         ctx = RagContext(demonstrations="builtin", search_cache=0, **overrides)
         print(f"== {name}", flush=True)
-        evaluate(EVAL / dataset, [method], limit=limit, run_dir=run_dir, eval_store=store, context=ctx)
+        evaluate(
+            EVAL / dataset,
+            [method],
+            context=ctx,
+            options=EvalOptions(limit=limit, run_dir=run_dir, eval_store=store),
+        )
         rows = [r for r in read_rows(run_dir) if not r.get("error")]
         points.append(
             {

@@ -48,12 +48,20 @@ def run(dataset: str, methods: list[str], limit: int, store: str, *, report_only
     all of them answered).
     """
     from rag_graphs.config.context import RagContext
-    from rag_graphs.eval import common_questions, evaluate, markdown_table, read_rows, summarize, write_report
+    from rag_graphs.eval import (
+        EvalOptions,
+        common_questions,
+        evaluate,
+        markdown_table,
+        read_rows,
+        summarize,
+        write_report,
+    )
     from rag_graphs.text.demonstrations import load_demonstrations
 
     run_dir = ROOT / "bench_runs" / f"{dataset}-open-{limit}"
     if not report_only:  # DRAG and IterDRAG show the shipped demonstrations (the default)
-        evaluate(EVAL / dataset, methods, limit=limit, run_dir=run_dir, eval_store=store)
+        evaluate(EVAL / dataset, methods, options=EvalOptions(limit=limit, run_dir=run_dir, eval_store=store))
     write_report(run_dir)
     results = ROOT / "bench" / "results"
     results.mkdir(exist_ok=True)

@@ -92,7 +92,7 @@ def eval_command(
     table and plots. With --retrieval-only, retrieval alone, fast enough for hundreds of questions;
     with --judge, LLM-as-judge scores beside EM/F1."""
     from rag_graphs.catalog import METHODS
-    from rag_graphs.eval import evaluate, markdown_table, read_rows, summarize, write_report
+    from rag_graphs.eval import EvalOptions, evaluate, markdown_table, read_rows, summarize, write_report
     from rag_graphs.eval.rows import CONFIG, read_config
 
     if pairwise is not None:
@@ -131,18 +131,20 @@ def eval_command(
                 dataset,
                 chosen,
                 context=ctx,
-                setting=setting,  # type: ignore[arg-type]
-                limit=limit,
-                sample=sample,
-                seed=seed,
-                concurrency=concurrency,
-                run_dir=resume,
-                runs_root=out,
-                retrieval_only=retrieval_only,
-                evaluators=_judges(judge),
-                judge=judge,
-                checkpoints=checkpoints,
-                **_eval_store(store),
+                options=EvalOptions(
+                    **_eval_store(store),
+                    setting=setting,  # type: ignore[arg-type]  # checked by evaluate
+                    limit=limit,
+                    sample=sample,
+                    seed=seed,
+                    concurrency=concurrency,
+                    run_dir=resume,
+                    runs_root=out,
+                    retrieval_only=retrieval_only,
+                    evaluators=_judges(judge),
+                    judge=judge,
+                    checkpoints=checkpoints,
+                ),
             )
         path = write_report(report)
     except (ValueError, FileNotFoundError, RuntimeError) as exc:

@@ -1,7 +1,7 @@
 """The evaluator: run methods over multi-hop QA sets, score quality and cost, report.
 
-    from rag_graphs.eval import evaluate, write_report
-    run = evaluate("../shared/eval/hotpotqa", ["naive", "ircot"], limit=30)
+    from rag_graphs.eval import EvalOptions, evaluate, write_report
+    run = evaluate("../shared/eval/hotpotqa", ["naive", "ircot"], options=EvalOptions(limit=30))
     write_report(run)
 
 The same from the shell: ``rag-graphs eval --dataset ../shared/eval/hotpotqa -m naive,ircot --limit 30``.
@@ -9,7 +9,7 @@ Retrieval alone (R@2, R@5, no answer call), on many more questions:
 ``rag-graphs eval --dataset ../shared/eval/hotpotqa -m naive --retrieval-only --k 5 --limit 500``.
 LLM-as-judge scores beside EM/F1 (``rag_graphs.eval.judges``; any LangSmith or openevals
 evaluator function plugs in the same way):
-``evaluate(..., evaluators=default_judges(load_chat_model("openai:gpt-4o-mini")))``.
+``evaluate(..., options=EvalOptions(evaluators=default_judges(load_chat_model("openai:gpt-4o-mini"))))``.
 
 Sits on top with ``run`` and the commands: may import methods, nodes, the core and ``ingestion``;
 nothing below imports it.
@@ -26,12 +26,14 @@ from rag_graphs.eval.metrics import (
     recall_at_k,
     supporting_recall,
 )
+from rag_graphs.eval.options import EvalOptions
 from rag_graphs.eval.report import common_questions, markdown_table, summarize, write_report
 from rag_graphs.eval.rows import RunFolderBusy, read_rows
 from rag_graphs.eval.runner import evaluate, run_one
 
 __all__ = [
     "Dataset",
+    "EvalOptions",
     "Example",
     "RunFolderBusy",
     "answer_contained",

@@ -25,7 +25,6 @@ from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
 
 from rag_graphs.catalog import METHODS
 from rag_graphs.config.context import RagContext
@@ -35,6 +34,7 @@ from rag_graphs.eval.corpus import PASSAGE_FIELD, open_corpus, passages_filter
 from rag_graphs.eval.datasets import Dataset, Example, load_dataset
 from rag_graphs.eval.judges import Evaluator, judge_run
 from rag_graphs.eval.metrics import RANKS, answer_scores, recall_at_k, supporting_recall
+from rag_graphs.eval.options import EvalOptions, Setting
 from rag_graphs.eval.rows import (
     ANSWER_METRICS,
     CONFIG,
@@ -53,7 +53,6 @@ from rag_graphs.support.progress import progress_bar
 from rag_graphs.support.redaction import redact
 
 log = logging.getLogger(__name__)
-Setting = Literal["open", "distractor", "oracle"]
 
 
 def score_row(
@@ -207,21 +206,10 @@ def evaluate(
     methods: Iterable[str] = ("naive",),
     *,
     context: RagContext | None = None,
-    setting: Setting = "open",
-    limit: int | None = None,
-    sample: int | None = None,
-    seed: int = 0,
-    concurrency: int = 1,
-    run_dir: str | Path | None = None,
-    runs_root: str | Path = "runs",
-    eval_store: str = ".rag-graphs/eval.db",
-    retrieval_only: bool = False,
-    evaluators: Sequence[Evaluator] = (),
-    progress: bool = True,
-    judge: str | None = None,
-    checkpoints: str | Path | None = None,
+    options: EvalOptions | None = None,
 ) -> Path:
-    """Run ``methods`` over the dataset's questions; return the run directory.
+    """Run ``methods`` over the dataset's questions; return the run directory. How it runs is one
+    ``EvalOptions`` (``rag_graphs.eval.options``): setting, which questions, folders, scoring.
 
     ``open`` indexes the dataset's passages once (in ``eval_store``, reused by
     later runs) and asks with no context; ``distractor`` and ``oracle`` search
@@ -249,6 +237,8 @@ def evaluate(
         RunFolderBusy: another evaluation is writing ``run_dir`` (a ``RuntimeError``).
         ValueError: an unknown method or setting, or ``run_dir`` holds a run with other settings.
     """
+    how = options or EvalOptions()
+    setting, limit, sample, seed = how.setting, how.limit, how.sample, how.seed
     ds = dataset if isinstance(dataset, Dataset) else load_dataset(dataset)
     methods = list(methods)
     unknown = [m for m in methods if m not in METHODS]
@@ -275,31 +265,14 @@ def evaluate(
         "max_steps": ctx.max_steps,
         "router": ctx.router,
         "demonstrations": ctx.demonstrations,
-        "concurrency": concurrency,
-        "retrieval_only": retrieval_only,
-        "evaluators": [getattr(e, "__name__", type(e).__name__) for e in evaluators],
-        "judge": judge,
+        "concurrency": how.concurrency,
+        "retrieval_only": how.retrieval_only,
+        "evaluators": [getattr(e, "__name__", type(e).__name__) for e in how.evaluators],
+        "judge": how.judge,
     }
-    run_dir = _run_folder(run_dir, runs_root, ds.name)
+    run_dir = _run_folder(how.run_dir, how.runs_root, ds.name)
     with run_folder_lock(run_dir):  # one evaluation writes a run folder at a time, across processes
-        how = _How(
-            setting, eval_store, retrieval_only, tuple(evaluators), judge, concurrency, progress, checkpoints
-        )
         return _fill(run_dir, ds, ctx, config, examples, methods, how)
-
-
-@dataclasses.dataclass(frozen=True)
-class _How:
-    """How ``evaluate`` runs, past what it runs (``evaluate``'s arguments of the same names)."""
-
-    setting: Setting
-    eval_store: str
-    retrieval_only: bool
-    evaluators: tuple[Evaluator, ...]
-    judge: str | None
-    concurrency: int
-    progress: bool
-    checkpoints: str | Path | None = None
 
 
 def _fill(
@@ -309,7 +282,7 @@ def _fill(
     config: dict,
     examples: list[Example],
     methods: list[str],
-    how: _How,
+    how: EvalOptions,
 ) -> Path:
     """``evaluate``'s work once it holds the run folder's lock: check or write ``config.json``,
     open the corpus, and run what ``rows.jsonl`` does not hold yet (read under the lock, so

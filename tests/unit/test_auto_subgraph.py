@@ -22,7 +22,7 @@ import pytest
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from rag_graphs.catalog import METHODS
-from rag_graphs.eval import evaluate
+from rag_graphs.eval import EvalOptions, evaluate
 from rag_graphs.eval.rows import read_rows
 from rag_graphs.llm.faults import RunFailed
 from rag_graphs.methods import get_graph
@@ -157,10 +157,12 @@ def test_eval_retrieval_only_with_auto_makes_no_answer_call(tiny, make_context, 
         tiny,
         context=ctx,
         methods=["auto"],
-        retrieval_only=True,
-        run_dir=tmp_path / "run",
-        eval_store=str(tmp_path / "eval.db"),
-        progress=False,
+        options=EvalOptions(
+            retrieval_only=True,
+            run_dir=tmp_path / "run",
+            eval_store=str(tmp_path / "eval.db"),
+            progress=False,
+        ),
     )
     rows = read_rows(run_dir)
     assert len(model.calls) == 3 * 4  # per question fixed_step's 2 queries and 2 intermediate answers

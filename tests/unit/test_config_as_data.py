@@ -20,7 +20,7 @@ from langchain_core.prompts import ChatPromptTemplate
 
 import rag_graphs.prompts as prompts
 from rag_graphs.config.tracing import spec_name, trace_config
-from rag_graphs.eval import evaluate, load_dataset, read_rows, write_report
+from rag_graphs.eval import EvalOptions, evaluate, load_dataset, read_rows, write_report
 from rag_graphs.eval.mining import mine_demonstrations
 from rag_graphs.eval.rows import read_config
 from rag_graphs.ingestion.convert.captioning import (
@@ -209,7 +209,7 @@ def test_run_directories_are_checked_before_anything_runs(tiny, tmp_path):
     a_file = tmp_path / "run.txt"
     a_file.write_text("not a run")
     with pytest.raises(ValueError, match=f"run directory must be a folder, {a_file} is a file"):
-        evaluate(tiny, ["naive"], run_dir=a_file, progress=False)
+        evaluate(tiny, ["naive"], options=EvalOptions(run_dir=a_file, progress=False))
     with pytest.raises(FileNotFoundError, match=f"run directory not found: {tmp_path}/missing"):
         read_config(tmp_path / "missing")
     with pytest.raises(FileNotFoundError, match="run configuration of .* not found: .*config.json"):
@@ -331,9 +331,7 @@ def test_an_evaluator_run_directory_holds_no_key(
         tiny,
         ["naive"],
         context=ctx,
-        run_dir=tmp_path / "run",
-        eval_store=str(tmp_path / "eval.db"),
-        progress=False,
+        options=EvalOptions(run_dir=tmp_path / "run", eval_store=str(tmp_path / "eval.db"), progress=False),
     )
     write_report(run)
     rows = read_rows(run)

@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 
 from rag_graphs.cli import app
 from rag_graphs.eval import (
+    EvalOptions,
     answer_contained,
     bootstrap_ci,
     common_questions,
@@ -176,14 +177,9 @@ def eval_ctx(make_context, tmp_path):
 
 def _evaluate(tiny, ctx, tmp_path, **kwargs):
     kwargs.setdefault("methods", ["naive", "fixed_step"])
-    return evaluate(
-        tiny,
-        context=ctx,
-        run_dir=tmp_path / "run",
-        eval_store=str(tmp_path / "eval.db"),
-        progress=False,
-        **kwargs,
-    )
+    methods = kwargs.pop("methods")
+    where = {"run_dir": tmp_path / "run", "eval_store": str(tmp_path / "eval.db"), "progress": False}
+    return evaluate(tiny, methods, context=ctx, options=EvalOptions(**where, **kwargs))
 
 
 def test_a_run_writes_one_scored_row_per_method_and_question(tiny, eval_ctx, tmp_path):
@@ -462,7 +458,7 @@ def test_cli_eval_passes_retrieval_only_and_k_and_a_resume_keeps_them(tiny, eval
     calls: list[tuple[Path, dict]] = []
 
     def fake_evaluate(dataset, methods, **kwargs):
-        calls.append((dataset, kwargs))
+        calls.append((dataset, {**kwargs, **vars(kwargs["options"])}))
         return run
 
     monkeypatch.setattr(rag_graphs.eval, "evaluate", fake_evaluate)
@@ -530,9 +526,12 @@ def test_cli_eval_judge_loads_the_judge_before_any_run_and_refuses_retrieval_onl
         lambda spec, max_tokens: loaded.append((spec, max_tokens)) or judge,
     )
     calls: list[dict] = []
-    monkeypatch.setattr(
-        rag_graphs.eval, "evaluate", lambda dataset, methods, **kw: calls.append(kw) or tmp_path
-    )
+
+    def fake_evaluate(dataset, methods, **kw):
+        calls.append(vars(kw["options"]))
+        return tmp_path
+
+    monkeypatch.setattr(rag_graphs.eval, "evaluate", fake_evaluate)
     monkeypatch.setattr(rag_graphs.eval, "write_report", lambda run: tmp_path / "report.md")
     result = CliRunner().invoke(app, ["eval", "--dataset", str(tiny), "--judge", "openai:judge-model"])
     assert result.exit_code == 0, result.output

@@ -9,7 +9,7 @@ import json
 import pytest
 from langchain_core.messages import AIMessage
 
-from rag_graphs.eval import evaluate, load_dataset, read_rows
+from rag_graphs.eval import EvalOptions, evaluate, load_dataset, read_rows
 from rag_graphs.eval.corpus import PIECE_CHARS, collection_name, corpus_documents
 from tests.conftest import RecordingChat, write_jsonl
 
@@ -20,14 +20,9 @@ def _recording() -> RecordingChat:
 
 def _evaluate(dataset, ctx, tmp_path, run: str, **kwargs):
     kwargs.setdefault("methods", ["naive"])
-    return evaluate(
-        dataset,
-        context=ctx,
-        run_dir=tmp_path / run,
-        eval_store=str(tmp_path / "eval.db"),
-        progress=False,
-        **kwargs,
-    )
+    methods = kwargs.pop("methods")
+    where = {"run_dir": tmp_path / run, "eval_store": str(tmp_path / "eval.db"), "progress": False}
+    return evaluate(dataset, methods, context=ctx, options=EvalOptions(**where, **kwargs))
 
 
 def _prompts(model: RecordingChat) -> str:

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 import rag_graphs.cli.evaluate as cli_evaluate
 import rag_graphs.eval
 from rag_graphs.cli import app
-from rag_graphs.eval import evaluate
+from rag_graphs.eval import EvalOptions, evaluate
 from rag_graphs.eval.rows import CONFIG, read_config
 
 
@@ -28,7 +28,7 @@ def asked(monkeypatch) -> list[tuple[str | None, str | None]]:
         return []
 
     def fake_evaluate(dataset, methods, **kwargs):
-        seen.append((loaded[-1], kwargs.get("judge")))
+        seen.append((loaded[-1], kwargs["options"].judge))
         raise ValueError("stop here")
 
     monkeypatch.setattr(cli_evaluate, "_judges", judges)
@@ -63,7 +63,11 @@ def test_evaluate_records_the_judge_and_a_resume_keeps_it(tiny, make_context, tm
         return make_context(chat_model=model, k=2)
 
     common = dict(run_dir=tmp_path / "run", eval_store=str(tmp_path / "eval.db"), progress=False)
-    run = evaluate(tiny, ["naive"], context=ctx(), limit=1, judge="openai:judge-model", **common)
+    run = evaluate(
+        tiny, ["naive"], context=ctx(), options=EvalOptions(**common, limit=1, judge="openai:judge-model")
+    )
     assert read_config(run)["judge"] == "openai:judge-model"
-    evaluate(tiny, ["naive"], context=ctx(), limit=1, **common)  # resumed from Python, no judge named
+    evaluate(
+        tiny, ["naive"], context=ctx(), options=EvalOptions(**common, limit=1)
+    )  # resumed from Python, no judge named
     assert read_config(run)["judge"] == "openai:judge-model"

@@ -22,7 +22,7 @@ from langchain_core.messages import AIMessage
 from typer.testing import CliRunner
 
 from rag_graphs.cli import app
-from rag_graphs.eval import evaluate, read_rows
+from rag_graphs.eval import EvalOptions, evaluate, read_rows
 from rag_graphs.eval.rows import RunFolderBusy
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,7 +36,7 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 from rag_graphs.config.context import RagContext
-from rag_graphs.eval import evaluate
+from rag_graphs.eval import EvalOptions, evaluate
 
 dataset, run_dir, store, started, release = sys.argv[1:]
 
@@ -52,7 +52,8 @@ ctx = RagContext(
     chat_model=model, embeddings=DeterministicFakeEmbedding(size=32), store_uri=store,
     collection="test", search_mode="hybrid",
 )
-evaluate(dataset, ["naive"], context=ctx, run_dir=run_dir, eval_store=store, progress=False)
+where = EvalOptions(run_dir=run_dir, eval_store=store, progress=False)
+evaluate(dataset, ["naive"], context=ctx, options=where)
 """
 
 
@@ -80,7 +81,9 @@ def _second(tiny: Path, run: Path, tmp_path: Path, make_context) -> Path:
     model = Held(messages=iter([AIMessage(content="Korvik [1].")] * 3))
     ctx = make_context(chat_model=model, search_mode="hybrid")
     store = str(tmp_path / "second.db")
-    return evaluate(tiny, ["naive"], context=ctx, run_dir=run, eval_store=store, progress=False)
+    return evaluate(
+        tiny, ["naive"], context=ctx, options=EvalOptions(run_dir=run, eval_store=store, progress=False)
+    )
 
 
 def test_a_second_process_on_a_run_folder_being_written_is_refused(tiny, tmp_path, make_context):

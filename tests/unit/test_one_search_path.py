@@ -17,6 +17,7 @@ import pytest
 from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 
+from rag_graphs.eval import EvalOptions
 from rag_graphs.eval.rows import read_rows
 from rag_graphs.eval.runner import evaluate
 from rag_graphs.ingestion import ingest
@@ -141,11 +142,10 @@ def test_an_evaluator_run_with_per_question_filters_builds_one_plan(
     run = evaluate(
         tiny,
         context=ctx,
-        run_dir=tmp_path / "run",
-        eval_store=str(tmp_path / "eval.db"),
-        progress=False,
         methods=["naive"],
-        setting="oracle",
+        options=EvalOptions(
+            run_dir=tmp_path / "run", eval_store=str(tmp_path / "eval.db"), progress=False, setting="oracle"
+        ),
     )
     rows = read_rows(run)
     assert len(rows) == 3 and all(r["recall"] == 1.0 for r in rows)  # each question its own filter
