@@ -4,7 +4,7 @@ EM and F1 score words: a copied passage can score EM 1 and a correct sentence EM
 model reads meaning. Every judge here is an evaluator function in the shape LangSmith's
 ``evaluate`` and openevals share, ``judge(*, inputs, outputs, reference_outputs)`` returning
 ``{"key", "score", "comment"}``, so the two ecosystems' evaluators run beside ours
-(``evaluate(..., evaluators=[...])``) and ours run in theirs. What an evaluator reads:
+(``evaluate(..., options=EvalOptions(evaluators=[...]))``) and ours run in theirs. What an evaluator reads:
 
 - ``inputs``: ``{"question"}``;
 - ``outputs``: ``{"answer", "citations", "passages"}``, where ``passages`` maps each cited
