@@ -9,7 +9,10 @@ is fetched here instead, and every hop is checked before it is requested:
 - the host must resolve to public addresses only (no loopback, private, link-local,
   multicast, reserved or unspecified address), unless ``allow_private`` is set,
   the same opt-in (``IngestOptions.allow_fetch``) that lets documents fetch their
-  images;
+  images; an IPv6 address that carries an IPv4 one (``embedded_ipv4``: NAT64, 6to4,
+  Teredo, IPv4-mapped or -compatible) is judged by that IPv4 address too, since the
+  packets reach it: ``64:ff9b::a9fe:a9fe`` is ``169.254.169.254`` behind a NAT64
+  gateway, though Python's ``ipaddress`` calls it global;
 - redirects are followed by hand, at most ``MAX_REDIRECTS``, each one checked again;
 - the body is read in a stream and refused past the file size limit.
 
@@ -74,14 +77,52 @@ def check_url(url: str, *, allow_private: bool = False) -> None:
         infos = socket.getaddrinfo(parts.hostname, parts.port or 0, proto=socket.IPPROTO_TCP)
     except socket.gaierror as exc:
         raise ValueError(f"{shown}: cannot resolve {parts.hostname} ({exc.strerror})") from exc
+    if allow_private:
+        return
     for info in infos:
         address = ipaddress.ip_address(str(info[4][0]).split("%")[0])
-        if not allow_private and not address.is_global:
+        if not public(address):
+            inner = embedded_ipv4(address)
+            carried = f" (it carries the IPv4 address {inner})" if inner is not None else ""
             raise ValueError(
-                f"{shown}: refused, {parts.hostname} resolves to {address}, a non-public address "
-                "(loopback, private, link-local or reserved); allow it with --allow-fetch "
+                f"{shown}: refused, {parts.hostname} resolves to {address}{carried}, a non-public "
+                "address (loopback, private, link-local or reserved); allow it with --allow-fetch "
                 "(IngestOptions.allow_fetch) if you trust it"
             )
+
+
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")  # RFC 6052's well-known prefix
+_NAT64_LOCAL = ipaddress.IPv6Network("64:ff9b:1::/48")  # RFC 8215: a network's own translators
+_COMPATIBLE = ipaddress.IPv6Network("::/96")  # deprecated IPv4-compatible (RFC 4291)
+_TRANSLATED = ipaddress.IPv6Network("::ffff:0:0:0/96")  # SIIT's IPv4-translated (RFC 2765)
+
+
+def embedded_ipv4(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 ``address`` carries, which its packets may reach: IPv4-mapped
+    (``::ffff:a.b.c.d``), IPv4-compatible (``::a.b.c.d``), IPv4-translated, NAT64
+    (``64:ff9b::a.b.c.d``), 6to4 (``2002:AABB:CCDD::/48``) or Teredo (``2001::/32``, its
+    client's address, stored inverted); None for any other address."""
+    if not isinstance(address, ipaddress.IPv6Address):
+        return None
+    if address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    if address.sixtofour is not None:
+        return address.sixtofour
+    if address.teredo is not None:
+        return address.teredo[1]
+    if any(address in net for net in (_NAT64, _COMPATIBLE, _TRANSLATED)):
+        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    return None
+
+
+def public(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    """Whether ``address`` and any IPv4 address it carries (``embedded_ipv4``) are global: what
+    the guard lets a fetch reach. A local NAT64 prefix (``64:ff9b:1::/48``) is never public: how a
+    network's own translator embeds IPv4 addresses in it is its own choice."""
+    if isinstance(address, ipaddress.IPv6Address) and address in _NAT64_LOCAL:
+        return False
+    inner = embedded_ipv4(address)
+    return address.is_global and (inner is None or inner.is_global)
 
 
 @dataclass(frozen=True)
