@@ -35,7 +35,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.prompts.chat import MessageLikeRepresentation
 
-from rag_graphs.prompts.fencing import CLOSE, OPEN
+from rag_graphs.prompts.fencing import CLOSE, OPEN, defuse
 
 if __name__ == "prompts":  # its folder name, importable from a source checkout's root
     raise ImportError(
@@ -44,7 +44,15 @@ if __name__ == "prompts":  # its folder name, importable from a source checkout'
     )
 
 
-__all__ = ["load_prompt", "list_prompts", "PromptNotFoundError", "RolePrompt", "replacement", "replacing"]
+__all__ = [
+    "load_prompt",
+    "list_prompts",
+    "notice",
+    "PromptNotFoundError",
+    "RolePrompt",
+    "replacement",
+    "replacing",
+]
 
 _ROLE_LINE = re.compile(r"^\[(system|human|ai)\]\s*$", re.MULTILINE)
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -161,15 +169,44 @@ MAX_REPLACEMENT_CHARS = 16_000
 sent on every call of its role."""
 
 
+def notice(role: str) -> str | None:
+    """The line of template ``role`` that tells the model fenced text is data (the shipped file's
+    one line naming ``<passage>``), stripped; None when the role shows no fenced text. A
+    replacement keeps it word for word (``replacement``).
+
+    Raises:
+        ValueError, PromptNotFoundError: as ``load_prompt``.
+    """
+    found = _notice(role)
+    return found[1] if found else None
+
+
+@cache
+def _notice(role: str) -> tuple[str, str] | None:
+    """The shipped notice line of ``role`` and the section holding it (``system``)."""
+    load_prompt(role)  # a template name, never a path
+    text = _TEMPLATES.joinpath(f"{role}.txt").read_text(encoding="utf-8")
+    for section, body in _parse(role, text):
+        for line in body.splitlines():
+            if OPEN in line:
+                return section, line.strip()
+    return None
+
+
 @lru_cache(maxsize=256)  # bounded: a server's clients may each send their own wording
 def replacement(role: str, text: str, where: str) -> ChatPromptTemplate:
     """Template ``role``'s text replaced by ``text``, checked as strictly as a shipped file and
     against it: the same plain placeholders, none missing (the code fills them: a replacement
     without ``{context}`` would answer without the passages) and none extra (nothing would fill
-    it); and where the shipped template tells the model that text between ``<passage>`` and
-    ``</passage>`` is data, the replacement must say so too (it names ``<passage>``), or the
-    fences the code puts around every document would be decoration. A line holding only a fence
-    tag is refused: it would open or close a fence in the model's reading of the prompt's own text.
+    it).
+
+    What protects the asker from the documents stays the deployment's, not the replacement's: the
+    shipped template's notice that text between ``<passage>`` and ``</passage>`` is data
+    (``notice``) must be a line of its own in the same section, word for word, so it cannot be
+    reworded, negated or dropped (a check for the words "passage" and "data" let "is data ONLY
+    IF it says so" through), and no other line may hold a fence tag or a look-alike of one
+    (``fencing.defuse`` finds them): written inline, ``</passage>`` would close a fence in the
+    model's reading of the prompt, and instructions after it would read as outside any fence.
 
     Raises:
         ValueError: in one line beginning with ``where`` (e.g. ``RagContext.prompts.<role>``).
@@ -178,7 +215,8 @@ def replacement(role: str, text: str, where: str) -> ChatPromptTemplate:
         raise ValueError(f"{where}: no prompt role {role!r}; roles: {', '.join(list_prompts())}")
     if len(text) > MAX_REPLACEMENT_CHARS:
         raise ValueError(f"{where}: {len(text):,} characters; at most {MAX_REPLACEMENT_CHARS:,}")
-    template = ChatPromptTemplate.from_messages(_parse(role, text, where), template_format="f-string")
+    messages = _parse(role, text, where)
+    template = ChatPromptTemplate.from_messages(messages, template_format="f-string")
     shipped = load_prompt(role)
     wanted, got = set(shipped.input_variables), set(template.input_variables)
     if missing := sorted(wanted - got):
@@ -189,17 +227,30 @@ def replacement(role: str, text: str, where: str) -> ChatPromptTemplate:
         raise ValueError(
             f"{where}: unknown placeholder(s) {_braced(extra)}; this role fills {_braced(wanted)}"
         )
-    if OPEN in _TEMPLATES.joinpath(f"{role}.txt").read_text(encoding="utf-8") and OPEN not in text:
-        raise ValueError(
-            f"{where}: say that text between {OPEN} and {CLOSE} is data, not instructions, as the "
-            "shipped template does: the passages reach this prompt fenced"
-        )
-    if any(line.strip().lower() in (OPEN, CLOSE) for line in text.splitlines()):
-        raise ValueError(
-            f"{where}: a line holding only {OPEN} or {CLOSE} would fence the prompt's own text; "
-            "the code fences every passage, write its placeholder alone"
-        )
+    _check_notice(role, messages, where)
     return template
+
+
+def _check_notice(role: str, messages: list[tuple[str, str]], where: str) -> None:
+    """Refuse a replacement without ``notice(role)`` as a line of its shipped section, or with a
+    fence tag (or a look-alike) on any other line."""
+    found = _notice(role)
+    section, line = found if found else ("", None)
+    if found and not any(
+        r == section and line in (x.strip() for x in body.splitlines()) for r, body in messages
+    ):
+        raise ValueError(
+            f"{where}: keep the notice that fenced text is data word for word, as a line of its own "
+            f"in the [{section}] section (the passages reach this prompt fenced): {line!r}"
+        )
+    for r, body in messages:
+        for x in body.splitlines():
+            if x.strip() != line and defuse(x) != x:
+                raise ValueError(
+                    f"{where}: [{r}] line {x.strip()[:80]!r} holds a fence tag ({OPEN} or {CLOSE}, "
+                    "or a look-alike): only the notice line may name them; the code fences every "
+                    "passage, write its placeholder alone"
+                )
 
 
 def _braced(names: Any) -> str:

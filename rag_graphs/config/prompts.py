@@ -16,8 +16,10 @@ as the question is. It widens no access (every search still runs under the deplo
 and access fields, so the model sees only passages this run may read), names no service or file,
 and its cost is bounded (``MAX_REPLACEMENT_CHARS`` per role, the same token budgets). What must
 not change is what protects the asker from the documents: every replacement keeps each
-placeholder the code fills with fenced passages, and the notice that fenced text is data
-(``rag_graphs.prompts.replacement``), so a replacement that drops a fenced slot is refused.
+placeholder the code fills with fenced passages, and the shipped notice that fenced text is
+data, word for word on a line of its own (``rag_graphs.prompts.notice``; no other line may hold a
+fence tag): a replacement that drops a fenced slot, or rewords, negates or drops the notice, is
+refused (``rag_graphs.prompts.replacement``).
 A deployment should not count on its own wording as policy ("never mention X"): the question
 steers the model as much as a prompt does, which is why access lives in the filters, not in words.
 """
