@@ -18,7 +18,9 @@ the run's checkpoints.
 The tables are made on first use (``setup()``, once per URI in a process), under an
 advisory lock of their own: two workers starting at once would otherwise race on the
 migrations table. A URI that cannot be reached or used fails at once with one line
-naming ``--checkpoints``, its password masked (``config.threads.unreachable``).
+naming ``--checkpoints``, its password masked (``config.threads.unreachable``); a malformed
+URI, or a value that is neither a SQLite file nor a PostgreSQL URI, is refused before any
+connection or file (``config.threads.postgres_uri``, ``checkpoint_file``).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from rag_graphs.config.threads import (
     checkpoint_file,
     damaged_as_error,
     is_postgres,
+    postgres_uri,
     thread_lock,
     unreachable,
 )
@@ -146,7 +149,7 @@ def thread_saver(checkpoints: str | Path, thread_id: str) -> Iterator[BaseCheckp
     import psycopg
     from langgraph.checkpoint.postgres import PostgresSaver
 
-    uri = str(checkpoints).strip()
+    uri = postgres_uri(str(checkpoints))  # checked before any connection: one line, password masked
     with _postgres_errors(uri):
         conn = psycopg.Connection.connect(uri, **_connect_args(uri))
     with conn, _postgres_errors(uri):
@@ -180,7 +183,7 @@ async def athread_saver(checkpoints: str | Path, thread_id: str) -> AsyncIterato
     import psycopg
     from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 
-    uri = str(checkpoints).strip()
+    uri = postgres_uri(str(checkpoints))  # checked before any connection: one line, password masked
     with _postgres_errors(uri):
         conn = await psycopg.AsyncConnection.connect(uri, **_connect_args(uri))
     async with conn:
