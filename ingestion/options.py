@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any
@@ -161,6 +162,41 @@ def options_with(options: IngestOptions | None, overrides: Mapping[str, Any]) ->
             f"its settings are {', '.join(OPTION_NAMES)} (or pass options=IngestOptions(...))"
         )
     return replace(options or IngestOptions(), **overrides)
+
+
+LABEL_ENV = {"tenant": "RAG_GRAPHS_TENANT", "tags": "RAG_GRAPHS_TAGS"}
+"""The environment variables that restrict a run's reads to labels (``RagContext.tenant``/``tags``)."""
+
+
+def with_context_labels(options: IngestOptions, named: Iterable[str], context: Any) -> IngestOptions:
+    """``options`` with each access label the call leaves unset (not a keyword in ``named``, empty
+    in ``options``) taken from ``context`` (a ``RagContext``), or, without one, from
+    ``RAG_GRAPHS_TENANT``/``RAG_GRAPHS_TAGS`` read as ``RagContext()`` reads them.
+
+    The variables that restrict every search to a tenant used to be ignored by ingest: its chunks
+    were stored unlabelled, out of reach of that tenant's searches, without a word. A keyword
+    (``tenant=None`` included) or a label in ``options`` is the call's own and wins, as ``ask
+    --tenant`` wins over the environment.
+
+    Raises:
+        pydantic.ValidationError: a variable set but naming nothing (``RAG_GRAPHS_TENANT=``), as
+            ``RagContext()`` refuses it.
+    """
+    unset = {
+        name
+        for name in LABEL_ENV
+        if name not in named and not getattr(options, name)  # tenant None, tags ()
+    }
+    if not unset:
+        return options
+    if context is None:
+        if not any(os.environ.get(LABEL_ENV[name]) is not None for name in unset):
+            return options
+        from rag_graphs.config.context import RagContext
+
+        context = RagContext()
+    found = {name: getattr(context, name, None) for name in unset}
+    return replace(options, **{name: value for name, value in found.items() if value})
 
 
 def check_bounds(max_file_bytes: Any, timeout: Any) -> None:

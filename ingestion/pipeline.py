@@ -29,7 +29,7 @@ from rag_graphs.ingestion.convert.chunking import chunk_document
 from rag_graphs.ingestion.convert.discover import find_files
 from rag_graphs.ingestion.convert.entry import convert
 from rag_graphs.ingestion.convert.urls import UrlSources
-from rag_graphs.ingestion.options import IngestOptions, access_labels, options_with
+from rag_graphs.ingestion.options import IngestOptions, access_labels, options_with, with_context_labels
 from rag_graphs.ingestion.report import FileResult, IngestReport
 from rag_graphs.ingestion.storing import Group, store_group
 from rag_graphs.ingestion.unchanged import UnchangedFiles
@@ -84,7 +84,10 @@ def ingest(
         progress: show a progress bar.
         on_file: called after each file, for live reporting.
         options: which files to take and how to convert, caption and label them
-            (``IngestOptions``; its defaults when not given).
+            (``IngestOptions``; its defaults when not given). An access label neither it nor a
+            keyword sets is ``context``'s (``RagContext.tenant``/``tags``), or without a context
+            ``RAG_GRAPHS_TENANT``/``RAG_GRAPHS_TAGS``'s: the chunks are stored where the
+            searches of that setting look (``options.with_context_labels``).
         **settings: any ``IngestOptions`` field by name (``include``, ``exclude``,
             ``follow_links``, ``captioner``, ``caption_prompt``, ``allow_fetch``, ``max_file_bytes``,
             ``docling_serve``, ``timeout``, ``tenant``, ``tags``, ``entities``), replacing that
@@ -100,7 +103,7 @@ def ingest(
         ingestion.store.lite.StoreLockedError: another process holds the store.
     """
     start = time.perf_counter()
-    options = options_with(options, settings)
+    options = with_context_labels(options_with(options, settings), settings, context)
     sources = UrlSources.fetch(
         list(paths), max_bytes=options.max_file_bytes, allow_private=options.allow_fetch
     )

@@ -109,6 +109,7 @@ def ingest(
     Unchanged files (same bytes, same chunk settings) are skipped before conversion;
     a changed file (or new --tenant/--tag labels) replaces its old chunks.
     `ask --tenant/--tag/--source` searches only what carries those labels.
+    Without --tenant/--tag, RAG_GRAPHS_TENANT/RAG_GRAPHS_TAGS label the chunks.
     """
     from rag_graphs.ingestion import ingest as run_ingest
     from rag_graphs.ingestion.options import megabytes
@@ -149,8 +150,8 @@ def ingest(
             max_file_bytes=megabytes(max_file_mb),
             docling_serve=docling_serve,
             timeout=timeout or None,
-            tenant=tenant,
-            tags=tag or (),
+            tenant=tenant or ctx.tenant,  # RAG_GRAPHS_TENANT / _TAGS, as `ask` reads them
+            tags=tag or ctx.tags,
             entities=(entities or "auto") if graph else None,
             force=force,
         )
