@@ -236,7 +236,7 @@ def _check_notice(role: str, messages: list[tuple[str, str]], where: str) -> Non
     fence tag (or a look-alike) on any other line."""
     found = _notice(role)
     section, line = found if found else ("", None)
-    if found and not any(
+    if line is not None and not any(
         r == section and line in (x.strip() for x in body.splitlines()) for r, body in messages
     ):
         raise ValueError(
