@@ -150,8 +150,8 @@ def ingest(
             max_file_bytes=megabytes(max_file_mb),
             docling_serve=docling_serve,
             timeout=timeout or None,
-            tenant=tenant or ctx.tenant,  # RAG_GRAPHS_TENANT / _TAGS, as `ask` reads them
-            tags=tag or ctx.tags,
+            tenant=ctx.tenant if tenant is None else tenant,  # RAG_GRAPHS_TENANT/_TAGS, as `ask` reads them
+            tags=ctx.tags if tag is None else tag,
             entities=(entities or "auto") if graph else None,
             force=force,
         )

@@ -88,3 +88,5 @@ def test_the_cli_ingest_labels_with_the_variables_unless_a_flag_is_given(
     (hit,) = _found(store, fake_embeddings, tenant="globex")
     assert hit["tenant"] == "globex" and hit["tags"] == ["hr"]
     assert _found(store, fake_embeddings, tenant="acme") == []  # relabelled: replaced, not copied
+    result = CliRunner().invoke(app, [*args, "--tenant", ""], env=env)  # an empty flag: refused as before
+    assert result.exit_code == 1 and "tenant='': expected a non-empty string" in result.output
