@@ -55,8 +55,9 @@ SQLITE_URI = "sqlite:///"
 """SQLAlchemy's spelling of a SQLite file: ``sqlite:///rel.sqlite``, ``sqlite:////abs.sqlite``."""
 _SCHEME = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]+:)+")  # ``jdbc:postgresql:``; ``C:`` is a drive
 _KEYWORDS = re.compile(r"^[A-Za-z_]\w*\s*=")  # libpq's ``host=db user=rag password=...``
-_USERINFO = re.compile(r"^((?:[A-Za-z][A-Za-z0-9+.-]*:)+(?://)?)[^/?#]*@")
-"""A URI's scheme(s) and user info, also in a URI ``urlsplit`` refuses (an unclosed ``[``)."""
+_USERINFO = re.compile(r"^((?:[A-Za-z][A-Za-z0-9+.-]*:)+(?://)?).*@", re.DOTALL)
+"""A URI's scheme(s), then all up to its last ``@``: the user info, also in a URI ``urlsplit``
+refuses (an unclosed ``[``) or whose password holds an unescaped ``/`` or ``@``."""
 _PAIR = re.compile(r"(^|[?&;\s])([A-Za-z_][\w.-]*)(\s*=\s*)('(?:[^'\\]|\\.)*'?|[^&;\s]*)")
 """A ``name=value`` word: libpq's (``password='a b'``) or a query's (``?password=x``)."""
 _PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
@@ -110,12 +111,18 @@ def postgres_uri(checkpoints: str) -> str:
     if _PERCENT.search(uri):
         raise unreachable(uri, "a % that does not start a %XX escape; write a % itself as %25")
     try:
-        parts = urlsplit(uri)
-        parts.port  # noqa: B018 - read for its check: a bad port or bracket raises
+        parts = urlsplit(uri)  # an unclosed [ raises here; the message quotes nothing
     except ValueError as exc:
         raise unreachable(uri, f"not a valid URI ({exc})") from None
-    if parts.netloc.count("@") > 1:  # libpq would take the password's tail for the host, and quote it
-        raise unreachable(uri, "more than one @ before the host; write an @ in a user or password as %40")
+    if parts.netloc.count("@") > 1 or "@" in uri.partition("://")[2] and "@" not in parts.netloc:
+        # libpq would take a piece of the password for the host or port, and quote it
+        raise unreachable(
+            uri, "write an @, /, ? or # in a user or password as %40, %2F, %3F or %23 (one @ ends them)"
+        )
+    try:
+        parts.port  # noqa: B018 - read for its check (the port is after the user info: no secret)
+    except ValueError as exc:
+        raise unreachable(uri, f"not a valid URI ({exc})") from None
     return uri
 
 

@@ -78,6 +78,8 @@ def test_a_spec_that_is_neither_sqlite_nor_postgres_is_refused_and_nothing_is_ma
         (f"postgresql://rag:{SECRET}%zz@db/checkpoints", "a % that does not start a %XX escape"),
         (f"postgresql://rag:{SECRET} x@db/checkpoints", "a blank or control character"),
         (f"postgres://rag:{SECRET}@db:54x32/checkpoints", "not a valid URI"),  # a port that is no number
+        ("postgresql://rag:hunter2/secret@db/checkpoints", "%2F"),  # libpq took 'rag:hunter2' for host:port
+        ("postgresql://rag:hunter2@secret@db/checkpoints", "%40"),
     ],
 )
 def test_a_malformed_postgres_uri_is_one_line_without_its_password(uri, why, make_context) -> None:
