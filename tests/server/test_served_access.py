@@ -20,6 +20,7 @@ import json
 import os
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
@@ -283,3 +284,37 @@ def test_a_cost_knob_above_the_deployments_cap_is_refused_naming_the_field_and_c
         None, "multi_query", input={"question": QUESTION}, context={**CONTEXT, "num_queries": 4}
     )
     assert read(fine) == {"alice"}
+
+
+def wait_for(find, seconds: float):
+    """``find()`` once it is truthy, polling every half second for up to ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while not (found := find()):
+        assert time.monotonic() < deadline, f"nothing after {seconds} s"
+        time.sleep(0.5)
+    return found
+
+
+def test_a_crons_runs_read_as_its_user_and_stop_once_its_key_is_revoked(server, users_file):
+    """The server starts a cron's runs as its creator by identity alone: they read under the
+    deployment's access (bob's cron read alice's passages), and a revoked key's cron kept running
+    and calling the model (attack round 4). Every few seconds here (a seconds field)."""
+    bob = client(server, "bob")
+    thread = bob.threads.create()["thread_id"]
+    cron = bob.crons.create_for_thread(
+        thread, "naive", schedule="* * * * * */2", input={"question": QUESTION}, context=CONTEXT
+    )
+    try:
+        wait_for(lambda: [r for r in bob.runs.list(thread) if r["status"] == "success"], 60)
+        assert read(bob.threads.get_state(thread)["values"]) == {"bob"}
+        rewrite(users_file, {k: v for k, v in USERS.items() if v["identity"] != "bob"})
+        time.sleep(2)  # a run started before the revocation may still finish
+        revoked = datetime.now(UTC)
+        time.sleep(12)  # two or more of the scheduler's rounds (every 5 s)
+        restored = datetime.now(UTC)
+        rewrite(users_file, USERS)
+        started = [datetime.fromisoformat(r["created_at"]) for r in bob.runs.list(thread, limit=100)]
+        assert not [t for t in started if revoked < t < restored], started
+    finally:
+        rewrite(users_file, USERS)
+        bob.crons.delete(cron["cron_id"])
