@@ -190,8 +190,10 @@ def check_run(value: Mapping[str, Any]) -> None:
 
 
 @auth.on.assistants
-async def own_assistants(ctx: Auth.types.AuthContext, value: Any) -> Auth.types.FilterType:
-    """The served graphs' assistants are everyone's to read and run; a user's own are theirs alone."""
+async def own_assistants(ctx: Auth.types.AuthContext, value: Any) -> dict[str, Any]:
+    """The served graphs' assistants are everyone's to read and run; a user's own are theirs alone.
+    (The server takes ``$or`` of filter groups, in memory and on Postgres; the SDK's
+    ``FilterType`` does not name it.)"""
     user = await current_user(ctx)
     if ctx.action in ("read", "search"):
         return {"$or": [owner_filter(user), dict(SYSTEM)]}
