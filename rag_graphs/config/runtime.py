@@ -8,7 +8,8 @@ the environment's (``RagContext()``), and a client may only narrow its access (a
 deployment sets none, tags and sources within the deployment's, a filter combined with the
 deployment's by AND) and may not name another store, collection, model, web search or file. It may
 word prompts its own way (``RagContext.prompts``, laid over the deployment's: see
-``rag_graphs.config.prompts`` for why that widens nothing).
+``rag_graphs.config.prompts`` for why that widens nothing), and set what a run costs (``k``,
+``num_queries``, loop and token budgets) up to the deployment's caps (``rag_graphs.config.caps``).
 A widening is refused in one line naming the field (attack round 3: ``{"tenant": null}`` or
 ``{"tenant": "globex"}`` read another tenant's passages, and a client-set web search endpoint
 made the server fetch a URL on its own loopback). Elsewhere a caller passing a context is the
@@ -16,9 +17,10 @@ deployment itself and is trusted as is.
 
 With an auth handler (``rag_graphs.serve.auth``) the server names the caller of each run
 (``config["configurable"]["langgraph_auth_user"]``, which LangGraph also gives a node as
-``runtime.server_info.user``); the access that user carries (``tenant``, ``tags``, ``sources``,
-``search_filter``) narrows the deployment's before the client's context narrows it further
-(``caller_access``): a client can only ever narrow what its user may read.
+``runtime.server_info.user``); the access that user's identity has in the users file when the
+node runs (``tenant``, ``tags``, ``sources``, ``search_filter``: ``rag_graphs.config.users``)
+narrows the deployment's before the client's context narrows it further (``caller_access``): a
+client can only ever narrow what its user may read, and a revoked user's runs stop.
 """
 
 from __future__ import annotations
@@ -28,8 +30,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
+from rag_graphs.config.caps import over_cap
 from rag_graphs.config.context import RagContext
 from rag_graphs.config.specs import all_of
+from rag_graphs.config.users import USERS, user_named, users_file
 
 SERVED = "RAG_GRAPHS_SERVED"
 """Environment variable: ``1`` marks a served deployment (``langgraph.json`` sets it): every run's
@@ -48,9 +52,11 @@ DEPLOYMENT_ONLY = (
     "demonstrations",
     "router_examples",
     "search_cache_path",
+    "search_cache",
     "retriever_timeout",
 )
-"""Fields a served run takes from its deployment only: the services and files it reaches."""
+"""Fields a served run takes from its deployment only: the services and files it reaches, and the
+process's search cache (``search_cache`` sizes the one cache every client's runs share)."""
 
 
 ACCESS_FIELDS = ("tenant", "tags", "sources", "search_filter")
@@ -132,7 +138,16 @@ def get_context(runtime: Any) -> RagContext:
 def caller_user(source: Any) -> dict[str, Any] | None:
     """The authenticated user of a served run, as a dict (``identity`` and the access it carries),
     from its ``Runtime`` (``server_info.user``) or its ``RunnableConfig``
-    (``configurable.langgraph_auth_user``); None without one (no auth handler, or not served)."""
+    (``configurable.langgraph_auth_user``); None without one (no auth handler, or not served).
+
+    With a users file (``RAG_GRAPHS_USERS``) the access is the file's for that identity now, not
+    what the server stored with the run: a cron's runs carry their creator's identity alone (which
+    read under the deployment's wider access), and a revoked key's crons went on running.
+
+    Raises:
+        ContextRefused: no key of the users file names the identity now (revoked).
+        UsersFileError: the users file is bad.
+    """
     if isinstance(source, Mapping):
         user = (source.get("configurable") or {}).get(AUTH_USER)
     else:
@@ -140,11 +155,19 @@ def caller_user(source: Any) -> dict[str, Any] | None:
     if user is None:
         return None
     if isinstance(user, Mapping):
-        return dict(user)
-    as_dict = getattr(user, "dict", None)  # the server's ProxyUser over the handler's dict
-    if callable(as_dict):
-        return dict(as_dict())
-    return {"identity": getattr(user, "identity", None)}
+        given = dict(user)
+    elif callable(as_dict := getattr(user, "dict", None)):  # the server's ProxyUser over the handler's dict
+        given = dict(as_dict())
+    else:
+        given = {"identity": getattr(user, "identity", None)}
+    if users_file() is None:
+        return given
+    now = user_named(str(given.get("identity") or ""))
+    if now is None:
+        raise ContextRefused(
+            f"user {given.get('identity')!r} holds no key in {USERS} now (revoked): the run stops"
+        )
+    return now.as_user()
 
 
 def caller_access(source: Any = None) -> Access:
@@ -175,8 +198,9 @@ def served_context(
 
     Raises:
         ContextRefused: the JSON widens the tenant, tags, sources or filter, or names a service or
-            file (``DEPLOYMENT_ONLY``) other than the deployment's; or the user's access is wider
-            than the deployment's.
+            file (``DEPLOYMENT_ONLY``) other than the deployment's, or sets a cost knob above the
+            deployment's cap (``rag_graphs.config.caps``); or the user's access is wider than the
+            deployment's.
     """
     deployment = RagContext()
     if isinstance(context, RagContext):  # what differs from the deployment is what the client sent
@@ -190,7 +214,10 @@ def served_context(
                 f"RagContext.{name}: a served run uses its deployment's value; a client may not set it "
                 "(set it in the server's environment)"
             )
-    return _narrowed(_bounded(deployment, user), sent, "this deployment" if not user else _whose(user))
+    narrowed = _narrowed(_bounded(deployment, user), sent, "this deployment" if not user else _whose(user))
+    if why := over_cap(narrowed, deployment):  # what a run costs: the deployment's caps
+        raise ContextRefused(why)
+    return narrowed
 
 
 def _whose(user: Mapping[str, Any]) -> str:

@@ -1,139 +1,72 @@
 """Per-user access on the LangGraph server: who calls, what their runs may read, whose threads
-they see. ``langgraph.json`` loads ``auth`` (``"auth": {"path": "./rag_graphs/serve/auth.py:auth"}``).
+and assistants they see, and what a client may not do to a thread. ``langgraph.json`` loads
+``auth`` (``"auth": {"path": "./rag_graphs/serve/auth.py:auth"}``).
 
 Authentication: with ``RAG_GRAPHS_USERS=/path/users.json`` each request must carry an API key
-(``x-api-key: <key>`` or ``Authorization: Bearer <key>``) that the file maps to a user::
+(``x-api-key: <key>`` or ``Authorization: Bearer <key>``) that the file maps to a user
+(``rag_graphs.config.users``: the file's format, and why one identity is one access). Without the
+variable every request is one local user, ``local``, with the deployment's access
+(``RAG_GRAPHS_TENANT``/``TAGS``/``SOURCES``/``SEARCH_FILTER``): ``langgraph dev`` keeps working
+with no key, as before auth existed, so do not expose such a server beyond loopback.
 
-    {"<api key>": {"identity": "alice", "tenant": "acme", "tags": ["hr"], "sources": [],
-                   "search_filter": null}}
+A run reads under the access its user's identity has in the users file when each node runs
+(``rag_graphs.config.runtime``), whatever the client sends and whatever the server stored with
+the run (a cron's runs carry their creator's identity alone).
 
-Without the variable every request is one local user, ``local``, with the deployment's access
-(the server's ``RAG_GRAPHS_TENANT``/``TAGS``/``SOURCES``/``SEARCH_FILTER``): ``langgraph dev``
-keeps working with no key, as before auth existed, so do not expose such a server beyond loopback.
+Authorization, on every action, for the user the users file names *now*: a user whose key was
+removed (revoked) is refused everything, including the runs their crons would start.
 
-The user's access fields travel with each of their runs (the server puts the user in
-``config["configurable"]["langgraph_auth_user"]``) and ``rag_graphs.config.runtime`` narrows
-the deployment's access by them before the client's context may narrow it further: what the
-client sends cannot lift them.
-
-Authorization: threads, runs and crons are stamped with ``metadata.owner`` when created and
-filtered by it on every read, search, update, delete and run, so one user cannot list, read or
-run on another's thread (the server answers 404). The served graphs' assistants are readable by
-everyone; an assistant a user creates is theirs alone. Store items live under the user's
-namespace.
+- Threads, runs and crons are stamped with their owner (``metadata.owner``, the identity, and
+  ``metadata.owner_tenant``, its tenant) when created and filtered by both on every read, search,
+  update, delete and run: one user cannot list, read or run on another's thread (the server
+  answers 404), nor can one identity moved to another tenant read its old tenant's threads.
+- Assistants: the served graphs' own (``created_by: system``) are everyone's; one a user creates
+  is theirs alone, to read, search, run and see as an MCP tool (attack round 4: another user
+  listed, read and ran it, and its prompt replacement ran over their own documents).
+- A thread's state is written by its graph only: state edits (``threads.update_state``) and
+  commands other than a resume (``goto``, ``update``) are refused on every thread; the indexing
+  graph's runs take no interrupts nor a checkpoint to start from, and no assistant of the
+  indexing graph can be made (attack round 4: an edited ``index`` thread deleted another tenant's
+  sources). The indexing graph's nodes also check their caller again (``rag_graphs.serve.indexing``).
+- Store items live under the user's namespace.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
-import threading
+import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from langgraph_sdk import Auth
 
-from rag_graphs.config.specs import check_filter
+from rag_graphs.config.users import (
+    LOCAL,
+    USERS,
+    User,
+    UsersFileError,
+    current_users,
+    load_users,
+    user_named,
+)
 
-USERS = "RAG_GRAPHS_USERS"
-"""Environment variable: the JSON file of API keys and the users they name (unset: one local user)."""
-LOCAL = "local"
-"""The identity of every request when ``RAG_GRAPHS_USERS`` is unset."""
+__all__ = ["LOCAL", "USERS", "User", "UsersFileError", "auth", "identify", "load_users", "owned"]
+
 OWNER = "owner"
 """The metadata key holding the identity of whoever created a thread, run, cron or assistant."""
+OWNER_TENANT = "owner_tenant"
+"""The metadata key holding the tenant of that identity when it created it (``""``: none)."""
+SYSTEM = {"created_by": "system"}
+"""The metadata the server gives the served graphs' own assistants."""
+INDEX_GRAPH = "index"
+"""The indexing graph's name in ``langgraph.json``."""
+_GRAPH_NAMESPACE = uuid.UUID("6ba7b821-9dad-11d1-80b4-00c04fd430c8")
+"""The namespace the LangGraph server derives a graph's own assistant id from (``uuid5``)."""
+INDEX_ASSISTANT = str(uuid.uuid5(_GRAPH_NAMESPACE, INDEX_GRAPH))
+"""The id of the indexing graph's own assistant, the one assistant its runs may come through."""
 log = logging.getLogger(__name__)
-ENTRY_FIELDS = ("identity", "tenant", "tags", "sources", "search_filter")
-
-
-class UsersFileError(ValueError):
-    """The users file is missing, not JSON, or an entry has a bad field."""
-
-
-@dataclass(frozen=True)
-class User:
-    """One caller: who they are, and the access (``RagContext`` fields) all their runs get."""
-
-    identity: str
-    tenant: str | None = None
-    tags: tuple[str, ...] = ()
-    sources: tuple[str, ...] = ()
-    search_filter: str | None = None
-
-    def as_user(self) -> dict[str, Any]:
-        """The dict the authenticate handler returns (LangGraph's ``MinimalUserDict`` and more)."""
-        return {
-            "identity": self.identity,
-            "permissions": [],
-            "tenant": self.tenant,
-            "tags": list(self.tags),
-            "sources": list(self.sources),
-            "search_filter": self.search_filter,
-        }
-
-
-def load_users(path: Path) -> dict[str, User]:
-    """The users file's API keys and users.
-
-    Raises:
-        UsersFileError: the file cannot be read or parsed, or an entry has a missing, unknown or
-            badly typed field (named as ``<file>: entry <n> (<identity>).<field>``; never the key).
-    """
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise UsersFileError(f"{USERS}={path}: cannot read it ({error.strerror or error})") from None
-    except ValueError as error:
-        raise UsersFileError(f"{USERS}={path}: not JSON ({error})") from None
-    if not isinstance(raw, dict):
-        raise UsersFileError(f"{USERS}={path}: must be a JSON object mapping API keys to users")
-    users: dict[str, User] = {}
-    for n, (key, entry) in enumerate(raw.items(), start=1):
-        where = f"{path}: entry {n}"
-        if not key.strip():
-            raise UsersFileError(f"{where}: the API key is empty")
-        users[key] = _user(entry, where)
-    return users
-
-
-def _user(entry: Any, where: str) -> User:
-    if not isinstance(entry, dict):
-        raise UsersFileError(f"{where}: must be an object with {list(ENTRY_FIELDS)}")
-    identity = entry.get("identity")
-    if not isinstance(identity, str) or not identity.strip():
-        raise UsersFileError(f"{where}.identity: must be a non-empty string")
-    where = f"{where} ({identity})"
-    unknown = sorted(set(entry) - set(ENTRY_FIELDS))
-    if unknown:
-        raise UsersFileError(f"{where}.{unknown[0]}: unknown field (known: {list(ENTRY_FIELDS)})")
-    tenant = entry.get("tenant")
-    if tenant is not None and (not isinstance(tenant, str) or not tenant.strip()):
-        raise UsersFileError(f"{where}.tenant: must be a non-empty string or null")
-    search_filter = entry.get("search_filter")
-    if search_filter is not None:
-        if not isinstance(search_filter, str) or not search_filter.strip():
-            raise UsersFileError(f"{where}.search_filter: must be a non-empty string or null")
-        try:
-            check_filter(search_filter)
-        except ValueError as error:
-            raise UsersFileError(f"{where}.search_filter: {error}") from None
-    return User(
-        identity=identity,
-        tenant=tenant,
-        tags=_labels(entry, "tags", where),
-        sources=_labels(entry, "sources", where),
-        search_filter=search_filter,
-    )
-
-
-def _labels(entry: Mapping[str, Any], name: str, where: str) -> tuple[str, ...]:
-    value = entry.get(name) or []
-    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
-        raise UsersFileError(f"{where}.{name}: must be a list of non-empty strings")
-    return tuple(value)
 
 
 def api_key(headers: Mapping[bytes, bytes]) -> str | None:
@@ -143,28 +76,6 @@ def api_key(headers: Mapping[bytes, bytes]) -> str | None:
         return key.decode("latin-1").strip() or None
     scheme, _, token = lowered.get(b"authorization", b"").decode("latin-1").partition(" ")
     return token.strip() or None if scheme.lower() == "bearer" else None
-
-
-class _UsersCache:
-    """The users file, read again when its modification time changes (no restart to add a user)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._seen: tuple[Path, int] | None = None
-        self._users: dict[str, User] = {}
-
-    def get(self, path: Path) -> dict[str, User]:
-        try:
-            stamp = (path, path.stat().st_mtime_ns)
-        except OSError as error:
-            raise UsersFileError(f"{USERS}={path}: cannot read it ({error.strerror or error})") from None
-        with self._lock:
-            if stamp != self._seen:
-                self._users, self._seen = load_users(path), stamp
-            return self._users
-
-
-_CACHE = _UsersCache()
 
 
 def identify(headers: Mapping[bytes, bytes], users_file: str | None) -> User:
@@ -177,7 +88,7 @@ def identify(headers: Mapping[bytes, bytes], users_file: str | None) -> User:
     """
     if not users_file:
         return User(identity=LOCAL)
-    users = _CACHE.get(Path(users_file))
+    users = current_users(users_file)
     key = api_key(headers)
     if key is None or key not in users:
         raise Auth.exceptions.HTTPException(
@@ -186,15 +97,48 @@ def identify(headers: Mapping[bytes, bytes], users_file: str | None) -> User:
     return users[key]
 
 
-def owned(identity: str, value: Any) -> dict[str, str]:
+def owner_filter(user: User) -> dict[str, str]:
+    """The metadata that marks ``user``'s own threads, runs, crons and assistants."""
+    return {OWNER: user.identity, OWNER_TENANT: user.tenant or ""}
+
+
+def owned(user: User, value: Any) -> dict[str, str]:
     """Stamp ``value`` (what the action writes or searches with) with its owner in its metadata;
-    the filter that limits the action to ``identity``'s resources."""
+    the filter that limits the action to ``user``'s resources."""
+    stamp = owner_filter(user)
     if isinstance(value, dict):
         if isinstance(value.get("metadata"), dict):  # in place: the server holds this very dict
-            value["metadata"][OWNER] = identity
+            value["metadata"].update(stamp)
         else:
-            value["metadata"] = {OWNER: identity}
-    return {OWNER: identity}
+            value["metadata"] = dict(stamp)
+    return stamp
+
+
+def refused(detail: str) -> Auth.exceptions.HTTPException:
+    return Auth.exceptions.HTTPException(status_code=403, detail=detail)
+
+
+def _bad_users_file() -> Auth.exceptions.HTTPException:
+    log.exception("refusing every request until the users file is fixed")
+    return Auth.exceptions.HTTPException(status_code=500, detail=f"bad {USERS} file: see the server log")
+
+
+async def current_user(ctx: Auth.types.AuthContext) -> User:
+    """The user the users file names ``ctx``'s identity now (the server may hand a handler a user it
+    stored long ago: a cron's runs are authorised as their creator, by identity alone).
+
+    Raises:
+        Auth.exceptions.HTTPException: 403 when no key of the users file names the identity now
+            (its key was revoked); 500 when the users file is bad.
+    """
+    identity = str(getattr(ctx.user, "identity", "") or "")
+    try:
+        user = await asyncio.to_thread(user_named, identity)
+    except UsersFileError:
+        raise _bad_users_file() from None
+    if user is None:
+        raise refused(f"user {identity!r} holds no key of this deployment (revoked)")
+    return user
 
 
 auth = Auth()
@@ -206,25 +150,56 @@ async def authenticate(headers: dict[bytes, bytes]) -> Auth.types.MinimalUserDic
     try:
         user = await asyncio.to_thread(identify, headers, os.environ.get(USERS))
     except UsersFileError:
-        log.exception("refusing every request until the users file is fixed")
-        raise Auth.exceptions.HTTPException(
-            status_code=500, detail=f"bad {USERS} file: see the server log"
-        ) from None
+        raise _bad_users_file() from None
     return user.as_user()  # type: ignore[return-value]
 
 
 @auth.on
 async def owner_only(ctx: Auth.types.AuthContext, value: Any) -> Auth.types.FilterType:
-    """Threads, runs, crons: a user's own only."""
-    return owned(ctx.user.identity, value)
+    """Threads, runs, crons: a user's own only; a thread's state written by its graph only."""
+    user = await current_user(ctx)
+    if ctx.resource == "threads" and ctx.action == "update" and isinstance(value, dict):
+        if "metadata" not in value:  # the server's state update: ``threads.update_state``, bulk too
+            raise refused("a thread's state is written by its graph only (no state edits)")
+    if ctx.resource == "threads" and ctx.action == "create_run" and isinstance(value, dict):
+        check_run(value)
+    return owned(user, value)
+
+
+def check_run(value: Mapping[str, Any]) -> None:
+    """Refuse a run that would steer a graph past its own nodes: a command other than a resume
+    (``goto``, ``update``) on any graph; on the indexing graph, interrupts and a checkpoint to
+    start from (a stop between its check and its writes is a chance to edit what was checked).
+
+    Raises:
+        Auth.exceptions.HTTPException: 403 naming what was refused.
+    """
+    kwargs = value.get("kwargs") or {}
+    command = kwargs.get("command") or {}
+    steering = sorted(k for k in ("goto", "update") if command.get(k) not in (None, [], {}))
+    if steering:
+        raise refused(f"Command({', '.join(steering)}=...): a run may only resume its graph, not steer it")
+    if str(value.get("assistant_id")) != INDEX_ASSISTANT:
+        return
+    configurable = (kwargs.get("config") or {}).get("configurable") or {}
+    for name in ("interrupt_before", "interrupt_after"):
+        if kwargs.get(name):
+            raise refused(f"{name}: the indexing graph runs from its check to its writes without a stop")
+    if configurable.get("checkpoint_id") or configurable.get("checkpoint_map"):
+        raise refused("checkpoint: the indexing graph's runs start from their request, not a checkpoint")
 
 
 @auth.on.assistants
-async def shared_assistants(ctx: Auth.types.AuthContext, value: Any) -> Auth.types.FilterType | None:
-    """The served graphs' assistants are everyone's to read and run; a user's own are theirs."""
+async def own_assistants(ctx: Auth.types.AuthContext, value: Any) -> dict[str, Any]:
+    """The served graphs' assistants are everyone's to read and run; a user's own are theirs alone.
+    (The server takes ``$or`` of filter groups, in memory and on Postgres; the SDK's
+    ``FilterType`` does not name it.)"""
+    user = await current_user(ctx)
     if ctx.action in ("read", "search"):
-        return None
-    return owned(ctx.user.identity, value)
+        return {"$or": [owner_filter(user), dict(SYSTEM)]}
+    if isinstance(value, dict) and value.get("graph_id") == INDEX_GRAPH:
+        raise refused("the indexing graph takes no assistants but its own (it has nothing to configure)")
+    return owned(user, value)
 
 
 @auth.on.store

@@ -10,7 +10,10 @@ It does what ``rag-graphs ingest`` (files, folders, URLs; ``--delete``; other ``
 
 ``check`` reads the whole request and every target before anything is written: a bad value is
 one line naming the field (``rag_graphs.serve.requests``), a target the caller cannot read is
-refused (``rag_graphs.serve.access``), and the store is left as it was. On a served deployment
+refused (``rag_graphs.serve.access``), and the store is left as it was. ``check`` hands nothing on
+to the nodes after it: each write node reads the request and the caller's access again and checks
+its own part before it writes (a served thread's state is its client's to read, and was its to
+edit: see ``_plan``). On a served deployment
 (``RAG_GRAPHS_SERVED``) the run's context is the caller's narrowed access, so what is written
 carries the caller's tenant and only the caller's sources can be deleted or relabelled; files on
 the server are read only under the folders ``RAG_GRAPHS_INDEX_FILES`` names, and URLs never
@@ -26,7 +29,7 @@ import re
 import tempfile
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
@@ -40,9 +43,13 @@ from rag_graphs.serve.requests import (
     IndexRequest,
     IndexRequestError,
     IndexState,
+    RelabelItem,
     TextItem,
     parse_request,
 )
+
+if TYPE_CHECKING:
+    from rag_graphs.store import ChunkIndex
 
 FILES_ROOTS = "RAG_GRAPHS_INDEX_FILES"
 """Environment variable: the folders (``os.pathsep``-separated) a served indexing graph may read
@@ -52,62 +59,49 @@ SUFFIXES = {"markdown": ".md", "text": ".txt", "html": ".html"}
 
 
 def check(state: IndexState, runtime: Runtime[RagContext]) -> dict[str, Any]:
-    """Check the request and resolve every target and label before anything is written."""
+    """Check the whole request, every target and label, before anything is written: one bad value
+    or target leaves the store as it was. It hands nothing on: each write node checks its own part
+    again (``_plan``), so nothing in the thread's state is trusted because this node ran."""
     from rag_graphs.search.retrieval import index_for
 
-    ctx = get_context(runtime)
-    request = parse_request(dict(state))
-    labels = write_labels(ctx, request.tenant, request.tags, "IndexRequest")
-    for file in request.files:
-        _check_file(file)
-    _unique_texts(request.texts)
-    relabels = [
-        write_labels(ctx, r.tenant, r.tags, f"IndexRequest.relabel[{i}]")
-        for i, r in enumerate(request.relabel)
-    ]
+    ctx, request = _plan(state, runtime)
     index = index_for(ctx)
-    check_writable(index, ctx, _added(request))
-    deletes = caller_sources(index, ctx, request.delete, "delete")
-    moved = caller_sources(index, ctx, [r.source for r in request.relabel], "relabel")
-    gone = {s for sources in deletes.values() for s in sources}
-    for target, sources in moved.items():
+    _added_labels(index, ctx, request)
+    gone = {s for sources in _deleted(index, ctx, request).values() for s in sources}
+    for item, sources, _ in _relabelled(index, ctx, request):
         if gone & set(sources):
-            raise IndexRequestError(f"IndexRequest.relabel: {target!r} is also deleted by this request")
-    plan = request.model_dump() | {"labels": labels}
-    for item, item_labels in zip(plan["relabel"], relabels, strict=True):
-        item |= {"labels": item_labels, "sources": moved[item["source"]]}
-    return {"request": plan, "targets": deletes}
+            raise IndexRequestError(f"IndexRequest.relabel: {item.source!r} is also deleted by this request")
+    return {}
 
 
 def delete(state: IndexState, runtime: Runtime[RagContext]) -> dict[str, Any]:
-    """Remove every chunk of the checked delete targets (and what is derived from them)."""
+    """Remove every chunk of the delete targets the caller may change (and what is derived from them)."""
     from rag_graphs.search.retrieval import index_for
 
-    targets = state.get("targets") or {}
-    if not targets:
+    ctx, request = _plan(state, runtime)
+    if not request.delete:
         return {"deleted": []}
-    index = index_for(get_context(runtime))
+    index = index_for(ctx)
     deleted = [
         {"target": target, "sources": sources, "chunks": sum(index.delete_source(s) for s in sources)}
-        for target, sources in targets.items()
+        for target, sources in _deleted(index, ctx, request).items()
     ]
     index.flush()
     return {"deleted": deleted}
 
 
 def relabel(state: IndexState, runtime: Runtime[RagContext]) -> dict[str, Any]:
-    """Store the checked relabel targets' chunks again under their new labels."""
+    """Store the relabel targets' chunks again under their new labels, as the caller may."""
     from rag_graphs.search.retrieval import index_for
     from rag_graphs.serve.relabel import relabel_source
 
-    items = state["request"]["relabel"]
-    if not items:
+    ctx, request = _plan(state, runtime)
+    if not request.relabel:
         return {"relabelled": []}
-    index = index_for(get_context(runtime))
+    index = index_for(ctx)
     done = []
-    for item in items:
-        labels = item["labels"]
-        for source in item["sources"]:
+    for _, sources, labels in _relabelled(index, ctx, request):
+        for source in sources:
             chunks = relabel_source(index, source, labels)
             done.append(
                 {"source": source, "chunks": chunks, "tenant": labels["tenant"], "tags": labels["tags"]}
@@ -116,28 +110,26 @@ def relabel(state: IndexState, runtime: Runtime[RagContext]) -> dict[str, Any]:
 
 
 def add(state: IndexState, runtime: Runtime[RagContext]) -> dict[str, Any]:
-    """Ingest the files, URLs and texts under the checked labels; report as ``rag-graphs ingest``."""
+    """Ingest the files, URLs and texts under the caller's labels; report as ``rag-graphs ingest``."""
     from rag_graphs.ingestion import ingest
     from rag_graphs.search.retrieval import index_for
 
-    ctx = get_context(runtime)
-    plan = state["request"]
-    texts = [TextItem.model_validate(t) for t in plan["texts"]]
-    labels = plan["labels"]
+    ctx, request = _plan(state, runtime)
     index = index_for(ctx)
     out: dict[str, Any] = {}
-    if plan["files"] or plan["urls"] or texts:
+    if request.files or request.urls or request.texts:
+        labels = _added_labels(index, ctx, request)
         with tempfile.TemporaryDirectory(prefix="rag-graphs-texts-") as folder:
-            names = _write_texts(Path(folder), texts)
+            names = _write_texts(Path(folder), request.texts)
             report = ingest(
-                [*plan["files"], *plan["urls"], *names],
+                [*request.files, *request.urls, *names],
                 index=index,
                 context=ctx,
                 progress=False,
                 names=names,
                 tenant=labels["tenant"],
                 tags=tuple(labels["tags"]),
-                force=plan["force"],
+                force=request.force,
             )
         for result in report.files:  # a text's error names the text, not its temporary file
             for path, name in names.items():
@@ -157,6 +149,47 @@ def add(state: IndexState, runtime: Runtime[RagContext]) -> dict[str, Any]:
     out["total_chunks_in_store"] = index.count()
     out["summary"] = "\n".join([*_changes(state), *summary]) or "nothing changed"
     return out
+
+
+def _plan(state: IndexState, runtime: Runtime[RagContext]) -> tuple[RagContext, IndexRequest]:
+    """The caller's context (their access, from the run's server-side user: never from the
+    thread's state) and the request in ``state``'s input fields, checked again.
+
+    Every node calls this, since a served thread's state is the client's to read, and was its
+    to edit (``threads.update_state``, a ``goto`` command, an interrupt and a resume: attack
+    round 4 deleted and relabelled another tenant's sources, and ingested a file outside
+    ``RAG_GRAPHS_INDEX_FILES``, by editing what ``check`` had resolved). The auth handler now
+    refuses those edits too (``rag_graphs.serve.auth``); this holds without it.
+    """
+    return get_context(runtime), parse_request(dict(state))
+
+
+def _deleted(index: ChunkIndex, ctx: RagContext, request: IndexRequest) -> dict[str, list[str]]:
+    """Each delete target -> the stored sources it names that the caller may delete."""
+    return caller_sources(index, ctx, request.delete, "delete")
+
+
+def _relabelled(
+    index: ChunkIndex, ctx: RagContext, request: IndexRequest
+) -> list[tuple[RelabelItem, list[str], dict[str, Any]]]:
+    """Each relabel item, the stored sources it names that the caller may change, and the labels
+    to store them under (the caller's tenant, tags among the caller's)."""
+    labels = [
+        write_labels(ctx, r.tenant, r.tags, f"IndexRequest.relabel[{i}]")
+        for i, r in enumerate(request.relabel)
+    ]
+    moved = caller_sources(index, ctx, [r.source for r in request.relabel], "relabel")
+    return [(r, moved[r.source], item) for r, item in zip(request.relabel, labels, strict=True)]
+
+
+def _added_labels(index: ChunkIndex, ctx: RagContext, request: IndexRequest) -> dict[str, Any]:
+    """The labels the additions are stored under, once every file, text and name is checked."""
+    labels = write_labels(ctx, request.tenant, request.tags, "IndexRequest")
+    for file in request.files:
+        _check_file(file)
+    _unique_texts(request.texts)
+    check_writable(index, ctx, _added(request))
+    return labels
 
 
 def _changes(state: IndexState) -> list[str]:

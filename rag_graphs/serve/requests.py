@@ -175,7 +175,8 @@ class IndexOutput(TypedDict, total=False):
 
 
 class IndexState(IndexOutput, total=False):
-    """The graph's state: the raw input (checked by ``check``), the checked request, the outputs."""
+    """The graph's state: the raw input and the outputs. Nothing checked is kept in it: every node
+    checks the input again against its caller's access (``rag_graphs.serve.indexing``)."""
 
     files: list[str]
     urls: list[str]
@@ -185,10 +186,6 @@ class IndexState(IndexOutput, total=False):
     delete: list[str]
     relabel: list[dict[str, Any]]
     force: bool
-    request: dict[str, Any]
-    """The checked request (``IndexRequest.model_dump``) with the labels to write resolved."""
-    targets: dict[str, list[str]]
-    """Each delete target -> the stored sources it matched (checked readable by the caller)."""
 
 
 INPUT_FIELDS = tuple(IndexRequest.model_fields)

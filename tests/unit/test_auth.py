@@ -1,30 +1,38 @@
-"""The LangGraph auth handler's pure parts: which user a request's key names, a bad users file
-refused naming the file and the field (never the key), what access a user carries, and the owner
-stamp and filter that keep one user's threads from another."""
+"""The LangGraph auth handler's parts: which user a request's key names, a bad users file refused
+naming the file and the field (never the key), one identity one access, what access a user
+carries, the owner stamp and filter that keep one user's threads and assistants from another, a
+revoked user refused, and a thread's state written by its graph only."""
 
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import os
+import re
+import uuid
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 from langgraph_sdk import Auth
 
-from rag_graphs.config.runtime import caller_access
+from rag_graphs.config.runtime import ContextRefused, caller_access
 from rag_graphs.serve.auth import (
+    INDEX_ASSISTANT,
     LOCAL,
     USERS,
     User,
     UsersFileError,
     api_key,
     authenticate,
+    check_run,
     identify,
     load_users,
+    own_assistants,
     own_namespace,
     owned,
-    shared_assistants,
+    owner_only,
 )
 
 ALICE = {
@@ -144,29 +152,165 @@ def test_a_bad_users_file_refuses_requests_with_a_500_not_the_files_content(tmp_
     assert refused.value.status_code == 500 and "secret" not in str(refused.value.detail)
 
 
-def _ctx(action: str, identity: str = "alice") -> SimpleNamespace:
-    return SimpleNamespace(user=SimpleNamespace(identity=identity), action=action, resource="threads")
+def _ctx(action: str, identity: str = "alice", resource: str = "threads") -> SimpleNamespace:
+    return SimpleNamespace(user=SimpleNamespace(identity=identity), action=action, resource=resource)
 
 
-def test_a_created_thread_or_run_is_stamped_with_its_owner_in_place():
+def _call(handler, ctx, value):
+    return asyncio.run(handler(ctx, value))
+
+
+def _matches(metadata: dict, filters: dict) -> bool:
+    """The LangGraph server's metadata filter (equality, ``$or`` of groups), as its in-memory
+    runtime applies a handler's filter to a thread's or an assistant's metadata."""
+    groups = filters.get("$or")
+    if groups is not None and not any(_matches(metadata, g) for g in groups):
+        return False
+    return all(metadata.get(k) == v for k, v in filters.items() if k != "$or")
+
+
+@pytest.fixture
+def served_users(users_file, monkeypatch):
+    monkeypatch.setenv(USERS, str(users_file))
+    return users_file
+
+
+def test_one_identity_with_two_accesses_is_refused_naming_the_file_and_entries(tmp_path):
+    """Attack round 4: two keys of ``alice``, one per tenant, shared one owner (their threads)."""
+    path = tmp_path / "users.json"
+    path.write_text(json.dumps({"k1": ALICE, "k2": {**ALICE, "tenant": "globex"}}))
+    with pytest.raises(
+        UsersFileError, match=r"entry 2 \(alice\): entry 1 names identity 'alice' with other"
+    ) as e:
+        load_users(path)
+    assert str(path) in str(e.value) and "k2" not in str(e.value)
+    path.write_text(json.dumps({"k1": ALICE, "k2": {**ALICE, "tags": list(ALICE["tags"])}}))  # a second key
+    assert {u.identity for u in load_users(path).values()} == {"alice"}
+
+
+def test_a_created_thread_or_run_is_stamped_with_its_owner_and_tenant_in_place():
     metadata = {"topic": "hr"}
     value = {"thread_id": None, "metadata": metadata}
-    assert owned("alice", value) == {"owner": "alice"}
-    assert metadata == {"topic": "hr", "owner": "alice"}  # the server keeps using this dict
+    alice = User("alice", "acme")
+    assert owned(alice, value) == {"owner": "alice", "owner_tenant": "acme"}
+    assert metadata == {"topic": "hr", "owner": "alice", "owner_tenant": "acme"}  # the server keeps this dict
     bare: dict = {"thread_id": "t1"}
-    owned("bob", bare)
-    assert bare["metadata"] == {"owner": "bob"}
+    owned(User("bob"), bare)
+    assert bare["metadata"] == {"owner": "bob", "owner_tenant": ""}
 
 
 def test_a_client_cannot_claim_another_owner():
-    value = {"metadata": {"owner": "bob"}}
-    assert owned("alice", value) == {"owner": "alice"} and value["metadata"]["owner"] == "alice"
+    value = {"metadata": {"owner": "bob", "owner_tenant": "globex"}}
+    assert (
+        owned(User("alice", "acme"), value) == value["metadata"] == {"owner": "alice", "owner_tenant": "acme"}
+    )
 
 
-def test_the_served_assistants_are_everyones_to_read_but_writes_are_owned():
-    assert asyncio.run(shared_assistants(_ctx("search"), {"graph_id": "naive"})) is None
-    assert asyncio.run(shared_assistants(_ctx("read"), {"assistant_id": "a"})) is None
-    assert asyncio.run(shared_assistants(_ctx("update"), {"assistant_id": "a"})) == {"owner": "alice"}
+def test_one_identity_in_another_tenant_does_not_own_its_old_threads():
+    thread = {"metadata": {}}
+    owned(User("alice", "acme"), thread)
+    assert not _matches(thread["metadata"], owned(User("alice", "globex"), {}))
+    assert _matches(thread["metadata"], owned(User("alice", "acme"), {}))
+
+
+def test_a_users_own_assistants_are_theirs_alone_the_served_ones_everyones(served_users):
+    """Attack round 4: bob listed, read and ran alice's assistant (and saw it as an MCP tool)."""
+    mine = {"graph_id": "naive", "metadata": {}}
+    assert _call(own_assistants, _ctx("create", resource="assistants"), mine) == owned(
+        User("alice", "acme"), {}
+    )
+    system = {"created_by": "system"}
+    for action in ("read", "search"):
+        alice = _call(own_assistants, _ctx(action, resource="assistants"), {"assistant_id": "a"})
+        bob = _call(own_assistants, _ctx(action, "bob", resource="assistants"), {"assistant_id": "a"})
+        assert _matches(mine["metadata"], alice) and not _matches(mine["metadata"], bob)
+        assert _matches(system, alice) and _matches(system, bob)
+    update = _call(own_assistants, _ctx("update", "bob", resource="assistants"), {"assistant_id": "a"})
+    assert not _matches(mine["metadata"], update)
+
+
+def test_no_assistant_of_the_indexing_graph_can_be_made(served_users):
+    with pytest.raises(Auth.exceptions.HTTPException) as refused:
+        _call(own_assistants, _ctx("create", resource="assistants"), {"graph_id": "index", "metadata": {}})
+    assert refused.value.status_code == 403
+
+
+def test_a_threads_state_is_written_by_its_graph_only(served_users):
+    """``threads.update_state`` (and the bulk update) reach the handler as an update without metadata."""
+    with pytest.raises(Auth.exceptions.HTTPException, match="no state edits") as refused:
+        _call(owner_only, _ctx("update"), {"thread_id": "t1"})
+    assert refused.value.status_code == 403
+    patch = {"thread_id": "t1", "metadata": {"topic": "hr"}}  # a metadata patch is still the owner's
+    assert _call(owner_only, _ctx("update"), patch) == {"owner": "alice", "owner_tenant": "acme"}
+
+
+NAIVE = "0e2a5d2a-0000-5000-8000-000000000000"
+
+
+@pytest.mark.parametrize(
+    "value,why",
+    [
+        ({"assistant_id": NAIVE, "kwargs": {"command": {"goto": "generate"}}}, "goto"),
+        ({"assistant_id": NAIVE, "kwargs": {"command": {"update": {"hops": -99}}}}, "update"),
+        ({"assistant_id": INDEX_ASSISTANT, "kwargs": {"interrupt_before": ["delete"]}}, "interrupt_before"),
+        ({"assistant_id": INDEX_ASSISTANT, "kwargs": {"interrupt_after": "*"}}, "interrupt_after"),
+        (
+            {
+                "assistant_id": INDEX_ASSISTANT,
+                "kwargs": {"config": {"configurable": {"checkpoint_id": "c1"}}},
+            },
+            "checkpoint",
+        ),
+    ],
+)
+def test_a_run_may_not_steer_a_graph_past_its_nodes(value, why):
+    with pytest.raises(Auth.exceptions.HTTPException, match=why) as refused:
+        check_run(value)
+    assert refused.value.status_code == 403
+
+
+def test_a_resume_and_a_methods_interrupts_are_still_allowed():
+    check_run(
+        {"assistant_id": NAIVE, "kwargs": {"command": {"resume": "yes"}, "interrupt_before": ["generate"]}}
+    )
+    check_run({"assistant_id": INDEX_ASSISTANT, "kwargs": {"input": {"delete": ["text://a"]}}})
+
+
+def test_the_indexing_assistant_id_is_the_servers():
+    """The server derives a graph's own assistant id as ``uuid5(NAMESPACE_GRAPH, graph_id)`` (read
+    from its source: importing ``langgraph_api.graph`` needs a server's configuration)."""
+    spec = importlib.util.find_spec("langgraph_api")
+    if spec is None or spec.origin is None:
+        pytest.skip("the LangGraph server is not installed (extra 'langgraph-server')")
+    source = (Path(spec.origin).parent / "graph.py").read_text()
+    namespace = re.search(r'NAMESPACE_GRAPH = UUID\("([0-9a-f-]+)"\)', source)
+    assert namespace, "langgraph_api.graph no longer names NAMESPACE_GRAPH"
+    assert INDEX_ASSISTANT == str(uuid.uuid5(uuid.UUID(namespace.group(1)), "index"))
+
+
+def test_a_revoked_users_cron_runs_are_refused(served_users):
+    """A cron's runs are authorised as their creator by identity alone (the server's SimpleUser):
+    once no key names that identity, neither the run nor its reads go ahead."""
+    cron_run = {"assistant_id": NAIVE, "kwargs": {"input": {"question": "q"}}, "metadata": {}}
+    assert _call(owner_only, _ctx("create_run"), dict(cron_run))["owner"] == "alice"
+    served_users.write_text(json.dumps({"key-bob": {"identity": "bob"}}))  # alice's key removed
+    os.utime(served_users, ns=(2, 2))
+    with pytest.raises(Auth.exceptions.HTTPException, match="revoked") as refused:
+        _call(owner_only, _ctx("create_run"), dict(cron_run))
+    assert refused.value.status_code == 403
+
+
+def test_a_runs_access_is_its_identitys_in_the_users_file_now(served_users, monkeypatch):
+    """The server stores a cron's user as its identity alone: its runs used to read under the
+    deployment's wider access, and a revoked user's run read on."""
+    for name in ("RAG_GRAPHS_TENANT", "RAG_GRAPHS_TAGS", "RAG_GRAPHS_SOURCES", "RAG_GRAPHS_SEARCH_FILTER"):
+        monkeypatch.delenv(name, raising=False)
+    stored = {"configurable": {"langgraph_auth_user": {"identity": "alice"}}}
+    assert caller_access(stored).tenant == "acme" and caller_access(stored).tags == ("hr",)
+    served_users.write_text(json.dumps({"key-bob": {"identity": "bob"}}))
+    os.utime(served_users, ns=(3, 3))
+    with pytest.raises(ContextRefused, match="'alice' holds no key in RAG_GRAPHS_USERS now"):
+        caller_access(stored)
 
 
 def test_store_items_live_under_the_users_namespace():

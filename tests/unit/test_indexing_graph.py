@@ -199,3 +199,71 @@ def test_a_url_on_the_servers_own_network_is_not_fetched(index, make_context, st
     (file,) = out["added"]["files"]
     assert file["path"] == f"{url}/admin.md" and "loopback" in file["error"] and out["added"]["failed"] == 1
     assert received == [] and index.count() == 0
+
+
+EDITS = (
+    (
+        {"delete": ["text://acme-note"]},
+        {"targets": {"text://acme-note": ["text://globex-memo"]}, "delete": ["text://globex-memo"]},
+    ),
+    (
+        {"relabel": [{"source": "text://acme-note", "tenant": "acme"}]},
+        {
+            "request": {
+                "relabel": [
+                    {
+                        "source": "text://acme-note",
+                        "sources": ["text://globex-memo"],
+                        "labels": {"tenant": "acme", "tags": []},
+                    }
+                ]
+            },
+            "relabel": [{"source": "text://globex-memo", "tenant": "acme"}],
+        },
+    ),
+    (
+        {"texts": [{"source": "acme-plan", "text": NOTE}]},
+        {
+            "request": {
+                "files": [],
+                "urls": [],
+                "texts": [{"source": "planted", "text": MEMO, "format": "markdown"}],
+                "labels": {"tenant": "globex", "tags": []},
+                "force": False,
+            },
+            "tenant": "globex",
+        },
+    ),
+)
+"""(a request of acme's, the state edit made while it waits before its first write): deleting,
+relabelling to acme, or writing into globex's tenant (attack round 4, item 1)."""
+
+
+def test_a_write_node_trusts_no_state_its_caller_could_edit(index, make_context):
+    """A run stopped before its writes, its state edited and resumed writes only what its caller
+    may: every write node checks the request and the caller's access again."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from rag_graphs.serve.indexing import build
+
+    served = build().compile(checkpointer=InMemorySaver())
+    _run(make_context, {"texts": [{"source": "globex-memo", "text": MEMO}]}, tenant="globex")
+    _run(make_context, {"texts": [{"source": "acme-note", "text": NOTE}]}, tenant="acme")
+    acme = make_context(k=10, search_cache=0, tenant="acme")
+    for n, (request_, edit) in enumerate(EDITS):
+        config = {"configurable": {"thread_id": f"edit-{n}"}}
+        served.invoke(request_, config, context=acme, interrupt_before=["delete"])
+        try:
+            served.update_state(config, edit, as_node="check")
+        except Exception:  # a field the graph no longer keeps may not be written at all
+            pass
+        try:
+            served.invoke(None, config, context=acme)
+        except IndexRequestError as refused:
+            assert "you can read" in str(refused) or "write only" in str(refused), refused
+        assert [r.metadata.get("tenant") for r in _rows(index, "text://globex-memo")] == ["globex"], edit
+        assert _rows(index, "text://planted") == []
+    assert {r.metadata.get("tenant") for r in index.where('tenant == "globex"', limit=100)} == {"globex"}
+    assert [r.metadata["source"] for r in index.where('tenant == "globex"', limit=100)] == [
+        "text://globex-memo"
+    ]
