@@ -38,7 +38,7 @@ def admitted(ctx: RagContext, chunk_ids: Sequence[str]) -> set[str]:
     expr = search_expr(ctx)
     chunks, found = index_for(ctx), set()
     for i in range(0, len(ids), _ID_BATCH):
-        found |= {str(d.id) for d in chunks.get(ids[i : i + _ID_BATCH], expr=expr)}
+        found |= chunks.readable_ids(ids[i : i + _ID_BATCH], expr=expr)
     return found
 
 
