@@ -99,6 +99,8 @@ class CommunityBuildReport:
     """Stored reports pruned before building: their community is gone or its labels changed."""
     fallbacks: int = 0
     """Reports stored from the raw reply: the model gave no readable structure."""
+    raced: int = 0
+    """Reports not kept: a chunk they were written from was deleted while the build ran."""
     llm_calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
@@ -112,8 +114,9 @@ class CommunityBuildReport:
             f"({self.uncovered} in no community; no report for {self.too_big} too big, "
             f"{self.too_small} too small); reports: "
             f"{self.written} written ({self.fallbacks} from unstructured replies), {self.kept} kept, "
-            f"{self.dropped} stale dropped; {self.llm_calls} LLM calls, {self.input_tokens} + "
-            f"{self.output_tokens} tokens; Leiden {self.leiden_seconds:.1f}s, total {self.seconds:.1f}s"
+            f"{self.dropped} stale dropped, {self.raced} not kept (a chunk deleted meanwhile); "
+            f"{self.llm_calls} LLM calls, {self.input_tokens} + {self.output_tokens} tokens; "
+            f"Leiden {self.leiden_seconds:.1f}s, total {self.seconds:.1f}s"
         )
 
 
@@ -173,16 +176,45 @@ def build_reports(
             report.fallbacks += result.method == "default"
             texts[community.id] = document = to_document(community, fields)
             pending.append(document)
-            report.written += 1
             if len(pending) >= WRITE_BATCH:
-                add_reports(index, pending)
+                _store(index, pending, report, texts)
                 pending = []
     finally:  # what was written before an interruption is kept: the next build resumes after it
-        add_reports(index, pending)
+        _store(index, pending, report, texts)
         if todo:
             reports.flush()
     report.seconds = time.perf_counter() - start
     return report
+
+
+def _store(
+    index: ChunkIndex, pending: list[Document], report: CommunityBuildReport, texts: dict[str, Document]
+) -> None:
+    """Store the ``pending`` reports whose chunks are all still stored, then drop those a delete
+    overtook during the write.
+
+    A delete drops the reports over its chunks before the chunks go (``store.derived``), and again
+    after; a report the model was still writing then was not stored yet, so its build checks
+    before writing (a chunk gone: its text is not stored) and after (a delete that landed during
+    the write). Between the two checks and the delete's two sweeps, no order of the steps leaves a
+    report over a deleted chunk; a reader also shows none (``search.derived``)."""
+    raced = _overtaken(index, pending)
+    kept = [d for d in pending if str(d.id) not in raced]
+    add_reports(index, kept)
+    late = _overtaken(index, kept)
+    if late:
+        report_index(index).delete_ids(sorted(late))
+    for doc_id in raced | late:  # a parent is not built from it either (it lists the same chunk)
+        texts.pop(doc_id, None)
+    report.written += len(pending) - len(raced | late)
+    report.raced += len(raced | late)
+
+
+def _overtaken(index: ChunkIndex, reports: list[Document]) -> set[str]:
+    """Ids of the ``reports`` that list a chunk no longer stored."""
+    wanted = {str(d.id): [str(c) for c in d.metadata.get("chunks") or []] for d in reports}
+    stored = index.existing_ids(list(dict.fromkeys(c for ids in wanted.values() for c in ids)))
+    return {doc_id for doc_id, ids in wanted.items() if not set(ids) <= stored}
 
 
 def to_document(community: Community, fields: ReportFields) -> Document:

@@ -16,12 +16,13 @@ nearest the question first. **Local**: graph search's passages for the question,
 reports of the communities its linked entities belong to. Either way the shared generate node
 answers from the notes (points or reports) and the numbered passages, and cites the passages.
 
-A report is shown only when the run may read every chunk it was written from
-(``rag_graphs.search.reports``). A reply the map step cannot parse gives no points; when no
-batch gave a point and some replies could not be read, the answer reads the unread batches'
-reports' passages (their reports were never judged, not judged irrelevant), and the reduce step
-says so; when every reply was read and none found a point, it answers from no passage
-(``no_evidence``).
+A report is shown only when every chunk it was written from is stored and the run may read it
+(``rag_graphs.search.reports``); local search links only entities one of whose chunks the run
+may read (``rag_graphs.search.derived.nameable``), so its step names no other tenant's entity.
+A reply the map step cannot parse gives no points; when no batch gave a point and some replies
+could not be read, the answer reads the unread batches' reports' passages (their reports were
+never judged, not judged irrelevant), and the reduce step says so; when every reply was read and
+none found a point, it answers from no passage (``no_evidence``).
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from rag_graphs.nodes.events import emit, step
 from rag_graphs.nodes.model_node import model_node
 from rag_graphs.prompts import load_prompt
 from rag_graphs.prompts.fencing import fence
+from rag_graphs.search.derived import nameable
 from rag_graphs.search.own import refuse_own_retriever
 from rag_graphs.search.reports import (
     entity_reports,
@@ -236,18 +238,18 @@ def reduce(state: GraphragState, runtime: Runtime[RagContext]) -> dict:
 
 
 def local_context(state: GraphragState, runtime: Runtime[RagContext]) -> dict:
-    """The reports of the communities of the question's linked entities (graph search's linking;
-    the reports nearest the question when none links), and the passages, within the budget."""
+    """The reports of the communities of the question's linked entities (graph search's linking,
+    kept to the entities the run may read of: ``search.derived.nameable``; the reports nearest the
+    question when none links), and the passages, within the budget."""
     ctx = get_context(runtime)
     index = index_for(ctx)
     keys: list[str] = []
-    if has_graph(index):
+    if has_graph(index):  # an entity row serves every tenant: only entities of readable chunks
         options = ctx.graph_search
-        keys = list(
-            link_question(
-                index, state["question"], threshold=options.link_threshold, limit=options.seeds
-            ).seeds
+        linked = link_question(
+            index, state["question"], threshold=options.link_threshold, limit=options.seeds
         )
+        keys = nameable(ctx, linked.seeds)
     reports = entity_reports(ctx, keys) if keys else question_reports(ctx, state["question"])
     notes = [r.page_content for r in reports]
     reports = reports[: within(notes, budget_chars(ctx))]

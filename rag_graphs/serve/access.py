@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from rag_graphs.config.specs import all_of
 from rag_graphs.search.sources import matching_sources, source_key
 from rag_graphs.serve.requests import IndexRequestError
-from rag_graphs.store.filters import quote, search_expr
+from rag_graphs.store.filters import quote, search_expr, starts_with
 
 if TYPE_CHECKING:
     from rag_graphs.config.context import RagContext
@@ -97,7 +97,7 @@ def check_writable(index: ChunkIndex, ctx: RagContext, targets: Sequence[tuple[s
         return
     for field, target in targets:
         key = source_key(_typed(target))
-        named = f"(source == {quote(key)}) or (source like {quote(key.rstrip('/') + '/%')})"
+        named = f"(source == {quote(key)}) or ({starts_with('source', key.rstrip('/') + '/')})"  # literal
         if _count(index, named) != _count(index, all_of(named, expr) or named):
             raise IndexRequestError(
                 f"{field}: {target!r} is stored already under access you cannot read: "

@@ -26,6 +26,7 @@ from typing import Any
 
 from rag_graphs.store.fields import PRIMARY_FIELD
 from rag_graphs.store.filters import ids_filter, quote
+from rag_graphs.store.writing import store_lock
 
 log = logging.getLogger(__name__)
 
@@ -203,9 +204,10 @@ class FileRecords:
         if not records:
             return
         try:
-            if not self._ready():
-                self._create()
-            self.index.client.upsert(self.name, data=[r.row() for r in records])
+            with store_lock(self.index.uri):  # one store write at a time (``store.writing``)
+                if not self._ready():
+                    self._create()
+                self.index.client.upsert(self.name, data=[r.row() for r in records])
         except Exception as exc:  # noqa: BLE001 - the chunks are stored; the next ingest converts again
             log.warning("collection %r: could not record %d file(s): %s", self.name, len(records), exc)
 

@@ -54,6 +54,7 @@ from rag_graphs.store.lite import (
 )
 from rag_graphs.store.reads import IndexReads
 from rag_graphs.store.replacing import finish_committed, finish_legacy, roll_back_inserting
+from rag_graphs.store.writing import StoreWriteError, schema_change, store_lock
 from rag_graphs.support.quiet import LOCAL_GRPC_OPTIONS, quiet_milvus_lite
 
 log = logging.getLogger(__name__)
@@ -150,7 +151,7 @@ class ChunkIndex(IndexReads):
             kwargs |= dict(vector_field=DENSE_FIELD, index_params=_DENSE_INDEX, search_params=_DENSE_SEARCH)
         self.store = Milvus(**kwargs)
         self.client = self.store.client
-        self._lock = threading.Lock()
+        self._lock = store_lock(self.uri)  # every write of this process to the store, one at a time
         self.finish_replacing()
 
     # -- writing -----------------------------------------------------------------
@@ -223,8 +224,11 @@ class ChunkIndex(IndexReads):
         """Store the embedding model's identity on the collection it created, so a run with
         another model is refused by name (``rag_graphs.store.checks.check_dimension``)."""
         try:
-            self.client.alter_collection_properties(
-                self.collection, properties={EMBEDDINGS_PROPERTY: embeddings_identity(self.embeddings)}
+            properties = {EMBEDDINGS_PROPERTY: embeddings_identity(self.embeddings)}
+            schema_change(
+                self.uri,
+                f"collection {self.collection!r}'s embedding model",
+                lambda: self.client.alter_collection_properties(self.collection, properties=properties),
             )
         except Exception as exc:  # noqa: BLE001 - the dimension check still guards it
             log.warning("collection %r: could not store its embedding model: %s", self.collection, exc)
@@ -298,25 +302,35 @@ class ChunkIndex(IndexReads):
         """Delete rows by id, after what was derived from them: the RAPTOR tree's copies of
         these chunks, every summary above them and every community report over them go first
         (``rag_graphs.store.derived``), so a failure part-way leaves the chunks, never a summary
-        or report of a chunk that is gone."""
+        or report of a chunk that is gone. They are swept again once the chunks are gone: a build
+        that read the chunks before the delete may have stored a row over them meanwhile (it
+        checks after its write that its chunks are still stored; one of the two sees the other)."""
         if not ids:
             return
         forget_derived(self, ids)
         self.client.delete(self.collection, ids=ids)
         self.mark_changed()
+        forget_derived(self, ids)
 
     def mark_changed(self) -> None:
         """Invalidate search caches after a write to the collection or to what is derived from it
         (entity rows): this process's generation, and for every process the version marker stored
-        with the collection (a failed marker write is logged, not raised:
-        the data change itself succeeded)."""
+        with the collection, one store write at a time (``store.writing``). A server refusing
+        custom properties is logged, not raised (the data change itself succeeded; caches key on
+        the row count then); a marker that collided with other writers' until its retries ran
+        out is raised (``StoreWriteError``): caches keyed on it would serve stale results."""
         bump_generation(self.uri, self.collection)
         if not self._exists():  # entity rows written before the first chunks: nothing to mark yet
             return
+        properties = {VERSION_PROPERTY: uuid.uuid4().hex}
         try:
-            self.client.alter_collection_properties(
-                self.collection, properties={VERSION_PROPERTY: uuid.uuid4().hex}
+            schema_change(
+                self.uri,
+                f"collection {self.collection!r}'s version marker",
+                lambda: self.client.alter_collection_properties(self.collection, properties=properties),
             )
+        except StoreWriteError:
+            raise
         except Exception as exc:  # noqa: BLE001 - a server refusing custom properties
             log.warning("collection %r: could not store its version marker: %s", self.collection, exc)
 
@@ -343,7 +357,7 @@ class ChunkIndex(IndexReads):
 
 
 _OPEN: dict[tuple[str, str, int], ChunkIndex] = {}
-_OPEN_LOCK = threading.Lock()
+_OPEN_LOCK = threading.RLock()  # re-entrant: opening one may finish a replace, which opens derived ones
 
 
 def open_index(uri: str, collection: str, embeddings: Embeddings, *, hybrid: bool = True) -> ChunkIndex:
@@ -357,6 +371,11 @@ def open_index(uri: str, collection: str, embeddings: Embeddings, *, hybrid: boo
     """
     key = (str(Path(uri).expanduser().resolve()) if is_local(uri) else uri, collection, id(embeddings))
     with _OPEN_LOCK:
+        if key in _OPEN:  # a search never waits for a write
+            return _OPEN[key]
+    # opening finishes replaces (a store write): the store's lock first, as a writer holding it
+    # takes ``_OPEN_LOCK`` to open a derived collection (``beside``)
+    with store_lock(uri), _OPEN_LOCK:
         if key not in _OPEN:
             _OPEN[key] = ChunkIndex(uri=uri, collection=collection, embeddings=embeddings, hybrid=hybrid)
         return _OPEN[key]

@@ -184,6 +184,17 @@ class IndexReads:
         by_id = {r[PRIMARY_FIELD]: self._to_document(r) for r in rows}
         return [by_id[i] for i in ids if i in by_id]
 
+    def readable_ids(self, ids: list[str], *, expr: str | None = None) -> set[str]:
+        """The ids among ``ids`` of chunks stored, seen by readers (``visible``) and admitted by
+        ``expr``: ``get`` without reading their text (what the access rule of derived rows asks)."""
+        if not ids or not self._exists():
+            return set()
+        where = all_of(ids_filter(ids), self.visible(expr))
+        return {
+            str(r[PRIMARY_FIELD])
+            for r in self.client.query(self.collection, filter=where, output_fields=[PRIMARY_FIELD])
+        }
+
     def where(self, expr: str, *, limit: int = 100) -> list[Document]:
         """Stored chunks matching a Milvus filter (at most ``limit``), in no particular order."""
         if not self._exists():

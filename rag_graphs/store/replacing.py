@@ -38,6 +38,7 @@ from typing import Any
 
 from rag_graphs.store.fields import PRIMARY_FIELD, REPLACING_PROPERTY
 from rag_graphs.store.filters import quote
+from rag_graphs.store.writing import schema_change, store_lock
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +102,7 @@ class Replacement:
 
     def _write(self, state: str, versions: dict[str, str]) -> None:
         value = json.dumps({"state": state, "versions": versions}, sort_keys=True)
-        self.index.client.alter_collection_properties(self.index.collection, properties={self.key: value})
+        _set(self.index, self.key, value)
         self.index.mark_changed()  # a cached search made under the other filter is stale
 
     def begin(self) -> None:
@@ -111,11 +112,12 @@ class Replacement:
     def commit(self, stored: dict[str, str]) -> None:
         """The new versions of ``stored`` (all their chunks inserted) serve from now on, the old
         ones are hidden; other writers' records of these files are superseded and dropped."""
-        self._write(COMMITTED, stored)
-        for key, record in pending(_properties(self.index)).items():
-            if key != self.key and set(record["versions"]) & set(stored):
-                rest = {s: h for s, h in record["versions"].items() if s not in stored}
-                _rewrite(self.index, key, record["state"], rest)
+        with store_lock(self.index.uri):  # no other writer of this process between read and rewrite
+            self._write(COMMITTED, stored)
+            for key, record in pending(_properties(self.index)).items():
+                if key != self.key and set(record["versions"]) & set(stored):
+                    rest = {s: h for s, h in record["versions"].items() if s not in stored}
+                    _rewrite(self.index, key, record["state"], rest)
 
     def end(self) -> None:
         """Drop the record: the old versions are deleted."""
@@ -124,12 +126,22 @@ class Replacement:
 
 def _rewrite(index: Any, key: str, state: str, versions: dict[str, str]) -> None:
     """Store record ``key`` with ``versions``, or drop it when there are none."""
-    if versions:
-        value = json.dumps({"state": state, "versions": versions}, sort_keys=True)
-        index.client.alter_collection_properties(index.collection, properties={key: value})
-    else:
-        index.client.drop_collection_properties(index.collection, property_keys=[key])
+    value = json.dumps({"state": state, "versions": versions}, sort_keys=True) if versions else None
+    _set(index, key, value)
     index.mark_changed()
+
+
+def _set(index: Any, key: str, value: str | None) -> None:
+    """Write the collection property ``key`` (drop it, for None): one store write at a time,
+    tried again after a collision with another client's (``store.writing``)."""
+
+    def change() -> None:
+        if value is None:
+            index.client.drop_collection_properties(index.collection, property_keys=[key])
+        else:
+            index.client.alter_collection_properties(index.collection, properties={key: value})
+
+    schema_change(index.uri, f"collection {index.collection!r}'s property {key!r}", change)
 
 
 def finish_committed(index: Any) -> int:
@@ -201,4 +213,4 @@ def finish_legacy(index: Any) -> None:
         len(landed),
         sum(removed.values()),
     )
-    index.client.alter_collection_properties(index.collection, properties={REPLACING_PROPERTY: ""})
+    _set(index, REPLACING_PROPERTY, "")

@@ -6,7 +6,8 @@ answer cites them as ``[n]``. A marker that points at no passage is dropped,
 so every citation resolves to a stored chunk.
 
 One function numbers passages, ``number_passages``, and it returns the numbering it
-showed with the text: ``shown[n - 1]`` is the passage the prompt showed as ``[n]``.
+showed with the text: ``shown[n - 1]`` is the passage the prompt showed as ``[n]``, with the
+text it showed (one id shown with two texts is two numbers).
 Answers are parsed against exactly that list (``extract_citations``), never against
 another ordering of the same passages, so ``[n]`` in an answer is the passage the
 model saw as ``[n]``. A numbering can go on across prompts (ReAct's observations,
@@ -62,17 +63,25 @@ def number_passages(docs: Sequence[Document], numbering: Sequence[Document] = ()
     file name is as untrusted as the file.
     """
     shown = list(numbering)
-    number = {d.id: n for n, d in enumerate(shown, start=1) if d.id is not None}
+    number = {_identity(d): n for n, d in enumerate(shown, start=1) if d.id is not None}
     blocks = []
     for doc in docs:
-        n = number.get(doc.id) if doc.id is not None else None
+        n = number.get(_identity(doc)) if doc.id is not None else None
         if n is None:
             shown.append(doc)
             n = len(shown)
             if doc.id is not None:
-                number[doc.id] = n
+                number[_identity(doc)] = n
         blocks.append(numbered_passage(n, doc))
     return Numbered("\n\n".join(blocks) or NO_PASSAGES, shown)
+
+
+def _identity(doc: Document) -> tuple[str | None, str]:
+    """What a number stands for: a passage by its id and the text shown. A passage found again
+    with other text under the same id (compressed for another query; a retriever of the user's
+    that answers one id with two texts) gets a number of its own, so a citation quotes the text
+    the model read under its number, never the other text (attack round 4, issue 50 item 12)."""
+    return doc.id, doc.page_content
 
 
 def format_context(docs: list[Document]) -> str:
@@ -83,11 +92,12 @@ def format_context(docs: list[Document]) -> str:
 
 def numbered_passage(number: int, doc: Document) -> str:
     """One passage as prompts show it: ``[n]``, then its label and text fenced as data. A marker
-    inside the text (``[2]``, a document's own reference or a planted one) is shown as ``⟦2⟧``: a
-    model that copies the passage's words copies no citation of ours (attack round 3: a hit whose
-    text carried ``[2]`` had it resolved as a citation of passage 2)."""
-    text = _MARKER.sub(lambda m: f"⟦{m.group(1)}⟧", doc.page_content)
-    return f"[{number}]\n" + fence(f"({label(doc)})\n{text}")
+    inside the label or the text (``[2]``, a document's own reference or a planted one; a source
+    or kind named ``[2]`` by a retriever of the user's) is shown as ``⟦2⟧``: a model that copies
+    the passage's words copies no citation of ours (attack round 3: a hit whose text carried
+    ``[2]`` had it resolved as a citation of passage 2; round 4: the same in its source name)."""
+    shown = _MARKER.sub(lambda m: f"⟦{m.group(1)}⟧", f"({label(doc)})\n{doc.page_content}")
+    return f"[{number}]\n" + fence(shown)
 
 
 def _citation(marker: int, doc: Document, explicit: bool) -> Citation:
