@@ -19,6 +19,12 @@ export TRANSFORMERS_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 export DO_NOT_TRACK := 1
+# llama-cpp-python builds llama.cpp from source. GGML_NATIVE=OFF builds it for x86-64-v3 (AVX2,
+# FMA, F16C; the same flags are ignored on ARM) instead of -march=native: a native build on a CPU
+# that lists AMX runs its matrix products on AMX tiles, and a VM that lists AMX without enabling
+# it (seen here: a Xeon guest) kills the process with SIGILL ("tilezero") on the first token.
+# Set CMAKE_ARGS yourself for another build (e.g. -DGGML_NATIVE=ON on bare metal).
+export CMAKE_ARGS ?= -DGGML_NATIVE=OFF
 
 .PHONY: install demo notebooks test test-fast bench lint clean
 
@@ -31,6 +37,11 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[$(EXTRAS)]"
 	@$(BIN)/python -m pip list 2>/dev/null | grep -iE '^(nvidia-|torchvision)' \
 	  && { echo "error: CUDA packages or torchvision were installed; see constraints.txt"; exit 1; } || true
+	@case "$(EXTRAS)" in *embedded*) $(BIN)/python -c "from rag_graphs.llm.models import load_chat_model; \
+	  load_chat_model('embedded', max_tokens=1).invoke('hi')" >/dev/null 2>&1 \
+	  || { echo "error: the embedded chat model crashed on its first token: pip reused a llama-cpp-python"; \
+	       echo "wheel built for another CPU. Run: $(BIN)/python -m pip cache remove llama_cpp_python && make clean install"; \
+	       exit 1; } ;; esac
 	touch $@
 
 # About 4 minutes on 2 cores after install: ingest, a RAPTOR tree, every method on one question.
