@@ -47,6 +47,7 @@ DEPLOYMENT_ONLY = (
     "web_search",
     "demonstrations",
     "router_examples",
+    "router_file",
     "search_cache_path",
     "retriever_timeout",
 )

@@ -48,9 +48,13 @@ def question_features(question: str, embeddings: Embeddings, examples: Path) -> 
     """The features of ``question``: its kind by the nearest labelled examples (``examples``, the
     file ``RagContext.router_examples`` names), its words, and its named entities (spaCy's, the
     mentions graph search links; without spaCy, capitalised words after the first)."""
+    return features_of(question, classify_by_examples(question, embeddings, examples).kind)
+
+
+def features_of(question: str, kind: str) -> Features:
+    """The features of ``question`` whose kind is known (``auto`` has classified it already)."""
     from rag_graphs.entity_graph.linking import question_extractor
 
-    kind = classify_by_examples(question, embeddings, examples).kind
     extractor = question_extractor()
     if extractor is not None:
         entities = len(set(extractor([question])[0]))
