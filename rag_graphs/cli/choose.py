@@ -102,3 +102,35 @@ def fit(run_dir: Path, out: Path, half: str, margin: float, metric: str | None, 
     if result.held_out:
         console.print(f"held out: router vs always-best: {safe(result.held_out_verdict)}", highlight=False)
     console.print(f"[bold]router[/]: {safe(path)}  (use it with RAG_GRAPHS_ROUTER_FILE={safe(path)})")
+
+
+def _synth_index(store: str | None, collection: str | None):
+    """The user's chunk index (the one ``ask`` searches), which must exist."""
+    from rag_graphs.cli.shared import _context
+    from rag_graphs.search.retrieval import readable_index
+
+    return readable_index(_context(store, collection))
+
+
+def _synth_model(spec: str | None):
+    """The chat model that writes the questions (``--model``, else ``RAG_GRAPHS_CHAT_MODEL``)."""
+    from rag_graphs.cli.shared import _context
+    from rag_graphs.nodes.chat import chat_model
+
+    return chat_model(_context(None, None, chat_model=spec))
+
+
+def synth(out: Path, n: int, seed: int, model: str | None, store: str | None, collection: str | None) -> None:
+    """``rag-graphs eval synth``: write up to ``n`` checked questions from the store to ``out``."""
+    from rag_graphs.eval.synth import synthesize
+
+    try:
+        result = synthesize(_synth_index(store, collection), _synth_model(model), out, n=n, seed=seed)
+    except (ValueError, FileNotFoundError, RuntimeError) as exc:
+        _fail(str(exc))
+    dropped = ", ".join(f"{count} {why}" for why, count in sorted(result.rejected.items())) or "none"
+    console.print(
+        f"wrote {result.written} questions to {safe(result.path)} (drafts dropped: {safe(dropped)}); "
+        f"run them with rag-graphs eval --dataset {safe(result.path)}",
+        highlight=False,
+    )

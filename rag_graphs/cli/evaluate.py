@@ -24,6 +24,14 @@ from rag_graphs.support.terminal import safe
 @app.command("eval")
 @with_search_options
 def eval_command(
+    action: Annotated[
+        str | None,
+        typer.Argument(
+            help="synth: write labelled questions from your own store (bridge pairs from the entity "
+            "graph and single passages, written by --model, checked) to --out FILE (questions.jsonl), "
+            "--n of them, in the format --dataset reads"
+        ),
+    ] = None,
     dataset: Annotated[
         Path | None,
         typer.Option(help="a folder in the ../shared/eval layout, or a JSONL of question/answer rows"),
@@ -67,7 +75,9 @@ def eval_command(
             "continues the runs a killed evaluation had in flight (pass it again with --resume)"
         ),
     ] = None,
-    out: Annotated[Path, typer.Option(help="folder for new run directories")] = Path("runs"),
+    out: Annotated[
+        Path, typer.Option(help="folder for new run directories (synth: the questions file, questions.jsonl)")
+    ] = Path("runs"),
     resume: Annotated[Path | None, typer.Option(help="a run directory to continue")] = None,
     report: Annotated[
         Path | None, typer.Option(help="re-render the report of a run directory and exit")
@@ -108,6 +118,7 @@ def eval_command(
         ),
     ] = None,
     cost: Annotated[str, typer.Option(help="--fit-router: llm_calls | seconds | tokens")] = "llm_calls",
+    n: Annotated[int, typer.Option("--n", min=1, help="synth: questions to write at most")] = 50,
     half: Annotated[
         str,
         typer.Option(
@@ -127,6 +138,15 @@ def eval_command(
     from rag_graphs.eval import EvalOptions, evaluate, markdown_table, read_rows, summarize, write_report
     from rag_graphs.eval.rows import CONFIG, read_config
 
+    if action is not None:
+        from rag_graphs.cli import choose
+
+        if action != "synth":
+            _fail(f"rag-graphs eval {action!r}: the one action is synth (or no action: run an evaluation)")
+        choose.synth(
+            Path("questions.jsonl") if out == Path("runs") else out, n, seed, model, store, collection
+        )
+        return
     if compare is not None or fit_router is not None:
         from rag_graphs.cli import choose
 

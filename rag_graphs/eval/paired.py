@@ -113,7 +113,7 @@ def paired_metric(
     better = [-d if lower_better else d for d in diffs]  # > 0: A better on this question
     wins, losses = sum(1 for d in better if d > 0), sum(1 for d in better if d < 0)
     p_value = binomtest(wins, wins + losses, 0.5).pvalue if wins + losses else 1.0
-    binary = all(v in (0.0, 1.0) for v in (*a_values, *b_values))
+    binary = not lower_better and all(v in (0.0, 1.0) for v in (*a_values, *b_values))
     n = len(diffs)
     if p_value < ALPHA and wins != losses:
         verdict = f"{a if wins > losses else b} better"
