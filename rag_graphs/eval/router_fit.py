@@ -159,7 +159,8 @@ def cross_validate(
     """Out-of-fold quality and cost of each split and of always-best and always-cheapest."""
     picks: dict[str, dict[str, str]] = {}
     for test in _folds(qids):
-        train = [q for q in qids if q not in set(test)]
+        held = set(test)
+        train = [q for q in qids if q not in held]
         quality, spent = _means(table, train, metric), _means(table, train, cost)
         fixed = {
             "always-best": max(table, key=lambda m: (quality[m], -spent[m])),
@@ -168,12 +169,11 @@ def cross_validate(
         default = choose(table, train, metric, cost, margin)
         for feature in (None, *FEATURES):
             segments = _segments(table, train, features, feature, metric, cost, margin)
+            if segments is None:  # impossible on this fold: the split is left out of the comparison
+                continue
+            router = _router(segments, default, train, metric, cost, margin)
             name = f"split on {feature}" if feature else "one method"
-            for q in test:
-                if segments is None:
-                    continue
-                router = _router(segments, default, train, metric, cost, margin)
-                picks.setdefault(name, {})[q] = router.choose(features[q])[0]
+            picks.setdefault(name, {}).update((q, router.choose(features[q])[0]) for q in test)
         for name, method in fixed.items():
             picks.setdefault(name, {}).update(dict.fromkeys(test, method))
     return {
