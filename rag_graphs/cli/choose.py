@@ -63,7 +63,59 @@ def compare(run_dir: Path, pair: str, half: str) -> None:
     console.print(f"{comparison.questions} questions{which}, paired", highlight=False)
 
 
-def fit(run_dir: Path, out: Path, half: str, margin: float, metric: str | None, cost: str) -> None:
+def _run_index(config: dict, store: str | None, collection: str | None, embeddings):
+    """The index the run searched: its dataset's passages in the eval store (``--store``, else the
+    evaluator's default), or, for questions without passages, the user's collection. Raises
+    ``SetupError`` when it is not there."""
+    from rag_graphs.cli.shared import _context
+    from rag_graphs.eval.corpus import collection_name
+    from rag_graphs.eval.datasets import load_dataset
+    from rag_graphs.eval.options import EvalOptions
+    from rag_graphs.store import open_index
+    from rag_graphs.store.checks import check_store_exists
+
+    dataset = load_dataset(config["dataset"])
+    if dataset.has_passages:
+        uri = store or str(EvalOptions().eval_store)
+        name = collection_name(dataset, config.get("embeddings") or "embedded")
+    else:
+        ctx = _context(store, collection)
+        uri, name = ctx.store_uri, ctx.collection
+    check_store_exists(uri, name)
+    return open_index(uri, name, embeddings)
+
+
+def _with_retrieval(features: dict, questions: dict, config: dict, store, collection, embeddings) -> dict:
+    """``features`` with each question's first-search features (``routing.first_retrieval``) when
+    the run's index can be opened; unchanged (and said) when not."""
+    import dataclasses
+
+    from rag_graphs.config.errors import SetupError
+    from rag_graphs.text.routing import first_retrieval
+
+    try:
+        index = _run_index(config, store, collection, embeddings)
+    except (KeyError, ValueError, FileNotFoundError, SetupError) as exc:
+        console.print(f"no first-search features (the run's index: {safe(exc)})", highlight=False)
+        return features
+    k = int(config.get("k") or 4)
+    out = {}
+    for q, text in questions.items():
+        top, agreement = first_retrieval(text, index, embeddings, k=k, expr=None)
+        out[q] = dataclasses.replace(features[q], top_score=top, agreement=agreement)
+    return out
+
+
+def fit(
+    run_dir: Path,
+    out: Path,
+    half: str,
+    margin: float,
+    metric: str | None,
+    cost: str,
+    store: str | None = None,
+    collection: str | None = None,
+) -> None:
     """Fit a router on the run's rows and write it to ``out``; with ``--half tune``, score it on check."""
     from rag_graphs.config.context import RagContext
     from rag_graphs.eval.router_fit import fit_router, fit_table, write_router
@@ -82,6 +134,8 @@ def fit(run_dir: Path, out: Path, half: str, margin: float, metric: str | None, 
         embeddings, examples = embeddings_for(ctx), examples_file(ctx.router_examples)
         questions = {str(r["id"]): r["question"] for r in rows if r.get("question")}
         features = {q: question_features(text, embeddings, examples) for q, text in questions.items()}
+        if config.get("dataset"):
+            features = _with_retrieval(features, questions, config, store, collection, embeddings)
         held_out = None
         if half != "all":
             held_out = _half_ids(rows, "check" if half == "tune" else "tune")

@@ -155,7 +155,7 @@ def eval_command(
         if compare is not None:
             choose.compare(report, compare, half)
         if fit_router is not None:
-            choose.fit(report, fit_router, half, margin, metric, cost)
+            choose.fit(report, fit_router, half, margin, metric, cost, store, collection)
         return
     if pairwise is not None:
         if report is None:

@@ -21,7 +21,7 @@ import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from statistics import mean, median
+from statistics import mean
 
 from rag_graphs.eval.paired import NAMES, by_question, compare_rows, paired_metric, row_value
 from rag_graphs.text.routing import FEATURES, FORMAT, Features, Router, Segment, parse_router
@@ -113,7 +113,13 @@ def _segments(
         groups = [({"equals": k}, [q for q in qids if features[q].kind == k]) for k in kinds]
     else:
         values = [getattr(features[q], feature) for q in qids]
-        cut = median(values)
+        if any(v is None for v in values):  # a retrieval feature the fit was given no search for
+            return None
+        cuts = sorted(set(values))[:-1]  # a cut at the largest value would leave nothing above it
+        if not cuts:
+            return None
+        # the cut that halves the questions most evenly (the median, where ties allow it)
+        cut = min(cuts, key=lambda c: abs(2 * sum(v <= c for v in values) - len(values)))
         groups = [
             ({"at_most": cut}, [q for q, v in zip(qids, values, strict=True) if v <= cut]),
             ({"above": cut}, [q for q, v in zip(qids, values, strict=True) if v > cut]),

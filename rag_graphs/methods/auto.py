@@ -35,6 +35,7 @@ once on import, never per run.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Literal, get_args
 
@@ -56,11 +57,13 @@ from rag_graphs.nodes.events import emit, step
 from rag_graphs.nodes.interrupts import ask_back
 from rag_graphs.nodes.subgraphs import subgraph_node
 from rag_graphs.prompts import load_prompt
+from rag_graphs.search.own import refuse_own_retriever
 from rag_graphs.search.reports import has_reports
-from rag_graphs.search.retrieval import embeddings_for
+from rag_graphs.search.retrieval import embeddings_for, readable_index
 from rag_graphs.state import RagState
+from rag_graphs.store.filters import search_expr
 from rag_graphs.text.question_kinds import Kind, classify_by_examples, examples_file
-from rag_graphs.text.routing import features_of, load_router
+from rag_graphs.text.routing import features_of, first_retrieval, load_router
 
 _CLASSIFY = load_prompt("classify_question")
 FALLBACK_METHOD = "naive"
@@ -144,6 +147,12 @@ def fitted_method(question: str, kind: str, ctx: RagContext) -> tuple[str, str]:
     file, the question's features, the segment and the fit's reason)."""
     router = load_router(ctx.router_file or "")
     features = features_of(question, kind)
+    if router.needs_retrieval:  # one search more, under the run's access filter
+        refuse_own_retriever(ctx, f"the router file {Path(router.path).name} (it splits on a first search)")
+        top, agreement = first_retrieval(
+            question, readable_index(ctx), embeddings_for(ctx), k=ctx.k, expr=search_expr(ctx)
+        )
+        features = dataclasses.replace(features, top_score=top, agreement=agreement)
     method, why = router.choose(features)
     method, instead = runnable(method, ctx)
     # the file's name, not its path: a served run's steps do not show the server's folders

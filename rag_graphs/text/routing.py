@@ -3,12 +3,12 @@
 ``rag-graphs eval --report RUN --fit-router router.json`` (``rag_graphs.eval.router_fit``) writes
 it; ``RagContext.router_file`` makes ``auto`` read it. The router looks at what is known before
 answering (``Features``: the question's kind by the nearest labelled examples, its length in
-words, its named entities) and splits the questions on **one** feature into segments, each with
-the method fitted for it: the cheapest whose quality was within the margin of the segment's best
-by a paired test. One feature and a few segments, because a user's labelled set is small (tens to
-hundreds of questions): a deeper tree would fit noise, and a segment is something a person can
-read and check (the file says why each segment's method was chosen, and ``auto``'s first step
-quotes it).
+words, its named entities, and a first search's top score and dense/keyword agreement) and splits
+the questions on **one** feature into segments, each with the method fitted for it: the cheapest
+whose quality was within the margin of the segment's best by a paired test. One feature and a
+few segments, because a user's labelled set is small (tens to hundreds of questions): a deeper
+tree would fit noise, and a segment is something a person can read and check (the file says why
+each segment's method was chosen, and ``auto``'s first step quotes it).
 
 The file is data, checked on load (``load_router``); an error names the file and the key.
 """
@@ -23,25 +23,50 @@ from typing import Any
 from langchain_core.embeddings import Embeddings
 
 from rag_graphs.catalog import METHODS
+from rag_graphs.store.index import ChunkIndex
+from rag_graphs.store.reads import embed_queries
 from rag_graphs.text.jsonl import existing_path, read_json_object
 from rag_graphs.text.question_kinds import KINDS, classify_by_examples
 
 FORMAT = "rag-graphs-router/1"
 """The ``format`` key of a router file this version reads."""
-FEATURES = ("kind", "words", "entities")
+RETRIEVAL_FEATURES = ("top_score", "agreement")
+"""Features read off a first search of the question (``first_retrieval``): one search more per
+question, paid only by a router that splits on one of them."""
+FEATURES = ("kind", "words", "entities", *RETRIEVAL_FEATURES)
 """What a router may split on: all known before the question is answered."""
 
 
 @dataclass(frozen=True)
 class Features:
-    """A question's routing features."""
+    """A question's routing features (``top_score`` and ``agreement``: None until searched)."""
 
     kind: str
     words: int
     entities: int
+    top_score: float | None = None
+    """The dense search's best cosine similarity: how well the corpus matches the question."""
+    agreement: float | None = None
+    """The share of the hybrid top k that the dense search alone also ranks in its top k: low when
+    the keywords find other passages than the meaning does."""
 
     def describe(self) -> str:
-        return f"kind {self.kind}, {self.words} words, {self.entities} entities"
+        text = f"kind {self.kind}, {self.words} words, {self.entities} entities"
+        if self.top_score is not None and self.agreement is not None:
+            text += f", top score {self.top_score:.2f}, agreement {self.agreement:.2f}"
+        return text
+
+
+def first_retrieval(
+    question: str, index: ChunkIndex, embeddings: Embeddings, *, k: int, expr: str | None
+) -> tuple[float, float]:
+    """(top_score, agreement) of ``question`` from one dense and one BM25 search of ``index``
+    (``ChunkIndex.search_legs``), under ``expr``, the run's access filter (``store.filters.search_expr``)."""
+    vector = embed_queries(embeddings, [question])[0]
+    dense, fused = index.search_legs(question, vector, k=k, expr=expr)
+    top = float(dense[0][1]) if dense else 0.0
+    both = {str(d.id) for d, _ in dense} & {str(d.id) for d, _ in fused}
+    return top, len(both) / len(fused) if fused else 0.0
 
 
 def question_features(question: str, embeddings: Embeddings, examples: Path) -> Features:
@@ -80,6 +105,8 @@ class Segment:
         if self.feature is None:
             return True
         value = getattr(features, self.feature)
+        if value is None:  # not searched: no segment on a retrieval feature takes it
+            return False
         if self.equals is not None:
             return value == self.equals
         low = self.above if self.above is not None else float("-inf")
@@ -108,6 +135,11 @@ class Router:
     margin: float
     segments: tuple[Segment, ...]
     default: Segment
+
+    @property
+    def needs_retrieval(self) -> bool:
+        """True when a segment splits on a feature of the first search (``RETRIEVAL_FEATURES``)."""
+        return any(s.feature in RETRIEVAL_FEATURES for s in self.segments)
 
     def choose(self, features: Features) -> tuple[str, str]:
         """(method, why) for a question with ``features``."""

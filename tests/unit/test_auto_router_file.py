@@ -66,3 +66,29 @@ def test_a_served_client_may_not_set_the_router_file(monkeypatch, tmp_path):
     monkeypatch.setenv("RAG_GRAPHS_SERVED", "1")
     with pytest.raises(ContextRefused, match="RagContext.router_file"):
         get_context(SimpleNamespace(context={"router_file": _router_file(tmp_path)}))
+
+
+def test_a_router_on_a_first_search_feature_searches_once_under_the_access_filter(
+    loaded, make_context, tmp_path
+):
+    raw = json.loads(open(_router_file(tmp_path)).read())
+    raw["segments"] = [{"feature": "top_score", "above": -2.0, "method": "naive", "why": "matches well"}]
+    path = tmp_path / "router.json"
+    path.write_text(json.dumps(raw))
+    out = run(
+        "auto",
+        QUESTION,
+        make_context('{"kind": "multi_hop"}', "Korvik [1].", router_file=str(path), **ROUTED),
+    )
+    decided = out["steps"][0]["text"]
+    assert decided.startswith("multi_hop -> naive (router file router.json: ") and ", top score " in decided
+    assert "top_score > -2: matches well" in decided
+    # a tenant that sees no chunk: the feature's search sees none either (top score 0, agreement 0)
+    hidden = run(
+        "auto",
+        QUESTION,
+        make_context(
+            '{"kind": "multi_hop"}', "Korvik [1].", router_file=str(path), tenant="nobody", **ROUTED
+        ),
+    )
+    assert ", top score 0.00, agreement 0.00;" in hidden["steps"][0]["text"]

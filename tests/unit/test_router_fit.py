@@ -119,3 +119,47 @@ def test_a_wrong_router_file_names_the_file_and_key(tmp_path, change, message):
 def test_a_missing_router_file_names_the_setting(tmp_path):
     with pytest.raises(FileNotFoundError, match="RagContext.router_file not found"):
         load_router(tmp_path / "none.json")
+
+
+def test_a_split_on_a_first_search_feature_is_fitted_when_it_separates_the_questions():
+    rows, features = _set()
+    # every question looks alike but for its first search: multi-hop questions match the corpus worse
+    same = {
+        q: Features("multi_hop", 10, 1, top_score=0.3 if int(q[1:]) % 2 else 0.7, agreement=0.5)
+        for q in features
+    }
+    fit = fit_router(rows, same, metric="em", margin=0.05)
+    assert fit.router["feature"] == "top_score"
+    router = load_router_from(fit)
+    assert router.needs_retrieval
+    assert router.choose(Features("multi_hop", 10, 1, top_score=0.2, agreement=0.5))[0] == "ircot"
+    assert router.choose(Features("multi_hop", 10, 1, top_score=0.8, agreement=0.5))[0] == "naive"
+    # a question never searched matches no segment on a search feature: the default takes it
+    assert router.choose(Features("multi_hop", 10, 1))[0] == router.default.method
+
+
+def test_without_first_search_features_no_split_on_them_is_tried():
+    rows, features = _set()
+    fit = fit_router(rows, features, metric="em", margin=0.05)
+    assert not any(
+        name.startswith(("split on top_score", "split on agreement")) for name in fit.cross_validation
+    )
+
+
+def load_router_from(fit):
+    from rag_graphs.text.routing import parse_router
+
+    return parse_router(fit.router, "router.json")
+
+
+def test_first_retrieval_reads_the_top_score_and_the_agreement_under_the_access_filter(loaded):
+    from rag_graphs.text.routing import first_retrieval
+
+    top, agreement = first_retrieval("Velmora Institute founder", loaded, loaded.embeddings, k=3, expr=None)
+    assert -1.0 <= top <= 1.0 and top != 0.0 and 0.0 < agreement <= 1.0
+    assert first_retrieval(
+        "Velmora Institute founder", loaded, loaded.embeddings, k=3, expr='source == "none"'
+    ) == (
+        0.0,
+        0.0,
+    )
