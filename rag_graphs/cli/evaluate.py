@@ -24,6 +24,14 @@ from rag_graphs.support.terminal import safe
 @app.command("eval")
 @with_search_options
 def eval_command(
+    action: Annotated[
+        str | None,
+        typer.Argument(
+            help="synth: write labelled questions from your own store (bridge pairs from the entity "
+            "graph and single passages, written by --model, checked) to --out FILE (questions.jsonl), "
+            "--n of them, in the format --dataset reads"
+        ),
+    ] = None,
     dataset: Annotated[
         Path | None,
         typer.Option(help="a folder in the ../shared/eval layout, or a JSONL of question/answer rows"),
@@ -67,7 +75,9 @@ def eval_command(
             "continues the runs a killed evaluation had in flight (pass it again with --resume)"
         ),
     ] = None,
-    out: Annotated[Path, typer.Option(help="folder for new run directories")] = Path("runs"),
+    out: Annotated[
+        Path, typer.Option(help="folder for new run directories (synth: the questions file, questions.jsonl)")
+    ] = Path("runs"),
     resume: Annotated[Path | None, typer.Option(help="a run directory to continue")] = None,
     report: Annotated[
         Path | None, typer.Option(help="re-render the report of a run directory and exit")
@@ -83,6 +93,39 @@ def eval_command(
     pairwise_repeats: Annotated[
         int, typer.Option(min=1, help="--pairwise: ask each comparison this many times per order")
     ] = 1,
+    compare: Annotated[
+        str | None,
+        typer.Option(
+            help="with --report RUN_DIR: paired tests of two methods A,B on the same questions (B@OTHER_RUN "
+            "reads B from another run): EM, F1, contains, R@2/R@5, calls, tokens, seconds, each with a "
+            "paired bootstrap interval, an exact McNemar / sign test p and a verdict"
+        ),
+    ] = None,
+    fit_router: Annotated[
+        Path | None,
+        typer.Option(
+            help="with --report RUN_DIR: fit auto's router on the run (per question, the cheapest method "
+            "within --margin of the best) and write it to this JSON (RAG_GRAPHS_ROUTER_FILE)"
+        ),
+    ] = None,
+    margin: Annotated[
+        float, typer.Option(min=0, help="--fit-router: quality points a cheaper method may lose")
+    ] = 2.0,
+    metric: Annotated[
+        str | None,
+        typer.Option(
+            help="--fit-router: em | f1 | recall_at_5 [default: em; retrieval-only runs: recall_at_5]"
+        ),
+    ] = None,
+    cost: Annotated[str, typer.Option(help="--fit-router: llm_calls | seconds | tokens")] = "llm_calls",
+    n: Annotated[int, typer.Option("--n", min=1, help="synth: questions to write at most")] = 50,
+    half: Annotated[
+        str,
+        typer.Option(
+            help="--compare / --fit-router: the fixed tune or check half of the questions, or all "
+            "(fitting on tune scores the router on check)"
+        ),
+    ] = "all",
     store: StoreOpt = None,
     collection: CollOpt = None,
     *,
@@ -95,6 +138,25 @@ def eval_command(
     from rag_graphs.eval import EvalOptions, evaluate, markdown_table, read_rows, summarize, write_report
     from rag_graphs.eval.rows import CONFIG, read_config
 
+    if action is not None:
+        from rag_graphs.cli import choose
+
+        if action != "synth":
+            _fail(f"rag-graphs eval {action!r}: the one action is synth (or no action: run an evaluation)")
+        choose.synth(
+            Path("questions.jsonl") if out == Path("runs") else out, n, seed, model, store, collection
+        )
+        return
+    if compare is not None or fit_router is not None:
+        from rag_graphs.cli import choose
+
+        if report is None:
+            _fail("--compare and --fit-router read a finished run: give it with --report RUN_DIR")
+        if compare is not None:
+            choose.compare(report, compare, half)
+        if fit_router is not None:
+            choose.fit(report, fit_router, half, margin, metric, cost, store, collection)
+        return
     if pairwise is not None:
         if report is None:
             _fail("--pairwise compares the answers of a finished run: give it with --report RUN_DIR")

@@ -289,6 +289,16 @@ class RagContext:
     """JSON file of labelled example questions per kind for ``router="examples"``; None: the
     shipped ``prompts/question_kinds.json``."""
 
+    router_file: str | None = _env("RAG_GRAPHS_ROUTER_FILE", None)
+    """A fitted router, the JSON ``rag-graphs eval --report RUN --fit-router router.json`` writes
+    from a run over your labelled questions (``rag_graphs.text.routing``): ``auto`` then runs the
+    method fitted for the question's segment (by its kind from ``router``, its words, its
+    entities: the cheapest within the fit's margin of the best) instead of ``routes``, and its
+    first step names the file and why. The fit reads kinds by ``router_examples``: with
+    ``router="llm"`` the kind ``auto`` sees may differ from the one fitted on. None (the
+    default): ``routes``. A file the server reads, so a served run takes it from its deployment
+    only."""
+
     max_hops: LoopBudget = _env("RAG_GRAPHS_MAX_HOPS", 3)
     """Budget of retrieval hops for multi-hop methods (loop budgets are at most ``MAX_LOOP``, 50)."""
 

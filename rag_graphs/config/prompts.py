@@ -48,6 +48,8 @@ NOT_RUN_PROMPTS = {
     "judge_grounded": "the evaluator's judges",
     "judge_citation": "the evaluator's judges",
     "judge_pairwise": "the evaluator's pairwise comparison",
+    "synth_bridge_question": "the evaluator's question writer (rag-graphs eval synth)",
+    "synth_single_question": "the evaluator's question writer (rag-graphs eval synth)",
 }
 """Roles no run reads: a replacement of one would be silently ignored, so it is refused."""
 

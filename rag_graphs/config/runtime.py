@@ -51,6 +51,7 @@ DEPLOYMENT_ONLY = (
     "web_search",
     "demonstrations",
     "router_examples",
+    "router_file",
     "search_cache_path",
     "search_cache",
     "retriever_timeout",

@@ -27,11 +27,13 @@ from rag_graphs.eval.metrics import (
     supporting_recall,
 )
 from rag_graphs.eval.options import EvalOptions
+from rag_graphs.eval.paired import Comparison, paired_comparison
 from rag_graphs.eval.report import common_questions, markdown_table, summarize, write_report
 from rag_graphs.eval.rows import RunFolderBusy, read_rows
 from rag_graphs.eval.runner import evaluate, run_one
 
 __all__ = [
+    "Comparison",
     "Dataset",
     "EvalOptions",
     "Example",
@@ -49,6 +51,7 @@ __all__ = [
     "load_dataset",
     "markdown_table",
     "normalize_answer",
+    "paired_comparison",
     "read_rows",
     "recall_at_k",
     "run_one",

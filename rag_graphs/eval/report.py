@@ -8,12 +8,16 @@ asking a single question again.
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from statistics import mean
 from typing import Any
 
+from rag_graphs.eval.frontier import dominated, frontier_cost, frontier_lines
+from rag_graphs.eval.markdown import cell
 from rag_graphs.eval.metrics import RANKS, bootstrap_ci
+from rag_graphs.eval.paired import against_best
 from rag_graphs.eval.rows import ANSWER_METRICS, CONFIG, read_config, read_rows
 from rag_graphs.support.terminal import visible
 from rag_graphs.text.jsonl import existing_path
@@ -103,12 +107,6 @@ def common_questions(rows: list[dict]) -> list[dict]:
     return [r for r in rows if r["id"] in shared]
 
 
-def cell(text: object) -> str:
-    """Data (a method name, an evaluator's key) as one Markdown table cell: control characters
-    shown as escapes (``visible``), ``|`` escaped so it cannot open a column of its own."""
-    return visible(text).replace("|", "\\|")
-
-
 def _label(text: object) -> str:
     """Data as a plot label: escapes shown, ``$`` literal (matplotlib reads ``$...$`` as math,
     and a method named ``$\\x$`` would fail the plot)."""
@@ -192,18 +190,31 @@ def _bar_offsets(groups: int, bars: int, index: int) -> tuple[list[float], float
     return [g + index * width - 0.4 + width / 2 for g in range(groups)], width
 
 
-def plot_quality_cost(summaries: list[Summary], path: Path, metric: str = "f1") -> Path:
+def plot_quality_cost(
+    summaries: list[Summary],
+    path: Path,
+    metric: str = "f1",
+    cost: str = "llm_calls",
+    dominated: Collection[str] = (),
+) -> Path:
     """``metric`` (F1 by default; R@5 for a run without answers), with its interval, against
-    mean LLM calls per question, one point per method (methods without the metric are left out)."""
+    mean ``cost`` per question, one point per method (methods without the metric are left out);
+    the frontier's methods filled and joined, the ``dominated`` ones hollow (``eval.frontier``)."""
     fig, ax = _figure()
+    front = []
     for s in summaries:
         value, low, high = (100 * v for v in s.quality[metric])
         if math.isnan(value):
             continue
-        ax.errorbar(s.llm_calls, value, yerr=[[value - low], [high - value]], fmt="o", capsize=3)
-        where = (s.llm_calls, value)
-        ax.annotate(_label(s.method), where, textcoords="offset points", xytext=(5, 4), fontsize=8)
-    ax.set_xlabel("LLM calls per question (mean)")
+        x = getattr(s, cost)
+        face = "none" if s.method in dominated else None
+        ax.errorbar(x, value, yerr=[[value - low], [high - value]], fmt="o", capsize=3, mfc=face)
+        ax.annotate(_label(s.method), (x, value), textcoords="offset points", xytext=(5, 4), fontsize=8)
+        front += [] if s.method in dominated else [(x, value)]
+    if len(front) > 1:
+        ax.plot(*zip(*sorted(front), strict=True), color="grey", alpha=0.5, lw=1, label="frontier")
+        ax.legend(fontsize=8)
+    ax.set_xlabel(f"{'LLM calls' if cost == 'llm_calls' else cost} per question (mean)")
     ax.grid(alpha=0.3)
     ylabel = f"{LABELS.get(metric, metric)} (%) with 95% interval"
     return _save(
@@ -274,7 +285,9 @@ def write_report(run_dir: str | Path) -> Path:
     # The plots compare methods, so they use the questions all of them answered.
     fair = summarize(common)
     headline = "f1" if _answered(fair) else "recall_at_5"
-    plots = [plot_quality_cost(fair, run_dir / "quality_vs_cost.png", headline)]
+    cost = frontier_cost(fair)
+    lost = {d.method for d in dominated(fair, headline, cost)}
+    plots = [plot_quality_cost(fair, run_dir / "quality_vs_cost.png", headline, cost, lost)]
     if any(r.get(f"recall_at_{k}") is not None for r in rows for k in RANKS):
         plots.append(plot_recall_at_k(fair, run_dir / "recall_at_k.png"))
     if any(r.get("recall") is not None for r in rows):
@@ -314,6 +327,7 @@ def write_report(run_dir: str | Path) -> Path:
             markdown_table(fair),
             "",
         ]
+    lines += _choice_lines(common, fair, headline, cost)
     lines += [
         *[f"![{p.stem}]({p.name})" for p in plots],
         "",
@@ -321,3 +335,21 @@ def write_report(run_dir: str | Path) -> Path:
     report = run_dir / "report.md"
     report.write_text("\n".join(lines), encoding="utf-8")
     return report
+
+
+def _choice_lines(common: list[dict], fair: list[Summary], metric: str, cost: str) -> list[str]:
+    """Which method to pick: the frontier (``eval.frontier``) and every method paired against the
+    best (``eval.paired``), on the questions every method answered."""
+    best = against_best(common, metric, costs=("llm_calls", "seconds"))
+    if not best:
+        return []
+    return [
+        *frontier_lines(fair, metric, cost, common),
+        "",
+        "Paired against the best method on the same questions (difference in points for quality, "
+        "in calls and seconds for cost; exact McNemar / sign test p; `rag-graphs eval --report RUN "
+        "--compare A,B` for every metric):",
+        "",
+        best,
+        "",
+    ]

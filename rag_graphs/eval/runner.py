@@ -264,6 +264,7 @@ def evaluate(
         "max_hops": ctx.max_hops,
         "max_steps": ctx.max_steps,
         "router": ctx.router,
+        "router_file": ctx.router_file,  # auto's fitted router, when one is set
         "demonstrations": ctx.demonstrations,
         "concurrency": how.concurrency,
         "retrieval_only": how.retrieval_only,

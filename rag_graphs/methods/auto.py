@@ -9,10 +9,11 @@ embedding model (``rag_graphs.text.question_kinds``; no model call, and it works
 with the 135M embedded model, which picks the first option it is offered);
 ``llm`` asks the chat model. The kind picks a method from ``RagContext.routes``
 (default: single_hop=naive, multi_hop=ircot, global_summary=graphrag), so cheap
-questions get cheap methods. Global questions go to GraphRAG when the collection has
-community reports (``rag-graphs graph communities``): on the theme-coverage benchmark its
-global search brings more of a corpus's themes into the context than RAPTOR's tree
-(BENCHMARKS.md, "GraphRAG global search: theme coverage"). Without reports they go to
+questions get cheap methods; ``RagContext.router_file`` replaces ``routes`` with a router fitted
+on the user's own labelled questions (``rag_graphs.text.routing``). Global questions go to
+GraphRAG when the collection has community reports (``rag-graphs graph communities``): on the
+theme-coverage benchmark its global search brings more of a corpus's themes into the context
+than RAPTOR's tree (BENCHMARKS.md, "GraphRAG global search: theme coverage"). Without reports they go to
 RAPTOR when the collection has a tree (``rag-graphs raptor build``), else to RAG-Fusion;
 the first step says so.
 ``clarify`` passes on, unless the classifier was unsure (a close vote, an unreadable reply)
@@ -34,6 +35,8 @@ once on import, never per run.
 
 from __future__ import annotations
 
+import dataclasses
+from pathlib import Path
 from typing import Literal, get_args
 
 from langgraph.graph import END, START, StateGraph
@@ -54,10 +57,13 @@ from rag_graphs.nodes.events import emit, step
 from rag_graphs.nodes.interrupts import ask_back
 from rag_graphs.nodes.subgraphs import subgraph_node
 from rag_graphs.prompts import load_prompt
+from rag_graphs.search.own import refuse_own_retriever
 from rag_graphs.search.reports import has_reports
-from rag_graphs.search.retrieval import embeddings_for
+from rag_graphs.search.retrieval import embeddings_for, readable_index
 from rag_graphs.state import RagState
+from rag_graphs.store.filters import search_expr
 from rag_graphs.text.question_kinds import Kind, classify_by_examples, examples_file
+from rag_graphs.text.routing import features_of, first_retrieval, load_router
 
 _CLASSIFY = load_prompt("classify_question")
 FALLBACK_METHOD = "naive"
@@ -121,7 +127,12 @@ def available_method(kind: str, ctx: RagContext) -> tuple[str, str]:
     """The method to run for ``kind`` and why, when it is not the route itself: GraphRAG needs
     the collection's community reports, else RAPTOR runs; RAPTOR needs its tree, else
     ``NO_TREE_METHOD`` runs instead."""
-    method, why = chosen_method(kind, ctx), []
+    return runnable(chosen_method(kind, ctx), ctx)
+
+
+def runnable(method: str, ctx: RagContext) -> tuple[str, str]:
+    """``method``, or what runs instead when its index is missing (see ``available_method``), and why."""
+    why = []
     if method == "graphrag" and not has_reports(ctx):
         method = "raptor"
         why.append(f"no community reports for {ctx.collection!r}, so not graphrag")
@@ -129,6 +140,23 @@ def available_method(kind: str, ctx: RagContext) -> tuple[str, str]:
         method = NO_TREE_METHOD
         why.append(f"no RAPTOR tree for {ctx.collection!r}, so not raptor")
     return method, f" ({'; '.join(why)})" if why else ""
+
+
+def fitted_method(question: str, kind: str, ctx: RagContext) -> tuple[str, str]:
+    """The method ``RagContext.router_file`` fitted for the question's segment, and why (the
+    file, the question's features, the segment and the fit's reason)."""
+    router = load_router(ctx.router_file or "")
+    features = features_of(question, kind)
+    if router.needs_retrieval:  # one search more, under the run's access filter
+        refuse_own_retriever(ctx, f"the router file {Path(router.path).name} (it splits on a first search)")
+        top, agreement = first_retrieval(
+            question, readable_index(ctx), embeddings_for(ctx), k=ctx.k, expr=search_expr(ctx)
+        )
+        features = dataclasses.replace(features, top_score=top, agreement=agreement)
+    method, why = router.choose(features)
+    method, instead = runnable(method, ctx)
+    # the file's name, not its path: a served run's steps do not show the server's folders
+    return method, f"{instead} (router file {Path(router.path).name}: {features.describe()}; {why})"
 
 
 def classify(state: AutoState, runtime: Runtime[RagContext]) -> dict:
@@ -150,7 +178,12 @@ def classify(state: AutoState, runtime: Runtime[RagContext]) -> dict:
         kind, spent = vote.kind, {}
         why = f" (nearest example: {vote.nearest!r}, similarity {vote.similarity:.2f})"
         unsure = f"the nearest examples' vote was close (margin {vote.margin:.2f})" if vote.unsure else ""
-    target, instead = ("answer directly", "") if kind == "no_retrieval" else available_method(kind, ctx)
+    if kind == "no_retrieval":
+        target, instead = "answer directly", ""
+    elif ctx.router_file:
+        target, instead = fitted_method(state["question"], kind, ctx)
+    else:
+        target, instead = available_method(kind, ctx)
     emit("end", kind=kind, method=target)
     text = f"{kind} -> {target}{instead}{why}"
     update = {"kind": kind, "method": target, "steps": [step("decide", text=text)], "usage": spent}

@@ -32,6 +32,8 @@ EXPECTED_VARIABLES = {
     "judge_correctness": {"answer", "question", "reference"},
     "judge_citation": {"claim", "passage"},
     "judge_pairwise": {"criterion", "definition", "first", "question", "second"},
+    "synth_bridge_question": {"entity", "passages"},
+    "synth_single_question": {"passages"},
     "check_complete": {"answer", "question"},
     "grade_relevance": {"passage", "question"},
     "self_rag_follow_up": {"answer", "complete", "context", "grounded", "query", "question"},
