@@ -77,9 +77,8 @@ def choose(table: Table, qids: list[str], metric: str, cost: str, margin: float)
             continue
         if quality[best] - quality[m] > margin:
             continue
-        test = paired_metric(
-            metric, *([row_value(table[x][q], metric) or 0.0 for q in qids] for x in (best, m)), best, m
-        )
+        best_values, m_values = ([row_value(table[x][q], metric) or 0.0 for q in qids] for x in (best, m))
+        test = paired_metric(metric, best_values, m_values, best, m)
         if test.verdict != f"{best} better":
             close.append((m, test.p_value))
     pick, p = min(close, key=lambda mp: (spent[mp[0]], -quality[mp[0]]))

@@ -27,6 +27,7 @@ import random
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
@@ -165,7 +166,7 @@ def synthesize(
         raise ValueError(f"--n {n}: ask for at least one question")
     result = SynthResult(Path(out).expanduser())
     asked: set[str] = set()
-    rows = []
+    rows: list[dict[str, Any]] = []
     bar = progress_bar(total=n, desc="synth", unit="question", disable=not progress)
     drawn = 0
     for s in seeds(index, n * TRIES, seed=seed):
