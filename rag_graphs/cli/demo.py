@@ -154,6 +154,7 @@ class MethodRow:
     llm_calls: int
     seconds: float
     answer: str
+    evidence: str = ""  # the sentence the answer stands on and its file (explicit citations only)
 
 
 def retrieved_files(result: dict[str, Any]) -> set[str]:
@@ -165,6 +166,16 @@ def issued_queries(result: dict[str, Any]) -> list[str]:
     """The search queries a run issued, in order, each once."""
     searched = [s for s in result.get("steps", []) if s.get("kind") == "retrieve" and s.get("query")]
     return list(dict.fromkeys(str(s["query"]) for s in searched))
+
+
+def evidence_of(result: dict[str, Any]) -> str:
+    """The first passage the answer cites explicitly, as ``quote (file)``: under the extract
+    reader the evidence sentence itself; "" when the answer marked no citation."""
+    cited = next((c for c in result.get("citations", []) if c.get("explicit")), None)
+    if cited is None:
+        return ""
+    quote = " ".join(str(cited.get("quote", "")).split())
+    return f"{quote} ({Path(str(cited.get('source', ''))).name})"
 
 
 def method_row(method: str, result: dict[str, Any], seconds: float) -> MethodRow:
@@ -180,6 +191,7 @@ def method_row(method: str, result: dict[str, Any], seconds: float) -> MethodRow
         llm_calls=int(result.get("usage", {}).get("llm_calls", 0)),
         seconds=seconds,
         answer=short_answer(answer),
+        evidence=evidence_of(result),
     )
 
 
@@ -204,6 +216,9 @@ def method_lines(row: MethodRow) -> list[str]:
         lines.append(f"   [dim]… and {len(queries) - 4} more searches[/]")
     answer = row.answer if len(row.answer) <= 90 else row.answer[:89] + "…"
     lines.append(f"   short answer: {safe(answer)}")
+    if row.evidence:
+        evidence = row.evidence if len(row.evidence) <= 110 else row.evidence[:109] + "…"
+        lines.append(f"   evidence: {safe(evidence)}")
     return lines
 
 

@@ -14,7 +14,7 @@ from statistics import mean
 from typing import Any
 
 from rag_graphs.eval.metrics import RANKS, bootstrap_ci
-from rag_graphs.eval.rows import ANSWER_METRICS, CONFIG, read_config, read_rows
+from rag_graphs.eval.rows import ANSWER_METRICS, CONFIG, read_config, read_rows, row_reader
 from rag_graphs.support.terminal import visible
 from rag_graphs.text.jsonl import existing_path
 
@@ -39,7 +39,7 @@ LABELS = {
 
 @dataclass
 class Summary:
-    """One method's aggregate over its rows (quality with 95% bootstrap intervals)."""
+    """One method's aggregate over its rows with one reader (quality with 95% bootstrap intervals)."""
 
     method: str
     n: int
@@ -52,16 +52,23 @@ class Summary:
     model_share: float
     search_share: float
     overhead_share: float
+    reader: str = "generate"
+    """The reader that answered (``RagContext.reader`` resolved): a run may compare readers."""
+
+    @property
+    def label(self) -> str:
+        """The method, with its reader when that is not the generator (``naive (extract)``)."""
+        return self.method if self.reader == "generate" else f"{self.method} ({self.reader})"
 
 
 def summarize(rows: list[dict]) -> list[Summary]:
-    """One ``Summary`` per method, in the order methods first appear in ``rows``."""
-    by_method: dict[str, list[dict]] = {}
+    """One ``Summary`` per method and reader, in the order they first appear in ``rows``."""
+    by_method: dict[tuple[str, str], list[dict]] = {}
     for row in rows:
-        by_method.setdefault(row["method"], []).append(row)
+        by_method.setdefault((row["method"], row_reader(row)), []).append(row)
     judged = list(dict.fromkeys(key for r in rows for key in r.get("judged") or {}))
     out = []
-    for method, group in by_method.items():
+    for (method, reader), group in by_method.items():
         quality = {}
         for metric in [*QUALITY, *(JUDGED + key for key in judged)]:
             field = metric.removeprefix(JUDGED)
@@ -84,21 +91,22 @@ def summarize(rows: list[dict]) -> list[Summary]:
                 model_share=model / wall,
                 search_share=search / wall,
                 overhead_share=max(0.0, wall - model - search) / wall,
+                reader=reader,
             )
         )
     return out
 
 
 def common_questions(rows: list[dict]) -> list[dict]:
-    """The rows of the questions every method has answered.
+    """The rows of the questions every method (with every reader) has answered.
 
     A resumed or extended run can hold methods run on different numbers of
     questions; comparing their means would compare different samples.
     """
-    methods = {r["method"] for r in rows}
-    answered: dict[str, set[str]] = {}
+    methods = {(r["method"], row_reader(r)) for r in rows}
+    answered: dict[str, set[tuple[str, str]]] = {}
     for r in rows:
-        answered.setdefault(r["id"], set()).add(r["method"])
+        answered.setdefault(r["id"], set()).add((r["method"], row_reader(r)))
     shared = {q for q, ms in answered.items() if ms == methods}
     return [r for r in rows if r["id"] in shared]
 
@@ -136,12 +144,20 @@ def markdown_table(summaries: list[Summary]) -> str:
     shown = [m for m in QUALITY if m not in ANSWER_METRICS or _answered(summaries)]
     shown += [m for m in (summaries[0].quality if summaries else {}) if m.startswith(JUDGED)]
     cost = ("LLM calls", "tokens", "retrievals", "s/question", "model", "search", "overhead")
-    columns = ("method", "n", *(COLUMNS.get(m, cell(m.removeprefix(JUDGED))) for m in shown), *cost)
+    readers = len({s.reader for s in summaries}) > 1  # a reader column when the run compares readers
+    columns = (
+        "method",
+        *(["reader"] if readers else []),
+        "n",
+        *(COLUMNS.get(m, cell(m.removeprefix(JUDGED))) for m in shown),
+        *cost,
+    )
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     for s in summaries:
         errors = f" ({s.errors} failed)" if s.errors else ""
         cells = [
             cell(s.method),
+            *([s.reader] if readers else []),
             f"{s.n}{errors}",
             *(_pct(s.quality[m]) for m in shown),
             f"{s.llm_calls:.1f}",
@@ -153,6 +169,38 @@ def markdown_table(summaries: list[Summary]) -> str:
             f"{100 * s.overhead_share:.1f}%",
         ]
         lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def by_type_table(rows: list[dict]) -> str:
+    """EM / F1 / contains per method and reader (the columns) for each question type (the
+    rows: the dataset's ``type``, e.g. bridge / comparison), in percent, ``n`` questions each;
+    empty when no row has answer scores. Which kinds of question a reader cannot answer shows
+    here, not in the means."""
+    scored = [r for r in rows if r.get("f1") is not None]
+    if not scored:
+        return ""
+    variants = list(dict.fromkeys((r["method"], row_reader(r)) for r in scored))
+    types = sorted({str(r.get("type") or "-") for r in scored})
+    names = [m if rd == "generate" else f"{m} ({rd})" for m, rd in variants]
+    lines = [
+        "| type | n | " + " | ".join(f"{cell(n)} EM / F1 / contains" for n in names) + " |",
+        "|" + "---|" * (len(names) + 2),
+    ]
+    for kind in types:
+        cells, n = [], 0
+        for method, reader in variants:
+            group = [
+                r
+                for r in scored
+                if r["method"] == method and row_reader(r) == reader and str(r.get("type") or "-") == kind
+            ]
+            n = max(n, len(group))
+            means = [
+                100 * mean(float(r[m] or 0) for r in group) if group else float("nan") for m in ANSWER_METRICS
+            ]
+            cells.append(" / ".join("n/a" if v != v else f"{v:.1f}" for v in means))
+        lines.append(f"| {cell(kind)} | {n} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -202,7 +250,7 @@ def plot_quality_cost(summaries: list[Summary], path: Path, metric: str = "f1") 
             continue
         ax.errorbar(s.llm_calls, value, yerr=[[value - low], [high - value]], fmt="o", capsize=3)
         where = (s.llm_calls, value)
-        ax.annotate(_label(s.method), where, textcoords="offset points", xytext=(5, 4), fontsize=8)
+        ax.annotate(_label(s.label), where, textcoords="offset points", xytext=(5, 4), fontsize=8)
     ax.set_xlabel("LLM calls per question (mean)")
     ax.grid(alpha=0.3)
     ylabel = f"{LABELS.get(metric, metric)} (%) with 95% interval"
@@ -226,7 +274,7 @@ def plot_recall_at_k(summaries: list[Summary], path: Path) -> Path:
         xs, width = _bar_offsets(len(summaries), len(metrics), i)
         ax.bar(xs, [v for v, _, _ in values], width=width, yerr=errors, capsize=2, label=LABELS[metric])
     title = "Passage recall: everything retrieved vs the top of the final context"
-    methods = [_label(s.method) for s in summaries]
+    methods = [_label(s.label) for s in summaries]
     return _save_bars(fig, ax, path, methods, "gold passages found (%) with 95% interval", title)
 
 
@@ -289,7 +337,8 @@ def write_report(run_dir: str | Path) -> Path:
         "",
         visible(
             f"{questions} questions; chat model `{config.get('chat_model')}`, embeddings "
-            f"`{config.get('embeddings')}`, k={k}, search `{config.get('search_mode')}`."
+            f"`{config.get('embeddings')}`, k={k}, search `{config.get('search_mode')}`, "
+            f"reader {', '.join(f'`{r}`' for r in config.get('readers') or ['generate'])}."
         ),
         *(
             [
@@ -314,6 +363,8 @@ def write_report(run_dir: str | Path) -> Path:
             markdown_table(fair),
             "",
         ]
+    if len({str(r.get("type") or "-") for r in rows}) > 1 and (types := by_type_table(rows)):
+        lines += ["By question type (EM / F1 / contains in percent):", "", types, ""]
     lines += [
         *[f"![{p.stem}]({p.name})" for p in plots],
         "",
