@@ -133,6 +133,39 @@ def test_every_method_keeps_the_contract_with_the_extract_reader(loaded, make_co
     assert {str(d.id) for d in stored} == {c["chunk_id"] for c in out["citations"]}
 
 
+def _read_by_the_reader(out: dict) -> None:
+    """The run's answer is the reader's: each explicit citation quotes a sentence of a passage
+    the run gathered, and the answer's line marked with its ``[n]`` is that sentence."""
+    assert out["steps"][-1]["kind"] == "generate" and out["steps"][-1]["text"].startswith(
+        ("extracted (", "I do not know.")
+    ), out["steps"][-1]
+    by_id = {str(d.id): d for d in out["documents"]}
+    lines = out["answer"].splitlines()
+    for cite in (c for c in out["citations"] if c["explicit"]):
+        assert said_by(cite["quote"], by_id[cite["chunk_id"]].page_content)
+        assert f"{cite['quote']} [{cite['marker']}]" in lines
+
+
+def test_react_final_answer_is_read_by_the_reader(loaded, make_context):
+    ctx = make_context(
+        "Thought: who founded it?\nAction: search[Velmora Institute founder]",
+        "Thought: enough\nFinal Answer: Ilsa Brandt founded it [1].",
+        k=2,
+        reader="extract",
+    )
+    out = get_graph("react").invoke({"question": QUESTION}, context=ctx)
+    assert out["usage"]["llm_calls"] == 2 and "Ilsa Brandt founded it" not in out["answer"]
+    assert out["stop_reason"] == "enough" or out["outcome"] == "no_evidence"
+    _read_by_the_reader(out)
+
+
+def test_iterdrag_final_answer_is_read_by_the_reader(loaded, make_context):
+    ctx = make_context("So the final answer is: Halden [1].", k=2, reader="extract")
+    out = get_graph("iterdrag").invoke({"question": QUESTION}, context=ctx)
+    assert out["usage"]["llm_calls"] == 1 and not out["answer"].startswith("Halden")
+    _read_by_the_reader(out)
+
+
 def test_the_generate_reader_still_asks_the_model(loaded, make_context):
     ctx = make_context("Korvik [1].", reader="generate")
     out = get_graph("naive").invoke({"question": QUESTION}, context=ctx)
