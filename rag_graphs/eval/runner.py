@@ -48,7 +48,7 @@ from rag_graphs.eval.rows import (
 )
 from rag_graphs.eval.timing import Timer
 from rag_graphs.methods import get_graph
-from rag_graphs.nodes.reading import reader_of
+from rag_graphs.nodes.reading import reader_of, warm_up_reader
 from rag_graphs.run import run
 from rag_graphs.search.retrieval import embeddings_for
 from rag_graphs.support.progress import progress_bar
@@ -194,18 +194,9 @@ def warm_up(ctx: RagContext, methods: list[str], readers: Sequence[str] = ()) ->
     for method in methods:
         get_graph(method)
     chat_model(ctx)
-    embeddings = embeddings_for(ctx)
-    embeddings.embed_query("warm up")
+    embeddings_for(ctx).embed_query("warm up")
     if "extract" in readers:
-        from langchain_core.documents import Document
-
-        from rag_graphs.text.reader import read
-
-        read(
-            "Who warmed up?",
-            [Document(page_content="Ada Lovelace warmed up.", id="w")],
-            embeddings=embeddings,
-        )
+        warm_up_reader(ctx)
 
 
 def _question_context(ctx: RagContext, example: Example, setting: Setting) -> RagContext:

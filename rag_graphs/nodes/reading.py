@@ -54,6 +54,15 @@ def is_extract(ctx: RagContext) -> bool:
     return reader_of(ctx) == "extract"
 
 
+def warm_up_reader(ctx: RagContext) -> None:
+    """Load what the reader loads once (its spaCy pipeline, the embedder) before a clock starts."""
+    read(
+        "Who warmed up?",
+        [Document(page_content="Ada Lovelace warmed up.", id="w")],
+        embeddings=embeddings_for(ctx),
+    )
+
+
 def _answer_text(reading: Reading, markers: list[tuple[int, Evidence]]) -> str:
     """The short answer on the first line, then each evidence sentence with its ``[n]``; a
     sentence's own ``[2]`` is shown as ``⟦2⟧`` (``numbered_passage``'s rule): text from a
