@@ -77,6 +77,7 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--datasets", nargs="+", default=DATASETS)
+    parser.add_argument("--eval", type=Path, default=EVAL, help="the folder of the dev sets (../shared/eval)")
     parser.add_argument("--methods", default="naive", help="comma-separated methods")
     parser.add_argument("--readers", default="extract,generate")
     parser.add_argument("--split", default="check", choices=["tune", "check", "all"])
@@ -97,10 +98,10 @@ def main() -> None:
     readers = tuple(r.strip() for r in args.readers.split(",") if r.strip())
     summary = {}
     for name in args.datasets:
-        dataset = load_dataset(EVAL / name)
+        dataset = load_dataset(args.eval / name)
         dataset = dataclasses.replace(dataset, examples=split(dataset.examples, args.split)[: args.limit])
         store = str(args.stores / f"reader_{name}.db")
-        run_dir = args.runs / f"{name}-{args.split}-{'-'.join(methods)}"
+        run_dir = args.runs / f"{name}-{args.split}"  # later calls add methods and readers to it
         options = EvalOptions(readers=readers, eval_store=store, run_dir=run_dir)  # type: ignore[arg-type]
         evaluate(dataset, methods, context=RagContext(k=args.k), options=options)
         report = write_report(run_dir)

@@ -64,15 +64,20 @@ def warm_up_reader(ctx: RagContext) -> None:
 
 
 def _answer_text(reading: Reading, markers: list[tuple[int, Evidence]]) -> str:
-    """The short answer on the first line, then each evidence sentence with its ``[n]``; a
-    sentence's own ``[2]`` is shown as ``⟦2⟧`` (``numbered_passage``'s rule): text from a
-    document never becomes a citation of ours."""
-    lines = [_MARKER.sub(lambda m: f"⟦{m.group(1)}⟧", _flat(e.sentence)) + f" [{n}]" for n, e in markers]
+    """The short answer on the first line, then each evidence sentence with its ``[n]``; their
+    own ``[2]`` is shown as ``⟦2⟧`` (``numbered_passage``'s rule): text from a document never
+    becomes a citation of ours."""
+    lines = [_unmarked(e.sentence) + f" [{n}]" for n, e in markers]
     return str(
         load_prompt("extracted_answer")
-        .format_messages(answer=reading.answer, evidence="\n".join(lines))[-1]
+        .format_messages(answer=_unmarked(reading.answer), evidence="\n".join(lines))[-1]
         .content
     )
+
+
+def _unmarked(text: str) -> str:
+    """``text`` from a document on one line, its ``[2]``-like markers shown as ``⟦2⟧``."""
+    return _MARKER.sub(lambda m: f"⟦{m.group(1)}⟧", _flat(text))
 
 
 def _flat(sentence: str) -> str:
