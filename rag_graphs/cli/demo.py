@@ -208,11 +208,15 @@ def issued_queries(result: dict[str, Any]) -> list[str]:
 
 
 def evidence_of(result: dict[str, Any]) -> str:
-    """The first passage the answer cites explicitly, as ``quote (file)``: under the extract
-    reader the evidence sentence itself; "" when the answer marked no citation."""
-    cited = next((c for c in result.get("citations", []) if c.get("explicit")), None)
-    if cited is None:
+    """The passage the answer stands on, as ``quote (file)``: of the explicit citations, the first
+    whose quote holds the short answer, else the last (the extract reader cites its chain hop by
+    hop, the answer's sentence last; its quote is that sentence); "" when none is explicit."""
+    explicit = [c for c in result.get("citations", []) if c.get("explicit")]
+    if not explicit:
         return ""
+    short = short_answer(str(result.get("answer", ""))).lower()
+    holding = [c for c in explicit if short and short in " ".join(str(c.get("quote", "")).split()).lower()]
+    cited = (holding or explicit[-1:])[0]
     quote = " ".join(str(cited.get("quote", "")).split())
     return f"{quote} ({Path(str(cited.get('source', ''))).name})"
 

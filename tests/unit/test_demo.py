@@ -82,3 +82,12 @@ def test_the_demo_says_when_no_method_answered_the_question():
     assert "No method answered 'Lunmar'" in reach_note(wrong) and "out of reach" in reach_note(wrong)
     right = [*wrong, method_row("planned", _result(GOLD, list(CHAIN), []), 1.0)]
     assert reach_note(right) == "Answered 'Lunmar': planned (1 of them retrieved the whole chain)."
+
+
+def test_the_evidence_shown_is_the_sentence_holding_the_answer_not_the_bridge():
+    result = _result("Korvik\nIt was founded by Ilsa Brandt. [1]\nBrandt was born in Korvik. [2]", [], [])
+    result["citations"] = [
+        {"explicit": True, "quote": "It was founded by Ilsa Brandt.", "source": "/c/velmora_institute.md"},
+        {"explicit": True, "quote": "Brandt was born in Korvik.", "source": "/c/ilsa_brandt.html"},
+    ]
+    assert method_row("naive", result, 1.0).evidence == "Brandt was born in Korvik. (ilsa_brandt.html)"
