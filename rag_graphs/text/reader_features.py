@@ -21,9 +21,10 @@ Each feature is a number a person would check before believing a span is the ans
 ``agreement``       log(1 + other passages holding the same span)
 ``bridge``          the span's passage is named in another passage's sentence that holds the
                     question's words: that sentence's share of them (a bridge question's second hop)
-``about_question``  share of the span's passage title's words in the question
-``hop_onward``      ``about_question`` when the passage names another retrieved passage's title:
-                    a first hop whose answer is the next passage's, not its own
+``hop_onward``      share of the span's passage title's words in the question, when the passage
+                    names another retrieved passage's title: a first hop, whose answer is the
+                    next passage's (a passage about the question's entity that leads nowhere is
+                    where a one-hop answer is, so it is not marked)
 ``first_sentence``  the span is in its passage's first sentence
 ``length``          words in the span, over 10 (capped at 1)
 ``other_title``     the span is the title of another retrieved passage
@@ -57,7 +58,6 @@ FEATURES = (
     "rank",
     "agreement",
     "bridge",
-    "about_question",
     "hop_onward",
     "first_sentence",
     "length",
@@ -222,7 +222,6 @@ def candidate_features(
             1.0 / (1.0 + d),
             math.log1p(len(holders[key]) - 1),
             share,
-            about,
             about * onward[d],
             float(s == 0),
             min(len(key.split()), 10) / 10,

@@ -73,6 +73,13 @@ def test_polar_questions_answer_yes_or_no():
     assert reading.answer == "yes"
     reading = read("Are Korvik Falls and Blue Harbour both documentaries?", [KORVIK, HARBOUR])
     assert reading.answer == "no"
+    lind = doc("Tomas Lind", "Tomas Lind (born 1960) is a Swedish film director.")
+    question = "Do both directors of films Korvik Falls and Blue Harbour have the same nationality?"
+    reading = read(question, [KORVIK, HARBOUR, BRANDT, lind])
+    assert reading.answer == "no", reading.reason
+    assert {e.doc_index for e in reading.chain} == {2, 3}  # the directors' passages
+    danish = doc("Tomas Lind", "Tomas Lind (born 1960) is a Danish film director.")
+    assert read(question, [KORVIK, HARBOUR, BRANDT, danish]).answer == "yes"
 
 
 def test_a_restatement_of_the_question_never_wins(fake_embeddings):
