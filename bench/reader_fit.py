@@ -180,8 +180,8 @@ def fit_weights(rows: dict[str, list[dict]], embeddings, l2: float, save) -> np.
                 continue
             wanted = {normalize_answer(g) for g in golds(row)}
             for setting in SETTINGS:
-                passages = reader._parsed(documents(row, setting))
-                sims = reader._similarities(row["question"], passages, embeddings)
+                passages = reader.parsed_documents(documents(row, setting))
+                sims = reader.sentence_similarities(row["question"], passages, embeddings)
                 found = candidate_features(row["question"], typed, passages, sims)
                 y = np.asarray([normalize_answer(c.text) in wanted for c in found], dtype=float)
                 if found and y.any():
@@ -276,25 +276,29 @@ def report(rows, embeddings, out: Path | None) -> None:
 
 
 def time_reads(rows, n: int, embeddings) -> None:
-    """ms per read() on the first ``n`` distractor questions of each set, nothing cached."""
+    """ms per read() on the first ``n`` distractor questions of each set, nothing cached: wall
+    clock and this process's CPU time (all its threads), with and without the embedder."""
     saved = dict(candidates_module._CACHE)
-    candidates_module._CACHE.clear()
     reader.read("warm up?", [Document(page_content="Warm up.", metadata={})], embeddings=embeddings)
-    times = []
-    for questions in rows.values():
-        for row in questions[:n]:
-            docs = documents(row, "distractor")
-            started = time.perf_counter()
-            reader.read(row["question"], docs, embeddings=embeddings)
-            times.append(1000 * (time.perf_counter() - started))
+    for model in (None, embeddings) if embeddings is not None else (None,):
+        candidates_module._CACHE.clear()
+        wall, cpu = [], []
+        for questions in rows.values():
+            for row in questions[:n]:
+                docs = documents(row, "distractor")
+                started, started_cpu = time.perf_counter(), time.process_time()
+                reader.read(row["question"], docs, embeddings=model)
+                wall.append(1000 * (time.perf_counter() - started))
+                cpu.append(1000 * (time.process_time() - started_cpu))
+        label = "with the embedder" if model is not None else "without an embedder"
+        print(
+            f"read() {label}: {len(wall)} questions, wall median {statistics.median(wall):.1f} ms "
+            f"(mean {statistics.fmean(wall):.1f}), CPU median {statistics.median(cpu):.1f} ms "
+            f"(mean {statistics.fmean(cpu):.1f})",
+            flush=True,
+        )
     candidates_module._CACHE.clear()
     candidates_module._CACHE.update(saved)
-    times.sort()
-    print(
-        f"read(): {len(times)} questions, median {statistics.median(times):.1f} ms, "
-        f"p90 {times[int(0.9 * len(times))]:.1f} ms, mean {statistics.fmean(times):.1f} ms",
-        flush=True,
-    )
 
 
 if __name__ == "__main__":

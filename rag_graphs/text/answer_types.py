@@ -21,11 +21,9 @@ NUMBER_LABELS = frozenset({"CARDINAL", "QUANTITY", "MONEY", "PERCENT"})
 DURATION_LABELS = NUMBER_LABELS | {"DATE", "TIME"}
 """How long / how old: spaCy labels "12 years" and "50 years old" DATE."""
 NUMERIC_LABELS = DURATION_LABELS | {"ORDINAL"}
-KIND_LABELS = frozenset({"NORP", "CHUNK"})
-OTHER_LABELS = frozenset(
-    {"ORG", "WORK_OF_ART", "EVENT", "PRODUCT", "LAW", "LANGUAGE", "NORP", "FAC", "CHUNK"}
-)
-"""Spacy labels a right answer of each type usually carries; ``CHUNK`` is a noun chunk."""
+KIND_LABELS = frozenset({"NORP", "LANGUAGE"})
+OTHER_LABELS = frozenset({"ORG", "WORK_OF_ART", "EVENT", "PRODUCT", "LAW", "LANGUAGE", "NORP", "FAC"})
+"""spaCy labels a right answer of each type usually carries."""
 
 ANSWER_TYPES = ("person", "place", "date", "number", "which_of_two", "yes_no", "kind", "other")
 
@@ -43,7 +41,10 @@ _PERSON_NOUNS = frozenset(
     "musician artist composer poet son daughter father mother wife husband spouse brother sister "
     "founder producer politician leader coach footballer".split()
 )
-_KIND_NOUNS = frozenset("kind type sort genre nationality form breed species genus".split())
+_KIND_NOUNS = frozenset(
+    "kind type sort genre nationality form breed species genus sport profession occupation "
+    "instrument language religion position job role".split()
+)
 _EARLIER = re.compile(
     r"\b(?:first|earlier|earliest|older|oldest|before|sooner|longer ago|born first|died first)\b", re.I
 )

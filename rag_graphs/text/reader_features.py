@@ -9,9 +9,8 @@ Each feature is a number a person would check before believing a span is the ans
 ``cue``             the word before the span is one that leads the asked type ("born *in*",
                     "directed *by*"; ``CUES``)
 ``capitalised``     the span starts with a capital letter, for a person, place or thing
-``entity``          the span is a named entity (not a noun chunk)
+``entity``          the span is a named entity (not only a passage's title)
 ``numeric``         a date or number for a question that asks neither
-``chunk_for_other`` a noun chunk for a question asking a kind or a thing (genre, sport...)
 ``head``            the question's head noun ("what *city*") is in the span (1) or its sentence (0.5)
 ``restates``        share of the span's words that are the question's (the rest never wins)
 ``sentence_words``  share of the question's words in the span's sentence or its passage's title
@@ -49,7 +48,6 @@ FEATURES = (
     "capitalised",
     "entity",
     "numeric",
-    "chunk_for_other",
     "head",
     "restates",
     "sentence_words",
@@ -66,10 +64,12 @@ FEATURES = (
 )
 _EXTRA_STOP = frozenset("also name named called one both did does there been being into out".split())
 _WORD = re.compile(r"\w+")
+_QUALIFIER = re.compile(r"\s*\([^()]*\)\s*$")
+"""A title's disambiguation ("Mayfair (magazine)"): not part of the answer."""
 LOOSE_LABELS = {
-    "person": frozenset({"PERSON", "ORG", "NORP", "TITLE"}),
+    "person": frozenset({"PERSON", "ORG", "TITLE"}),
     "place": frozenset({"GPE", "LOC", "FAC", "ORG", "NORP", "PERSON"}),
-    "kind": frozenset({"NORP", "CHUNK", "LANGUAGE"}),
+    "kind": frozenset({"NORP", "LANGUAGE", "ORG"}),
     "other": frozenset(
         {"ORG", "WORK_OF_ART", "EVENT", "PRODUCT", "LAW", "LANGUAGE", "NORP", "FAC", "GPE", "PERSON", "TITLE"}
     ),
@@ -121,7 +121,7 @@ def _title_label(passage: ParsedPassage) -> str:
     key = normalize(passage.title)
     for sentence in passage.sentences[:2]:
         for span in sentence.spans:
-            if span.label != "CHUNK" and normalize(span.text) == key:
+            if normalize(span.text) == key:
                 return span.label
     return "TITLE"
 
@@ -176,7 +176,8 @@ def candidate_features(
     raw: list[tuple[str, str, str, int, int, Span | None]] = []
     for d, passage in enumerate(passages):
         if passage.title and passage.sentences:
-            raw.append((passage.title, _title_label(passage), answer_key(passage.title), d, 0, None))
+            title = _QUALIFIER.sub("", passage.title) or passage.title
+            raw.append((title, _title_label(passage), answer_key(title), d, 0, None))
         for s, sentence in enumerate(passage.sentences):
             for span in sentence.spans:
                 raw.append((span.text, span.label, answer_key(span.text), d, s, span))
@@ -211,9 +212,8 @@ def candidate_features(
                 span is not None and span.token_start > 0 and sentence.tokens[span.token_start - 1] in cues
             ),
             float(text[:1].isupper() and typed.kind in ("person", "place", "other")),
-            float(label not in ("CHUNK", "TITLE")),
+            float(label != "TITLE"),
             float(label in NUMERIC_LABELS and typed.kind not in ("date", "number")),
-            float(label == "CHUNK" and typed.kind in ("kind", "other")),
             head,
             restates,
             len(words & (sentence_stems | passage.title_stems)) / max(len(words), 1),

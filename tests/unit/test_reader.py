@@ -13,7 +13,8 @@ import pytest
 from langchain_core.documents import Document
 
 from rag_graphs.text.answer_types import answer_type
-from rag_graphs.text.reader import read
+from rag_graphs.text.reader import parsed_documents, read
+from rag_graphs.text.reader_features import candidate_features
 
 
 def doc(title: str, text: str) -> Document:
@@ -139,3 +140,22 @@ def test_answer_types_of_typical_questions():
     assert answer_type("What year did the band form?").kind == "date"
     assert answer_type("Where is the headquarters of Dow?").kind == "place"
     assert answer_type("Do both directors have the same nationality?").kind == "yes_no"
+
+
+def test_places_in_a_row_are_one_candidate_and_a_year_question_gets_the_year():
+    """ "Midland, Michigan" is offered whole (gold answers often name the state too) beside
+    "Midland"; the fitted weights choose between them. "What year" answers with the year alone."""
+    dow = doc(
+        "Dow Chemical Company",
+        "The Dow Chemical Company is an American chemical corporation headquartered in Midland, "
+        "Michigan. It was founded on May 18, 1897.",
+    )
+    question = "Where is the Dow Chemical Company headquartered?"
+    offered = {
+        c.text for c in candidate_features(question, answer_type(question), parsed_documents([dow]), {})
+    }
+    assert {"Midland, Michigan", "Midland", "Michigan"} <= offered
+    assert read(question, [dow]).answer in ("Midland", "Midland, Michigan")
+    reading = read("In what year was the Dow Chemical Company founded?", [dow])
+    assert reading.answer == "1897"
+    assert reading.answer in reading.quote
