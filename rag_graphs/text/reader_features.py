@@ -26,6 +26,8 @@ Each feature is a number a person would check before believing a span is the ans
                     where a one-hop answer is, so it is not marked)
 ``first_sentence``  the span is in its passage's first sentence
 ``length``          words in the span, over 10 (capped at 1)
+``relation``        the span's passage is the person the question's role leads to from a passage
+                    it names ("the director of film X": X's passage names the director)
 ``other_title``     the span is the title of another retrieved passage
 ``own_title``       the span is its own passage's title
 """
@@ -59,11 +61,17 @@ FEATURES = (
     "hop_onward",
     "first_sentence",
     "length",
+    "relation",
     "other_title",
     "own_title",
 )
 _EXTRA_STOP = frozenset("also name named called one both did does there been being into out".split())
 _WORD = re.compile(r"\w+")
+_ROLES = frozenset(
+    stem(w)
+    for w in "director producer composer performer author writer father mother spouse wife husband "
+    "founder creator screenwriter editor son daughter child".split()
+)
 _QUALIFIER = re.compile(r"\s*\([^()]*\)\s*$")
 """A title's disambiguation ("Mayfair (magazine)"): not part of the answer."""
 LOOSE_LABELS = {
@@ -160,6 +168,39 @@ def _bridges(
     return found
 
 
+def relation_hop(passages: list[ParsedPassage], d: int, question: str) -> tuple[int, int] | None:
+    """(passage, sentence): the retrieved passage about the person passage ``d`` names in the role
+    the question asks ("the *director* of film X", "X's *father*"), and the sentence of ``d``
+    naming them; None when the question asks no role or ``d`` names nobody retrieved."""
+    roles = content_words(question) & _ROLES
+    if not roles:
+        return None
+    for s, sentence in enumerate(passages[d].sentences):
+        if not roles & set(sentence.stems):
+            continue
+        for span in sentence.spans:
+            if span.label == "PERSON":
+                key = normalize(span.text)
+                for other, passage in enumerate(passages):
+                    if other != d and key and normalize(passage.title) == key:
+                        return other, s
+    return None
+
+
+def _relation_targets(question: str, passages: list[ParsedPassage]) -> dict[int, tuple[int, int]]:
+    """Passage -> the (passage, sentence) leading to it by the question's role, from passages the
+    question names (2Wiki's "Where was the father of X born?")."""
+    key = f" {normalize(question)} "
+    targets: dict[int, tuple[int, int]] = {}
+    for d, passage in enumerate(passages):
+        title = normalize(_QUALIFIER.sub("", passage.title))
+        if title and f" {title} " in key:
+            hop = relation_hop(passages, d, question)
+            if hop is not None and hop[0] not in targets:
+                targets[hop[0]] = (d, hop[1])
+    return targets
+
+
 def candidate_features(
     question: str,
     typed: AnswerType,
@@ -172,6 +213,7 @@ def candidate_features(
     question_key = f" {answer_key(question)} "
     titles = {normalize(p.title): d for d, p in enumerate(passages) if p.title}
     bridges = _bridges(passages, words)
+    targets = _relation_targets(question, passages)
     onward = [float(any(k in p.keys for k in titles if titles[k] != d)) for d, p in enumerate(passages)]
     raw: list[tuple[str, str, str, int, int, Span | None]] = []
     for d, passage in enumerate(passages):
@@ -225,8 +267,10 @@ def candidate_features(
             about * onward[d],
             float(s == 0),
             min(len(key.split()), 10) / 10,
+            float(d in targets),
             float(titles.get(normalize(text), d) != d),
             float(span is None),
         )
-        out.append(Candidate(text, label, key, d, s, features, bridge_at if share > 0 else None))
+        bridge = targets.get(d) or (bridge_at if share > 0 else None)
+        out.append(Candidate(text, label, key, d, s, features, bridge))
     return out
