@@ -32,6 +32,11 @@ MAX_CHARS = 20_000
 """Characters of one passage read at most (spaCy's cost grows with length; the answer of a
 retrieved chunk is in its first pages)."""
 _WORD = re.compile(r"\w+")
+_RANGE = re.compile(r"\s+[–—-]\s+|\s*[–—]\s*")
+_DAY_BEFORE = re.compile(r"\b([0-3]?[0-9])\s+$")
+_MONTH_FIRST = re.compile(
+    r"(?:January|February|March|April|May|June|July|August|September|October|November|December)\b"
+)
 _BREAK = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[A-Z0-9\"'(\[])")
 _ABBREVIATIONS = frozenset(
     "mr mrs ms dr st jr sr co inc ltd vs no mt gen col lt sgt prof rev u.s u.k fr ft sen rep gov "
@@ -102,6 +107,40 @@ def split_title(text: str, title: str) -> str:
         if rest[:1] == "\n":
             return rest[1:]
     return text
+
+
+def date_parts(span: Span, sentence: str = "") -> list[Span]:
+    """A DATE span as its dates. spaCy tags a life's range "12 March 1921 – 4 October 1988" as one
+    date, or leaves the day out of the second ("October 1988"): a birth question wants the first
+    date, a death question the second, whole. ``sentence`` is the span's sentence (for the day)."""
+    if span.label != "DATE":
+        return [span]
+    parts, at = [], 0
+    for piece in _RANGE.split(span.text):
+        start = span.text.index(piece, at)
+        at = start + len(piece)
+        if piece.strip():
+            parts.append(
+                Span(piece, "DATE", span.start + start, span.start + at, span.token_start, span.token_end)
+            )
+    if not parts:
+        return [span]
+    day = (
+        _DAY_BEFORE.search(sentence[: parts[0].start])
+        if sentence and _MONTH_FIRST.match(parts[0].text)
+        else None
+    )
+    if day:
+        first = parts[0]
+        parts[0] = Span(
+            sentence[day.start(1) : first.end],
+            "DATE",
+            day.start(1),
+            first.end,
+            first.token_start,
+            first.token_end,
+        )
+    return parts
 
 
 def sentence_bounds(text: str) -> list[tuple[int, int]]:

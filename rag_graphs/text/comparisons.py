@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from rag_graphs.entity_graph.entities import normalize
 from rag_graphs.text.answer_types import AnswerType
-from rag_graphs.text.candidates import ParsedPassage
+from rag_graphs.text.candidates import ParsedPassage, date_parts
 from rag_graphs.text.reader_features import content_words, relation_hop
 
 _YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b")
@@ -77,7 +77,7 @@ def _dates(passage: ParsedPassage) -> list[tuple[tuple[int, int, int], int]]:
     """The passage's dates in reading order, each with its sentence."""
     found = []
     for s, sentence in enumerate(passage.sentences):
-        for span in sentence.spans:
+        for span in (part for whole in sentence.spans for part in date_parts(whole, sentence.text)):
             if span.label == "DATE":
                 key = _date_key(span.text)
                 if key:

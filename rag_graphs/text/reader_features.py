@@ -26,6 +26,8 @@ Each feature is a number a person would check before believing a span is the ans
                     where a one-hop answer is, so it is not marked)
 ``first_sentence``  the span is in its passage's first sentence
 ``length``          words in the span, over 10 (capped at 1)
+``life_date``       a date question about a birth (death): the span is its passage's first
+                    (second) date, where biographies give them ("X (3 May 1950 - 1 June 2001)")
 ``relation``        the span's passage is the person the question's role leads to from a passage
                     it names ("the director of film X": X's passage names the director)
 ``other_title``     the span is the title of another retrieved passage
@@ -41,7 +43,7 @@ from dataclasses import dataclass
 from rag_graphs.entity_graph.entities import normalize
 from rag_graphs.store.keywords import STOP_WORDS
 from rag_graphs.text.answer_types import NUMERIC_LABELS, AnswerType
-from rag_graphs.text.candidates import ParsedPassage, Span, stem
+from rag_graphs.text.candidates import ParsedPassage, Span, date_parts, stem
 
 FEATURES = (
     "type",
@@ -61,6 +63,7 @@ FEATURES = (
     "hop_onward",
     "first_sentence",
     "length",
+    "life_date",
     "relation",
     "other_title",
     "own_title",
@@ -72,6 +75,8 @@ _ROLES = frozenset(
     for w in "director producer composer performer author writer father mother spouse wife husband "
     "founder creator screenwriter editor son daughter child".split()
 )
+_BIRTH = re.compile(r"\b(?:born|birth|birthday)\b", re.IGNORECASE)
+_DEATH = re.compile(r"\b(?:die|died|death|dead)\b", re.IGNORECASE)
 _QUALIFIER = re.compile(r"\s*\([^()]*\)\s*$")
 """A title's disambiguation ("Mayfair (magazine)"): not part of the answer."""
 LOOSE_LABELS = {
@@ -214,6 +219,15 @@ def candidate_features(
     titles = {normalize(p.title): d for d, p in enumerate(passages) if p.title}
     bridges = _bridges(passages, words)
     targets = _relation_targets(question, passages)
+    life = 0 if _BIRTH.search(question) else 1 if _DEATH.search(question) else None
+    date_order: dict = {}
+    for d, passage in enumerate(passages):
+        n = 0
+        for s, sentence in enumerate(passage.sentences):
+            for whole in sentence.spans:
+                for span in date_parts(whole, sentence.text) if whole.label == "DATE" else ():
+                    date_order[(d, s, span)] = n
+                    n += 1
     onward = [float(any(k in p.keys for k in titles if titles[k] != d)) for d, p in enumerate(passages)]
     raw: list[tuple[str, str, str, int, int, Span | None]] = []
     for d, passage in enumerate(passages):
@@ -221,8 +235,9 @@ def candidate_features(
             title = _QUALIFIER.sub("", passage.title) or passage.title
             raw.append((title, _title_label(passage), answer_key(title), d, 0, None))
         for s, sentence in enumerate(passage.sentences):
-            for span in sentence.spans:
-                raw.append((span.text, span.label, answer_key(span.text), d, s, span))
+            for whole in sentence.spans:
+                for span in date_parts(whole, sentence.text):
+                    raw.append((span.text, span.label, answer_key(span.text), d, s, span))
     raw = [r for r in raw if r[2] and f" {r[2]} " not in question_key]
     if typed.kind in _HARD_TYPES:
         raw = [r for r in raw if r[1] in typed.labels]
@@ -267,6 +282,7 @@ def candidate_features(
             about * onward[d],
             float(s == 0),
             min(len(key.split()), 10) / 10,
+            float(life is not None and label == "DATE" and date_order.get((d, s, span)) == life),
             float(d in targets),
             float(titles.get(normalize(text), d) != d),
             float(span is None),

@@ -68,6 +68,20 @@ def test_the_right_candidate_wins_for_each_question_type(question, documents, ki
     assert 0.0 < reading.confidence <= 1.0
 
 
+def test_a_death_date_is_the_second_date_of_a_biography_whole():
+    """spaCy tags "12 March 1921 – 4 October 1988" as one date or drops the day of the second
+    ("October 1988"); the reader splits the range and takes the day back, and a death question
+    reached through the film's passage gets the second date, a birth question the first."""
+    lind = doc(
+        "Tomas Lind",
+        "Tomas Lind (12 March 1921 – 4 October 1988) was a Swedish film director and writer.",
+    )
+    died = read("When did the director of Blue Harbour die?", [HARBOUR, lind])
+    assert died.answer == "4 October 1988", died.reason
+    assert [e.doc_index for e in died.chain] == [0, 1]
+    assert read("When was the director of Blue Harbour born?", [HARBOUR, lind]).answer == "12 March 1921"
+
+
 def test_polar_questions_answer_yes_or_no():
     reading = read("Are Korvik Falls and Blue Harbour both films?", [KORVIK, HARBOUR])
     assert reading.answer_type == "yes_no"
