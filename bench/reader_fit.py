@@ -14,8 +14,9 @@ Fitting: every candidate span of a tune-half question gets its feature vector
 alias (SQuAD normalisation). The weights maximise the log-likelihood of the right spans under a
 softmax over each question's candidates (L2 ``--l2``), by gradient ascent, on the tune halves of
 HotpotQA, 2Wiki and MuSiQue pooled, both settings. Which-of-two and yes/no questions are decided
-by rules (``text.comparisons``) and take no part in the fit. The threshold is the confidence
-under which tune-half answers were right less than ``--abstain-precision`` of the time.
+by rules (``text.comparisons``) and take no part in the fit. The threshold is the highest
+confidence under which abstaining on every tune-half span answer loses at most
+``--abstain-cost`` F1 per question (0.01: one point): ``no_evidence`` replaces wrong guesses.
 
 spaCy parses and sentence embeddings are cached on disk (``--cache``) between runs.
 """
@@ -132,7 +133,7 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=0, help="questions per dataset at most (0: all)")
     parser.add_argument("--fit", action="store_true", help="refit on the tune halves and write the weights")
     parser.add_argument("--l2", type=float, default=0.01)
-    parser.add_argument("--abstain-precision", type=float, default=0.05)
+    parser.add_argument("--abstain-cost", type=float, default=0.01, help="F1 abstaining may lose")
     parser.add_argument("--no-embeddings", action="store_true")
     parser.add_argument("--timing", type=int, default=0, help="time read() on N distractor questions, cold")
     parser.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "rag-graphs-reader")
@@ -149,22 +150,26 @@ def main() -> None:
         from rag_graphs.store.embeddings import load_embeddings
 
         embeddings = CachedEmbeddings(load_embeddings(), args.cache / "embeddings.pkl")
+
+    def save() -> None:
+        parses.write_bytes(pickle.dumps(dict(candidates_module._CACHE)))
+        if embeddings is not None:
+            embeddings.save()
+
     rows = {name: load_rows(data, name)[: args.limit or None] for name in args.datasets.split(",") if name}
     if args.timing:
         time_reads(rows, args.timing, None if embeddings is None else embeddings.inner)
     if args.fit:
-        weights = fit_weights(rows, embeddings, args.l2)
+        weights = fit_weights(rows, embeddings, args.l2, save)
         reader.load_weights.cache_clear()
-        threshold = choose_threshold(rows, embeddings, args.abstain_precision)
+        threshold = choose_threshold(rows, embeddings, args.abstain_cost)
         write_weights(weights, threshold, args)
         reader.load_weights.cache_clear()
     report(rows, embeddings, args.out)
-    parses.write_bytes(pickle.dumps(dict(candidates_module._CACHE)))
-    if embeddings is not None:
-        embeddings.save()
+    save()
 
 
-def fit_weights(rows: dict[str, list[dict]], embeddings, l2: float) -> np.ndarray:
+def fit_weights(rows: dict[str, list[dict]], embeddings, l2: float, save) -> np.ndarray:
     groups = []
     for name, questions in rows.items():
         for row in questions:
@@ -175,37 +180,39 @@ def fit_weights(rows: dict[str, list[dict]], embeddings, l2: float) -> np.ndarra
                 continue
             wanted = {normalize_answer(g) for g in golds(row)}
             for setting in SETTINGS:
-                passages = reader._parsed(documents(row, setting))
-                sims = reader._similarities(row["question"], passages, embeddings)
+                passages = reader.parsed_documents(documents(row, setting))
+                sims = reader.sentence_similarities(row["question"], passages, embeddings)
                 found = candidate_features(row["question"], typed, passages, sims)
                 y = np.asarray([normalize_answer(c.text) in wanted for c in found], dtype=float)
                 if found and y.any():
                     groups.append((np.asarray([c.features for c in found]), y))
+        save()
         print(f"{name}: {len(groups)} tune groups with a right candidate so far", flush=True)
     w = fit(groups, l2)
     print("weights:", json.dumps(dict(zip(FEATURES, np.round(w, 3).tolist(), strict=True))), flush=True)
     return w
 
 
-def choose_threshold(rows, embeddings, precision: float) -> float:
-    """The least confidence at which tune-half answers (span questions) were still right often."""
+def choose_threshold(rows, embeddings, cost: float) -> float:
+    """The highest confidence under which tune-half span answers, all abstained, would cost at most
+    ``cost`` F1 per question: ``no_evidence`` then replaces mostly-wrong guesses only."""
     pairs = []
     for questions in rows.values():
         for row in questions:
             if half_of(row["id"]) != "tune":
                 continue
             for setting in SETTINGS:
-                got = reader.read(
-                    row["question"], documents(row, setting), embeddings=embeddings, threshold=0.0
-                )
+                docs = documents(row, setting)
+                got = reader.read(row["question"], docs, embeddings=embeddings, threshold=0.0)
                 if got.answer_type not in ("which_of_two", "yes_no") and not got.no_evidence:
-                    pairs.append((got.confidence, answer_scores(got.answer, golds(row))["em"]))
+                    pairs.append((got.confidence, answer_scores(got.answer, golds(row))["f1"]))
     pairs.sort()
-    threshold = 0.0
-    for i in range(len(pairs)):
-        below = pairs[: i + 1]
-        if sum(em for _, em in below) / len(below) <= precision:
-            threshold = pairs[i][0]
+    threshold, lost = 0.0, 0.0
+    for confidence, f1 in pairs:
+        lost += f1
+        if lost > cost * len(pairs):
+            break
+        threshold = confidence
     return round(threshold, 4)
 
 
@@ -214,8 +221,8 @@ def write_weights(w: np.ndarray, threshold: float, args) -> None:
         "_how": (
             "Fitted by bench/reader_fit.py --fit on the TUNE halves (rag_graphs.eval.halves) of "
             f"{args.datasets}, oracle and distractor settings pooled: softmax over each question's "
-            f"candidates, L2 {args.l2}; threshold: the least confidence under which tune answers were "
-            f"right at most {args.abstain_precision:.0%} of the time."
+            f"candidates, L2 {args.l2}; threshold: the highest confidence under which abstaining on every "
+            f"tune answer loses at most {args.abstain_cost} F1 per question."
         ),
         "weights": dict(zip(FEATURES, [round(float(v), 4) for v in w], strict=True)),
         "threshold": threshold,
@@ -269,25 +276,29 @@ def report(rows, embeddings, out: Path | None) -> None:
 
 
 def time_reads(rows, n: int, embeddings) -> None:
-    """ms per read() on the first ``n`` distractor questions of each set, nothing cached."""
+    """ms per read() on the first ``n`` distractor questions of each set, nothing cached: wall
+    clock and this process's CPU time (all its threads), with and without the embedder."""
     saved = dict(candidates_module._CACHE)
-    candidates_module._CACHE.clear()
     reader.read("warm up?", [Document(page_content="Warm up.", metadata={})], embeddings=embeddings)
-    times = []
-    for questions in rows.values():
-        for row in questions[:n]:
-            docs = documents(row, "distractor")
-            started = time.perf_counter()
-            reader.read(row["question"], docs, embeddings=embeddings)
-            times.append(1000 * (time.perf_counter() - started))
+    for model in (None, embeddings) if embeddings is not None else (None,):
+        candidates_module._CACHE.clear()
+        wall, cpu = [], []
+        for questions in rows.values():
+            for row in questions[:n]:
+                docs = documents(row, "distractor")
+                started, started_cpu = time.perf_counter(), time.process_time()
+                reader.read(row["question"], docs, embeddings=model)
+                wall.append(1000 * (time.perf_counter() - started))
+                cpu.append(1000 * (time.process_time() - started_cpu))
+        label = "with the embedder" if model is not None else "without an embedder"
+        print(
+            f"read() {label}: {len(wall)} questions, wall median {statistics.median(wall):.1f} ms "
+            f"(mean {statistics.fmean(wall):.1f}), CPU median {statistics.median(cpu):.1f} ms "
+            f"(mean {statistics.fmean(cpu):.1f})",
+            flush=True,
+        )
     candidates_module._CACHE.clear()
     candidates_module._CACHE.update(saved)
-    times.sort()
-    print(
-        f"read(): {len(times)} questions, median {statistics.median(times):.1f} ms, "
-        f"p90 {times[int(0.9 * len(times))]:.1f} ms, mean {statistics.fmean(times):.1f} ms",
-        flush=True,
-    )
 
 
 if __name__ == "__main__":

@@ -21,11 +21,9 @@ NUMBER_LABELS = frozenset({"CARDINAL", "QUANTITY", "MONEY", "PERCENT"})
 DURATION_LABELS = NUMBER_LABELS | {"DATE", "TIME"}
 """How long / how old: spaCy labels "12 years" and "50 years old" DATE."""
 NUMERIC_LABELS = DURATION_LABELS | {"ORDINAL"}
-KIND_LABELS = frozenset({"NORP", "CHUNK"})
-OTHER_LABELS = frozenset(
-    {"ORG", "WORK_OF_ART", "EVENT", "PRODUCT", "LAW", "LANGUAGE", "NORP", "FAC", "CHUNK"}
-)
-"""Spacy labels a right answer of each type usually carries; ``CHUNK`` is a noun chunk."""
+KIND_LABELS = frozenset({"NORP", "LANGUAGE"})
+OTHER_LABELS = frozenset({"ORG", "WORK_OF_ART", "EVENT", "PRODUCT", "LAW", "LANGUAGE", "NORP", "FAC"})
+"""spaCy labels a right answer of each type usually carries."""
 
 ANSWER_TYPES = ("person", "place", "date", "number", "which_of_two", "yes_no", "kind", "other")
 
@@ -43,7 +41,10 @@ _PERSON_NOUNS = frozenset(
     "musician artist composer poet son daughter father mother wife husband spouse brother sister "
     "founder producer politician leader coach footballer".split()
 )
-_KIND_NOUNS = frozenset("kind type sort genre nationality form breed species genus".split())
+_KIND_NOUNS = frozenset(
+    "kind type sort genre nationality form breed species genus sport profession occupation "
+    "instrument language religion position job role".split()
+)
 _EARLIER = re.compile(
     r"\b(?:first|earlier|earliest|older|oldest|before|sooner|longer ago|born first|died first)\b", re.I
 )
@@ -63,6 +64,9 @@ _POLAR_OR = re.compile(
 _CAPITALISED = re.compile(r"(?:[A-Z0-9][\w'.&-]*)(?:\s+(?:(?:of|the|and|de|du|la|&|[A-Z0-9][\w'.&-]*)\b))*")
 _SPLIT_B = re.compile(r",\s+")
 _WORD = re.compile(r"[A-Za-z]+")
+_WH_WORD = re.compile(r"(?:^|[,;]\s*|\b(?:from|in|to|and)\s+)(when|where)\b")
+"""A "when"/"where" that asks (at the start, after a comma or "from where"), not one in a
+title ("the director of film When In Rome")."""
 
 
 @dataclass(frozen=True)
@@ -151,11 +155,11 @@ def answer_type(question: str) -> AnswerType:
         return AnswerType("number", DURATION_LABELS, head)
     if re.search(r"\bhow (?:many|much|far|tall|large|big|high)\b", lower):
         return AnswerType("number", NUMBER_LABELS, head)
-    if re.search(r"\bwhen\b", lower) or head in _DATE_NOUNS:
+    if _WH_WORD.search(lower) and _WH_WORD.search(lower).group(1) == "when" or head in _DATE_NOUNS:
         return AnswerType("date", DATE_LABELS, head)
     if head in _KIND_NOUNS:
         return AnswerType("kind", KIND_LABELS, head)
-    if re.search(r"\bwhere\b", lower) or head in _PLACE_NOUNS:
+    if _WH_WORD.search(lower) and _WH_WORD.search(lower).group(1) == "where" or head in _PLACE_NOUNS:
         return AnswerType("place", PLACE_LABELS, head)
     if re.search(r"\b(?:who|whom|whose)\b", lower) or head in _PERSON_NOUNS:
         return AnswerType("person", PERSON_LABELS, head)

@@ -1,16 +1,19 @@
 """Answer candidates of passages: their sentences, and the spans in them that could be an answer.
 
 The extractive reader picks its answer among these spans, so they bound what it can
-say: spaCy's named entities (with their labels: PERSON, GPE, DATE, CARDINAL...), its
-noun chunks (label ``CHUNK``: "an American rock band", "pharming") and the passage's
-title (label ``TITLE``: HotpotQA and 2Wiki answers are often the title of the
-passage that the chain ends in). Every span is a verbatim slice of its sentence, and
-every sentence a verbatim slice of the passage, so a quote can always be found again.
+say: spaCy's named entities (with their labels: PERSON, GPE, DATE, CARDINAL...), places in
+a row ("Midland, Michigan") and the passage's title (label ``TITLE``: HotpotQA and 2Wiki
+answers are often the title of the passage the chain ends in). Every span is a verbatim
+slice of its sentence, and every sentence a verbatim slice of the passage, so a quote can
+always be found again.
 
-spaCy is the pipeline ``entity_graph.entities.load_spacy`` loads (one copy per process);
-a passage's parse is reduced to plain tuples and kept in a small LRU cache keyed by its
-text, so a passage read again (the same documents in a loop's next step, or the next
-question that retrieves it) costs a dictionary look-up.
+spaCy is the NER-only pipeline ``entity_graph.entities.load_spacy()`` already loads for graph
+search's question linking (one copy per process, no parser): the parser would double the
+reader's cost (the budget is 50 ms a question) for noun chunks, which were the only right
+candidate of 13% of HotpotQA questions and 2-3% of 2Wiki and MuSiQue ones (``bench/reader_fit.py``,
+BENCHMARKS.md). Sentences are split by rule (``sentence_bounds``). A passage's parse is
+reduced to plain tuples and kept in a small LRU cache keyed by its text, so a passage read
+again (a loop's next step, or the next question that retrieves it) costs a look-up.
 """
 
 from __future__ import annotations
@@ -26,14 +29,19 @@ from rag_graphs.entity_graph.entities import load_spacy, normalize
 CACHE_SIZE = 4096
 """Parsed passages kept (each a few kilobytes of tuples)."""
 MAX_CHARS = 20_000
-"""Characters of one passage read at most (spaCy's parser costs grow with length; the answer of a
+"""Characters of one passage read at most (spaCy's cost grows with length; the answer of a
 retrieved chunk is in its first pages)."""
-_PRONOUNS = frozenset(
-    "i me my we us our you your he him his she her it its they them their this that these those "
-    "who whom which what there here one ones".split()
-)
 _WORD = re.compile(r"\w+")
-_LEADING = re.compile(r"^(?:the|a|an|his|her|its|their|this|that|these|those)\s+", re.IGNORECASE)
+_RANGE = re.compile(r"\s+[–—-]\s+|\s*[–—]\s*")
+_DAY_BEFORE = re.compile(r"\b([0-3]?[0-9])\s+$")
+_MONTH_FIRST = re.compile(
+    r"(?:January|February|March|April|May|June|July|August|September|October|November|December)\b"
+)
+_BREAK = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[A-Z0-9\"'(\[])")
+_ABBREVIATIONS = frozenset(
+    "mr mrs ms dr st jr sr co inc ltd vs no mt gen col lt sgt prof rev u.s u.k fr ft sen rep gov "
+    "capt maj jan feb mar apr aug sep sept oct nov dec".split()
+)
 
 
 def stem(word: str) -> str:
@@ -101,44 +109,99 @@ def split_title(text: str, title: str) -> str:
     return text
 
 
-def _chunk_text(text: str) -> str:
-    return _LEADING.sub("", text).strip(" ,;:")
-
-
-def _sentence(sent) -> ParsedSentence:
-    """One spaCy sentence as tuples: entities first, then noun chunks that are not entities."""
-    offset = sent.start_char
-    base = sent.start
-    spans: list[Span] = []
-    seen: set[tuple[int, int]] = set()
-    for ent in sent.ents:
-        if ent.text.strip():
-            spans.append(
-                Span(
-                    ent.text,
-                    ent.label_,
-                    ent.start_char - offset,
-                    ent.end_char - offset,
-                    ent.start - base,
-                    ent.end - base,
-                )
+def date_parts(span: Span, sentence: str = "") -> list[Span]:
+    """A DATE span as its dates. spaCy tags a life's range "12 March 1921 – 4 October 1988" as one
+    date, or leaves the day out of the second ("October 1988"): a birth question wants the first
+    date, a death question the second, whole. ``sentence`` is the span's sentence (for the day)."""
+    if span.label != "DATE":
+        return [span]
+    parts, at = [], 0
+    for piece in _RANGE.split(span.text):
+        start = span.text.index(piece, at)
+        at = start + len(piece)
+        if piece.strip():
+            parts.append(
+                Span(piece, "DATE", span.start + start, span.start + at, span.token_start, span.token_end)
             )
-            seen.add((ent.start_char, ent.end_char))
-    for chunk in sent.noun_chunks:
-        if (chunk.start_char, chunk.end_char) in seen or chunk.root.lower_ in _PRONOUNS:
+    if not parts:
+        return [span]
+    day = (
+        _DAY_BEFORE.search(sentence[: parts[0].start])
+        if sentence and _MONTH_FIRST.match(parts[0].text)
+        else None
+    )
+    if day:
+        first = parts[0]
+        parts[0] = Span(
+            sentence[day.start(1) : first.end],
+            "DATE",
+            day.start(1),
+            first.end,
+            first.token_start,
+            first.token_end,
+        )
+    return parts
+
+
+def sentence_bounds(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each sentence of ``text``: a split after ``.``, ``!`` or ``?`` and space
+    before a capital, a digit or a quote, except after an initial ("C. S. Lewis") or a common
+    abbreviation ("St.", "U.S.")."""
+    bounds, start = [], 0
+    for match in _BREAK.finditer(text):
+        before = (
+            text[start : match.start()].rsplit(None, 1)[-1] if text[start : match.start()].strip() else ""
+        )
+        word = before.rstrip(".!?\"')]").lower()
+        if len(word) <= 1 or word in _ABBREVIATIONS:
             continue
-        text = _chunk_text(chunk.text)
-        if not text or text.lower() in _PRONOUNS:
-            continue
-        start = chunk.start_char - offset + chunk.text.find(text)
-        spans.append(Span(text, "CHUNK", start, start + len(text), chunk.start - base, chunk.end - base))
-    tokens = tuple(t.lower_ for t in sent)
-    return ParsedSentence(sent.text, tokens, tuple(spans), tuple(stem(t) for t in tokens))
+        bounds.append((start, match.start()))
+        start = match.end()
+    bounds.append((start, len(text)))
+    return [
+        (a, b) for a, b in ((a, len(text[:b].rstrip()) if b else b) for a, b in bounds) if text[a:b].strip()
+    ]
+
+
+def _place_chains(ents: list[tuple[int, int, str]], text: str) -> list[tuple[int, int, str]]:
+    """ "Midland, Michigan" and "Brooklyn, New York": places in a row joined by commas, as one
+    more span (answers name a place with its state or country as often as alone)."""
+    chains = []
+    i = 0
+    while i < len(ents):
+        j = i
+        while (
+            j + 1 < len(ents)
+            and ents[j][2] == "GPE"
+            and ents[j + 1][2] == "GPE"
+            and text[ents[j][1] : ents[j + 1][0]] == ", "
+        ):
+            j += 1
+        if j > i:
+            chains.append((ents[i][0], ents[j][1], "GPE"))
+        i = j + 1
+    return chains
+
+
+def _sentence(text: str, start: int, end: int, ents: list[tuple[int, int, str]]) -> ParsedSentence:
+    """One sentence as tuples: its regex word tokens and the entities inside it."""
+    sentence = text[start:end]
+    words = [(m.start() + start, m.end() + start, m.group(0).lower()) for m in _WORD.finditer(sentence)]
+    spans = []
+    inside = [e for e in ents if start <= e[0] and e[1] <= end]
+    for a, b, label in inside + _place_chains(inside, text):
+        first = next((i for i, w in enumerate(words) if w[1] > a), len(words))
+        last = next((i for i, w in enumerate(words) if w[0] >= b), len(words))
+        spans.append(Span(text[a:b], label, a - start, b - start, first, max(last, first + 1)))
+    tokens = tuple(w[2] for w in words)
+    return ParsedSentence(sentence, tokens, tuple(spans), tuple(stem(t) for t in tokens))
 
 
 def _parse(doc, title: str) -> ParsedPassage:
-    sentences = tuple(_sentence(s) for s in doc.sents if s.text.strip())
-    keys = {normalize(span.text) for s in sentences for span in s.spans if span.label not in ("CHUNK",)}
+    text = doc.text
+    ents = [(e.start_char, e.end_char, e.label_) for e in doc.ents if e.text.strip()]
+    sentences = tuple(_sentence(text, a, b, ents) for a, b in sentence_bounds(text))
+    keys = {normalize(text[a:b]) for a, b, _ in ents}
     if title:
         keys.add(normalize(title))
     keys.discard("")
@@ -158,7 +221,7 @@ def parse_passages(passages: Sequence[tuple[str, str]]) -> list[ParsedPassage]:
                 _CACHE.move_to_end(key)
                 found[i] = hit
     if missing:
-        nlp = load_spacy(noun_chunks=True)
+        nlp = load_spacy()
         docs = nlp.pipe([passages[i][1][:MAX_CHARS] for i in missing])
         parsed = {i: _parse(doc, passages[i][0]) for i, doc in zip(missing, docs, strict=True)}
         with _LOCK:

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 from rag_graphs.entity_graph.entities import normalize
 from rag_graphs.text.answer_types import AnswerType
-from rag_graphs.text.candidates import ParsedPassage
-from rag_graphs.text.reader_features import content_words
+from rag_graphs.text.candidates import ParsedPassage, date_parts
+from rag_graphs.text.reader_features import content_words, relation_hop
 
 _YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b")
 _MONTHS = {
@@ -31,10 +31,6 @@ _NUMBER = re.compile(r"\b\d[\d,]*(?:\.\d+)?\b")
 _WORD_NUMBERS = {
     w: i for i, w in enumerate("zero one two three four five six seven eight nine ten eleven twelve".split())
 }
-_HOP_WORDS = frozenset(
-    "director producer composer performer author writer father mother spouse wife husband founder "
-    "creator screenwriter editor cinematographer".split()
-)
 _DEATH = re.compile(r"\b(?:died|death|dead)\b", re.I)
 _RELATION_OF_PERSON = re.compile(r"\b(?:born|older|younger|died|death|age|lived)\b", re.I)
 
@@ -81,7 +77,7 @@ def _dates(passage: ParsedPassage) -> list[tuple[tuple[int, int, int], int]]:
     """The passage's dates in reading order, each with its sentence."""
     found = []
     for s, sentence in enumerate(passage.sentences):
-        for span in sentence.spans:
+        for span in (part for whole in sentence.spans for part in date_parts(whole, sentence.text)):
             if span.label == "DATE":
                 key = _date_key(span.text)
                 if key:
@@ -89,27 +85,11 @@ def _dates(passage: ParsedPassage) -> list[tuple[tuple[int, int, int], int]]:
     return found
 
 
-def _person_hop(passages: list[ParsedPassage], d: int, question: str) -> tuple[int, int] | None:
-    """(passage, sentence) of the person ``d`` names in the role the question asks (its director...)."""
-    roles = content_words(question) & {w[:5] for w in _HOP_WORDS}
-    if not roles:
-        return None
-    for s, sentence in enumerate(passages[d].sentences):
-        if not roles & set(sentence.stems):
-            continue
-        for span in sentence.spans:
-            if span.label == "PERSON":
-                other = find_passage(span.text, passages, exclude=d)
-                if other is not None:
-                    return other, s
-    return None
-
-
 def _value(question: str, typed: AnswerType, passages: list[ParsedPassage], d: int):
     """The compared value of the item of passage ``d`` and its evidence, or None."""
     evidence: list[tuple[int, int]] = []
     if _RELATION_OF_PERSON.search(question):
-        hop = _person_hop(passages, d, question)
+        hop = relation_hop(passages, d, question)
         if hop is not None:
             evidence.append((d, hop[1]))
             d = hop[0]
@@ -221,7 +201,7 @@ def polar_answer(question: str, passages: list[ParsedPassage]) -> Decision | Non
     if re.search(r"\bsame\b", question, re.I):
         holders = []
         for d in items:
-            hop = _person_hop(passages, d, question)
+            hop = relation_hop(passages, d, question)
             holders.append(hop[0] if hop else d)
         values = [_attributes(passages[d]) for d in holders]
         if all(values):

@@ -25,6 +25,7 @@ the reason, instead of a guess.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -40,8 +41,11 @@ from rag_graphs.text.candidates import ParsedPassage, parse_passages, split_titl
 from rag_graphs.text.comparisons import compare_options, polar_answer
 from rag_graphs.text.reader_features import FEATURES, Candidate, candidate_features, content_words
 
+_ASKS_YEAR = re.compile(r"\b(?:what|which) year\b|\byear (?:was|did|were)\b", re.IGNORECASE)
+_YEAR = re.compile(r"\b1[0-9]{3}\b|\b20[0-9]{2}\b")
+"""A question asking for a year gets the year of the winning date ("July 16, 1911" -> "1911")."""
 WEIGHTS_PATH = Path(__file__).parents[1] / "data" / "reader_weights.json"
-MAX_SIMILARITY_SENTENCES = 48
+MAX_SIMILARITY_SENTENCES = 16
 """Sentences embedded per question at most (the ones with the most question words): the
 embedding call is most of the reader's cost."""
 
@@ -102,7 +106,7 @@ def _no_evidence(kind: str, reason: str) -> Reading:
     return Reading("", kind, "", None, (), 0.0, True, reason)
 
 
-def _similarities(
+def sentence_similarities(
     question: str, passages: list[ParsedPassage], embeddings: Embeddings | None
 ) -> dict[tuple[int, int], float]:
     """Cosine of the question with the sentences holding most of its words, in one embedding call."""
@@ -125,7 +129,7 @@ def _similarities(
     return {(d, s): float(c) for (_, d, s), c in zip(chosen, cosines, strict=True)}
 
 
-def _parsed(documents: Sequence[Document]) -> list[ParsedPassage]:
+def parsed_documents(documents: Sequence[Document]) -> list[ParsedPassage]:
     pairs = []
     for doc in documents:
         title = str((doc.metadata or {}).get("title") or "")
@@ -161,10 +165,10 @@ def read(
     least = weights.threshold if threshold is None else threshold
     if not documents:
         return _no_evidence(typed.kind, "no documents to read")
-    passages = _parsed(documents)
+    passages = parsed_documents(documents)
     if typed.kind in ("which_of_two", "yes_no"):
         return _decide(question, typed, passages)
-    similarities = _similarities(question, passages, embeddings)
+    similarities = sentence_similarities(question, passages, embeddings)
     candidates = candidate_features(question, typed, passages, similarities)
     if not candidates:
         return _no_evidence(
@@ -177,8 +181,9 @@ def read(
             f"best candidate {winner.text!r} has confidence {confidence:.2f}, under {least:.2f}",
         )
     chain = _bridge_evidence(winner, passages)
+    year = _YEAR.search(winner.text) if _ASKS_YEAR.search(question) else None
     return Reading(
-        answer=winner.text,
+        answer=year.group(0) if year else winner.text,
         answer_type=typed.kind,
         quote=" ".join(e.sentence for e in chain),
         doc_index=winner.doc_index,

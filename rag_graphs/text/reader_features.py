@@ -9,9 +9,8 @@ Each feature is a number a person would check before believing a span is the ans
 ``cue``             the word before the span is one that leads the asked type ("born *in*",
                     "directed *by*"; ``CUES``)
 ``capitalised``     the span starts with a capital letter, for a person, place or thing
-``entity``          the span is a named entity (not a noun chunk)
+``entity``          the span is a named entity (not only a passage's title)
 ``numeric``         a date or number for a question that asks neither
-``chunk_for_other`` a noun chunk for a question asking a kind or a thing (genre, sport...)
 ``head``            the question's head noun ("what *city*") is in the span (1) or its sentence (0.5)
 ``restates``        share of the span's words that are the question's (the rest never wins)
 ``sentence_words``  share of the question's words in the span's sentence or its passage's title
@@ -21,11 +20,16 @@ Each feature is a number a person would check before believing a span is the ans
 ``agreement``       log(1 + other passages holding the same span)
 ``bridge``          the span's passage is named in another passage's sentence that holds the
                     question's words: that sentence's share of them (a bridge question's second hop)
-``about_question``  share of the span's passage title's words in the question
-``hop_onward``      ``about_question`` when the passage names another retrieved passage's title:
-                    a first hop whose answer is the next passage's, not its own
+``hop_onward``      share of the span's passage title's words in the question, when the passage
+                    names another retrieved passage's title: a first hop, whose answer is the
+                    next passage's (a passage about the question's entity that leads nowhere is
+                    where a one-hop answer is, so it is not marked)
 ``first_sentence``  the span is in its passage's first sentence
 ``length``          words in the span, over 10 (capped at 1)
+``life_date``       a date question about a birth (death): the span is its passage's first
+                    (second) date, where biographies give them ("X (3 May 1950 - 1 June 2001)")
+``relation``        the span's passage is the person the question's role leads to from a passage
+                    it names ("the director of film X": X's passage names the director)
 ``other_title``     the span is the title of another retrieved passage
 ``own_title``       the span is its own passage's title
 """
@@ -39,7 +43,7 @@ from dataclasses import dataclass
 from rag_graphs.entity_graph.entities import normalize
 from rag_graphs.store.keywords import STOP_WORDS
 from rag_graphs.text.answer_types import NUMERIC_LABELS, AnswerType
-from rag_graphs.text.candidates import ParsedPassage, Span, stem
+from rag_graphs.text.candidates import ParsedPassage, Span, date_parts, stem
 
 FEATURES = (
     "type",
@@ -48,7 +52,6 @@ FEATURES = (
     "capitalised",
     "entity",
     "numeric",
-    "chunk_for_other",
     "head",
     "restates",
     "sentence_words",
@@ -57,19 +60,29 @@ FEATURES = (
     "rank",
     "agreement",
     "bridge",
-    "about_question",
     "hop_onward",
     "first_sentence",
     "length",
+    "life_date",
+    "relation",
     "other_title",
     "own_title",
 )
 _EXTRA_STOP = frozenset("also name named called one both did does there been being into out".split())
 _WORD = re.compile(r"\w+")
+_ROLES = frozenset(
+    stem(w)
+    for w in "director producer composer performer author writer father mother spouse wife husband "
+    "founder creator screenwriter editor son daughter child".split()
+)
+_BIRTH = re.compile(r"\b(?:born|birth|birthday)\b", re.IGNORECASE)
+_DEATH = re.compile(r"\b(?:die|died|death|dead)\b", re.IGNORECASE)
+_QUALIFIER = re.compile(r"\s*\([^()]*\)\s*$")
+"""A title's disambiguation ("Mayfair (magazine)"): not part of the answer."""
 LOOSE_LABELS = {
-    "person": frozenset({"PERSON", "ORG", "NORP", "TITLE"}),
+    "person": frozenset({"PERSON", "ORG", "TITLE"}),
     "place": frozenset({"GPE", "LOC", "FAC", "ORG", "NORP", "PERSON"}),
-    "kind": frozenset({"NORP", "CHUNK", "LANGUAGE"}),
+    "kind": frozenset({"NORP", "LANGUAGE", "ORG"}),
     "other": frozenset(
         {"ORG", "WORK_OF_ART", "EVENT", "PRODUCT", "LAW", "LANGUAGE", "NORP", "FAC", "GPE", "PERSON", "TITLE"}
     ),
@@ -121,7 +134,7 @@ def _title_label(passage: ParsedPassage) -> str:
     key = normalize(passage.title)
     for sentence in passage.sentences[:2]:
         for span in sentence.spans:
-            if span.label != "CHUNK" and normalize(span.text) == key:
+            if normalize(span.text) == key:
                 return span.label
     return "TITLE"
 
@@ -160,6 +173,39 @@ def _bridges(
     return found
 
 
+def relation_hop(passages: list[ParsedPassage], d: int, question: str) -> tuple[int, int] | None:
+    """(passage, sentence): the retrieved passage about the person passage ``d`` names in the role
+    the question asks ("the *director* of film X", "X's *father*"), and the sentence of ``d``
+    naming them; None when the question asks no role or ``d`` names nobody retrieved."""
+    roles = content_words(question) & _ROLES
+    if not roles:
+        return None
+    for s, sentence in enumerate(passages[d].sentences):
+        if not roles & set(sentence.stems):
+            continue
+        for span in sentence.spans:
+            if span.label == "PERSON":
+                key = normalize(span.text)
+                for other, passage in enumerate(passages):
+                    if other != d and key and normalize(passage.title) == key:
+                        return other, s
+    return None
+
+
+def _relation_targets(question: str, passages: list[ParsedPassage]) -> dict[int, tuple[int, int]]:
+    """Passage -> the (passage, sentence) leading to it by the question's role, from passages the
+    question names (2Wiki's "Where was the father of X born?")."""
+    key = f" {normalize(question)} "
+    targets: dict[int, tuple[int, int]] = {}
+    for d, passage in enumerate(passages):
+        title = normalize(_QUALIFIER.sub("", passage.title))
+        if title and f" {title} " in key:
+            hop = relation_hop(passages, d, question)
+            if hop is not None and hop[0] not in targets:
+                targets[hop[0]] = (d, hop[1])
+    return targets
+
+
 def candidate_features(
     question: str,
     typed: AnswerType,
@@ -172,14 +218,26 @@ def candidate_features(
     question_key = f" {answer_key(question)} "
     titles = {normalize(p.title): d for d, p in enumerate(passages) if p.title}
     bridges = _bridges(passages, words)
+    targets = _relation_targets(question, passages)
+    life = 0 if _BIRTH.search(question) else 1 if _DEATH.search(question) else None
+    date_order: dict = {}
+    for d, passage in enumerate(passages):
+        n = 0
+        for s, sentence in enumerate(passage.sentences):
+            for whole in sentence.spans:
+                for span in date_parts(whole, sentence.text) if whole.label == "DATE" else ():
+                    date_order[(d, s, span)] = n
+                    n += 1
     onward = [float(any(k in p.keys for k in titles if titles[k] != d)) for d, p in enumerate(passages)]
     raw: list[tuple[str, str, str, int, int, Span | None]] = []
     for d, passage in enumerate(passages):
         if passage.title and passage.sentences:
-            raw.append((passage.title, _title_label(passage), answer_key(passage.title), d, 0, None))
+            title = _QUALIFIER.sub("", passage.title) or passage.title
+            raw.append((title, _title_label(passage), answer_key(title), d, 0, None))
         for s, sentence in enumerate(passage.sentences):
-            for span in sentence.spans:
-                raw.append((span.text, span.label, answer_key(span.text), d, s, span))
+            for whole in sentence.spans:
+                for span in date_parts(whole, sentence.text):
+                    raw.append((span.text, span.label, answer_key(span.text), d, s, span))
     raw = [r for r in raw if r[2] and f" {r[2]} " not in question_key]
     if typed.kind in _HARD_TYPES:
         raw = [r for r in raw if r[1] in typed.labels]
@@ -211,9 +269,8 @@ def candidate_features(
                 span is not None and span.token_start > 0 and sentence.tokens[span.token_start - 1] in cues
             ),
             float(text[:1].isupper() and typed.kind in ("person", "place", "other")),
-            float(label not in ("CHUNK", "TITLE")),
+            float(label != "TITLE"),
             float(label in NUMERIC_LABELS and typed.kind not in ("date", "number")),
-            float(label == "CHUNK" and typed.kind in ("kind", "other")),
             head,
             restates,
             len(words & (sentence_stems | passage.title_stems)) / max(len(words), 1),
@@ -222,12 +279,14 @@ def candidate_features(
             1.0 / (1.0 + d),
             math.log1p(len(holders[key]) - 1),
             share,
-            about,
             about * onward[d],
             float(s == 0),
             min(len(key.split()), 10) / 10,
+            float(life is not None and label == "DATE" and date_order.get((d, s, span)) == life),
+            float(d in targets),
             float(titles.get(normalize(text), d) != d),
             float(span is None),
         )
-        out.append(Candidate(text, label, key, d, s, features, bridge_at if share > 0 else None))
+        bridge = targets.get(d) or (bridge_at if share > 0 else None)
+        out.append(Candidate(text, label, key, d, s, features, bridge))
     return out

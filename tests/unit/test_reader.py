@@ -13,7 +13,8 @@ import pytest
 from langchain_core.documents import Document
 
 from rag_graphs.text.answer_types import answer_type
-from rag_graphs.text.reader import read
+from rag_graphs.text.reader import parsed_documents, read
+from rag_graphs.text.reader_features import candidate_features
 
 
 def doc(title: str, text: str) -> Document:
@@ -67,12 +68,33 @@ def test_the_right_candidate_wins_for_each_question_type(question, documents, ki
     assert 0.0 < reading.confidence <= 1.0
 
 
+def test_a_death_date_is_the_second_date_of_a_biography_whole():
+    """spaCy tags "12 March 1921 – 4 October 1988" as one date or drops the day of the second
+    ("October 1988"); the reader splits the range and takes the day back, and a death question
+    reached through the film's passage gets the second date, a birth question the first."""
+    lind = doc(
+        "Tomas Lind",
+        "Tomas Lind (12 March 1921 – 4 October 1988) was a Swedish film director and writer.",
+    )
+    died = read("When did the director of Blue Harbour die?", [HARBOUR, lind])
+    assert died.answer == "4 October 1988", died.reason
+    assert [e.doc_index for e in died.chain] == [0, 1]
+    assert read("When was the director of Blue Harbour born?", [HARBOUR, lind]).answer == "12 March 1921"
+
+
 def test_polar_questions_answer_yes_or_no():
     reading = read("Are Korvik Falls and Blue Harbour both films?", [KORVIK, HARBOUR])
     assert reading.answer_type == "yes_no"
     assert reading.answer == "yes"
     reading = read("Are Korvik Falls and Blue Harbour both documentaries?", [KORVIK, HARBOUR])
     assert reading.answer == "no"
+    lind = doc("Tomas Lind", "Tomas Lind (born 1960) is a Swedish film director.")
+    question = "Do both directors of films Korvik Falls and Blue Harbour have the same nationality?"
+    reading = read(question, [KORVIK, HARBOUR, BRANDT, lind])
+    assert reading.answer == "no", reading.reason
+    assert {e.doc_index for e in reading.chain} == {2, 3}  # the directors' passages
+    danish = doc("Tomas Lind", "Tomas Lind (born 1960) is a Danish film director.")
+    assert read(question, [KORVIK, HARBOUR, BRANDT, danish]).answer == "yes"
 
 
 def test_a_restatement_of_the_question_never_wins(fake_embeddings):
@@ -132,3 +154,22 @@ def test_answer_types_of_typical_questions():
     assert answer_type("What year did the band form?").kind == "date"
     assert answer_type("Where is the headquarters of Dow?").kind == "place"
     assert answer_type("Do both directors have the same nationality?").kind == "yes_no"
+
+
+def test_places_in_a_row_are_one_candidate_and_a_year_question_gets_the_year():
+    """ "Midland, Michigan" is offered whole (gold answers often name the state too) beside
+    "Midland"; the fitted weights choose between them. "What year" answers with the year alone."""
+    dow = doc(
+        "Dow Chemical Company",
+        "The Dow Chemical Company is an American chemical corporation headquartered in Midland, "
+        "Michigan. It was founded on May 18, 1897.",
+    )
+    question = "Where is the Dow Chemical Company headquartered?"
+    offered = {
+        c.text for c in candidate_features(question, answer_type(question), parsed_documents([dow]), {})
+    }
+    assert {"Midland, Michigan", "Midland", "Michigan"} <= offered
+    assert read(question, [dow]).answer in ("Midland", "Midland, Michigan")
+    reading = read("In what year was the Dow Chemical Company founded?", [dow])
+    assert reading.answer == "1897"
+    assert reading.answer in reading.quote
