@@ -1,13 +1,15 @@
-"""What ``rag-graphs demo`` shows: every method on one multi-hop question, and what it did.
+"""What ``rag-graphs demo`` shows: every method on a multi-hop question, and what it did.
 
 The answer to the demo question is at the end of a chain of four files
 (``CHAIN``): the institute's page names its founder, her biography names her
 home town, the town's notes name its province, the provinces table names the
-capital. The embedded 135M model rarely composes the final answer, but the
-methods already differ in what they *retrieve*: which of the chain's files each
-one reached, with which queries, is the part of the demo that carries over to a
-real model. This module holds that reading of a run and the step banner; the
-``demo`` command in ``rag_graphs.cli`` drives the steps.
+capital. On the embedded default the answer is read out of the retrieved passages by the
+extract reader (``RagContext.reader``), with the sentence it stands on; the methods differ in
+what they *retrieve*: which of the chain's files each one reached, with which queries. A
+two-hop question over the same corpus (``TWO_HOP``: the institute's founder, then her
+birthplace) follows, and the demo says so when no method answered the four-hop one. This
+module holds that reading of a run and the step banner; the ``demo`` command in
+``rag_graphs.cli`` drives the steps.
 """
 
 from __future__ import annotations
@@ -36,6 +38,24 @@ GOLD = "Lunmar"
 CHAIN = ("velmora_institute.md", "ilsa_brandt.html", "korvik.txt", "provinces.csv")
 """The files the answer is chained through, in hop order."""
 
+
+@dataclass(frozen=True)
+class DemoQuestion:
+    """A demo question, its gold answer and the files its answer is chained through, in hop order."""
+
+    text: str
+    gold: str
+    chain: tuple[str, ...]
+
+
+FOUR_HOP = DemoQuestion(QUESTION, GOLD, CHAIN)
+TWO_HOP = DemoQuestion(
+    "In which town was the founder of the Velmora Institute born?",
+    "Korvik",
+    ("velmora_institute.md", "ilsa_brandt.html"),
+)
+"""The two-hop question: the institute's page names its founder, her biography her birthplace."""
+
 ANSWER_TOKENS = 128
 """The demo's budget per model reply (answers and RAPTOR summaries): a short answer and two
 sentences. The 256 default doubles the slowest calls, the RAPTOR build most of all."""
@@ -49,15 +69,18 @@ STEP_ESTIMATES = {
     "raptor": "40 s the first time; re-runs resume",
     "communities": "15 s the first time (one call per community); re-runs resume",
     "methods": "150 s",
+    "two_hop": "120 s",
 }
 
 SMALL_MODEL_NOTE = (
-    "[bold]Reading this.[/] The answer needs four files chained "
+    "[bold]Reading this.[/] The first answer needs four files chained "
     f"({' -> '.join(CHAIN)}). Naive RAG searches once with the question's words; multi-hop "
-    "methods search again with what they found. The embedded SmolLM2-135M (a smoke-test model, "
-    "offline, in-process) limits the answers: it rarely chains two facts, writes weak follow-up "
-    "queries and ignores most formatting rules, so 'gold in answer' stays low for every method. "
-    "The retrieved files are where methods differ even on it.\n"
+    "methods search again with what they found. On the embedded default the answers are read "
+    "out of the retrieved passages by the extract reader (RAG_GRAPHS_READER=extract: no model "
+    "call; the short answer, then the sentence it stands on), because SmolLM2-135M (a smoke-test "
+    "model, offline, in-process) rarely composes a right answer even from the right passages; "
+    "SmolLM2 still writes the multi-hop methods' follow-up queries and decisions, and writes "
+    "weak ones. RAG_GRAPHS_READER=generate shows SmolLM2's own answers.\n"
     "[bold]For a real model[/], set RAG_GRAPHS_CHAT_MODEL, e.g. an OpenAI-compatible server "
     "(vLLM, llama.cpp server, LM Studio):\n"
     "  export RAG_GRAPHS_CHAT_MODEL=openai:<model> OPENAI_BASE_URL=http://127.0.0.1:8000/v1 "
@@ -135,6 +158,21 @@ def search_banner(mode: str) -> str:
     return f"Every method below searches with search_mode={mode} (RAG_GRAPHS_SEARCH_MODE)."
 
 
+def reader_banner(ctx: Any) -> str:
+    """Which reader writes the answers (``RagContext.reader``, ``auto`` resolved), and how."""
+    from rag_graphs.nodes.reading import reader_of
+
+    if reader_of(ctx) == "extract":
+        return (
+            f"answers: the extract reader (reader={ctx.reader}): a short answer read out of the "
+            "retrieved passages with the sentence it stands on, no model call "
+            "(RAG_GRAPHS_READER=generate: SmolLM2 writes them)"
+        )
+    return (
+        f"answers: the chat model writes them (reader={ctx.reader}; RAG_GRAPHS_READER=extract reads them out)"
+    )
+
+
 def search_used(ctx: Any) -> str:
     """The search the methods' retrieve step resolved to on the demo's collection, and why."""
     from rag_graphs.search.retrieval import search_plan
@@ -154,6 +192,8 @@ class MethodRow:
     llm_calls: int
     seconds: float
     answer: str
+    evidence: str = ""  # the sentence the answer stands on and its file (explicit citations only)
+    files: tuple[str, ...] = CHAIN  # the question's chain files, in hop order (``chain``'s names)
 
 
 def retrieved_files(result: dict[str, Any]) -> set[str]:
@@ -167,19 +207,39 @@ def issued_queries(result: dict[str, Any]) -> list[str]:
     return list(dict.fromkeys(str(s["query"]) for s in searched))
 
 
-def method_row(method: str, result: dict[str, Any], seconds: float) -> MethodRow:
-    """Read one finished run of ``method`` on ``QUESTION``."""
+def evidence_of(result: dict[str, Any]) -> str:
+    """The passage the answer stands on, as ``quote (file)``: of the explicit citations, the first
+    whose quote holds the short answer, else the last (the extract reader cites its chain hop by
+    hop, the answer's sentence last; its quote is that sentence); "" when none is explicit."""
+    explicit = [c for c in result.get("citations", []) if c.get("explicit")]
+    if not explicit:
+        return ""
+    short = short_answer(str(result.get("answer", ""))).lower()
+    holding = [c for c in explicit if short and short in " ".join(str(c.get("quote", "")).split()).lower()]
+    cited = (holding or explicit[-1:])[0]
+    quote = " ".join(str(cited.get("quote", "")).split())
+    return f"{quote} ({Path(str(cited.get('source', ''))).name})"
+
+
+def method_row(
+    method: str, result: dict[str, Any], seconds: float, question: DemoQuestion = FOUR_HOP
+) -> MethodRow:
+    """Read one finished run of ``method`` on ``question`` (the four-hop one by default). "Gold
+    in answer" reads the short answer, the line the evaluator scores: the evidence sentences
+    after it may name the gold without the answer being it."""
     answer = str(result.get("answer", ""))
     files = retrieved_files(result)
     return MethodRow(
         method=method,
         queries=issued_queries(result),
-        chain=[name in files for name in CHAIN],
-        gold=bool(answer_contained(answer, [GOLD])),
+        chain=[name in files for name in question.chain],
+        gold=bool(answer_contained(short_answer(answer), [question.gold])),
         clean=scaffolding(answer) is None,
         llm_calls=int(result.get("usage", {}).get("llm_calls", 0)),
         seconds=seconds,
         answer=short_answer(answer),
+        evidence=evidence_of(result),
+        files=question.chain,
     )
 
 
@@ -190,10 +250,10 @@ def method_lines(row: MethodRow) -> list[str]:
     on an 80-column terminal.
     """
     marks = ("[green]✓[/]" if hit else "[red]✗[/]" for hit in row.chain)
-    files = "  ".join(f"{name} {mark}" for name, mark in zip(CHAIN, marks, strict=True))
+    files = "  ".join(f"{name} {mark}" for name, mark in zip(row.files, marks, strict=True))
     gold = "[green]gold in answer[/]" if row.gold else "gold not in answer"
     lines = [
-        f"[bold cyan]{row.method}[/]  {sum(row.chain)}/4 chain files · {gold} · "
+        f"[bold cyan]{row.method}[/]  {sum(row.chain)}/{len(row.files)} chain files · {gold} · "
         f"{row.llm_calls} LLM calls · {row.seconds:.0f} s",
         f"   retrieved: {files}",
     ]
@@ -204,19 +264,40 @@ def method_lines(row: MethodRow) -> list[str]:
         lines.append(f"   [dim]… and {len(queries) - 4} more searches[/]")
     answer = row.answer if len(row.answer) <= 90 else row.answer[:89] + "…"
     lines.append(f"   short answer: {safe(answer)}")
+    if row.evidence:
+        evidence = row.evidence if len(row.evidence) <= 110 else row.evidence[:109] + "…"
+        lines.append(f"   evidence: {safe(evidence)}")
     return lines
 
 
-def summary_line(rows: list[MethodRow]) -> str:
+def summary_line(rows: list[MethodRow], question: DemoQuestion = FOUR_HOP) -> str:
     """How far down the chain the methods got, and how many answers hold the gold."""
     deepest = max(rows, key=lambda r: (sum(r.chain), r.gold), default=None)
     reached = sum(all(r.chain) for r in rows)
     dirty = [r.method for r in rows if not r.clean]
+    hops = len(question.chain)
     return (
-        f"{reached} of {len(rows)} methods retrieved all four chain files; "
-        f"{sum(r.gold for r in rows)} answers contain {GOLD!r}; "
-        + (f"best retrieval: {deepest.method} ({sum(deepest.chain)}/4 files). " if deepest else "")
+        f"{reached} of {len(rows)} methods retrieved all {hops} chain files; "
+        f"{sum(r.gold for r in rows)} answers contain {question.gold!r}; "
+        + (f"best retrieval: {deepest.method} ({sum(deepest.chain)}/{hops} files). " if deepest else "")
         + (f"Scaffolding left in: {', '.join(dirty)}." if dirty else "No answer carries prompt scaffolding.")
+    )
+
+
+def reach_note(rows: list[MethodRow], question: DemoQuestion = FOUR_HOP) -> str:
+    """What the answers say about the question's reach: said plainly when no method answered it
+    (the two-hop question follows), else which methods did and how many of them had its chain."""
+    right = [r for r in rows if r.gold]
+    if not right:
+        return (
+            f"[bold]No method answered {question.gold!r}[/]: this {len(question.chain)}-hop question "
+            "is out of reach for every method on the embedded default (the chain files each one "
+            "retrieved are above). The two-hop question below is the one to judge the answers by."
+        )
+    whole = [r for r in right if all(r.chain)]
+    return (
+        f"Answered {question.gold!r}: {', '.join(r.method for r in right)} "
+        f"({len(whole)} of them retrieved the whole chain)."
     )
 
 

@@ -53,6 +53,14 @@ def eval_command(
         int | None,
         typer.Option(min=1, help="context size: chunks per retrieval (R@5 needs k >= 5) [env RAG_GRAPHS_K]"),
     ] = None,
+    reader: Annotated[
+        str | None,
+        typer.Option(
+            help="who answers: extract (no model call: a cited answer span from the passages), "
+            "generate (the chat model), or both comma-separated to compare them in one run "
+            "[default: env RAG_GRAPHS_READER, auto = extract on the embedded model; --resume: the run's]"
+        ),
+    ] = None,
     retrieval_only: Annotated[
         bool,
         typer.Option(
@@ -172,6 +180,7 @@ def eval_command(
                 k = k if k is not None else stored.get("k")
                 retrieval_only = retrieval_only or bool(stored.get("retrieval_only"))
                 methods = methods or ",".join(stored.get("methods") or ["naive"])  # every method of the run
+                reader = reader or ",".join(stored.get("readers") or [])
             methods = methods or "naive"
             if dataset is None:
                 _fail("--dataset is required (or --resume RUN_DIR, or --report RUN_DIR)")
@@ -203,6 +212,7 @@ def eval_command(
                     run_dir=resume,
                     runs_root=out,
                     retrieval_only=retrieval_only,
+                    readers=tuple(r.strip() for r in (reader or "").split(",") if r.strip()),  # type: ignore[arg-type]
                     evaluators=_judges(judge),
                     judge=judge,
                     checkpoints=checkpoints,

@@ -41,15 +41,16 @@ def demo(
     store: StoreOpt = None,
     collection: CollOpt = None,
 ) -> None:
-    """Ingest the bundled corpus and run every method on a four-file multi-hop question: what each
-    searched, which of the chain's files it retrieved, whether its answer holds the gold."""
+    """Ingest the bundled corpus and run every method on a four-file and a two-file multi-hop
+    question: what each searched, which of the chain's files it retrieved, its answer and the
+    evidence sentence it stands on, whether it is the gold."""
     import time
     from dataclasses import replace
 
     from rag_graphs.catalog import METHODS
     from rag_graphs.cli import demo as shown
 
-    steps = shown.Steps(console, total=5)
+    steps = shown.Steps(console, total=6)
     corpus = Path(str(resources.files("rag_graphs").joinpath("demo_corpus")))
     ctx = _context(store, collection, max_answer_tokens=shown.ANSWER_TOKENS)
     console.print(shown.search_banner(ctx.search_mode), highlight=False)
@@ -62,17 +63,23 @@ def demo(
     with steps.step("GraphRAG community reports", shown.STEP_ESTIMATES["communities"]):
         _build_over(store, collection, None, shown.build_community_reports, max_tokens=shown.ANSWER_TOKENS)
     console.print(f"search: {shown.search_used(ctx)}", highlight=False)
-    rows = []
-    with steps.step(f"{len(METHODS)} methods, one question", shown.STEP_ESTIMATES["methods"]):
-        for number, method in enumerate(METHODS, start=1):
-            console.print(f"[dim]  {number}/{len(METHODS)} {method}[/]")
-            began = time.monotonic()
-            out = _run(method, shown.QUESTION, ctx, as_json=None)
-            rows.append(shown.method_row(method, out, time.monotonic() - began))
-    console.rule(f"[bold]{shown.QUESTION}[/] (gold: {shown.GOLD})")
-    for row in rows:
-        console.print("\n".join(shown.method_lines(row)), highlight=False)
-    console.print(shown.summary_line(rows))
+    console.print(shown.reader_banner(ctx), highlight=False)
+    for question, title, estimate in (
+        (shown.FOUR_HOP, "four-hop question", shown.STEP_ESTIMATES["methods"]),
+        (shown.TWO_HOP, "two-hop question", shown.STEP_ESTIMATES["two_hop"]),
+    ):
+        rows = []
+        with steps.step(f"{len(METHODS)} methods, the {title}", estimate):
+            for number, method in enumerate(METHODS, start=1):
+                console.print(f"[dim]  {number}/{len(METHODS)} {method}[/]")
+                began = time.monotonic()
+                out = _run(method, question.text, ctx, as_json=None)
+                rows.append(shown.method_row(method, out, time.monotonic() - began, question))
+        console.rule(f"[bold]{question.text}[/] (gold: {question.gold})")
+        for row in rows:
+            console.print("\n".join(shown.method_lines(row)), highlight=False)
+        console.print(shown.summary_line(rows, question))
+        console.print(shown.reach_note(rows, question))
     with steps.step(f"graphrag global search: {shown.GLOBAL_QUESTION}", "20 s"):
         began = time.monotonic()
         out = _run("graphrag", shown.GLOBAL_QUESTION, replace(ctx, graphrag_search="global"), as_json=None)

@@ -326,6 +326,15 @@ class RagContext:
     A stopped run waits on its thread; resume it with a value (the kinds it began with hold)
     (``rag_graphs.run``'s ``resume=``, ``rag-graphs ask --resume``, LangGraph's ``Command(resume=...)``)."""
 
+    reader: Literal["auto", "generate", "extract"] = _env("RAG_GRAPHS_READER", "auto")
+    """How the final answer is read out of the run's passages (``rag_graphs.nodes.reading``):
+    ``generate`` (the chat model writes it from the numbered passages), ``extract`` (no model
+    call: ``rag_graphs.text.reader`` picks a typed short answer span, its evidence sentence(s) and
+    their citations, or says ``no_evidence``) or ``auto`` (the default: ``extract`` when the chat
+    model is the embedded SmolLM2-135M, whose generated answers were 0 exact matches of 100 even
+    given the gold passages (issue 51), ``generate`` for any other model). Answer prompts without
+    passages (``answer_directly``) and GraphRAG's global search always generate."""
+
     max_answer_tokens: Positive = _env("RAG_GRAPHS_MAX_ANSWER_TOKENS", 256)
     """Upper bound on tokens the chat model may generate per call."""
 

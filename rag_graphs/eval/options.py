@@ -13,6 +13,8 @@ if TYPE_CHECKING:
     from rag_graphs.eval.judges import Evaluator
 
 Setting = Literal["open", "distractor", "oracle"]
+Reader = Literal["generate", "extract"]
+READERS: tuple[Reader, ...] = ("generate", "extract")
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,10 @@ class EvalOptions:
     runs_root: str | Path = "runs"
     eval_store: str = ".rag-graphs/eval.db"
     """Where the dataset's passages are indexed once, reused by later runs."""
+    readers: Sequence[Reader] = ()
+    """Answer every question once per reader (``RagContext.reader``), e.g. ``("extract",
+    "generate")`` to compare them in one run; rows carry their reader and the report has a row per
+    method and reader. Empty: the context's reader (``auto`` resolved) alone."""
     retrieval_only: bool = False
     """Stop every run before its answer: retrieval metrics only, in minutes."""
     evaluators: Sequence[Evaluator] = ()

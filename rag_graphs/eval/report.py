@@ -18,7 +18,7 @@ from rag_graphs.eval.frontier import dominated, frontier_cost, frontier_lines
 from rag_graphs.eval.markdown import cell
 from rag_graphs.eval.metrics import RANKS, bootstrap_ci
 from rag_graphs.eval.paired import against_best
-from rag_graphs.eval.rows import ANSWER_METRICS, CONFIG, read_config, read_rows
+from rag_graphs.eval.rows import ANSWER_METRICS, CONFIG, read_config, read_rows, row_reader
 from rag_graphs.support.terminal import visible
 from rag_graphs.text.jsonl import existing_path
 
@@ -43,7 +43,7 @@ LABELS = {
 
 @dataclass
 class Summary:
-    """One method's aggregate over its rows (quality with 95% bootstrap intervals)."""
+    """One method's aggregate over its rows with one reader (quality with 95% bootstrap intervals)."""
 
     method: str
     n: int
@@ -56,16 +56,23 @@ class Summary:
     model_share: float
     search_share: float
     overhead_share: float
+    reader: str = "generate"
+    """The reader that answered (``RagContext.reader`` resolved): a run may compare readers."""
+
+    @property
+    def label(self) -> str:
+        """The method, with its reader when that is not the generator (``naive (extract)``)."""
+        return self.method if self.reader == "generate" else f"{self.method} ({self.reader})"
 
 
 def summarize(rows: list[dict]) -> list[Summary]:
-    """One ``Summary`` per method, in the order methods first appear in ``rows``."""
-    by_method: dict[str, list[dict]] = {}
+    """One ``Summary`` per method and reader, in the order they first appear in ``rows``."""
+    by_method: dict[tuple[str, str], list[dict]] = {}
     for row in rows:
-        by_method.setdefault(row["method"], []).append(row)
+        by_method.setdefault((row["method"], row_reader(row)), []).append(row)
     judged = list(dict.fromkeys(key for r in rows for key in r.get("judged") or {}))
     out = []
-    for method, group in by_method.items():
+    for (method, reader), group in by_method.items():
         quality = {}
         for metric in [*QUALITY, *(JUDGED + key for key in judged)]:
             field = metric.removeprefix(JUDGED)
@@ -88,21 +95,22 @@ def summarize(rows: list[dict]) -> list[Summary]:
                 model_share=model / wall,
                 search_share=search / wall,
                 overhead_share=max(0.0, wall - model - search) / wall,
+                reader=reader,
             )
         )
     return out
 
 
 def common_questions(rows: list[dict]) -> list[dict]:
-    """The rows of the questions every method has answered.
+    """The rows of the questions every method (with every reader) has answered.
 
     A resumed or extended run can hold methods run on different numbers of
     questions; comparing their means would compare different samples.
     """
-    methods = {r["method"] for r in rows}
-    answered: dict[str, set[str]] = {}
+    methods = {(r["method"], row_reader(r)) for r in rows}
+    answered: dict[str, set[tuple[str, str]]] = {}
     for r in rows:
-        answered.setdefault(r["id"], set()).add(r["method"])
+        answered.setdefault(r["id"], set()).add((r["method"], row_reader(r)))
     shared = {q for q, ms in answered.items() if ms == methods}
     return [r for r in rows if r["id"] in shared]
 
@@ -134,12 +142,20 @@ def markdown_table(summaries: list[Summary]) -> str:
     shown = [m for m in QUALITY if m not in ANSWER_METRICS or _answered(summaries)]
     shown += [m for m in (summaries[0].quality if summaries else {}) if m.startswith(JUDGED)]
     cost = ("LLM calls", "tokens", "retrievals", "s/question", "model", "search", "overhead")
-    columns = ("method", "n", *(COLUMNS.get(m, cell(m.removeprefix(JUDGED))) for m in shown), *cost)
+    readers = len({s.reader for s in summaries}) > 1  # a reader column when the run compares readers
+    columns = (
+        "method",
+        *(["reader"] if readers else []),
+        "n",
+        *(COLUMNS.get(m, cell(m.removeprefix(JUDGED))) for m in shown),
+        *cost,
+    )
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     for s in summaries:
         errors = f" ({s.errors} failed)" if s.errors else ""
         cells = [
             cell(s.method),
+            *([s.reader] if readers else []),
             f"{s.n}{errors}",
             *(_pct(s.quality[m]) for m in shown),
             f"{s.llm_calls:.1f}",
@@ -151,6 +167,38 @@ def markdown_table(summaries: list[Summary]) -> str:
             f"{100 * s.overhead_share:.1f}%",
         ]
         lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def by_type_table(rows: list[dict]) -> str:
+    """EM / F1 / contains per method and reader (the columns) for each question type (the
+    rows: the dataset's ``type``, e.g. bridge / comparison), in percent, ``n`` questions each;
+    empty when no row has answer scores. Which kinds of question a reader cannot answer shows
+    here, not in the means."""
+    scored = [r for r in rows if r.get("f1") is not None]
+    if not scored:
+        return ""
+    variants = list(dict.fromkeys((r["method"], row_reader(r)) for r in scored))
+    types = sorted({str(r.get("type") or "-") for r in scored})
+    names = [m if rd == "generate" else f"{m} ({rd})" for m, rd in variants]
+    lines = [
+        "| type | n | " + " | ".join(f"{cell(n)} EM / F1 / contains" for n in names) + " |",
+        "|" + "---|" * (len(names) + 2),
+    ]
+    for kind in types:
+        cells, n = [], 0
+        for method, reader in variants:
+            group = [
+                r
+                for r in scored
+                if r["method"] == method and row_reader(r) == reader and str(r.get("type") or "-") == kind
+            ]
+            n = max(n, len(group))
+            means = [
+                100 * mean(float(r[m] or 0) for r in group) if group else float("nan") for m in ANSWER_METRICS
+            ]
+            cells.append(" / ".join("n/a" if v != v else f"{v:.1f}" for v in means))
+        lines.append(f"| {cell(kind)} | {n} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -237,7 +285,7 @@ def plot_recall_at_k(summaries: list[Summary], path: Path) -> Path:
         xs, width = _bar_offsets(len(summaries), len(metrics), i)
         ax.bar(xs, [v for v, _, _ in values], width=width, yerr=errors, capsize=2, label=LABELS[metric])
     title = "Passage recall: everything retrieved vs the top of the final context"
-    methods = [_label(s.method) for s in summaries]
+    methods = [_label(s.label) for s in summaries]
     return _save_bars(fig, ax, path, methods, "gold passages found (%) with 95% interval", title)
 
 
@@ -285,9 +333,12 @@ def write_report(run_dir: str | Path) -> Path:
     # The plots compare methods, so they use the questions all of them answered.
     fair = summarize(common)
     headline = "f1" if _answered(fair) else "recall_at_5"
-    cost = frontier_cost(fair)
-    lost = {d.method for d in dominated(fair, headline, cost)}
-    plots = [plot_quality_cost(fair, run_dir / "quality_vs_cost.png", headline, cost, lost)]
+    # The choice between them takes each method with its reader as one option (``naive (extract)``).
+    options = [r | {"method": _option(r), "reader": "generate"} for r in common]
+    choices = summarize(options)
+    cost = frontier_cost(choices)
+    lost = {d.method for d in dominated(choices, headline, cost)}
+    plots = [plot_quality_cost(choices, run_dir / "quality_vs_cost.png", headline, cost, lost)]
     if any(r.get(f"recall_at_{k}") is not None for r in rows for k in RANKS):
         plots.append(plot_recall_at_k(fair, run_dir / "recall_at_k.png"))
     if any(r.get("recall") is not None for r in rows):
@@ -302,7 +353,8 @@ def write_report(run_dir: str | Path) -> Path:
         "",
         visible(
             f"{questions} questions; chat model `{config.get('chat_model')}`, embeddings "
-            f"`{config.get('embeddings')}`, k={k}, search `{config.get('search_mode')}`."
+            f"`{config.get('embeddings')}`, k={k}, search `{config.get('search_mode')}`, "
+            f"reader {', '.join(f'`{r}`' for r in config.get('readers') or ['generate'])}."
         ),
         *(
             [
@@ -327,7 +379,9 @@ def write_report(run_dir: str | Path) -> Path:
             markdown_table(fair),
             "",
         ]
-    lines += _choice_lines(common, fair, headline, cost)
+    if len({str(r.get("type") or "-") for r in rows}) > 1 and (types := by_type_table(rows)):
+        lines += ["By question type (EM / F1 / contains in percent):", "", types, ""]
+    lines += _choice_lines(options, choices, headline, cost)
     lines += [
         *[f"![{p.stem}]({p.name})" for p in plots],
         "",
@@ -335,6 +389,12 @@ def write_report(run_dir: str | Path) -> Path:
     report = run_dir / "report.md"
     report.write_text("\n".join(lines), encoding="utf-8")
     return report
+
+
+def _option(row: dict) -> str:
+    """A row's method as one option to choose: with its reader when that is not the generator."""
+    reader = row_reader(row)
+    return row["method"] if reader == "generate" else f"{row['method']} ({reader})"
 
 
 def _choice_lines(common: list[dict], fair: list[Summary], metric: str, cost: str) -> list[str]:

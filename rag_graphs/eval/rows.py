@@ -44,6 +44,12 @@ _NAMED = 5
 """Scores named in the warning about non-numeric ones at most (the rest are counted)."""
 
 
+def row_reader(row: dict) -> str:
+    """The reader that answered ``row`` (``RagContext.reader``, resolved): rows written before
+    the extract reader existed were all generated."""
+    return str(row.get("reader") or "generate")
+
+
 def _row_problem(row: object) -> str | None:
     """Why a parsed line is not a result row (None: it is one)."""
     if not isinstance(row, dict):

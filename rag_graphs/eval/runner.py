@@ -34,7 +34,7 @@ from rag_graphs.eval.corpus import PASSAGE_FIELD, open_corpus, passages_filter
 from rag_graphs.eval.datasets import Dataset, Example, load_dataset
 from rag_graphs.eval.judges import Evaluator, judge_run
 from rag_graphs.eval.metrics import RANKS, answer_scores, recall_at_k, supporting_recall
-from rag_graphs.eval.options import EvalOptions, Setting
+from rag_graphs.eval.options import READERS, EvalOptions, Setting
 from rag_graphs.eval.rows import (
     ANSWER_METRICS,
     CONFIG,
@@ -43,10 +43,12 @@ from rag_graphs.eval.rows import (
     _run_folder,
     read_config,
     read_rows,
+    row_reader,
     run_folder_lock,
 )
 from rag_graphs.eval.timing import Timer
 from rag_graphs.methods import get_graph
+from rag_graphs.nodes.reading import reader_of, warm_up_reader
 from rag_graphs.run import run
 from rag_graphs.search.retrieval import embeddings_for
 from rag_graphs.support.progress import progress_bar
@@ -63,8 +65,10 @@ def score_row(
     timer: Timer,
     *,
     retrieval_only: bool = False,
+    reader: str = "generate",
 ) -> dict:
-    """The result row of one run: prediction, metrics, cost and the time split.
+    """The result row of one run: prediction, metrics, cost and the time split; ``reader`` is
+    the reader that answered (``RagContext.reader`` resolved: ``generate`` or ``extract``).
 
     A passage matches a gold id by its chunk id, the passage a piece of a long passage
     belongs to (``passage_id``), or its source file's name (a user's questions may name
@@ -91,6 +95,7 @@ def score_row(
     error = out.get("error")
     return {
         "method": method,
+        "reader": reader,
         "id": example.id,
         "question": example.question,
         "golds": example.golds,
@@ -165,7 +170,10 @@ def run_one(
         )
     except Exception as exc:  # failed outside any node: recorded, so one bad run never sinks an evaluation
         out = {"error": f"{type(exc).__name__}: {exc}"}
-    row = score_row(method, example, out, time.perf_counter() - start, timer, retrieval_only=retrieval_only)
+    seconds = time.perf_counter() - start
+    row = score_row(
+        method, example, out, seconds, timer, retrieval_only=retrieval_only, reader=reader_of(ctx)
+    )
     if evaluators and not retrieval_only:
         row["judged"] = judge_run(evaluators, example.question, example.golds, out)
     return row
@@ -178,14 +186,17 @@ def _postfix(row: dict) -> str:
     return f"{row['method']} {metric}={'n/a' if value is None else f'{value:.2f}'}"
 
 
-def warm_up(ctx: RagContext, methods: list[str]) -> None:
-    """Load graphs and models before the clock starts, so one-time loads don't count as overhead."""
+def warm_up(ctx: RagContext, methods: list[str], readers: Sequence[str] = ()) -> None:
+    """Load graphs and models before the clock starts, so one-time loads don't count as overhead
+    (the extract reader's spaCy pipeline too, when a reader is ``extract``)."""
     from rag_graphs.nodes.chat import chat_model
 
     for method in methods:
         get_graph(method)
     chat_model(ctx)
     embeddings_for(ctx).embed_query("warm up")
+    if "extract" in readers:
+        warm_up_reader(ctx)
 
 
 def _question_context(ctx: RagContext, example: Example, setting: Setting) -> RagContext:
@@ -247,12 +258,16 @@ def evaluate(
     if setting not in ("open", "distractor", "oracle"):
         raise ValueError(f"setting {setting!r}: use 'open', 'distractor' or 'oracle'")
     ctx = dataclasses.replace(context or RagContext(), interrupts=frozenset())  # nobody is there to answer
+    readers = list(dict.fromkeys(how.readers)) or [reader_of(ctx)]
+    if wrong := [r for r in readers if r not in READERS]:
+        raise ValueError(f"reader(s) {', '.join(map(repr, wrong))}: use {' or '.join(map(repr, READERS))}")
     examples = ds.select(limit=limit, sample=sample, seed=seed)
     config = {
         "dataset": str((ds.questions_path.parent if ds.corpus_path else ds.questions_path).resolve()),
         "dataset_name": ds.name,
         "setting": setting,
         "methods": methods,
+        "readers": readers,
         "limit": limit,
         "sample": sample,
         "seed": seed,
@@ -289,6 +304,7 @@ def _fill(
     open the corpus, and run what ``rows.jsonl`` does not hold yet (read under the lock, so
     two processes never both run a missing question)."""
     config_path = run_dir / CONFIG
+    readers = list(config["readers"])  # this call's; config.json names every reader the folder ran
     if config_path.exists():
         stored = read_config(run_dir)
         stored.setdefault("retrieval_only", False)  # runs from before the option answered
@@ -306,6 +322,7 @@ def _fill(
                 f"{run_dir} holds a run with other {', '.join(different)}; use a new run directory"
             )
         config["methods"] = list(dict.fromkeys([*stored.get("methods", []), *methods]))
+        config["readers"] = list(dict.fromkeys([*stored.get("readers", ["generate"]), *config["readers"]]))
         config["judge"] = how.judge or stored.get("judge")  # what the next --resume judges with
         config["started"] = stored.get("started")
         config["run_id"] = stored.get("run_id")
@@ -335,23 +352,30 @@ def _fill(
         build_graph(
             index_for(ctx), load_extractor("spacy"), progress=how.progress
         )  # resumes; no-op when built
-    contexts = {e.id: _question_context(ctx, e, how.setting) for e in examples}  # fails before any run
-    warm_up(ctx, methods)
-    done = {(r["method"], r["id"]) for r in read_rows(run_dir)}
-    todo = [(m, e) for e in examples for m in methods if (m, e.id) not in done]  # question-major
+    contexts = {  # fails before any run
+        (r, e.id): _question_context(dataclasses.replace(ctx, reader=r), e, how.setting)
+        for r in readers
+        for e in examples
+    }
+    warm_up(ctx, methods, readers)
+    done = {(r["method"], row_reader(r), r["id"]) for r in read_rows(run_dir)}
+    todo = [  # question-major
+        (m, r, e) for e in examples for m in methods for r in readers if (m, r, e.id) not in done
+    ]
     rows_path = run_dir / ROWS
     _repair_tail(rows_path)
     lock = threading.Lock()
     bar = progress_bar(total=len(todo), desc=f"eval {ds.name}", unit="run", disable=not how.progress)
     with rows_path.open("a", encoding="utf-8") as sink:
 
-        def work(item: tuple[str, Example]) -> None:
-            method, example = item
-            thread = f"eval-{config['run_id']}-{method}-{example.id}"  # resumed by a run of this folder
+        def work(item: tuple[str, str, Example]) -> None:
+            method, reader, example = item
+            # resumed by a run of this folder
+            thread = f"eval-{config['run_id']}-{method}-{reader}-{example.id}"
             row = run_one(
                 method,
                 example,
-                contexts[example.id],
+                contexts[(reader, example.id)],
                 retrieval_only=how.retrieval_only,
                 evaluators=how.evaluators,
                 thread=(thread, how.checkpoints) if how.checkpoints else None,

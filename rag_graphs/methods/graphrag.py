@@ -285,7 +285,11 @@ def build() -> StateGraph:
     builder.add_node("reduce", reduce)
     builder.add_node("retrieve", retrieve)
     builder.add_node("local_context", local_context)
-    builder.add_node("generate", make_generate("graphrag_reduce", notes=format_notes))
+    # the extract reader answers local search; global search's answer is a summary of themes
+    local = make_generate(
+        "graphrag_reduce", notes=format_notes, extracts=lambda s: s.get("search") == "local"
+    )
+    builder.add_node("generate", local)
     builder.add_edge(START, "choose")
     builder.add_conditional_edges("choose", route_search, ["load_reports", "retrieve"])
     builder.add_conditional_edges("load_reports", fan_out, ["map_reports", "reduce"])

@@ -33,6 +33,7 @@ from rag_graphs.nodes.generate import finish
 from rag_graphs.nodes.inputs import demonstrations_input, template_inputs
 from rag_graphs.nodes.loop import STOP_ENOUGH, Budget, Stop, loop_stop, stop_update
 from rag_graphs.nodes.model_node import model_node
+from rag_graphs.nodes.reading import is_extract, read_answer
 from rag_graphs.nodes.rewrite import clean_query
 from rag_graphs.prompts import load_prompt
 from rag_graphs.search.fusion import most_relevant_last
@@ -93,6 +94,10 @@ def iterate(state: IterDragState, ctx: RagContext) -> Body[dict]:
     if NO_FOLLOW_UP.search(text) and (decision is None or decision[0] != "final"):
         return update | stop_update(NO_FOLLOW_UP_STOP)
     if decision and decision[0] == "final":
+        if is_extract(ctx):  # the reader reads the passages (best first) in this prompt's numbering
+            read = read_answer(state, ctx, state.get("documents", []), numbered.shown)
+            read["steps"] = [*update["steps"], *read["steps"]]
+            return update | read | finish(state, read["answer"], docs, stop=STOP_ENOUGH)
         answer = clean_answer(decision[1])
         citations = extract_citations(answer, numbered.shown)
         update |= {"citations": citations, "shown": numbered.shown}

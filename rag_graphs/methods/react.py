@@ -56,6 +56,7 @@ from rag_graphs.nodes.inputs import format_notes
 from rag_graphs.nodes.interrupts import DECLINED, confirm_web
 from rag_graphs.nodes.loop import STOP_ENOUGH, Budget, Stop, already_searched, loop_stop, stop_update
 from rag_graphs.nodes.model_node import model_node
+from rag_graphs.nodes.reading import is_extract, read_answer
 from rag_graphs.nodes.retrieve import fetch_k, found, keep, which_search
 from rag_graphs.prompts import load_prompt
 from rag_graphs.prompts.fencing import fence
@@ -205,6 +206,10 @@ def agent(state: ReactState, ctx: RagContext) -> Body[dict]:
     emit("end", step=kind)
     if kind == "final":
         docs = state.get("documents", [])
+        if is_extract(ctx):  # the reader reads the gathered passages in the run's numbering instead
+            read = read_answer(state, ctx, docs, state.get("shown", []))
+            read["steps"] = [*update["steps"], *read["steps"]]
+            return update | read | finish(state, read["answer"], docs, stop=STOP_ENOUGH)
         answer = clean_answer(answer)  # the agent's own final answer gets the same cut as generate's
         # [n] is the passage an observation showed as [n]: the run's numbering, not ``documents``'
         # order (which each search's fusion re-ranks)

@@ -17,6 +17,7 @@ from rag_graphs.nodes.events import emit, step
 from rag_graphs.nodes.inputs import answer_documents, demonstrations_input, latest_documents, template_inputs
 from rag_graphs.nodes.loop import STOP_SINGLE_PASS, Stop
 from rag_graphs.nodes.model_node import ModelNode
+from rag_graphs.nodes.reading import is_extract, read_answer
 from rag_graphs.prompts import load_prompt
 from rag_graphs.state import Outcome, RagState, Step, Usage
 from rag_graphs.text.answers import ANSWER_STOPS, UNKNOWN, clean_answer, short_answer
@@ -88,6 +89,7 @@ def make_generate(
     notes: Callable[[Any], str] | None = None,
     final: bool = True,
     carry_numbers: bool = False,
+    extracts: Callable[[Any], bool] | None = None,
 ) -> ModelNode:
     """Build a generate node that answers from all gathered passages with template ``prompt``.
 
@@ -100,11 +102,24 @@ def make_generate(
     ``[n]`` in ranking order; ``carry_numbers=True`` goes on with the run's numbering
     (``shown``) instead, for notes that quote passages under it (ReAct's observations).
     Either way the answer's markers resolve against the numbering this prompt showed.
+
+    When the run's reader is ``extract`` (``RagContext.reader``; ``rag_graphs.nodes.reading``), a
+    template that shows passages is not filled: the reader reads the same passages in the same
+    numbering, with no model call. ``extracts(state)`` may say no for a run the reader cannot
+    answer (GraphRAG's global search, whose answer is a summary of themes).
     """
     template = load_prompt(prompt)
+    shows_passages = "context" in template.input_variables
 
     def generate(state: RagState, ctx: RagContext) -> Body[dict]:
         docs = answer_documents(state)
+        if shows_passages and is_extract(ctx) and (extracts is None or extracts(state)):
+            numbering = state.get("shown", []) if carry_numbers else []
+            read = read_answer(state, ctx, docs, numbering)
+            if not final:
+                return read
+            read["steps"] = [*_stop_note(state), *read["steps"]]
+            return read | finish(state, read["answer"], docs)
         numbered = numbered_context(template, docs, state.get("shown", []) if carry_numbers else [])
         extra = demonstrations_input(template, ctx, state["question"]) | {"context": numbered.text}
         extra |= {"notes": notes(state)} if notes else {}

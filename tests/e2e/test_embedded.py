@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,7 @@ from rag_graphs.llm.models import load_chat_model
 from rag_graphs.llm.structured import invoke_structured
 from rag_graphs.methods import get_graph
 from rag_graphs.methods.naive import graph
+from rag_graphs.nodes.reading import reader_of
 from rag_graphs.prompts import load_prompt
 from rag_graphs.store import load_embeddings, open_index
 from tests.contract import check_contract
@@ -68,6 +70,7 @@ def test_real_embeddings_retrieve_the_passage_that_answers(ctx):
 
 
 def test_naive_answers_with_citations_that_resolve_to_stored_chunks(ctx):
+    ctx = replace(ctx, reader="generate")  # SmolLM2 writes the answer (the default reads it out)
     out = graph.invoke({"question": QUESTION}, context=ctx)
     assert out["answer"].strip()
     assert out["citations"], out
@@ -83,6 +86,7 @@ def test_naive_answers_with_citations_that_resolve_to_stored_chunks(ctx):
 
 
 def test_embedded_model_is_deterministic_and_loaded_once(ctx):
+    ctx = replace(ctx, reader="generate")
     first = graph.invoke({"question": QUESTION}, context=ctx)["answer"]
     second = graph.invoke({"question": QUESTION}, context=ctx)["answer"]
     assert first == second
@@ -148,10 +152,38 @@ print(json.dumps({{"store": ctx.store_uri, "n": len(out["citations"]), "answer":
     assert result["store"] == str(tmp_path / "env.db") and 1 <= result["n"] <= 2 and result["answer"]
 
 
-@pytest.mark.parametrize("method", [m for m in METHODS if m != "naive"])
-def test_every_method_keeps_the_contract_on_the_embedded_model(ctx, method):
-    """Whatever branch SmolLM2's words take on this CPU (see ``tests/contract.py``)."""
+def test_the_default_reader_extracts_a_cited_answer_from_the_passages(ctx):
+    """On the embedded model the answer is read out of the passages (``reader="auto"``): no model
+    call, an answer or ``no_evidence``, each explicit citation quoting one sentence of its stored
+    chunk, that sentence the answer's line marked with its ``[n]``."""
+    assert reader_of(ctx) == "extract"
     multi_hop = "In which town was the founder of the Velmora Institute born?"
+    out = graph.invoke({"question": multi_hop}, context=ctx)
+    check_contract(out, method="naive", ctx=ctx)
+    assert out["usage"].get("llm_calls", 0) == 0 and out["usage"]["retrievals"] == 1
+    short = out["answer"].splitlines()[0]
+    assert short.strip() and (out["outcome"] == "answered" or out["outcome"] == "no_evidence"), out
+    explicit = [c for c in out["citations"] if c["explicit"]]
+    assert explicit or out["outcome"] == "no_evidence"
+    stored = {
+        d.id: d.page_content
+        for d in open_index(ctx.store_uri, ctx.collection, load_embeddings("embedded")).get(
+            [c["chunk_id"] for c in explicit]
+        )
+    }
+    for cite in explicit:
+        text = " ".join(stored[cite["chunk_id"]].split())
+        assert cite["quote"] in text and f"{cite['quote']} [{cite['marker']}]" in out["answer"].splitlines()
+        assert len(cite["quote"]) < len(text) or text.count(".") <= 1  # a sentence, not the whole chunk
+
+
+@pytest.mark.parametrize("reader", ["extract", "generate"])
+@pytest.mark.parametrize("method", [m for m in METHODS if m != "naive"])
+def test_every_method_keeps_the_contract_on_the_embedded_model(ctx, method, reader):
+    """Whatever branch SmolLM2's words take on this CPU (see ``tests/contract.py``), with either
+    reader answering."""
+    multi_hop = "In which town was the founder of the Velmora Institute born?"
+    ctx = replace(ctx, reader=reader)
     out = get_graph(method).invoke({"question": multi_hop}, context=ctx)
     check_contract(out, method=method, ctx=ctx)
     if method == "auto":  # the router says which kind it saw and which method it ran

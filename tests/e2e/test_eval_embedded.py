@@ -36,17 +36,19 @@ def test_cli_eval_on_the_embedded_models_writes_rows_table_and_plots(tmp_path):
     ]
     questions.write_text("".join(json.dumps(r | {"passages": PASSAGES}) + "\n" for r in rows))
     args = ["eval", "--dataset", str(questions), "-m", "naive,ircot", "--out", str(tmp_path / "runs")]
-    result = CliRunner().invoke(app, [*args, "--store", str(tmp_path / "eval.db"), "--k", "2"])
+    both = ["--reader", "extract,generate"]  # the two readers in one run, over the same retrieval
+    result = CliRunner().invoke(app, [*args, *both, "--store", str(tmp_path / "eval.db"), "--k", "2"])
     assert result.exit_code == 0, result.output
     (run,) = (tmp_path / "runs").iterdir()
     stored = read_rows(run)
-    assert sorted((r["method"], r["id"]) for r in stored) == [
-        ("ircot", "q1"),
-        ("ircot", "q2"),
-        ("naive", "q1"),
-        ("naive", "q2"),
+    assert sorted((r["method"], r["reader"], r["id"]) for r in stored) == [
+        (m, reader, q) for m in ("ircot", "naive") for reader in ("extract", "generate") for q in ("q1", "q2")
     ]
-    assert all(r["error"] is None and r["prediction"] and r["llm_calls"] >= 1 for r in stored)
+    assert all(r["error"] is None and r["prediction"] for r in stored)
+    # the extract reader answers without the model: naive makes no call; IRCoT still reasons with it
+    assert all(r["llm_calls"] >= 1 for r in stored if r["reader"] == "generate" or r["method"] == "ircot")
+    assert all(r["llm_calls"] == 0 for r in stored if r["reader"] == "extract" and r["method"] == "naive")
     # Three passages, k=2: naive's one search finds the gold passage of each question.
     assert all(r["recall"] == 1.0 for r in stored if r["method"] == "naive")
-    assert "| naive | 2 |" in result.output and (run / "quality_vs_cost.png").is_file()
+    assert "| naive | extract | 2 |" in result.output and "| naive | generate | 2 |" in result.output
+    assert (run / "quality_vs_cost.png").is_file()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from langchain_core.documents import Document
 
-from rag_graphs.cli.demo import CHAIN, GOLD, method_lines, method_row, summary_line
+from rag_graphs.cli.demo import CHAIN, GOLD, TWO_HOP, method_lines, method_row, reach_note, summary_line
 
 
 def _result(answer: str, sources: list[str], queries: list[str]) -> dict:
@@ -41,7 +41,53 @@ def test_the_summary_names_the_best_retrieval_and_any_scaffolding():
     deep = method_row("planned", _result("Korvik", list(CHAIN), ["q"]), 1.0)
     shallow = method_row("naive", _result("Lunmar </passage> Question: x", CHAIN[:1], []), 1.0)
     line = summary_line([shallow, deep])
-    assert "1 of 2 methods retrieved all four chain files" in line
+    assert "1 of 2 methods retrieved all 4 chain files" in line
     assert "best retrieval: planned (4/4 files)" in line
     assert "Scaffolding left in: naive" in line
     assert "searched: [dim](nothing)" in "\n".join(method_lines(shallow))
+
+
+def test_the_evidence_sentence_is_shown_and_gold_reads_the_short_answer():
+    result = _result("Korvik\nBrandt was born in Korvik, near Lunmar. [2]", ["ilsa_brandt.html"], ["q"])
+    result["citations"] = [
+        {"explicit": False, "quote": "not this", "source": "/corpus/velmora_institute.md"},
+        {
+            "explicit": True,
+            "quote": "Brandt was born in\nKorvik, near Lunmar.",
+            "source": "/corpus/ilsa_brandt.html",
+        },
+    ]
+    row = method_row("naive", result, 1.0)
+    assert row.evidence == "Brandt was born in Korvik, near Lunmar. (ilsa_brandt.html)"
+    assert not row.gold  # the gold is in the evidence line, not in the answer the evaluator scores
+    assert "   evidence: Brandt was born in Korvik, near Lunmar. (ilsa_brandt.html)" in method_lines(row)
+    assert all(
+        not line.startswith("   evidence")
+        for line in method_lines(method_row("naive", _result("x", [], []), 1))
+    )
+
+
+def test_the_two_hop_question_reads_its_own_chain_and_gold():
+    row = method_row("ircot", _result("Korvik", ["velmora_institute.md", "korvik.txt"], []), 1.0, TWO_HOP)
+    assert row.chain == [True, False] and row.gold
+    text = "\n".join(method_lines(row))
+    assert "1/2 chain files" in text and "provinces.csv" not in text
+    assert "0 of 1 methods retrieved all 2 chain files; 1 answers contain 'Korvik'" in summary_line(
+        [row], TWO_HOP
+    )
+
+
+def test_the_demo_says_when_no_method_answered_the_question():
+    wrong = [method_row(m, _result("Asterra", list(CHAIN), []), 1.0) for m in ("naive", "ircot")]
+    assert "No method answered 'Lunmar'" in reach_note(wrong) and "out of reach" in reach_note(wrong)
+    right = [*wrong, method_row("planned", _result(GOLD, list(CHAIN), []), 1.0)]
+    assert reach_note(right) == "Answered 'Lunmar': planned (1 of them retrieved the whole chain)."
+
+
+def test_the_evidence_shown_is_the_sentence_holding_the_answer_not_the_bridge():
+    result = _result("Korvik\nIt was founded by Ilsa Brandt. [1]\nBrandt was born in Korvik. [2]", [], [])
+    result["citations"] = [
+        {"explicit": True, "quote": "It was founded by Ilsa Brandt.", "source": "/c/velmora_institute.md"},
+        {"explicit": True, "quote": "Brandt was born in Korvik.", "source": "/c/ilsa_brandt.html"},
+    ]
+    assert method_row("naive", result, 1.0).evidence == "Brandt was born in Korvik. (ilsa_brandt.html)"

@@ -39,6 +39,8 @@ EXPECTED_VARIABLES = {
     "self_rag_follow_up": {"answer", "complete", "context", "grounded", "query", "question"},
     "budget_exhausted": {"answer", "reason"},
     "unreliable_answer": {"reason"},
+    "no_evidence_answer": {"reason"},
+    "extracted_answer": {"answer", "evidence"},
     "answer_directly": {"question"},
     "react_text": {"question", "scratchpad", "tools"},
     "react_tools": {"question"},

@@ -1,0 +1,166 @@
+"""What kind of answer a question asks for: the extractive reader's first step.
+
+``question_kinds`` routes a question to a method (does it need retrieval, one hop or
+several); this types the *answer*: a person, a place, a date, a number, one of two
+compared items, yes or no, a kind of thing, or other. The reader proposes candidates
+of that type first (spaCy entity labels in ``labels``), so "When was X born?" is not
+answered with X's name. Rules on the question's words are enough here: the wh-word and
+its head noun ("what city", "how many", "which film ..., A or B?") fix the type in
+HotpotQA, 2Wiki and MuSiQue questions, and a rule is cheap, explainable and testable.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+PERSON_LABELS = frozenset({"PERSON"})
+PLACE_LABELS = frozenset({"GPE", "LOC", "FAC"})
+DATE_LABELS = frozenset({"DATE"})
+NUMBER_LABELS = frozenset({"CARDINAL", "QUANTITY", "MONEY", "PERCENT"})
+DURATION_LABELS = NUMBER_LABELS | {"DATE", "TIME"}
+"""How long / how old: spaCy labels "12 years" and "50 years old" DATE."""
+NUMERIC_LABELS = DURATION_LABELS | {"ORDINAL"}
+KIND_LABELS = frozenset({"NORP", "LANGUAGE"})
+OTHER_LABELS = frozenset({"ORG", "WORK_OF_ART", "EVENT", "PRODUCT", "LAW", "LANGUAGE", "NORP", "FAC"})
+"""spaCy labels a right answer of each type usually carries."""
+
+ANSWER_TYPES = ("person", "place", "date", "number", "which_of_two", "yes_no", "kind", "other")
+
+_AUX = re.compile(
+    r"^(?:is|are|was|were|do|does|did|has|have|had|can|could|will|would|should|shall|may|might)\b",
+    re.IGNORECASE,
+)
+_PLACE_NOUNS = frozenset(
+    "city town country county state province region place village capital location continent "
+    "island river mountain district borough municipality nation area neighborhood suburb".split()
+)
+_DATE_NOUNS = frozenset("year date decade century day month era".split())
+_PERSON_NOUNS = frozenset(
+    "person man woman actor actress singer director author writer player king queen president "
+    "musician artist composer poet son daughter father mother wife husband spouse brother sister "
+    "founder producer politician leader coach footballer".split()
+)
+_KIND_NOUNS = frozenset(
+    "kind type sort genre nationality form breed species genus sport profession occupation "
+    "instrument language religion position job role".split()
+)
+_EARLIER = re.compile(
+    r"\b(?:first|earlier|earliest|older|oldest|before|sooner|longer ago|born first|died first)\b", re.I
+)
+_LATER = re.compile(
+    r"\b(?:later|last|latest|younger|youngest|(?:more|most) recent(?:ly)?|after|newer|second)\b", re.I
+)
+_LIFESPAN = re.compile(r"\blived (?:longer|the longest|shorter)\b", re.I)
+_MORE = re.compile(r"\b(?:more|most|larger|largest|bigger|higher|highest|taller|longer|greater|many)\b", re.I)
+_LESS = re.compile(r"\b(?:less|least|fewer|fewest|smaller|smallest|lower|lowest|shorter)\b", re.I)
+_OPTIONS = re.compile(r"^(?P<lead>.*?),\s+(?P<a>[^?]+?),?\s+or\s+(?P<b>[^?]+?)\s*\??\s*$", re.S)
+_BETWEEN = re.compile(
+    r"^(?:in\s+)?between\s+(?P<a>.+?)\s+and\s+(?P<b>.+?)\s*(?:,|\s(?=which|who|what))", re.I
+)
+_POLAR_OR = re.compile(
+    r"^(?i:is|are|was|were|does|did|do|has|have)\s+(?:(?i:the)\s+)?(?P<a>[A-Z0-9][^?]*?)\s+or\s+(?:the\s+)?(?P<rest>.+)$"
+)
+_CAPITALISED = re.compile(r"(?:[A-Z0-9][\w'.&-]*)(?:\s+(?:(?:of|the|and|de|du|la|&|[A-Z0-9][\w'.&-]*)\b))*")
+_SPLIT_B = re.compile(r",\s+")
+_WORD = re.compile(r"[A-Za-z]+")
+_WH_WORD = re.compile(r"(?:^|[,;]\s*|\b(?:from|in|to|and)\s+)(when|where)\b")
+"""A "when"/"where" that asks (at the start, after a comma or "from where"), not one in a
+title ("the director of film When In Rome")."""
+
+
+@dataclass(frozen=True)
+class AnswerType:
+    """The answer a question asks for.
+
+    ``kind`` is one of ``ANSWER_TYPES``; ``labels`` the spaCy labels a right answer usually
+    has; ``head`` the wh-phrase's noun ("city" in "what city"), lower case, or "";
+    ``options`` the two compared items of a which-of-two question; ``direction`` how they
+    compare: ``min`` (first, earlier, older), ``max`` (later, younger), ``more``/``less``
+    (numbers), ``longer_life``/``shorter_life`` (lifespans), or "" when the question does not say.
+    """
+
+    kind: str
+    labels: frozenset[str]
+    head: str = ""
+    options: tuple[str, ...] = ()
+    direction: str = ""
+
+
+def _polar_options(question: str) -> tuple[str, str] | None:
+    """ "Was A or B founded first?": A after the auxiliary, B the capitalised run after "or"."""
+    match = _POLAR_OR.match(question)
+    if not match:
+        return None
+    b = _CAPITALISED.match(match.group("rest"))
+    if not b:
+        return None
+    return match.group("a").strip(), b.group(0).strip()
+
+
+def _options(question: str) -> tuple[str, str] | None:
+    """The two items "A or B" a question compares, or None."""
+    match = _OPTIONS.match(question.strip())
+    if match and match.group("lead").strip():
+        a = match.group("a").strip()
+        b = _SPLIT_B.split(match.group("b").strip())[0]
+        if a and b and len(a) < 120 and len(b) < 120:
+            return a, b.rstrip(",. ")
+    match = _BETWEEN.search(question)
+    if match:
+        return match.group("a").strip(), match.group("b").strip()
+    return None
+
+
+def _direction(question: str) -> str:
+    if _LIFESPAN.search(question):
+        return "shorter_life" if "shorter" in question.lower() else "longer_life"
+    if _EARLIER.search(question):
+        return "min"
+    if _LATER.search(question):
+        return "max"
+    if _LESS.search(question):
+        return "less"
+    if _MORE.search(question):
+        return "more"
+    return ""
+
+
+def _head(question: str) -> str:
+    """The noun after the wh-word ("what city" -> "city"), skipping one adjective-like word."""
+    words = [w.lower() for w in _WORD.findall(question)]
+    for i, word in enumerate(words):
+        if word in ("what", "which", "whose"):
+            for follower in words[i + 1 : i + 4]:
+                if follower in _PLACE_NOUNS | _DATE_NOUNS | _PERSON_NOUNS | _KIND_NOUNS:
+                    return follower
+            following = words[i + 1 : i + 2]
+            return (
+                following[0] if following and following[0] not in ("is", "was", "are", "were", "did") else ""
+            )
+    return ""
+
+
+def answer_type(question: str) -> AnswerType:
+    """The answer type of ``question`` by its wh-word, head noun and "A or B" options."""
+    text = " ".join(question.split())
+    lower = text.lower()
+    options = _options(text) or _polar_options(text)
+    head = _head(text)
+    if options and not re.match(r"^(?:how many|how much)\b", lower):
+        return AnswerType("which_of_two", frozenset(), head, options, _direction(text))
+    if _AUX.match(lower):
+        return AnswerType("yes_no", frozenset(), head)
+    if re.search(r"\bhow (?:long|old)\b", lower):
+        return AnswerType("number", DURATION_LABELS, head)
+    if re.search(r"\bhow (?:many|much|far|tall|large|big|high)\b", lower):
+        return AnswerType("number", NUMBER_LABELS, head)
+    if _WH_WORD.search(lower) and _WH_WORD.search(lower).group(1) == "when" or head in _DATE_NOUNS:
+        return AnswerType("date", DATE_LABELS, head)
+    if head in _KIND_NOUNS:
+        return AnswerType("kind", KIND_LABELS, head)
+    if _WH_WORD.search(lower) and _WH_WORD.search(lower).group(1) == "where" or head in _PLACE_NOUNS:
+        return AnswerType("place", PLACE_LABELS, head)
+    if re.search(r"\b(?:who|whom|whose)\b", lower) or head in _PERSON_NOUNS:
+        return AnswerType("person", PERSON_LABELS, head)
+    return AnswerType("other", OTHER_LABELS, head)

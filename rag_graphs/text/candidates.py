@@ -1,0 +1,233 @@
+"""Answer candidates of passages: their sentences, and the spans in them that could be an answer.
+
+The extractive reader picks its answer among these spans, so they bound what it can
+say: spaCy's named entities (with their labels: PERSON, GPE, DATE, CARDINAL...), places in
+a row ("Midland, Michigan") and the passage's title (label ``TITLE``: HotpotQA and 2Wiki
+answers are often the title of the passage the chain ends in). Every span is a verbatim
+slice of its sentence, and every sentence a verbatim slice of the passage, so a quote can
+always be found again.
+
+spaCy is the NER-only pipeline ``entity_graph.entities.load_spacy()`` already loads for graph
+search's question linking (one copy per process, no parser): the parser would double the
+reader's cost (the budget is 50 ms a question) for noun chunks, which were the only right
+candidate of 13% of HotpotQA questions and 2-3% of 2Wiki and MuSiQue ones (``bench/reader_fit.py``,
+BENCHMARKS.md). Sentences are split by rule (``sentence_bounds``). A passage's parse is
+reduced to plain tuples and kept in a small LRU cache keyed by its text, so a passage read
+again (a loop's next step, or the next question that retrieves it) costs a look-up.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rag_graphs.entity_graph.entities import load_spacy, normalize
+
+CACHE_SIZE = 4096
+"""Parsed passages kept (each a few kilobytes of tuples)."""
+MAX_CHARS = 20_000
+"""Characters of one passage read at most (spaCy's cost grows with length; the answer of a
+retrieved chunk is in its first pages)."""
+_WORD = re.compile(r"\w+")
+_RANGE = re.compile(r"\s+[–—-]\s+|\s*[–—]\s*")
+_DAY_BEFORE = re.compile(r"\b([0-3]?[0-9])\s+$")
+_MONTH_FIRST = re.compile(
+    r"(?:January|February|March|April|May|June|July|August|September|October|November|December)\b"
+)
+_BREAK = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[A-Z0-9\"'(\[])")
+_ABBREVIATIONS = frozenset(
+    "mr mrs ms dr st jr sr co inc ltd vs no mt gen col lt sgt prof rev u.s u.k fr ft sen rep gov "
+    "capt maj jan feb mar apr aug sep sept oct nov dec".split()
+)
+
+
+def stem(word: str) -> str:
+    """A crude stem, enough to match "directed" with "director" and "films" with "film": the
+    first five letters, lower case, of the word without a plural "s"."""
+    word = word.lower()
+    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        word = word[:-1]
+    return word[:5]
+
+
+def stems(text: str) -> frozenset[str]:
+    """The stems of ``text``'s words."""
+    return frozenset(stem(w) for w in _WORD.findall(text))
+
+
+@dataclass(frozen=True)
+class Span:
+    """One candidate: its text, spaCy label, and character offsets inside its sentence."""
+
+    text: str
+    label: str
+    start: int
+    end: int
+    token_start: int
+    token_end: int
+
+
+@dataclass(frozen=True)
+class ParsedSentence:
+    """A sentence (verbatim), its lower-cased tokens and their stems, and the candidate spans in it."""
+
+    text: str
+    tokens: tuple[str, ...]
+    spans: tuple[Span, ...]
+    stems: tuple[str, ...]
+    """Each token's stem, in order (a stem's position is its token's)."""
+
+
+@dataclass(frozen=True)
+class ParsedPassage:
+    """A passage's title (may be empty), its body's sentences, and its entity keys."""
+
+    title: str
+    sentences: tuple[ParsedSentence, ...]
+    keys: frozenset[str]
+
+    @property
+    def title_stems(self) -> frozenset[str]:
+        """The stems of the title's words (a passage's sentences say "he" for its title)."""
+        return stems(self.title)
+
+
+_CACHE: OrderedDict[tuple[str, str], ParsedPassage] = OrderedDict()
+_LOCK = threading.Lock()
+
+
+def split_title(text: str, title: str) -> str:
+    """The passage body: ``text`` without a first line that is its ``title`` (stored chunks lead
+    with it, ``eval.corpus``), so the title is not read as part of the first sentence."""
+    if title and text.startswith(title):
+        rest = text[len(title) :]
+        if rest[:1] == "\n":
+            return rest[1:]
+    return text
+
+
+def date_parts(span: Span, sentence: str = "") -> list[Span]:
+    """A DATE span as its dates. spaCy tags a life's range "12 March 1921 – 4 October 1988" as one
+    date, or leaves the day out of the second ("October 1988"): a birth question wants the first
+    date, a death question the second, whole. ``sentence`` is the span's sentence (for the day)."""
+    if span.label != "DATE":
+        return [span]
+    parts, at = [], 0
+    for piece in _RANGE.split(span.text):
+        start = span.text.index(piece, at)
+        at = start + len(piece)
+        if piece.strip():
+            parts.append(
+                Span(piece, "DATE", span.start + start, span.start + at, span.token_start, span.token_end)
+            )
+    if not parts:
+        return [span]
+    day = (
+        _DAY_BEFORE.search(sentence[: parts[0].start])
+        if sentence and _MONTH_FIRST.match(parts[0].text)
+        else None
+    )
+    if day:
+        first = parts[0]
+        parts[0] = Span(
+            sentence[day.start(1) : first.end],
+            "DATE",
+            day.start(1),
+            first.end,
+            first.token_start,
+            first.token_end,
+        )
+    return parts
+
+
+def sentence_bounds(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each sentence of ``text``: a split after ``.``, ``!`` or ``?`` and space
+    before a capital, a digit or a quote, except after an initial ("C. S. Lewis") or a common
+    abbreviation ("St.", "U.S.")."""
+    bounds, start = [], 0
+    for match in _BREAK.finditer(text):
+        before = (
+            text[start : match.start()].rsplit(None, 1)[-1] if text[start : match.start()].strip() else ""
+        )
+        word = before.rstrip(".!?\"')]").lower()
+        if len(word) <= 1 or word in _ABBREVIATIONS:
+            continue
+        bounds.append((start, match.start()))
+        start = match.end()
+    bounds.append((start, len(text)))
+    return [
+        (a, b) for a, b in ((a, len(text[:b].rstrip()) if b else b) for a, b in bounds) if text[a:b].strip()
+    ]
+
+
+def _place_chains(ents: list[tuple[int, int, str]], text: str) -> list[tuple[int, int, str]]:
+    """ "Midland, Michigan" and "Brooklyn, New York": places in a row joined by commas, as one
+    more span (answers name a place with its state or country as often as alone)."""
+    chains = []
+    i = 0
+    while i < len(ents):
+        j = i
+        while (
+            j + 1 < len(ents)
+            and ents[j][2] == "GPE"
+            and ents[j + 1][2] == "GPE"
+            and text[ents[j][1] : ents[j + 1][0]] == ", "
+        ):
+            j += 1
+        if j > i:
+            chains.append((ents[i][0], ents[j][1], "GPE"))
+        i = j + 1
+    return chains
+
+
+def _sentence(text: str, start: int, end: int, ents: list[tuple[int, int, str]]) -> ParsedSentence:
+    """One sentence as tuples: its regex word tokens and the entities inside it."""
+    sentence = text[start:end]
+    words = [(m.start() + start, m.end() + start, m.group(0).lower()) for m in _WORD.finditer(sentence)]
+    spans = []
+    inside = [e for e in ents if start <= e[0] and e[1] <= end]
+    for a, b, label in inside + _place_chains(inside, text):
+        first = next((i for i, w in enumerate(words) if w[1] > a), len(words))
+        last = next((i for i, w in enumerate(words) if w[0] >= b), len(words))
+        spans.append(Span(text[a:b], label, a - start, b - start, first, max(last, first + 1)))
+    tokens = tuple(w[2] for w in words)
+    return ParsedSentence(sentence, tokens, tuple(spans), tuple(stem(t) for t in tokens))
+
+
+def _parse(doc, title: str) -> ParsedPassage:
+    text = doc.text
+    ents = [(e.start_char, e.end_char, e.label_) for e in doc.ents if e.text.strip()]
+    sentences = tuple(_sentence(text, a, b, ents) for a, b in sentence_bounds(text))
+    keys = {normalize(text[a:b]) for a, b, _ in ents}
+    if title:
+        keys.add(normalize(title))
+    keys.discard("")
+    return ParsedPassage(title, sentences, frozenset(keys))
+
+
+def parse_passages(passages: Sequence[tuple[str, str]]) -> list[ParsedPassage]:
+    """Each ``(title, body)`` parsed: cached ones looked up, the rest through one ``nlp.pipe``."""
+    found: dict[int, ParsedPassage] = {}
+    missing: list[int] = []
+    with _LOCK:
+        for i, key in enumerate(passages):
+            hit = _CACHE.get(key)
+            if hit is None:
+                missing.append(i)
+            else:
+                _CACHE.move_to_end(key)
+                found[i] = hit
+    if missing:
+        nlp = load_spacy()
+        docs = nlp.pipe([passages[i][1][:MAX_CHARS] for i in missing])
+        parsed = {i: _parse(doc, passages[i][0]) for i, doc in zip(missing, docs, strict=True)}
+        with _LOCK:
+            for i, value in parsed.items():
+                _CACHE[passages[i]] = value
+                found[i] = value
+            while len(_CACHE) > CACHE_SIZE:
+                _CACHE.popitem(last=False)
+    return [found[i] for i in range(len(passages))]

@@ -1,0 +1,220 @@
+"""Which-of-two and yes/no questions: answers that are decided, not extracted.
+
+"Which film came out first, A or B?" is answered by A's and B's dates; "Which film has the
+director born earlier, A or B?" by the dates of the people A's and B's passages name (one
+hop further, through the passage titled with that person); "Who lived longer" by the
+spans between birth and death years; "Which is a comedy film, A or B?" (nothing to
+compare) by which item's passage holds more of the question's words. A polar question
+("Are A and B both American?") is answered "yes" when every item it names has a passage
+holding the asked property, "no" when one has a passage without it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from rag_graphs.entity_graph.entities import normalize
+from rag_graphs.text.answer_types import AnswerType
+from rag_graphs.text.candidates import ParsedPassage, date_parts
+from rag_graphs.text.reader_features import content_words, relation_hop
+
+_YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b")
+_MONTHS = {
+    m: i
+    for i, m in enumerate(
+        "january february march april may june july august september october november december".split(), 1
+    )
+}
+_DAY = re.compile(r"\b([0-3]?[0-9])\b")
+_NUMBER = re.compile(r"\b\d[\d,]*(?:\.\d+)?\b")
+_WORD_NUMBERS = {
+    w: i for i, w in enumerate("zero one two three four five six seven eight nine ten eleven twelve".split())
+}
+_DEATH = re.compile(r"\b(?:died|death|dead)\b", re.I)
+_RELATION_OF_PERSON = re.compile(r"\b(?:born|older|younger|died|death|age|lived)\b", re.I)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A decided answer, how sure, the (passage, sentence) evidence in chain order, and why."""
+
+    answer: str
+    confidence: float
+    evidence: tuple[tuple[int, int], ...]
+    reason: str
+
+
+def _overlap(a: str, b: str) -> float:
+    wa, wb = set(normalize(a).split()), set(normalize(b).split())
+    return len(wa & wb) / max(len(wa | wb), 1)
+
+
+def find_passage(name: str, passages: list[ParsedPassage], exclude: int | None = None) -> int | None:
+    """The passage about ``name``: its title matching best (at least half its words), else None."""
+    best, at = 0.5, None
+    for d, passage in enumerate(passages):
+        if d == exclude or not passage.title:
+            continue
+        score = _overlap(name, passage.title)
+        if score > best or (score == best and at is None and score > 0.5):
+            best, at = score, d
+    return at
+
+
+def _date_key(text: str) -> tuple[int, int, int] | None:
+    year = _YEAR.search(text)
+    if not year:
+        return None
+    lower = text.lower()
+    month = next((n for m, n in _MONTHS.items() if m in lower), 0)
+    day_match = _DAY.search(text.replace(year.group(0), ""))
+    day = int(day_match.group(1)) if day_match and month else 0
+    return int(year.group(0)), month, day
+
+
+def _dates(passage: ParsedPassage) -> list[tuple[tuple[int, int, int], int]]:
+    """The passage's dates in reading order, each with its sentence."""
+    found = []
+    for s, sentence in enumerate(passage.sentences):
+        for span in (part for whole in sentence.spans for part in date_parts(whole, sentence.text)):
+            if span.label == "DATE":
+                key = _date_key(span.text)
+                if key:
+                    found.append((key, s))
+    return found
+
+
+def _value(question: str, typed: AnswerType, passages: list[ParsedPassage], d: int):
+    """The compared value of the item of passage ``d`` and its evidence, or None."""
+    evidence: list[tuple[int, int]] = []
+    if _RELATION_OF_PERSON.search(question):
+        hop = relation_hop(passages, d, question)
+        if hop is not None:
+            evidence.append((d, hop[1]))
+            d = hop[0]
+    passage = passages[d]
+    if typed.direction in ("more", "less"):
+        head = typed.head[:5] if typed.head else ""
+        for s, sentence in enumerate(passage.sentences):
+            if head and head not in sentence.stems and not (content_words(question) & set(sentence.stems)):
+                continue
+            for span in sentence.spans:
+                if span.label in ("CARDINAL", "QUANTITY"):
+                    number = _as_number(span.text)
+                    if number is not None:
+                        return number, (*evidence, (d, s))
+        return None
+    dates = _dates(passage)
+    if not dates:
+        return None
+    if typed.direction in ("longer_life", "shorter_life"):
+        if len(dates) < 2:
+            return None
+        return dates[1][0][0] - dates[0][0][0], (*evidence, (d, dates[1][1]))
+    if _DEATH.search(question) and len(dates) >= 2:
+        return dates[1][0], (*evidence, (d, dates[1][1]))
+    return dates[0][0], (*evidence, (d, dates[0][1]))
+
+
+def _as_number(text: str) -> float | None:
+    match = _NUMBER.search(text)
+    if match:
+        try:
+            return float(match.group(0).replace(",", ""))
+        except ValueError:
+            return None
+    return next((float(v) for w, v in _WORD_NUMBERS.items() if re.search(rf"\b{w}\b", text.lower())), None)
+
+
+def _best_sentence(passage: ParsedPassage, words: frozenset[str]) -> tuple[int, float]:
+    best = (0, 0.0)
+    for s, sentence in enumerate(passage.sentences):
+        share = len(words & set(sentence.stems)) / max(len(words), 1)
+        if share > best[1]:
+            best = (s, share)
+    return best
+
+
+def compare_options(question: str, typed: AnswerType, passages: list[ParsedPassage]) -> Decision | None:
+    """The option of a which-of-two question that the passages' evidence favours, or None."""
+    found = [(option, find_passage(option, passages)) for option in typed.options]
+    present = [(option, d) for option, d in found if d is not None]
+    if not present:
+        return None
+    if typed.direction and len(present) == 2:
+        values = [_value(question, typed, passages, d) for _, d in present]
+        if all(v is not None for v in values):
+            (va, ea), (vb, eb) = values  # type: ignore[misc]
+            if va != vb:
+                smaller = va < vb
+                pick_first = smaller if typed.direction in ("min", "less", "shorter_life") else not smaller
+                option, evidence = (present[0][0], ea) if pick_first else (present[1][0], eb)
+                other = eb if pick_first else ea
+                return Decision(
+                    option, 0.9, (*other[-1:], *evidence), f"compared {typed.direction}: {va} vs {vb}"
+                )
+    words = content_words(question) - content_words(" ".join(typed.options))
+    scored = []
+    for option, d in present:
+        s, share = _best_sentence(passages[d], words)
+        scored.append((share, -d, option, d, s))
+    scored.sort(reverse=True)
+    share, _, option, d, s = scored[0]
+    margin = share - (scored[1][0] if len(scored) > 1 else 0.0)
+    return Decision(
+        option, 0.5 + margin / 2, ((d, s),), f"its passage holds {share:.0%} of the question's words"
+    )
+
+
+def _items(question: str, passages: list[ParsedPassage]) -> list[int]:
+    """The passages whose titles the question names, in the question's order, at most two."""
+    key = f" {normalize(question)} "
+    named = [(key.find(f" {normalize(p.title)} "), d) for d, p in enumerate(passages) if normalize(p.title)]
+    return [d for at, d in sorted(named) if at >= 0][:2]
+
+
+def _attributes(passage: ParsedPassage) -> set[str]:
+    """The nationality-like values of a passage's first two sentences (NORP, else GPE)."""
+    for labels in (("NORP",), ("GPE",)):
+        found = {
+            normalize(span.text) for s in passage.sentences[:2] for span in s.spans if span.label in labels
+        }
+        if found - {""}:
+            return found - {""}
+    return set()
+
+
+def polar_answer(question: str, passages: list[ParsedPassage]) -> Decision | None:
+    """ "yes" or "no" to a polar question (see the module docstring), or None without passages.
+
+    "... the same nationality/country?" compares the items' (or their directors', ...) NORP or
+    GPE values; otherwise the question's words other than the items' names must be in every
+    item's passage for a "yes".
+    """
+    if not passages:
+        return None
+    items = _items(question, passages)
+    if len(items) < 2:
+        s, _ = _best_sentence(passages[0], content_words(question))
+        return Decision("yes", 0.5, ((0, s),), "polar question without two named items: yes by default")
+    if re.search(r"\bsame\b", question, re.I):
+        holders = []
+        for d in items:
+            hop = relation_hop(passages, d, question)
+            holders.append(hop[0] if hop else d)
+        values = [_attributes(passages[d]) for d in holders]
+        if all(values):
+            same = bool(values[0] & values[1])
+            evidence = tuple((d, 0) for d in holders)
+            return Decision("yes" if same else "no", 0.8, evidence, f"compared {values[0]} with {values[1]}")
+    words = content_words(question) - {"both", "same"}
+    for d in items:
+        words -= passages[d].title_stems
+    evidence = []
+    for d in items:
+        s, share = _best_sentence(passages[d], words)
+        evidence.append((d, s))
+        if words and share == 0.0:
+            return Decision("no", 0.7, tuple(evidence), f"passage {d + 1} lacks {sorted(words)}")
+    return Decision("yes", 0.7, tuple(evidence), "every named item's passage holds the asked words")

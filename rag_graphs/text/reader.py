@@ -1,0 +1,230 @@
+"""The extractive reader: a typed, cited short answer picked from the retrieved passages, no chat model.
+
+The embedded chat model (SmolLM2-135M) handed the gold passages gets 0 of 100 HotpotQA and
+2Wiki answers exactly right (issue 51): retrieval found the evidence, the generator threw it
+away. This reader answers the way extractive QA systems did before generators: it types
+the question (``answer_types``), proposes the spans of the passages that could be the answer
+(``candidates``), scores each with evidence features and a linear model, and returns the
+best span with the sentence it stands on. Which-of-two and yes/no questions, whose answer
+is not a span, are decided by comparing the two items' dates or numbers
+(``comparisons``).
+
+The features (``FEATURES``) are what a person checks: is the span of the asked type, is
+it not a restatement of the question, does its sentence hold the question's words and
+near it, is the sentence like the question (cosine with the run's embedding model, when
+given), is the passage ranked high, do other passages agree, and for a bridge question
+is its passage the one a question-like sentence elsewhere leads to. The weights are
+``rag_graphs/data/reader_weights.json``, fitted on the tune halves of the dev sets by
+``bench/reader_fit.py`` (its docstring and BENCHMARKS.md say how).
+
+A candidate's confidence is its softmax share of all candidates' scores; when the best is
+under ``threshold`` (or there is no candidate at all) the reading is ``no_evidence`` with
+the reason, instead of a guess.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+
+from rag_graphs.store.reads import embed_queries
+from rag_graphs.text.answer_types import AnswerType, answer_type
+from rag_graphs.text.candidates import ParsedPassage, parse_passages, split_title
+from rag_graphs.text.comparisons import compare_options, polar_answer
+from rag_graphs.text.reader_features import FEATURES, Candidate, candidate_features, content_words
+
+_ASKS_YEAR = re.compile(r"\b(?:what|which) year\b|\byear (?:was|did|were)\b", re.IGNORECASE)
+_YEAR = re.compile(r"\b1[0-9]{3}\b|\b20[0-9]{2}\b")
+"""A question asking for a year gets the year of the winning date ("July 16, 1911" -> "1911")."""
+WEIGHTS_PATH = Path(__file__).parents[1] / "data" / "reader_weights.json"
+MAX_SIMILARITY_SENTENCES = 16
+"""Sentences embedded per question at most (the ones with the most question words): the
+embedding call is most of the reader's cost."""
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One evidence sentence: the passage it is in (index into ``documents``) and its text."""
+
+    doc_index: int
+    sentence: str
+
+
+@dataclass(frozen=True)
+class Reading:
+    """The reader's answer, the evidence it stands on, and how sure it is.
+
+    ``answer`` is a short span verbatim from a passage ("yes"/"no" for a polar question, the
+    item as the question names it for which-of-two), "" when ``no_evidence``. ``quote`` is
+    the sentence(s) the answer stands on, verbatim; ``chain`` the evidence hop by hop (a
+    bridge sentence first, the answer's sentence last). ``reason`` says why there is no
+    answer, or in one line why this one.
+    """
+
+    answer: str
+    answer_type: str
+    quote: str
+    doc_index: int | None
+    chain: tuple[Evidence, ...]
+    confidence: float
+    no_evidence: bool
+    reason: str
+
+
+@dataclass(frozen=True)
+class Weights:
+    """The linear model: one weight per feature, and the confidence threshold."""
+
+    weights: tuple[float, ...]
+    threshold: float
+
+
+@cache
+def load_weights(path: Path = WEIGHTS_PATH) -> Weights:
+    """The shipped weights (``rag_graphs/data/reader_weights.json``).
+
+    Raises:
+        ValueError: the file lacks a feature's weight or the threshold (named).
+    """
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    weights = raw.get("weights", {})
+    missing = [f for f in FEATURES if f not in weights]
+    if missing or "threshold" not in raw:
+        raise ValueError(f"{path}: missing {', '.join(missing) or 'threshold'}; rerun bench/reader_fit.py")
+    return Weights(tuple(float(weights[f]) for f in FEATURES), float(raw["threshold"]))
+
+
+def _no_evidence(kind: str, reason: str) -> Reading:
+    return Reading("", kind, "", None, (), 0.0, True, reason)
+
+
+def sentence_similarities(
+    question: str, passages: list[ParsedPassage], embeddings: Embeddings | None
+) -> dict[tuple[int, int], float]:
+    """Cosine of the question with the sentences holding most of its words, in one embedding call."""
+    if embeddings is None:
+        return {}
+    words = content_words(question)
+    scored = []
+    for d, passage in enumerate(passages):
+        for s, sentence in enumerate(passage.sentences):
+            overlap = len(words & set(sentence.stems)) + len(words & passage.title_stems)
+            scored.append((-overlap, d, s))
+    chosen = sorted(scored)[:MAX_SIMILARITY_SENTENCES]
+    if not chosen:
+        return {}
+    texts = [passages[d].sentences[s].text for _, d, s in chosen]
+    vectors = np.asarray(embeddings.embed_documents(texts), dtype=float)
+    query = np.asarray(embed_queries(embeddings, [question])[0], dtype=float)
+    norms = np.linalg.norm(vectors, axis=1) * (np.linalg.norm(query) or 1.0)
+    cosines = vectors @ query / np.where(norms == 0, 1.0, norms)
+    return {(d, s): float(c) for (_, d, s), c in zip(chosen, cosines, strict=True)}
+
+
+def parsed_documents(documents: Sequence[Document]) -> list[ParsedPassage]:
+    pairs = []
+    for doc in documents:
+        title = str((doc.metadata or {}).get("title") or "")
+        pairs.append((title, split_title(doc.page_content, title)))
+    return parse_passages(pairs)
+
+
+def _bridge_evidence(candidate: Candidate, passages: list[ParsedPassage]) -> tuple[Evidence, ...]:
+    """The chain to ``candidate``: the bridge sentence that leads to its passage (when another
+    passage leads there), then the candidate's own sentence."""
+    own = Evidence(candidate.doc_index, passages[candidate.doc_index].sentences[candidate.sentence].text)
+    if candidate.bridge is None:
+        return (own,)
+    d, s = candidate.bridge
+    return (Evidence(d, passages[d].sentences[s].text), own)
+
+
+def read(
+    question: str,
+    documents: Sequence[Document],
+    *,
+    embeddings: Embeddings | None = None,
+    threshold: float | None = None,
+) -> Reading:
+    """The answer to ``question`` found in ``documents`` (best first), or ``no_evidence``.
+
+    ``embeddings`` (the run's model, already loaded) adds the sentence-question similarity;
+    without it the reader still works on the other features. ``threshold`` overrides the
+    shipped least confidence of an answer.
+    """
+    typed = answer_type(question)
+    weights = load_weights()
+    least = weights.threshold if threshold is None else threshold
+    if not documents:
+        return _no_evidence(typed.kind, "no documents to read")
+    passages = parsed_documents(documents)
+    if typed.kind in ("which_of_two", "yes_no"):
+        return _decide(question, typed, passages)
+    similarities = sentence_similarities(question, passages, embeddings)
+    candidates = candidate_features(question, typed, passages, similarities)
+    if not candidates:
+        return _no_evidence(
+            typed.kind, f"no {typed.kind} candidate in the passages that is not part of the question"
+        )
+    winner, confidence = best_candidate(candidates, weights)
+    if confidence < least:
+        return _no_evidence(
+            typed.kind,
+            f"best candidate {winner.text!r} has confidence {confidence:.2f}, under {least:.2f}",
+        )
+    chain = _bridge_evidence(winner, passages)
+    year = _YEAR.search(winner.text) if _ASKS_YEAR.search(question) else None
+    return Reading(
+        answer=year.group(0) if year else winner.text,
+        answer_type=typed.kind,
+        quote=" ".join(e.sentence for e in chain),
+        doc_index=winner.doc_index,
+        chain=chain,
+        confidence=confidence,
+        no_evidence=False,
+        reason=f"{winner.label} span of passage {winner.doc_index + 1} scoring highest of {len(candidates)}",
+    )
+
+
+def best_candidate(candidates: Sequence[Candidate], weights: Weights) -> tuple[Candidate, float]:
+    """The highest-scoring candidate and its confidence: its softmax share among the distinct
+    answers (a span found several times counts once, at its best score)."""
+    scores = np.asarray([c.features for c in candidates]) @ np.asarray(weights.weights)
+    best: dict[str, int] = {}
+    for i, candidate in enumerate(candidates):
+        if candidate.key not in best or scores[i] > scores[best[candidate.key]]:
+            best[candidate.key] = i
+    distinct = np.asarray([scores[i] for i in best.values()])
+    top = max(best.values(), key=lambda i: scores[i])
+    shares = np.exp(distinct - distinct.max())
+    return candidates[top], float(1.0 / shares.sum())
+
+
+def _decide(question: str, typed: AnswerType, passages: list[ParsedPassage]) -> Reading:
+    """Which-of-two and yes/no questions: the compared items' evidence decides."""
+    decision = (
+        compare_options(question, typed, passages)
+        if typed.kind == "which_of_two"
+        else polar_answer(question, passages)
+    )
+    if decision is None:
+        return _no_evidence(typed.kind, "the passages hold neither compared item")
+    chain = tuple(Evidence(d, passages[d].sentences[s].text) for d, s in decision.evidence)
+    return Reading(
+        answer=decision.answer,
+        answer_type=typed.kind,
+        quote=" ".join(e.sentence for e in chain),
+        doc_index=chain[-1].doc_index if chain else None,
+        chain=chain,
+        confidence=decision.confidence,
+        no_evidence=False,
+        reason=decision.reason,
+    )

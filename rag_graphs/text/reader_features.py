@@ -1,0 +1,292 @@
+"""The evidence features of answer candidates: what the extractive reader's linear model scores.
+
+Each feature is a number a person would check before believing a span is the answer
+(``FEATURES`` in order; ``rag_graphs/data/reader_weights.json`` has one weight each):
+
+``type``            the span has a label of the asked type (a DATE for "when")
+``loose_type``      the span's label is one spaCy's small model often gives spans of the asked
+                    type (a city tagged ORG or NORP; ``LOOSE_LABELS``)
+``cue``             the word before the span is one that leads the asked type ("born *in*",
+                    "directed *by*"; ``CUES``)
+``capitalised``     the span starts with a capital letter, for a person, place or thing
+``entity``          the span is a named entity (not only a passage's title)
+``numeric``         a date or number for a question that asks neither
+``head``            the question's head noun ("what *city*") is in the span (1) or its sentence (0.5)
+``restates``        share of the span's words that are the question's (the rest never wins)
+``sentence_words``  share of the question's words in the span's sentence or its passage's title
+``near``            1 / (1 + tokens from the span to the nearest question word in its sentence)
+``similarity``      cosine of the span's sentence with the question (0 without an embedder)
+``rank``            1 / (1 + the passage's rank)
+``agreement``       log(1 + other passages holding the same span)
+``bridge``          the span's passage is named in another passage's sentence that holds the
+                    question's words: that sentence's share of them (a bridge question's second hop)
+``hop_onward``      share of the span's passage title's words in the question, when the passage
+                    names another retrieved passage's title: a first hop, whose answer is the
+                    next passage's (a passage about the question's entity that leads nowhere is
+                    where a one-hop answer is, so it is not marked)
+``first_sentence``  the span is in its passage's first sentence
+``length``          words in the span, over 10 (capped at 1)
+``life_date``       a date question about a birth (death): the span is its passage's first
+                    (second) date, where biographies give them ("X (3 May 1950 - 1 June 2001)")
+``relation``        the span's passage is the person the question's role leads to from a passage
+                    it names ("the director of film X": X's passage names the director)
+``other_title``     the span is the title of another retrieved passage
+``own_title``       the span is its own passage's title
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from rag_graphs.entity_graph.entities import normalize
+from rag_graphs.store.keywords import STOP_WORDS
+from rag_graphs.text.answer_types import NUMERIC_LABELS, AnswerType
+from rag_graphs.text.candidates import ParsedPassage, Span, date_parts, stem
+
+FEATURES = (
+    "type",
+    "loose_type",
+    "cue",
+    "capitalised",
+    "entity",
+    "numeric",
+    "head",
+    "restates",
+    "sentence_words",
+    "near",
+    "similarity",
+    "rank",
+    "agreement",
+    "bridge",
+    "hop_onward",
+    "first_sentence",
+    "length",
+    "life_date",
+    "relation",
+    "other_title",
+    "own_title",
+)
+_EXTRA_STOP = frozenset("also name named called one both did does there been being into out".split())
+_WORD = re.compile(r"\w+")
+_ROLES = frozenset(
+    stem(w)
+    for w in "director producer composer performer author writer father mother spouse wife husband "
+    "founder creator screenwriter editor son daughter child".split()
+)
+_BIRTH = re.compile(r"\b(?:born|birth|birthday)\b", re.IGNORECASE)
+_DEATH = re.compile(r"\b(?:die|died|death|dead)\b", re.IGNORECASE)
+_QUALIFIER = re.compile(r"\s*\([^()]*\)\s*$")
+"""A title's disambiguation ("Mayfair (magazine)"): not part of the answer."""
+LOOSE_LABELS = {
+    "person": frozenset({"PERSON", "ORG", "TITLE"}),
+    "place": frozenset({"GPE", "LOC", "FAC", "ORG", "NORP", "PERSON"}),
+    "kind": frozenset({"NORP", "LANGUAGE", "ORG"}),
+    "other": frozenset(
+        {"ORG", "WORK_OF_ART", "EVENT", "PRODUCT", "LAW", "LANGUAGE", "NORP", "FAC", "GPE", "PERSON", "TITLE"}
+    ),
+}
+CUES = {
+    "person": frozenset({"by", "with", "to"}),
+    "place": frozenset({"in", "at", "from", "near", "of"}),
+    "date": frozenset({"in", "on", "since", "until", "from", "born"}),
+    "number": frozenset(),
+    "kind": frozenset({"a", "an"}),
+    "other": frozenset({"by", "of", "the", "in"}),
+}
+_HARD_TYPES = ("date", "number")
+"""Types whose candidates must carry one of the type's labels: a "when" question over passages
+without a date has no answer in them."""
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One answer span with its features (``FEATURES`` order) and where it stands."""
+
+    text: str
+    label: str
+    key: str
+    doc_index: int
+    sentence: int
+    features: tuple[float, ...]
+    bridge: tuple[int, int] | None
+    """(passage, sentence) of the bridge sentence leading to this span's passage, or None."""
+
+
+def content_words(text: str) -> frozenset[str]:
+    """Stems of ``text``'s words that are not function words."""
+    return frozenset(
+        stem(w) for w in _WORD.findall(text.lower()) if w not in STOP_WORDS and w not in _EXTRA_STOP
+    )
+
+
+def answer_key(text: str) -> str:
+    """A span's identity for agreement and restatement: lower-case words, no leading article."""
+    words = _WORD.findall(text.lower())
+    if words and words[0] in ("the", "a", "an"):
+        words = words[1:]
+    return " ".join(words)
+
+
+def _title_label(passage: ParsedPassage) -> str:
+    """The label of the entity spelling the passage's title, else ``TITLE``."""
+    key = normalize(passage.title)
+    for sentence in passage.sentences[:2]:
+        for span in sentence.spans:
+            if normalize(span.text) == key:
+                return span.label
+    return "TITLE"
+
+
+def _near(question_words: frozenset[str], stems: tuple[str, ...], span: Span) -> float:
+    positions = [
+        i for i, s in enumerate(stems) if s in question_words and not span.token_start <= i < span.token_end
+    ]
+    if not positions:
+        return 0.0
+    distance = min(
+        span.token_start - i if i < span.token_start else i - span.token_end + 1 for i in positions
+    )
+    return 1.0 / (1.0 + max(distance, 0))
+
+
+def _bridges(
+    passages: list[ParsedPassage], words: frozenset[str]
+) -> list[tuple[float, tuple[int, int] | None]]:
+    """Per passage: the best share of question words of a sentence in another passage naming it."""
+    found: list[tuple[float, tuple[int, int] | None]] = []
+    for d, passage in enumerate(passages):
+        key = normalize(passage.title)
+        best: tuple[float, tuple[int, int] | None] = (0.0, None)
+        if key:
+            for p, other in enumerate(passages):
+                if p == d or key not in other.keys:
+                    continue
+                for s, sentence in enumerate(other.sentences):
+                    if not any(normalize(span.text) == key for span in sentence.spans):
+                        continue
+                    share = len(words & (set(sentence.stems) | other.title_stems)) / max(len(words), 1)
+                    if share > best[0]:
+                        best = (share, (p, s))
+        found.append(best)
+    return found
+
+
+def relation_hop(passages: list[ParsedPassage], d: int, question: str) -> tuple[int, int] | None:
+    """(passage, sentence): the retrieved passage about the person passage ``d`` names in the role
+    the question asks ("the *director* of film X", "X's *father*"), and the sentence of ``d``
+    naming them; None when the question asks no role or ``d`` names nobody retrieved."""
+    roles = content_words(question) & _ROLES
+    if not roles:
+        return None
+    for s, sentence in enumerate(passages[d].sentences):
+        if not roles & set(sentence.stems):
+            continue
+        for span in sentence.spans:
+            if span.label == "PERSON":
+                key = normalize(span.text)
+                for other, passage in enumerate(passages):
+                    if other != d and key and normalize(passage.title) == key:
+                        return other, s
+    return None
+
+
+def _relation_targets(question: str, passages: list[ParsedPassage]) -> dict[int, tuple[int, int]]:
+    """Passage -> the (passage, sentence) leading to it by the question's role, from passages the
+    question names (2Wiki's "Where was the father of X born?")."""
+    key = f" {normalize(question)} "
+    targets: dict[int, tuple[int, int]] = {}
+    for d, passage in enumerate(passages):
+        title = normalize(_QUALIFIER.sub("", passage.title))
+        if title and f" {title} " in key:
+            hop = relation_hop(passages, d, question)
+            if hop is not None and hop[0] not in targets:
+                targets[hop[0]] = (d, hop[1])
+    return targets
+
+
+def candidate_features(
+    question: str,
+    typed: AnswerType,
+    passages: list[ParsedPassage],
+    similarities: dict[tuple[int, int], float],
+) -> list[Candidate]:
+    """Every span of ``passages`` that is not a restatement of ``question``, with its features."""
+    words = content_words(question)
+    cues = CUES.get(typed.kind, frozenset())
+    question_key = f" {answer_key(question)} "
+    titles = {normalize(p.title): d for d, p in enumerate(passages) if p.title}
+    bridges = _bridges(passages, words)
+    targets = _relation_targets(question, passages)
+    life = 0 if _BIRTH.search(question) else 1 if _DEATH.search(question) else None
+    date_order: dict = {}
+    for d, passage in enumerate(passages):
+        n = 0
+        for s, sentence in enumerate(passage.sentences):
+            for whole in sentence.spans:
+                for span in date_parts(whole, sentence.text) if whole.label == "DATE" else ():
+                    date_order[(d, s, span)] = n
+                    n += 1
+    onward = [float(any(k in p.keys for k in titles if titles[k] != d)) for d, p in enumerate(passages)]
+    raw: list[tuple[str, str, str, int, int, Span | None]] = []
+    for d, passage in enumerate(passages):
+        if passage.title and passage.sentences:
+            title = _QUALIFIER.sub("", passage.title) or passage.title
+            raw.append((title, _title_label(passage), answer_key(title), d, 0, None))
+        for s, sentence in enumerate(passage.sentences):
+            for whole in sentence.spans:
+                for span in date_parts(whole, sentence.text):
+                    raw.append((span.text, span.label, answer_key(span.text), d, s, span))
+    raw = [r for r in raw if r[2] and f" {r[2]} " not in question_key]
+    if typed.kind in _HARD_TYPES:
+        raw = [r for r in raw if r[1] in typed.labels]
+    holders: dict[str, set[int]] = {}
+    for r in raw:
+        holders.setdefault(r[2], set()).add(r[3])
+    out: list[Candidate] = []
+    for text, label, key, d, s, span in raw:
+        span_words = content_words(text)
+        restates = len(span_words & words) / len(span_words) if span_words else 0.0
+        if span_words and restates >= 1.0:
+            continue
+        passage = passages[d]
+        sentence = passage.sentences[s]
+        sentence_stems = set(sentence.stems)
+        head = 0.0
+        if typed.head:
+            head = (
+                1.0 if stem(typed.head) in span_words else 0.5 if stem(typed.head) in sentence_stems else 0.0
+            )
+        similarity = similarities.get((d, s), 0.0)
+        share, bridge_at = bridges[d]
+        title_words = content_words(passage.title)
+        about = len(title_words & words) / len(title_words) if title_words else 0.0
+        features = (
+            float(label in typed.labels),
+            float(label in LOOSE_LABELS.get(typed.kind, frozenset())),
+            float(
+                span is not None and span.token_start > 0 and sentence.tokens[span.token_start - 1] in cues
+            ),
+            float(text[:1].isupper() and typed.kind in ("person", "place", "other")),
+            float(label != "TITLE"),
+            float(label in NUMERIC_LABELS and typed.kind not in ("date", "number")),
+            head,
+            restates,
+            len(words & (sentence_stems | passage.title_stems)) / max(len(words), 1),
+            _near(words, sentence.stems, span) if span is not None else 0.0,
+            similarity,
+            1.0 / (1.0 + d),
+            math.log1p(len(holders[key]) - 1),
+            share,
+            about * onward[d],
+            float(s == 0),
+            min(len(key.split()), 10) / 10,
+            float(life is not None and label == "DATE" and date_order.get((d, s, span)) == life),
+            float(d in targets),
+            float(titles.get(normalize(text), d) != d),
+            float(span is None),
+        )
+        bridge = targets.get(d) or (bridge_at if share > 0 else None)
+        out.append(Candidate(text, label, key, d, s, features, bridge))
+    return out

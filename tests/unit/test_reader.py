@@ -1,0 +1,175 @@
+"""The extractive reader (``rag_graphs.text.reader``): the right span wins per question type,
+a restatement of the question never does, no candidate means ``no_evidence``, a bridge
+question's chain runs bridge sentence first, and quotes are verbatim.
+
+Real spaCy (the small English pipeline the entity graph already loads) parses the scripted
+passages; embeddings are the deterministic fake (no meaning), so the lexical and structural
+features carry these answers, as they must when no embedder is passed.
+"""
+
+from __future__ import annotations
+
+import pytest
+from langchain_core.documents import Document
+
+from rag_graphs.text.answer_types import answer_type
+from rag_graphs.text.reader import parsed_documents, read
+from rag_graphs.text.reader_features import candidate_features
+
+
+def doc(title: str, text: str) -> Document:
+    """A passage as the store holds it: the title on the first line."""
+    return Document(page_content=f"{title}\n{text}", metadata={"title": title})
+
+
+KORVIK = doc(
+    "Korvik Falls",
+    "Korvik Falls is a 1999 Norwegian drama film directed by Ilsa Brandt. "
+    "The film was shot in Bergen over the winter of 1998.",
+)
+BRANDT = doc(
+    "Ilsa Brandt",
+    "Ilsa Brandt (born 3 May 1950) is a Danish film director. She was born in Aarhus and "
+    "studied in Copenhagen. Brandt has directed twelve feature films.",
+)
+HARBOUR = doc(
+    "Blue Harbour",
+    "Blue Harbour is a 1987 British comedy film directed by Tomas Lind. It was shot in Dover.",
+)
+
+
+@pytest.mark.parametrize(
+    ("question", "documents", "kind", "answer"),
+    [
+        ("Who directed the film Korvik Falls?", [KORVIK, HARBOUR], "person", "Ilsa Brandt"),
+        ("In which city was Ilsa Brandt born?", [BRANDT, HARBOUR], "place", "Aarhus"),
+        ("When was Ilsa Brandt born?", [BRANDT, KORVIK], "date", "3 May 1950"),
+        ("How many feature films has Ilsa Brandt directed?", [BRANDT, KORVIK], "number", "twelve"),
+        (
+            "Which film came out first, Korvik Falls or Blue Harbour?",
+            [KORVIK, HARBOUR],
+            "which_of_two",
+            "Blue Harbour",
+        ),
+        (
+            "Which film came out later, Korvik Falls or Blue Harbour?",
+            [KORVIK, HARBOUR],
+            "which_of_two",
+            "Korvik Falls",
+        ),
+        ("What nationality is the director Ilsa Brandt?", [BRANDT, KORVIK], "kind", "Danish"),
+    ],
+)
+def test_the_right_candidate_wins_for_each_question_type(question, documents, kind, answer):
+    reading = read(question, documents)
+    assert reading.answer_type == kind
+    assert not reading.no_evidence, reading.reason
+    assert reading.answer == answer, reading.reason
+    assert 0.0 < reading.confidence <= 1.0
+
+
+def test_a_death_date_is_the_second_date_of_a_biography_whole():
+    """spaCy tags "12 March 1921 – 4 October 1988" as one date or drops the day of the second
+    ("October 1988"); the reader splits the range and takes the day back, and a death question
+    reached through the film's passage gets the second date, a birth question the first."""
+    lind = doc(
+        "Tomas Lind",
+        "Tomas Lind (12 March 1921 – 4 October 1988) was a Swedish film director and writer.",
+    )
+    died = read("When did the director of Blue Harbour die?", [HARBOUR, lind])
+    assert died.answer == "4 October 1988", died.reason
+    assert [e.doc_index for e in died.chain] == [0, 1]
+    assert read("When was the director of Blue Harbour born?", [HARBOUR, lind]).answer == "12 March 1921"
+
+
+def test_polar_questions_answer_yes_or_no():
+    reading = read("Are Korvik Falls and Blue Harbour both films?", [KORVIK, HARBOUR])
+    assert reading.answer_type == "yes_no"
+    assert reading.answer == "yes"
+    reading = read("Are Korvik Falls and Blue Harbour both documentaries?", [KORVIK, HARBOUR])
+    assert reading.answer == "no"
+    lind = doc("Tomas Lind", "Tomas Lind (born 1960) is a Swedish film director.")
+    question = "Do both directors of films Korvik Falls and Blue Harbour have the same nationality?"
+    reading = read(question, [KORVIK, HARBOUR, BRANDT, lind])
+    assert reading.answer == "no", reading.reason
+    assert {e.doc_index for e in reading.chain} == {2, 3}  # the directors' passages
+    danish = doc("Tomas Lind", "Tomas Lind (born 1960) is a Danish film director.")
+    assert read(question, [KORVIK, HARBOUR, BRANDT, danish]).answer == "yes"
+
+
+def test_a_restatement_of_the_question_never_wins(fake_embeddings):
+    """The question's own entity fills the passage (title, subject, repeated), yet the answer is
+    another span: a span made only of the question's words is no candidate at all."""
+    question = "Who directed the 1999 Norwegian drama film Korvik Falls?"
+    reading = read(question, [KORVIK], embeddings=fake_embeddings)
+    assert reading.answer == "Ilsa Brandt"
+    for q in ("What is Korvik Falls?", "Who is Ilsa Brandt?", "Where is Bergen?"):
+        reading = read(q, [KORVIK, BRANDT], embeddings=fake_embeddings)
+        assert reading.answer.lower() not in q.lower(), (q, reading.answer)
+
+
+def test_no_candidate_of_the_asked_type_means_no_evidence():
+    reading = read("When was Tomas Lind born?", [doc("Tomas Lind", "Tomas Lind is a Swedish director.")])
+    assert reading.no_evidence
+    assert reading.answer == "" and reading.doc_index is None
+    assert "date" in reading.reason
+    empty = read("Who directed Blue Harbour?", [])
+    assert empty.no_evidence and empty.reason
+
+
+def test_a_bridge_question_chains_the_bridge_sentence_first():
+    """The answer (Aarhus) is in Brandt's passage; the question names only the film, whose
+    passage leads to Brandt: that sentence comes first in the chain, the answer's last."""
+    reading = read("In which city was the director of Korvik Falls born?", [BRANDT, KORVIK])
+    assert reading.answer == "Aarhus"
+    assert [e.doc_index for e in reading.chain] == [1, 0]
+    assert "directed by Ilsa Brandt" in reading.chain[0].sentence
+    assert "Aarhus" in reading.chain[-1].sentence
+    assert reading.doc_index == 0
+
+
+def test_quotes_and_chain_sentences_are_verbatim_from_their_passages():
+    documents = [BRANDT, KORVIK, HARBOUR]
+    for question in (
+        "In which city was the director of Korvik Falls born?",
+        "When was Ilsa Brandt born?",
+        "Which film came out first, Korvik Falls or Blue Harbour?",
+    ):
+        reading = read(question, documents)
+        assert reading.quote and reading.chain
+        for evidence in reading.chain:
+            assert evidence.sentence in documents[evidence.doc_index].page_content
+            assert evidence.sentence in reading.quote
+        if reading.answer_type not in ("which_of_two", "yes_no"):
+            assert reading.answer in reading.chain[-1].sentence
+
+
+def test_answer_types_of_typical_questions():
+    assert answer_type("Who was born first, Marino Girolami or Daniel Myrick?").options == (
+        "Marino Girolami",
+        "Daniel Myrick",
+    )
+    assert answer_type("Which film has the director born earlier, A or B?").direction == "min"
+    assert answer_type("Who lived longer, A or B?").direction == "longer_life"
+    assert answer_type("What year did the band form?").kind == "date"
+    assert answer_type("Where is the headquarters of Dow?").kind == "place"
+    assert answer_type("Do both directors have the same nationality?").kind == "yes_no"
+
+
+def test_places_in_a_row_are_one_candidate_and_a_year_question_gets_the_year():
+    """ "Midland, Michigan" is offered whole (gold answers often name the state too) beside
+    "Midland"; the fitted weights choose between them. "What year" answers with the year alone."""
+    dow = doc(
+        "Dow Chemical Company",
+        "The Dow Chemical Company is an American chemical corporation headquartered in Midland, "
+        "Michigan. It was founded on May 18, 1897.",
+    )
+    question = "Where is the Dow Chemical Company headquartered?"
+    offered = {
+        c.text for c in candidate_features(question, answer_type(question), parsed_documents([dow]), {})
+    }
+    assert {"Midland, Michigan", "Midland", "Michigan"} <= offered
+    assert read(question, [dow]).answer in ("Midland", "Midland, Michigan")
+    reading = read("In what year was the Dow Chemical Company founded?", [dow])
+    assert reading.answer == "1897"
+    assert reading.answer in reading.quote
