@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 
@@ -19,6 +19,9 @@ from rag_graphs.cli.shared import (
     with_search_options,
 )
 from rag_graphs.support.terminal import safe
+
+if TYPE_CHECKING:
+    from rag_graphs.eval.options import Reader
 
 
 @app.command("eval")
@@ -212,7 +215,9 @@ def eval_command(
                     run_dir=resume,
                     runs_root=out,
                     retrieval_only=retrieval_only,
-                    readers=tuple(r.strip() for r in (reader or "").split(",") if r.strip()),  # type: ignore[arg-type]
+                    readers=cast(
+                        "tuple[Reader, ...]", tuple(r.strip() for r in (reader or "").split(",") if r.strip())
+                    ),
                     evaluators=_judges(judge),
                     judge=judge,
                     checkpoints=checkpoints,

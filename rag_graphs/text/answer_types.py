@@ -155,11 +155,13 @@ def answer_type(question: str) -> AnswerType:
         return AnswerType("number", DURATION_LABELS, head)
     if re.search(r"\bhow (?:many|much|far|tall|large|big|high)\b", lower):
         return AnswerType("number", NUMBER_LABELS, head)
-    if _WH_WORD.search(lower) and _WH_WORD.search(lower).group(1) == "when" or head in _DATE_NOUNS:
+    wh = _WH_WORD.search(lower)
+    wh_word = wh.group(1) if wh else None
+    if wh_word == "when" or head in _DATE_NOUNS:
         return AnswerType("date", DATE_LABELS, head)
     if head in _KIND_NOUNS:
         return AnswerType("kind", KIND_LABELS, head)
-    if _WH_WORD.search(lower) and _WH_WORD.search(lower).group(1) == "where" or head in _PLACE_NOUNS:
+    if wh_word == "where" or head in _PLACE_NOUNS:
         return AnswerType("place", PLACE_LABELS, head)
     if re.search(r"\b(?:who|whom|whose)\b", lower) or head in _PERSON_NOUNS:
         return AnswerType("person", PERSON_LABELS, head)

@@ -145,7 +145,7 @@ def compare_options(question: str, typed: AnswerType, passages: list[ParsedPassa
     if typed.direction and len(present) == 2:
         values = [_value(question, typed, passages, d) for _, d in present]
         if all(v is not None for v in values):
-            (va, ea), (vb, eb) = values  # type: ignore[misc]
+            (va, ea), (vb, eb) = values
             if va != vb:
                 smaller = va < vb
                 pick_first = smaller if typed.direction in ("min", "less", "shorter_life") else not smaller
@@ -211,10 +211,10 @@ def polar_answer(question: str, passages: list[ParsedPassage]) -> Decision | Non
     words = content_words(question) - {"both", "same"}
     for d in items:
         words -= passages[d].title_stems
-    evidence = []
+    checked: list[tuple[int, int]] = []
     for d in items:
         s, share = _best_sentence(passages[d], words)
-        evidence.append((d, s))
+        checked.append((d, s))
         if words and share == 0.0:
-            return Decision("no", 0.7, tuple(evidence), f"passage {d + 1} lacks {sorted(words)}")
-    return Decision("yes", 0.7, tuple(evidence), "every named item's passage holds the asked words")
+            return Decision("no", 0.7, tuple(checked), f"passage {d + 1} lacks {sorted(words)}")
+    return Decision("yes", 0.7, tuple(checked), "every named item's passage holds the asked words")

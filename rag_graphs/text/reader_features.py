@@ -245,7 +245,7 @@ def candidate_features(
     for r in raw:
         holders.setdefault(r[2], set()).add(r[3])
     out: list[Candidate] = []
-    for text, label, key, d, s, span in raw:
+    for text, label, key, d, s, found in raw:
         span_words = content_words(text)
         restates = len(span_words & words) / len(span_words) if span_words else 0.0
         if span_words and restates >= 1.0:
@@ -266,7 +266,7 @@ def candidate_features(
             float(label in typed.labels),
             float(label in LOOSE_LABELS.get(typed.kind, frozenset())),
             float(
-                span is not None and span.token_start > 0 and sentence.tokens[span.token_start - 1] in cues
+                found is not None and found.token_start > 0 and sentence.tokens[found.token_start - 1] in cues
             ),
             float(text[:1].isupper() and typed.kind in ("person", "place", "other")),
             float(label != "TITLE"),
@@ -274,7 +274,7 @@ def candidate_features(
             head,
             restates,
             len(words & (sentence_stems | passage.title_stems)) / max(len(words), 1),
-            _near(words, sentence.stems, span) if span is not None else 0.0,
+            _near(words, sentence.stems, found) if found is not None else 0.0,
             similarity,
             1.0 / (1.0 + d),
             math.log1p(len(holders[key]) - 1),
@@ -282,10 +282,10 @@ def candidate_features(
             about * onward[d],
             float(s == 0),
             min(len(key.split()), 10) / 10,
-            float(life is not None and label == "DATE" and date_order.get((d, s, span)) == life),
+            float(life is not None and label == "DATE" and date_order.get((d, s, found)) == life),
             float(d in targets),
             float(titles.get(normalize(text), d) != d),
-            float(span is None),
+            float(found is None),
         )
         bridge = targets.get(d) or (bridge_at if share > 0 else None)
         out.append(Candidate(text, label, key, d, s, features, bridge))
