@@ -194,6 +194,10 @@ class MethodRow:
     answer: str
     evidence: str = ""  # the sentence the answer stands on and its file (explicit citations only)
     files: tuple[str, ...] = CHAIN  # the question's chain files, in hop order (``chain``'s names)
+    found: bool = False
+    """The gold is written in a retrieved passage, so a reader could read it out. A chain file can be
+    retrieved without its passage that holds the answer (a file is several chunks): this says
+    whether a wrong answer was the search's miss or the reader's."""
 
 
 def retrieved_files(result: dict[str, Any]) -> set[str]:
@@ -240,6 +244,7 @@ def method_row(
         answer=short_answer(answer),
         evidence=evidence_of(result),
         files=question.chain,
+        found=any(answer_contained(d.page_content, [question.gold]) for d in result.get("documents", [])),
     )
 
 
@@ -252,6 +257,7 @@ def method_lines(row: MethodRow) -> list[str]:
     marks = ("[green]✓[/]" if hit else "[red]✗[/]" for hit in row.chain)
     files = "  ".join(f"{name} {mark}" for name, mark in zip(row.files, marks, strict=True))
     gold = "[green]gold in answer[/]" if row.gold else "gold not in answer"
+    gold += " (in a retrieved passage)" if row.found else " (in no retrieved passage)"
     lines = [
         f"[bold cyan]{row.method}[/]  {sum(row.chain)}/{len(row.files)} chain files · {gold} · "
         f"{row.llm_calls} LLM calls · {row.seconds:.0f} s",
@@ -278,7 +284,8 @@ def summary_line(rows: list[MethodRow], question: DemoQuestion = FOUR_HOP) -> st
     hops = len(question.chain)
     return (
         f"{reached} of {len(rows)} methods retrieved all {hops} chain files; "
-        f"{sum(r.gold for r in rows)} answers contain {question.gold!r}; "
+        f"{sum(r.gold for r in rows)} answers contain {question.gold!r} "
+        f"({sum(r.found for r in rows)} methods retrieved a passage that holds it); "
         + (f"best retrieval: {deepest.method} ({sum(deepest.chain)}/{hops} files). " if deepest else "")
         + (f"Scaffolding left in: {', '.join(dirty)}." if dirty else "No answer carries prompt scaffolding.")
     )

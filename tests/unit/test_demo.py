@@ -29,7 +29,7 @@ def test_a_run_is_read_for_chain_files_queries_and_gold():
         ["founder of the Velmora Institute", "Ilsa Brandt\nbirthplace", "founder of the Velmora Institute"],
     )
     row = method_row("ircot", result, seconds=4.2)
-    assert row.chain == [True, False, False, True]
+    assert row.chain == [True, False, False, True] and not row.found  # no passage says "Lunmar"
     assert row.queries == ["founder of the Velmora Institute", "Ilsa Brandt\nbirthplace"]  # each once
     assert row.gold and row.clean and row.answer == GOLD and row.llm_calls == 3
     text = "\n".join(method_lines(row))
@@ -65,6 +65,19 @@ def test_the_evidence_sentence_is_shown_and_gold_reads_the_short_answer():
         not line.startswith("   evidence")
         for line in method_lines(method_row("naive", _result("x", [], []), 1))
     )
+
+
+def test_a_passage_holding_the_gold_tells_a_readers_miss_from_a_searchs():
+    """A chain file can be retrieved without its chunk that holds the answer (the demo's two-hop
+    question at k=4): the row says whether any retrieved passage holds the gold."""
+    missed = _result("Brandt", ["velmora_institute.md", "ilsa_brandt.html"], [])
+    held = _result("Brandt", ["velmora_institute.md", "ilsa_brandt.html"], [])
+    held["documents"][1].page_content = "Early life. Brandt was born in Korvik."
+    rows = [method_row(m, r, 1.0, TWO_HOP) for m, r in (("naive", missed), ("hyde", held))]
+    assert [r.found for r in rows] == [False, True] and not any(r.gold for r in rows)
+    assert "(in no retrieved passage)" in method_lines(rows[0])[0]
+    assert "(in a retrieved passage)" in method_lines(rows[1])[0]
+    assert "(1 methods retrieved a passage that holds it)" in summary_line(rows, TWO_HOP)
 
 
 def test_the_two_hop_question_reads_its_own_chain_and_gold():
