@@ -13,9 +13,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from rag_graphs.eval.markdown import cell
-from rag_graphs.eval.paired import NAMES, by_question, compare_rows
+from rag_graphs.eval.paired import NAMES, against_best, by_question, compare_rows
+from rag_graphs.eval.rows import row_reader
 
 _BACKED = {True: "confirmed by the paired tests", False: "by means; within noise"}
 
@@ -92,3 +94,33 @@ def frontier_lines(summaries: Sequence, metric: str, cost: str, rows: list[dict]
     else:
         lines.append("No method is dominated on this set.")
     return lines
+
+
+def as_options(rows: list[dict]) -> list[dict]:
+    """``rows`` with each method and its reader as one option to choose (``naive (extract)``):
+    a run that compares readers compares them on the frontier and in the paired tests too."""
+    return [r | {"method": _option(r), "reader": "generate"} for r in rows]
+
+
+def _option(row: dict) -> str:
+    """A row's method as one option: with its reader when that is not the generator."""
+    reader = row_reader(row)
+    return row["method"] if reader == "generate" else f"{row['method']} ({reader})"
+
+
+def choice_lines(common: list[dict], fair: Sequence[Any], metric: str, cost: str) -> list[str]:
+    """Which method to pick, for the report: the frontier and every method paired against the best
+    (``eval.paired``), on the questions every method answered (``fair``: their summaries)."""
+    best = against_best(common, metric, costs=("llm_calls", "seconds"))
+    if not best:
+        return []
+    return [
+        *frontier_lines(fair, metric, cost, common),
+        "",
+        "Paired against the best method on the same questions (difference in points for quality, "
+        "in calls and seconds for cost; exact McNemar / sign test p; `rag-graphs eval --report RUN "
+        "--compare A,B` for every metric):",
+        "",
+        best,
+        "",
+    ]

@@ -14,10 +14,9 @@ from pathlib import Path
 from statistics import mean
 from typing import Any
 
-from rag_graphs.eval.frontier import dominated, frontier_cost, frontier_lines
+from rag_graphs.eval.frontier import as_options, choice_lines, dominated, frontier_cost
 from rag_graphs.eval.markdown import cell
 from rag_graphs.eval.metrics import RANKS, bootstrap_ci
-from rag_graphs.eval.paired import against_best
 from rag_graphs.eval.rows import ANSWER_METRICS, CONFIG, read_config, read_rows, row_reader
 from rag_graphs.support.terminal import visible
 from rag_graphs.text.jsonl import existing_path
@@ -334,7 +333,7 @@ def write_report(run_dir: str | Path) -> Path:
     fair = summarize(common)
     headline = "f1" if _answered(fair) else "recall_at_5"
     # The choice between them takes each method with its reader as one option (``naive (extract)``).
-    options = [r | {"method": _option(r), "reader": "generate"} for r in common]
+    options = as_options(common)
     choices = summarize(options)
     cost = frontier_cost(choices)
     lost = {d.method for d in dominated(choices, headline, cost)}
@@ -381,7 +380,7 @@ def write_report(run_dir: str | Path) -> Path:
         ]
     if len({str(r.get("type") or "-") for r in rows}) > 1 and (types := by_type_table(rows)):
         lines += ["By question type (EM / F1 / contains in percent):", "", types, ""]
-    lines += _choice_lines(options, choices, headline, cost)
+    lines += choice_lines(options, choices, headline, cost)
     lines += [
         *[f"![{p.stem}]({p.name})" for p in plots],
         "",
@@ -389,27 +388,3 @@ def write_report(run_dir: str | Path) -> Path:
     report = run_dir / "report.md"
     report.write_text("\n".join(lines), encoding="utf-8")
     return report
-
-
-def _option(row: dict) -> str:
-    """A row's method as one option to choose: with its reader when that is not the generator."""
-    reader = row_reader(row)
-    return row["method"] if reader == "generate" else f"{row['method']} ({reader})"
-
-
-def _choice_lines(common: list[dict], fair: list[Summary], metric: str, cost: str) -> list[str]:
-    """Which method to pick: the frontier (``eval.frontier``) and every method paired against the
-    best (``eval.paired``), on the questions every method answered."""
-    best = against_best(common, metric, costs=("llm_calls", "seconds"))
-    if not best:
-        return []
-    return [
-        *frontier_lines(fair, metric, cost, common),
-        "",
-        "Paired against the best method on the same questions (difference in points for quality, "
-        "in calls and seconds for cost; exact McNemar / sign test p; `rag-graphs eval --report RUN "
-        "--compare A,B` for every metric):",
-        "",
-        best,
-        "",
-    ]
