@@ -370,8 +370,10 @@ def _fill(
 
         def work(item: tuple[str, str, Example]) -> None:
             method, reader, example = item
-            # resumed by a run of this folder
-            thread = f"eval-{config['run_id']}-{method}-{reader}-{example.id}"
+            # resumed by a run of this folder; the generator's threads keep the names they had before
+            # readers were compared, so a folder written then resumes on its own checkpoints
+            variant = method if reader == "generate" else f"{method}-{reader}"
+            thread = f"eval-{config['run_id']}-{variant}-{example.id}"
             row = run_one(
                 method,
                 example,

@@ -94,7 +94,9 @@ def pymilvus_screen():
     import pymilvus  # noqa: F401 - installs pymilvus's stderr handler, as a real run does
 
     screen = io.StringIO()
-    handlers = [h for h in logging.getLogger("pymilvus").handlers if isinstance(h, logging.StreamHandler)]
+    # pymilvus's own stderr handler: exactly a StreamHandler (pytest's capture handler subclasses it,
+    # and one left on this logger by an earlier test in the worker would write caplog's records here)
+    handlers = [h for h in logging.getLogger("pymilvus").handlers if type(h) is logging.StreamHandler]
     assert handlers, "pymilvus no longer installs a stderr handler: revisit ingestion.quiet"
     before = [h.setStream(screen) for h in handlers]
     yield screen
