@@ -78,35 +78,22 @@ class SynthResult:
 
 
 def _ids(index: ChunkIndex) -> list[str]:
-    iterator = index.client.query_iterator(
-        index.collection, batch_size=_BATCH, filter="", output_fields=[PRIMARY_FIELD]
+    return sorted(
+        str(r[PRIMARY_FIELD]) for r in index.scan(index.collection, [PRIMARY_FIELD], batch_size=_BATCH)
     )
-    out: list[str] = []
-    try:
-        while batch := iterator.next():
-            out += [str(r[PRIMARY_FIELD]) for r in batch]
-    finally:
-        iterator.close()
-    return sorted(out)
 
 
 def _links(index: ChunkIndex) -> list[tuple[str, list[str]]]:
     """(entity name, its chunk ids) for the entities that 2 to ``MAX_BRIDGE`` chunks mention."""
     if not has_graph(index):
         return []
-    iterator = index.client.query_iterator(
+    rows = index.scan(
         entity_collection(index.collection),
+        [NAME_FIELD, CHUNKS_FIELD],
+        where=f"{COUNT_FIELD} >= 2 and {COUNT_FIELD} <= {MAX_BRIDGE}",
         batch_size=_BATCH,
-        filter=f"{COUNT_FIELD} >= 2 and {COUNT_FIELD} <= {MAX_BRIDGE}",
-        output_fields=[NAME_FIELD, CHUNKS_FIELD],
     )
-    out = []
-    try:
-        while batch := iterator.next():
-            out += [(str(r[NAME_FIELD]), sorted(map(str, r[CHUNKS_FIELD]))) for r in batch]
-    finally:
-        iterator.close()
-    return sorted(out)
+    return sorted((str(r[NAME_FIELD]), sorted(map(str, r[CHUNKS_FIELD]))) for r in rows)
 
 
 def seeds(index: ChunkIndex, count: int, *, seed: int = 0) -> Iterator[Seed]:

@@ -3,6 +3,7 @@ id, by filter or over everything. ``ChunkIndex`` inherits these; they only read.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from langchain_core.documents import Document
@@ -210,6 +211,21 @@ class IndexReads:
             return {}
         rows = self.client.query(self.collection, filter=ids_filter(ids), output_fields=[DENSE_FIELD])
         return {r[PRIMARY_FIELD]: list(r[DENSE_FIELD]) for r in rows}
+
+    def scan(
+        self, collection: str, fields: list[str], *, where: str = "", batch_size: int = 1000
+    ) -> Iterator[dict[str, Any]]:
+        """Every row of ``collection`` (this store's chunks or one derived from them) matching
+        ``where``, with ``fields``, batch by batch; the server-side iterator is closed however the
+        caller stops reading."""
+        iterator = self.client.query_iterator(
+            collection, batch_size=batch_size, filter=where, output_fields=fields
+        )
+        try:
+            while batch := iterator.next():
+                yield from batch
+        finally:
+            iterator.close()
 
     def iter_chunks(self, *, batch_size: int = 1000) -> list[tuple[Document, list[float]]]:
         """Every stored chunk with its dense vector (for building over a whole collection)."""
