@@ -11,6 +11,7 @@ A caller with no access fields (a Python caller, a deployment without tenants) m
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -114,18 +115,9 @@ def _sources(index: ChunkIndex, expr: str | None) -> dict[str, int]:
     """Stored sources with their chunk counts under ``expr`` (all when None)."""
     if not index.client.has_collection(index.collection):
         return {}
-    counts: dict[str, int] = {}
-    iterator = index.client.query_iterator(
-        index.collection, batch_size=1000, filter=expr or "", output_fields=["source"]
+    return dict(
+        Counter(str(row.get("source")) for row in index.scan(index.collection, ["source"], where=expr or ""))
     )
-    try:
-        while batch := iterator.next():
-            for row in batch:
-                source = str(row.get("source"))
-                counts[source] = counts.get(source, 0) + 1
-    finally:
-        iterator.close()
-    return counts
 
 
 def _count(index: ChunkIndex, expr: str) -> int:
