@@ -1,8 +1,9 @@
-"""The README's Python snippets run as written, on the embedded models, after `rag-graphs ingest`."""
+"""The Python snippets of the README and the ``docs/`` guides run as written, on the embedded models,
+after ``rag-graphs ingest`` of the demo corpus. (``tests/unit/test_docs.py`` checks the rest of what
+they show without a model: command lines, JSON, links, the README's length.)"""
 
 from __future__ import annotations
 
-import re
 from importlib import resources
 from pathlib import Path
 
@@ -10,25 +11,26 @@ import pytest
 
 from rag_graphs.config.fields import DEFAULT_COLLECTION, DEFAULT_STORE_URI
 from rag_graphs.ingestion import ingest
+from tests.snippets import README, snippets
 
-README = Path(__file__).resolve().parents[2] / "README.md"
-SNIPPETS = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.S)
+SNIPPETS = snippets("python")
 
 pytestmark = pytest.mark.embedded
 
 
-def test_the_readme_has_python_snippets():
-    assert len(SNIPPETS) >= 2
+def test_the_readme_and_the_guides_have_python_snippets():
+    pages = {snippet.page for snippet in SNIPPETS}
+    assert README in pages and len(pages) >= 4 and len(SNIPPETS) >= 8
 
 
-@pytest.mark.parametrize("code", SNIPPETS, ids=[f"snippet{i}" for i in range(len(SNIPPETS))])
-def test_readme_snippet_runs(code, tmp_path, monkeypatch):
+@pytest.mark.parametrize("snippet", SNIPPETS, ids=lambda s: s.name)
+def test_a_doc_snippet_runs(snippet, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # the default store is relative: .rag-graphs/milvus.db here
     corpus = Path(str(resources.files("rag_graphs").joinpath("demo_corpus")))
     report = ingest([corpus], uri=DEFAULT_STORE_URI, collection=DEFAULT_COLLECTION, progress=False)
     assert not report.failed
     namespace: dict = {}
-    exec(compile(code, str(README), "exec"), namespace)  # noqa: S102 - our own README
+    exec(compile(snippet.code, snippet.name, "exec"), namespace)  # noqa: S102 - our own docs
     out = namespace.get("out")
     if out is not None:  # the snippets that ask a question show the output contract
         # the embedded default's extract reader answers with no model call: usage counts the search
