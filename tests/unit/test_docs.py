@@ -6,6 +6,9 @@ The Python blocks run on the embedded models in ``tests/e2e/test_readme.py``."""
 
 from __future__ import annotations
 
+import ast
+import importlib
+import importlib.util
 import json
 import re
 import shlex
@@ -106,6 +109,26 @@ def test_a_make_line_names_a_makefile_target(snippet, argv):
     targets = set(_MAKE_TARGET.findall((ROOT / "Makefile").read_text(encoding="utf-8")))
     goals = [word for word in argv if "=" not in word and not word.startswith("-")]
     assert goals and set(goals) <= targets, f"{snippet.name}: make {shlex.join(argv)}"
+
+
+PYTHON_CODE = [(s, code) for s in snippets("bash") for code in re.findall(r"python -c '([^']*)'", s.code)]
+PYTHON_MODULES = [(s, name) for s in snippets("bash") for name in re.findall(r"python -m ([\w.]+)", s.code)]
+
+
+@pytest.mark.parametrize(("snippet", "code"), PYTHON_CODE, ids=[s.name for s, _ in PYTHON_CODE])
+def test_a_python_one_liner_imports_what_exists(snippet, code):
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            module = importlib.import_module(node.module)
+            missing = [alias.name for alias in node.names if not hasattr(module, alias.name)]
+            assert not missing, f"{snippet.name}: {node.module} has no {missing}"
+
+
+@pytest.mark.parametrize(
+    ("snippet", "name"), PYTHON_MODULES, ids=[f"{s.name}:{m}" for s, m in PYTHON_MODULES]
+)
+def test_a_python_m_module_is_installed(snippet, name):
+    assert importlib.util.find_spec(name) is not None, f"{snippet.name}: python -m {name}: not installed"
 
 
 @pytest.mark.parametrize("snippet", snippets("json"), ids=lambda s: s.name)
