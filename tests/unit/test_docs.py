@@ -166,3 +166,24 @@ def test_every_link_and_anchor_resolves(page):
 def test_the_method_tables_list_every_method(page):
     listed = set(re.findall(r"`(\w+)`", "\n".join(re.findall(r"^\|.*\|$", page.read_text(), flags=re.M))))
     assert set(METHODS) <= listed, f"{page.name} lacks {sorted(set(METHODS) - listed)}"
+
+
+def _env_names(text: str) -> set[str]:
+    return set(re.findall(r"\bRAG_GRAPHS_[A-Z0-9_]*[A-Z0-9]\b", text))
+
+
+def test_every_environment_variable_the_docs_name_is_read_by_the_code():
+    named = set().union(*(_env_names(page.read_text(encoding="utf-8")) for page in PAGES))
+    source = "\n".join(
+        path.read_text(encoding="utf-8")
+        for folder in ("rag_graphs", "ingestion")
+        for path in (ROOT / folder).rglob("*.py")
+    )
+    assert len(named) > 40 and not {name for name in named if name not in source}
+
+
+def test_the_settings_guide_lists_every_setting():
+    from rag_graphs.config.context import RagContext
+
+    listed = _env_names((ROOT / "docs" / "settings.md").read_text(encoding="utf-8"))
+    assert not set(RagContext.env_vars().values()) - listed
