@@ -9,7 +9,7 @@ each level the ``k`` best children of the nodes kept so far. Summaries carry
 ``children`` ids, so ``rag_graphs.ingestion.raptor.leaves_of`` traces them to their chunks.
 
 When it pays: broad or summary questions over long documents, which a summary of many chunks
-answers; needs the collection's tree (``rag-graphs raptor build``).
+answers better than any one chunk.
 Cost: one search over leaves and summaries and one model call (the tree is built once, ahead of
 questions).
 """

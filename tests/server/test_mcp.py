@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -170,3 +171,28 @@ def test_a_text_ada_indexes_through_mcp_is_hers_alone_until_she_deletes_it(serve
     )
     assert output(deleted)["deleted"] == [{"target": source, "sources": [source], "chunks": 1}]
     assert source not in output(after)["sources"]
+
+
+def test_the_agent_of_docs_mcp_md_uses_the_tools_as_written(server):
+    """``docs/mcp.md``'s LangGraph agent, run as written but for the server's URL and a scripted
+    chat model (one tool call, then an answer) in place of ``openai:gpt-4.1-mini``."""
+    from langchain_core.messages import AIMessage
+
+    from tests.conftest import fake_tool_chat
+
+    url = server[0]
+    (code,) = re.findall(r"```python\n(.*?)```", (ROOT / "docs" / "mcp.md").read_text(), flags=re.S)
+    call = {"name": "naive", "args": {"question": "Who is the Korvik harbour master?"}, "id": "call-1"}
+    model = fake_tool_chat(AIMessage(content="", tool_calls=[call]), "Odile Varga (docs/harbour.md).")
+    code = code.replace("http://127.0.0.1:2024/mcp", f"{url}/mcp").replace('"openai:gpt-4.1-mini"', "MODEL")
+    assert code.count(f"{url}/mcp") == 1 and code.count("MODEL") == 1
+    namespace: dict[str, Any] = {"MODEL": model}
+    exec(compile(code, "docs/mcp.md", "exec"), namespace)  # noqa: S102 - our own docs
+    messages = namespace["messages"]
+    assert messages[-1].content == "Odile Varga (docs/harbour.md)."
+    (tool,) = [m for m in messages if m.type == "tool"]
+    assert tool.name == "naive" and tool.status == "success"
+    structured = tool.artifact["structured_content"]
+    blocks = tool.content if isinstance(tool.content, list) else [{"type": "text", "text": tool.content}]
+    assert json.loads(blocks[0]["text"]) == structured
+    assert structured["citations"] and structured["citations"][0]["quote"]
