@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 import httpx
@@ -50,7 +50,11 @@ MAX_TOOLS = 100
 """Assistants listed as tools at most (the built-in endpoint's page size)."""
 _INVALID = re.compile(r"[^a-zA-Z0-9_\-.]")
 
-server: Server = Server("rag-graphs", instructions="Ask a question of the documents with any method tool.")
+server: Server = Server(
+    "rag-graphs",
+    instructions="Each method tool answers a question from the documents with citations; its description "
+    "says when it pays and what it costs. The index tool adds, deletes and relabels documents.",
+)
 
 
 def tool_name(assistant_name: str) -> str:
@@ -70,7 +74,7 @@ async def _api() -> AsyncIterator[LangGraphClient]:
         yield LangGraphClient(http)
 
 
-def _visible(assistants: list[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+def _visible(assistants: Sequence[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
     """The caller's assistants by tool name (the first of a name wins, as LangGraph's endpoint)."""
     named: dict[str, Mapping[str, Any]] = {}
     for assistant in assistants:
@@ -89,7 +93,9 @@ async def list_tools() -> list[types.Tool]:
             *(api.assistants.get_schemas(a["assistant_id"]) for a in named.values())
         )
     served = {
-        a["graph_id"]: a.get("description") for a in named.values() if SYSTEM.items() <= a["metadata"].items()
+        a["graph_id"]: a.get("description")
+        for a in named.values()
+        if SYSTEM.items() <= (a.get("metadata") or {}).items()
     }
     tools = []
     for (name, assistant), schema in zip(named.items(), schemas, strict=True):
@@ -117,7 +123,7 @@ async def call_tool(name: str, arguments: dict[str, Any]) -> Any:
             raise ValueError(f"unknown tool {name!r}: tools/list names the tools you may call")
         output = await api.runs.wait(None, assistant["assistant_id"], input=arguments, raise_error=False)
     text, structured, failed = tool_result(assistant["graph_id"], output)
-    content = [types.TextContent(type="text", text=text)]
+    content: list[types.ContentBlock] = [types.TextContent(type="text", text=text)]
     if failed:
         return types.CallToolResult(content=content, structuredContent=structured, isError=True)
     return content, structured  # the SDK checks it against the tool's output schema
