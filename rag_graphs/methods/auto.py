@@ -1,4 +1,4 @@
-"""Adaptive router (in the spirit of Adaptive-RAG, Jeong et al. 2024): classify, then route.
+"""Auto, the adaptive router (in the spirit of Adaptive-RAG, Jeong et al. 2024): classify, then route.
 
     START -> classify -> clarify --(no_retrieval)--> answer_directly -> END
                                  \\--(single_hop | multi_hop | global_summary)--> <method> -> END
@@ -31,6 +31,10 @@ subgraphs=True)`` shows where it waits; and it stops before its answer node when
 config names the stop under ``INTERRUPT_SUBGRAPHS_BEFORE`` (``rag_graphs.run``'s
 ``stop_before_answer`` does). The subgraphs are the methods' module-level graphs, compiled
 once on import, never per run.
+
+When it pays: a mixed stream of questions: each goes to the cheapest method that fits its kind (by
+default naive, ircot, graphrag).
+Cost: no model call to classify (the default ``examples`` router), then the chosen method's cost.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Corrective RAG (Yan et al. 2024): grade what was retrieved and correct course.
+"""Corrective RAG (CRAG, Yan et al. 2024): grade what was retrieved and correct course.
 
     START -> retrieve -> grade --(a correct passage)--> refine -> generate -> END
                            \\--(none correct, budget left)--> rewrite -> retrieve | web_search
@@ -16,6 +16,11 @@ results join the ambiguous passages, as ``kind="web"`` documents citing
 their URL); without one the corpus is searched again with the new query. With
 ``web_search`` in ``RagContext.interrupts`` a person confirms each web search first; a
 decline searches the corpus instead, for the rest of the run.
+
+When it pays: corpora where the first search often misses: it grades what it found and searches
+again (or the web, with a ``web_search`` tool) when nothing is correct.
+Cost: one grading call per retrieved passage (``k``), a rewrite and a search per retry (up to
+``max_hops``, 3), plus the answer.
 """
 
 from __future__ import annotations

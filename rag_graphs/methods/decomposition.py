@@ -12,6 +12,11 @@ and answers as background. The final answer sees every sub-answer and passage.
 With ``plan`` in ``RagContext.interrupts`` a person approves or edits the sub-questions
 before any is searched (``approve_plan``: before the ``Send`` fan-out, so resuming runs
 each branch once).
+
+When it pays: comparisons and multi-part questions (parallel), or chains (recursive), with a chat
+model that writes good sub-questions.
+Cost: one call to decompose, one search and one answer call per sub-question (up to
+``num_queries``, 3), one call to synthesise.
 """
 
 from __future__ import annotations

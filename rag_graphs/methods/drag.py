@@ -7,6 +7,11 @@ its documents, its answer; from ``RagContext.demonstrations``) and the ``k``
 retrieved documents, ordered so the most relevant sits right before the
 question. Scaling ``k`` and ``num_demos`` is how DRAG spends more inference
 compute; the evaluator plots quality against it.
+
+When it pays: long-context chat models, where solved examples in the prompt raise quality; one
+search only.
+Cost: one search and one model call with a long prompt (``k`` passages and ``num_demos`` (2)
+demonstrations, about 2,000 tokens).
 """
 
 from __future__ import annotations

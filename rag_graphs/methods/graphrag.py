@@ -23,6 +23,11 @@ A reply the map step cannot parse gives no points; when no batch gave a point an
 could not be read, the answer reads the unread batches' reports' passages (their reports were
 never judged, not judged irrelevant), and the reduce step says so; when every reply was read and
 none found a point, it answers from no passage (``no_evidence``).
+
+When it pays: global questions about a whole corpus ("what do these documents have in common?"),
+which no handful of passages answers; local questions get their entities' community context.
+Cost: global search: one model call per ``graphrag_batch`` (8) reports of the chosen level, plus
+the answer; local search: one search and one model call.
 """
 
 from __future__ import annotations

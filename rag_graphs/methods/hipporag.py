@@ -9,6 +9,11 @@ build``), blended with the hybrid scores, so a passage that shares an entity
 with the question's passages ranks without a second query. This is naive RAG
 with ``search_mode="graph"``; every other method gets the same retrieval by
 setting ``RagContext.search_mode="graph"`` (IRCoT + HippoRAG is one setting).
+
+When it pays: multi-hop questions whose hops share entities, without model-written queries: the
+entity graph links the passages; needs the entity graph (built at ingest).
+Cost: one graph search (PageRank over the question's neighbourhood, no model call) and one model
+call.
 """
 
 from __future__ import annotations

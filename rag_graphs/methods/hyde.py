@@ -10,6 +10,10 @@ read like answers rather than like questions, as in the paper and LangChain's
 searches the question followed by the passage instead (the question's own words
 then count for BM25; the paper averages the question's vector in, a vector store
 query cannot). The answer is generated from the real passages only.
+
+When it pays: questions worded unlike the documents (short, abstract or question-shaped); it raised
+supporting-passage recall over naive on HotpotQA.
+Cost: two model calls (the hypothetical passage, the answer) and one search.
 """
 
 from __future__ import annotations

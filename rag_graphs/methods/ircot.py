@@ -7,6 +7,10 @@ Each reasoning step writes one sentence from the passages so far; that
 sentence is the next retrieval query, so retrieval follows the reasoning to
 the bridge entity. The final answer is generated from every retrieved
 passage and the whole chain of thought.
+
+When it pays: multi-hop questions whose next hop is named in the passages found so far (2-4 hops);
+it raised supporting-passage recall over naive on HotpotQA.
+Cost: up to ``max_hops`` (3) searches, one model call per reasoning sentence, plus the answer.
 """
 
 from __future__ import annotations

@@ -6,6 +6,11 @@
 The loop is bounded by ``RagContext.max_hops`` retrievals and stops on a
 repeated query; the decide node records why it stopped, and the answer says
 in ``steps`` when it was forced by the budget.
+
+When it pays: multi-hop questions whose number of hops is unknown: it stops as soon as the model
+judges the passages enough.
+Cost: up to ``max_hops`` (3) searches, two model calls per round (intermediate answer, decision),
+plus the answer.
 """
 
 from __future__ import annotations

@@ -13,6 +13,11 @@ asks for the "Intermediate answer:" line of the paper's format), so the next
 step is conditioned on all earlier answers. "No follow-up needed" without a
 final answer goes to the answer from everything gathered. ``RagContext.iterdrag_iterations`` caps
 follow-ups (the paper's n, 5); a first reply with the final answer is DRAG.
+
+When it pays: long-context chat models on multi-hop questions: DRAG that may search follow-up
+questions before it answers.
+Cost: one long-prompt call per iteration (up to ``iterdrag_iterations``, 5 follow-ups), one search
+and one intermediate-answer call per follow-up.
 """
 
 from __future__ import annotations

@@ -5,6 +5,11 @@
 The model writes ``RagContext.num_queries`` queries from different angles;
 they and the question are searched in one batch, and every distinct passage
 found goes to the answer (LangChain's MultiQueryRetriever, as a graph).
+
+When it pays: ambiguous questions and vocabulary mismatch: several wordings find passages one
+wording misses, and every one reaches the answer.
+Cost: two model calls (the rewrites, the answer) and ``num_queries`` + 1 searches in one batch; a
+longer answer prompt.
 """
 
 from __future__ import annotations

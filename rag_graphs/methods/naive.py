@@ -3,6 +3,9 @@
     START -> retrieve -> generate -> END
 
 The baseline every multi-hop method is compared against.
+
+When it pays: single-hop questions one passage answers; the baseline every other method must beat.
+Cost: one search and one model call (the answer).
 """
 
 from __future__ import annotations

@@ -10,6 +10,11 @@ methods the path is fixed before the first search; unlike recursive
 decomposition the sub-questions say which earlier answers they need.
 With ``plan`` in ``RagContext.interrupts`` a person approves or edits the plan first
 (``approve_plan``, ``rag_graphs.nodes.interrupts``).
+
+When it pays: bridge chains whose later sub-questions need earlier answers ("Where was #1 born?"),
+with a chat model that plans well.
+Cost: one planning call, one search and one answer call per sub-question (up to ``num_queries``,
+3), plus the answer.
 """
 
 from __future__ import annotations

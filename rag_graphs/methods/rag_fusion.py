@@ -5,6 +5,10 @@
 Each passage scores ``sum 1 / (rrf_k + rank)`` over the rankings of the
 question and the generated queries; the top ``k`` of the fused list, not
 the union, go to the answer, so passages that several queries agree on win.
+
+When it pays: like multi_query, when passages several wordings agree on matter more than the union:
+only the fused top ``k`` reach the answer.
+Cost: two model calls (the queries, the answer) and ``num_queries`` + 1 searches in one batch.
 """
 
 from __future__ import annotations

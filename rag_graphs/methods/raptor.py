@@ -7,6 +7,11 @@ summaries of every level together, so a broad question meets a summary and a
 narrow one a leaf. ``traversal`` starts at the top level and descends: at
 each level the ``k`` best children of the nodes kept so far. Summaries carry
 ``children`` ids, so ``rag_graphs.ingestion.raptor.leaves_of`` traces them to their chunks.
+
+When it pays: broad or summary questions over long documents, which a summary of many chunks
+answers better than any one chunk.
+Cost: one search over leaves and summaries and one model call (the tree is built once, ahead of
+questions).
 """
 
 from __future__ import annotations

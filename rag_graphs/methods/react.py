@@ -26,6 +26,11 @@ Passages are numbered once per run (``shown``): a search's observation shows
 what the shared retrieval step kept, a passage seen before under its first
 number, a new one under the next; the answer's ``[n]`` resolves against that
 numbering, whichever answer ends the run.
+
+When it pays: with a chat model that uses tools well: questions that need several searches, or
+arithmetic on what was found.
+Cost: one model call per agent step, up to ``max_steps`` (8), one search per search action, plus an
+answer call when the loop ends without one.
 """
 
 from __future__ import annotations

@@ -22,6 +22,11 @@ unreliable text (``prompts/templates/unreliable_answer.txt``) and ``outcome`` is
 ``unreliable``: an answer its own check rejected is not returned as the answer
 (it stays in ``steps``). Unparseable decisions default to what cannot loop:
 retrieve, keep the passage, accept the answer.
+
+When it pays: when a wrong answer costs more than none: it checks that its answer is grounded and
+complete, and says ``unreliable`` rather than return one it could not ground.
+Cost: the most model calls per question: a retrieve-or-not decision, a grading batch (one call per
+passage) and an answer with two checks per attempt, up to ``max_hops`` (3) attempts.
 """
 
 from __future__ import annotations

@@ -10,6 +10,10 @@ the paper, the step-back prompt shows two few-shot turns, and the answer prompt
 passages are silent, as long as it does not contradict them (the other methods'
 answers are passage-only). Deviation: one numbered context for both questions'
 passages, so citations work as everywhere else (the paper shows two blocks).
+
+When it pays: specific questions that need background on the concept or entity behind them; the
+answer may use the model's own knowledge where the passages are silent.
+Cost: two model calls (the step-back question, the answer) and two searches.
 """
 
 from __future__ import annotations

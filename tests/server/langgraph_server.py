@@ -154,13 +154,19 @@ def _absolute(spec: str) -> str:
 def write_config(
     folder: Path, *, graphs: Mapping[str, str] | None = None, auth: Mapping[str, Any] | None = None
 ) -> Path:
-    """The project's ``langgraph.json`` with its paths made absolute, plus ``graphs`` (name ->
-    ``./path.py:attr``) and ``auth`` (replacing the project's section), written in ``folder``: the
-    server runs there, so its own files (``.langgraph_api``) stay out of the checkout."""
+    """The project's ``langgraph.json`` with its paths (``http.app``'s too) made absolute, plus
+    ``graphs`` (name -> ``./path.py:attr``) and ``auth`` (replacing the project's section), written
+    in ``folder``: the server runs there, so its own files (``.langgraph_api``) stay out of the
+    checkout."""
     config = json.loads((ROOT / "langgraph.json").read_text())
     config["dependencies"] = [str(ROOT)]
     served = {**config["graphs"], **(graphs or {})}
-    config["graphs"] = {name: _absolute(spec) for name, spec in served.items()}
+    config["graphs"] = {
+        name: {**spec, "path": _absolute(spec["path"])} if isinstance(spec, dict) else _absolute(spec)
+        for name, spec in served.items()
+    }
+    if "http" in config and "app" in config["http"]:  # the project's own MCP endpoint
+        config["http"] = {**config["http"], "app": _absolute(config["http"]["app"])}
     if auth is not None:
         config["auth"] = dict(auth)
     if "auth" in config:

@@ -192,6 +192,7 @@ def test_every_graph_publishes_json_schemas_for_langgraph_studio():
 
     root = Path(__file__).resolve().parents[2]
     listed = json.loads((root / "langgraph.json").read_text())["graphs"]
+    listed = {name: entry["path"] for name, entry in listed.items()}  # the dict form: descriptions too
     index = listed.pop("index")  # the indexing graph, served beside the methods (serve/indexing.py)
     assert index == "./rag_graphs/serve/indexing.py:graph"
     indexing = importlib.import_module("rag_graphs.serve.indexing").graph
