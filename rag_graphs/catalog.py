@@ -37,12 +37,13 @@ ROUTED_KINDS = ("single_hop", "multi_hop", "global_summary")
 STRUCTURES: dict[str, str] = {
     "entity_graph": "rag-graphs graph build",
     "sentences": "rag-graphs sentences build",
-    "raptor_tree": "rag-graphs raptor build",
     "reports": "rag-graphs graph communities",
+    "raptor_tree": "rag-graphs raptor build",
 }
 """The structures derived from a collection's chunks -> the command that builds (or finishes) one
-over an ingested collection, in the order they are built (community reports read the entity
-graph). Whether a store has one is answered by ``rag_graphs.search.structures.has_structure``."""
+over an ingested collection, in the order they are built: community reports read the entity
+graph, and come before the RAPTOR tree because their cost is known (and refused) before any call.
+Whether a store has one is answered by ``rag_graphs.search.structures.has_structure``."""
 
 REQUIRES: dict[str, tuple[str, ...]] = {
     "raptor": ("raptor_tree",),

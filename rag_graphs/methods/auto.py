@@ -133,8 +133,10 @@ def available_method(kind: str, ctx: RagContext) -> tuple[str, str]:
 def runnable(method: str, ctx: RagContext) -> tuple[str, str]:
     """``method``, or what runs instead (``INSTEAD``, else ``FALLBACK_METHOD``) while the collection
     lacks a structure the method declares it needs (``catalog.REQUIRES``), and why."""
-    why = []
-    while absent := lacking(ctx, method):
+    why: list[str] = []
+    tried: set[str] = set()
+    while method not in tried and (absent := lacking(ctx, method)):  # a lacking fallback runs, and refuses
+        tried.add(method)
         why.append(f"no {' and '.join(LABELS[s] for s in absent)} for {ctx.collection!r}, so not {method}")
         method = INSTEAD.get(method, FALLBACK_METHOD)
     return method, f" ({'; '.join(why)})" if why else ""
