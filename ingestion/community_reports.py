@@ -14,6 +14,10 @@ It is passed in, not imported, because the llm layer sits above ingestion
 (docs/architecture.md). A reply no structure can be read from is stored all the same: its first
 line as the title, the text as the summary, rating 0 (``CommunityBuildReport.fallbacks`` counts them).
 
+``plan_reports`` reads what a build will do before any model call (the communities, the reports
+to write: ``ReportPlan.calls`` LLM calls), so a caller can show the cost or refuse it
+(``rag-graphs eval``'s ``--max-report-calls``) and hand the plan to ``build_reports``.
+
 A build is resumable and follows its chunks, as the RAPTOR tree does: a report's id hashes its
 level and member chunks (``report_id``), and a report already stored is not written again; reports
 of communities that no longer exist (a chunk gone, relabelled or added) or whose labels differ from
