@@ -146,3 +146,18 @@ def test_cli_eval_passes_the_report_call_limit(questions, tmp_path, monkeypatch)
     result = CliRunner().invoke(app, [*args, "--max-report-calls", "7"])
     assert result.exit_code == 1 and "error: over the limit (7)" in result.output
     assert CliRunner().invoke(app, args).exit_code == 1 and seen[-1].max_report_calls == 200
+
+
+def test_a_method_needing_a_structure_is_refused_on_the_users_own_retriever(questions, tmp_path):
+    """Nothing to build in (no store): one line naming the method, the structure and its command,
+    before any run; a method needing nothing derived is not refused."""
+    from tests.unit.test_own_retriever import _own, _store
+
+    ctx = _own(tmp_path, retriever=_store())
+    assert needed(["naive"], ctx) == ()  # graph search is the store's: the retriever is searched
+    with pytest.raises(SetupError) as refused:
+        evaluate(questions, ["naive", "graphrag"], context=ctx, options=_options(tmp_path, progress=False))
+    message = str(refused.value)
+    assert "graphrag needs the entity graph and community reports" in message and "\n" not in message
+    assert "rag-graphs graph communities" in message and "own retriever" in message
+    assert read_rows(tmp_path / "run") == [] and not (tmp_path / "no-store").exists()
