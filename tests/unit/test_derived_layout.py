@@ -79,11 +79,13 @@ def trees() -> dict[str, ast.Module]:
 def _asks(fn: ast.AST, helpers: set[str]) -> bool:
     """True when ``fn`` asks the store whether a collection named by ``helpers`` is there: a
     ``has_collection`` or ``count`` call on it or with it, directly (``children_of(i).count()``)
-    or through a name assigned from one (``name = sentence_collection(c)``)."""
+    or through a name bound from one (``name = sentence_collection(c)``, ``for name in (...)``)."""
     named = set(helpers)
     for node in ast.walk(fn):
         if isinstance(node, ast.Assign) and _names(node.value) & helpers:
-            named |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+            named |= {n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        elif isinstance(node, ast.For | ast.comprehension) and _names(node.iter) & helpers:
+            named |= {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}
     for node in ast.walk(fn):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             if node.func.attr in EXISTENCE_CALLS and any(
