@@ -14,6 +14,10 @@ It is passed in, not imported, because the llm layer sits above ingestion
 (docs/architecture.md). A reply no structure can be read from is stored all the same: its first
 line as the title, the text as the summary, rating 0 (``CommunityBuildReport.fallbacks`` counts them).
 
+``plan_reports`` reads what a build will do before any model call (the communities, the reports
+to write: ``ReportPlan.calls`` LLM calls), so a caller can show the cost or refuse it
+(``rag-graphs eval``'s ``--max-report-calls``) and hand the plan to ``build_reports``.
+
 A build is resumable and follows its chunks, as the RAPTOR tree does: a report's id hashes its
 level and member chunks (``report_id``), and a report already stored is not written again; reports
 of communities that no longer exist (a chunk gone, relabelled or added) or whose labels differ from
@@ -38,7 +42,9 @@ from pydantic import BaseModel, Field
 from rag_graphs.entity_graph.communities import (
     MAX_CLUSTER_SIZE,
     SEED,
+    ChunkEntities,
     Community,
+    Partition,
     detect,
     read_chunk_entities,
 )
@@ -120,6 +126,44 @@ class CommunityBuildReport:
         )
 
 
+@dataclass
+class ReportPlan:
+    """What a build will do, read before any model call (``plan_reports``): the communities, the
+    stored reports it keeps or prunes, and those it writes (``calls``: one model call each)."""
+
+    chunks: list[ChunkEntities]
+    partition: Partition
+    wanted: list[Community]
+    kept: dict[str, Document]
+    stale: list[str]
+    leiden_seconds: float
+
+    @property
+    def calls(self) -> int:
+        """Reports to write, one structured model call each (a fallback reply costs no more)."""
+        return sum(c.id not in self.kept for c in self.wanted)
+
+
+def plan_reports(
+    index: ChunkIndex, *, seed: int = SEED, max_cluster_size: int = MAX_CLUSTER_SIZE, min_chunks: int = 1
+) -> ReportPlan:
+    """Read what ``build_reports`` would do, writing nothing: communities by hierarchical Leiden,
+    the stored reports still current, the reports to write. A caller shows ``calls`` (or refuses
+    a build that would cost too many) before handing the plan to ``build_reports``.
+
+    Raises:
+        ValueError: the collection is empty.
+    """
+    start = time.perf_counter()
+    chunks = read_chunk_entities(index)
+    if not chunks:
+        raise ValueError(f"collection {index.collection!r} at {index.uri} is empty: ingest documents first")
+    partition = detect(chunks, seed=seed, max_cluster_size=max_cluster_size)
+    wanted = [c for c in partition.communities if len(c.chunks) >= min_chunks]
+    kept, stale = _current(report_index(index), {c.id: c for c in wanted})
+    return ReportPlan(chunks, partition, wanted, kept, stale, time.perf_counter() - start)
+
+
 def build_reports(
     index: ChunkIndex,
     model: BaseChatModel,
@@ -130,6 +174,7 @@ def build_reports(
     min_chunks: int = 1,
     max_chars: int = MAX_REPORT_CHARS,
     progress: bool = True,
+    plan: ReportPlan | None = None,
 ) -> CommunityBuildReport:
     """Build (or finish building) the community reports of ``index`` into ``<collection>_communities``.
 
@@ -137,29 +182,28 @@ def build_reports(
     corpus of unrelated passages hold one (two thirds on HotpotQA's, BENCHMARKS.md "Community
     reports"), so 2 cuts the calls by about that much. A parent still lists such chunks (and reads
     them when its passages fit), but a lone passage whose community has no parent is in no report.
+    ``plan``: what ``plan_reports`` read (with the same options), so it is not read twice.
 
     Raises:
         ValueError: the collection is empty.
     """
     start = time.perf_counter()
-    chunks = read_chunk_entities(index)
-    if not chunks:
-        raise ValueError(f"collection {index.collection!r} at {index.uri} is empty: ingest documents first")
-    partition = detect(chunks, seed=seed, max_cluster_size=max_cluster_size)
+    plan = plan or plan_reports(index, seed=seed, max_cluster_size=max_cluster_size, min_chunks=min_chunks)
+    partition, wanted = plan.partition, plan.wanted
     report = CommunityBuildReport(
-        chunks=len(chunks),
+        chunks=len(plan.chunks),
         scopes=partition.scopes,
         communities=len(partition.communities),
         per_level=partition.levels(),
         uncovered=partition.uncovered,
         too_big=partition.too_big,
-        leiden_seconds=time.perf_counter() - start,
+        too_small=len(partition.communities) - len(wanted),
+        leiden_seconds=plan.leiden_seconds,
     )
     reports = report_index(index)
-    wanted = [c for c in partition.communities if len(c.chunks) >= min_chunks]
-    report.too_small = len(partition.communities) - len(wanted)
-    stored = _prune(reports, {c.id: c for c in wanted}, report)
-    entities_of = {c.id: c.entities for c in chunks}
+    report.dropped = reports.delete_ids(plan.stale) if plan.stale else 0
+    stored = plan.kept
+    entities_of = {c.id: c.entities for c in plan.chunks}
     texts: dict[str, Document] = dict(stored)
     todo = [c for c in wanted if c.id not in stored]
     report.kept = len(wanted) - len(todo)
@@ -183,7 +227,7 @@ def build_reports(
         _store(index, pending, report, texts)
         if todo:
             reports.flush()
-    report.seconds = time.perf_counter() - start
+    report.seconds = plan.leiden_seconds + time.perf_counter() - start
     return report
 
 
@@ -311,11 +355,9 @@ def _cut(texts: list[str], max_chars: int) -> list[str]:
     return out
 
 
-def _prune(
-    reports: ChunkIndex, expected: dict[str, Community], report: CommunityBuildReport
-) -> dict[str, Document]:
-    """Delete stored reports of communities that no longer exist or whose labels differ from their
-    community's; return the others by id."""
+def _current(reports: ChunkIndex, expected: dict[str, Community]) -> tuple[dict[str, Document], list[str]]:
+    """The stored reports of communities that still exist with their community's labels, by id,
+    and the ids of the others (stale: their community is gone or its labels changed)."""
     kept: dict[str, Document] = {}
     stale: list[str] = []
     for doc, _ in reports.iter_chunks():
@@ -328,5 +370,4 @@ def _prune(
             stale.append(str(doc.id))
         else:
             kept[str(doc.id)] = doc
-    report.dropped = reports.delete_ids(stale) if stale else 0
-    return kept
+    return kept, stale

@@ -1,8 +1,11 @@
-"""The names of things, for modules at every layer: methods and the question kinds ``auto``
-routes. Imports nothing of ours (and nothing heavy), so the settings can check a route
-without importing the methods that sit above them."""
+"""The names of things, for modules at every layer: methods, the question kinds ``auto``
+routes, the structures derived from a collection and which method needs which. Imports nothing of
+ours (and nothing heavy), so the settings can check a route, and the evaluator can see what a
+method needs, without importing the methods that sit above them."""
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 METHODS: dict[str, str] = {
     "naive": "one retrieval with the question, then an answer with citations",
@@ -30,3 +33,29 @@ they are usually compared."""
 
 ROUTED_KINDS = ("single_hop", "multi_hop", "global_summary")
 """Question kinds ``RagContext.routes`` maps to methods (``no_retrieval`` is answered directly)."""
+
+STRUCTURES: dict[str, str] = {
+    "entity_graph": "rag-graphs graph build",
+    "sentences": "rag-graphs sentences build",
+    "reports": "rag-graphs graph communities",
+    "raptor_tree": "rag-graphs raptor build",
+}
+"""The structures derived from a collection's chunks -> the command that builds (or finishes) one
+over an ingested collection, in the order they are built: community reports read the entity
+graph, and come before the RAPTOR tree because their cost is known (and refused) before any call.
+Whether a store has one is answered by ``rag_graphs.search.structures.has_structure``."""
+
+REQUIRES: dict[str, tuple[str, ...]] = {
+    "raptor": ("raptor_tree",),
+    "hipporag": ("entity_graph",),
+    "graphrag": ("entity_graph", "reports"),
+}
+"""Method -> the derived structures (``STRUCTURES``) it searches; a method not named needs the
+chunks alone. ``eval`` builds what a store lacks, ``auto`` routes elsewhere, and the demo builds
+them, all from this one declaration, never from a method's name."""
+
+
+def required(methods: Iterable[str]) -> tuple[str, ...]:
+    """The structures ``methods`` need together, in ``STRUCTURES``' build order."""
+    wanted = {s for m in methods for s in REQUIRES.get(m, ())}
+    return tuple(s for s in STRUCTURES if s in wanted)

@@ -15,7 +15,7 @@ module holds that reading of a run and the step banner; the ``demo`` command in
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
+from rag_graphs.catalog import required
 from rag_graphs.eval.metrics import answer_contained
 from rag_graphs.support.terminal import safe
 from rag_graphs.text.answers import scaffolding, short_answer
@@ -117,6 +118,28 @@ def build_community_reports(index: Callable[[], ChunkIndex], chat: Callable[[], 
     from rag_graphs.llm.structured import invoke_structured
 
     return build_reports(index(), chat(), ask=invoke_structured, progress=False)
+
+
+def build_sentences(index: Callable[[], ChunkIndex], chat: Callable[[], BaseChatModel]) -> Any:
+    """Sentence rows for small-to-big search, in ``_build_over``'s form (no method needs them yet)."""
+    from rag_graphs.store.sentences import build_sentences as build
+
+    return build(index())
+
+
+DERIVED_STEPS: dict[str, tuple[str, str, Callable[..., Any]]] = {
+    "entity_graph": ("entity graph", "seconds; ingest built it", build_entity_graph),
+    "sentences": ("sentence rows", "seconds", build_sentences),
+    "reports": ("GraphRAG community reports", STEP_ESTIMATES["communities"], build_community_reports),
+    "raptor_tree": ("RAPTOR summary tree", STEP_ESTIMATES["raptor"], build_raptor_tree),
+}
+"""Derived structure (``catalog.STRUCTURES``) -> the demo's step that builds it: title, estimate, build."""
+
+
+def derived_steps(methods: Iterable[str]) -> list[tuple[str, str, Callable[..., Any]]]:
+    """The build steps the demo runs for what ``methods`` declare they need (``catalog.REQUIRES``),
+    in build order; the entity graph is the ingest step's (graph search, every method's default)."""
+    return [DERIVED_STEPS[s] for s in required(methods) if s != "entity_graph"]
 
 
 GLOBAL_QUESTION = "What do these documents have in common?"

@@ -86,6 +86,14 @@ def eval_command(
             "continues the runs a killed evaluation had in flight (pass it again with --resume)"
         ),
     ] = None,
+    max_report_calls: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            help="most LLM calls the evaluation may spend writing the community reports graphrag needs "
+            "and the store lacks (one per community, counted and printed first); above it, refused",
+        ),
+    ] = 200,  # EvalOptions.max_report_calls
     out: Annotated[
         Path, typer.Option(help="folder for new run directories (synth: the questions file, questions.jsonl)")
     ] = Path("runs"),
@@ -221,6 +229,7 @@ def eval_command(
                     evaluators=_judges(judge),
                     judge=judge,
                     checkpoints=checkpoints,
+                    max_report_calls=max_report_calls,
                 ),
             )
         path = write_report(report)

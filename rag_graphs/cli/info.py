@@ -50,7 +50,8 @@ def demo(
     from rag_graphs.catalog import METHODS
     from rag_graphs.cli import demo as shown
 
-    steps = shown.Steps(console, total=6)
+    derived = shown.derived_steps(METHODS)  # what the methods declare they need (catalog.REQUIRES)
+    steps = shown.Steps(console, total=4 + len(derived))
     corpus = Path(str(resources.files("rag_graphs").joinpath("demo_corpus")))
     ctx = _context(store, collection, max_answer_tokens=shown.ANSWER_TOKENS)
     console.print(shown.search_banner(ctx.search_mode), highlight=False)
@@ -58,10 +59,9 @@ def demo(
         ingest([str(corpus)], store=store, collection=collection, exclude=None, dense_only=False)
         # a store ingested before ingest built graphs gets its graph here (a no-op once built)
         _build_over(store, collection, None, shown.build_entity_graph)
-    with steps.step("RAPTOR summary tree", shown.STEP_ESTIMATES["raptor"]):
-        _build_over(store, collection, None, shown.build_raptor_tree, max_tokens=shown.ANSWER_TOKENS)
-    with steps.step("GraphRAG community reports", shown.STEP_ESTIMATES["communities"]):
-        _build_over(store, collection, None, shown.build_community_reports, max_tokens=shown.ANSWER_TOKENS)
+    for title, estimate, build in derived:
+        with steps.step(title, estimate):
+            _build_over(store, collection, None, build, max_tokens=shown.ANSWER_TOKENS)
     console.print(f"search: {shown.search_used(ctx)}", highlight=False)
     console.print(shown.reader_banner(ctx), highlight=False)
     for question, title, estimate in (

@@ -49,3 +49,8 @@ class EvalOptions:
     """The chat model spec behind ``evaluators``, recorded for ``--resume``."""
     checkpoints: str | Path | None = None
     """A SQLite file or ``postgresql://`` URI: each run checkpoints on a thread of the run's id."""
+    max_report_calls: int = 200
+    """Most LLM calls the evaluation may spend writing the community reports a ``graphrag`` run
+    needs and the store lacks (one per community; counted before the first, ``--max-report-calls``).
+    Above it the evaluation is refused before any call: raise it, or build the reports beforehand
+    (``rag-graphs graph communities``)."""

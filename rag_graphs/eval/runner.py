@@ -46,6 +46,7 @@ from rag_graphs.eval.rows import (
     row_reader,
     run_folder_lock,
 )
+from rag_graphs.eval.structures import build_needed
 from rag_graphs.eval.timing import Timer
 from rag_graphs.methods import get_graph
 from rag_graphs.nodes.reading import reader_of, warm_up_reader
@@ -226,7 +227,10 @@ def evaluate(
     later runs) and asks with no context; ``distractor`` and ``oracle`` search
     only each question's own or gold passages. Without passages (a user's
     questions about their own ingested documents), the context's store and
-    collection are searched. An existing ``run_dir`` is resumed: its
+    collection are searched. Before the first run, the derived structures the methods declare
+    they need (``catalog.REQUIRES``: graphrag's community reports, raptor's tree, the entity graph)
+    are built where the store lacks them (``rag_graphs.eval.structures``; the reports' LLM calls
+    are counted first and refused above ``max_report_calls``). An existing ``run_dir`` is resumed: its
     ``config.json`` must match, and only missing rows are run.
 
     ``retrieval_only`` stops every run before its answer, so retrieval (SP recall,
@@ -247,6 +251,8 @@ def evaluate(
     Raises:
         RunFolderBusy: another evaluation is writing ``run_dir`` (a ``RuntimeError``).
         ValueError: an unknown method or setting, or ``run_dir`` holds a run with other settings.
+        SetupError: a structure a method needs cannot be built here (``max_report_calls``, the
+            user's own retriever); a ``ValueError``.
     """
     how = options or EvalOptions()
     setting, limit, sample, seed = how.setting, how.limit, how.sample, how.seed
@@ -336,22 +342,9 @@ def _fill(
     elif how.setting != "open":
         raise ValueError(f"setting {how.setting!r} needs passages; dataset {ds.name!r} has none")
 
-    if "raptor" in methods:  # RAPTOR needs its tree: built (or resumed) here, explicitly, before any run
-        from rag_graphs.ingestion.raptor import build_tree
-        from rag_graphs.nodes.chat import chat_model
-        from rag_graphs.search.retrieval import index_for
-
-        build_tree(index_for(ctx), chat_model(ctx), progress=how.progress)
-    # graph search (hipporag's, and the default search_mode=auto's: every method on the default
-    # engine) needs the entity graph; ``--search-mode hybrid`` compares without it
-    if "hipporag" in methods or ctx.search_mode in ("graph", "auto"):
-        from rag_graphs.entity_graph.build import build_graph
-        from rag_graphs.entity_graph.entities import load_extractor
-        from rag_graphs.search.retrieval import index_for
-
-        build_graph(
-            index_for(ctx), load_extractor("spacy"), progress=how.progress
-        )  # resumes; no-op when built
+    # what the methods declare they need (catalog.REQUIRES) and the search settings use, built
+    # (or finished) here, explicitly, before any run
+    build_needed(ctx, methods, how)
     contexts = {  # fails before any run
         (r, e.id): _question_context(dataclasses.replace(ctx, reader=r), e, how.setting)
         for r in readers

@@ -53,7 +53,6 @@ from rag_graphs.config.fields import check_route
 from rag_graphs.config.runtime import get_context
 from rag_graphs.llm.structured import invoke_structured
 from rag_graphs.methods import get_graph
-from rag_graphs.methods.raptor import has_tree
 from rag_graphs.nodes import make_generate
 from rag_graphs.nodes.builder import compile_method, new_builder
 from rag_graphs.nodes.chat import calls_usage, chat_model
@@ -62,8 +61,8 @@ from rag_graphs.nodes.interrupts import ask_back
 from rag_graphs.nodes.subgraphs import subgraph_node
 from rag_graphs.prompts import load_prompt
 from rag_graphs.search.own import refuse_own_retriever
-from rag_graphs.search.reports import has_reports
 from rag_graphs.search.retrieval import embeddings_for, readable_index
+from rag_graphs.search.structures import LABELS, lacking
 from rag_graphs.state import RagState
 from rag_graphs.store.filters import search_expr
 from rag_graphs.text.question_kinds import Kind, classify_by_examples, examples_file
@@ -74,6 +73,9 @@ FALLBACK_METHOD = "naive"
 NO_TREE_METHOD = "rag_fusion"
 """Where questions routed to RAPTOR go when the collection has no tree (and those routed to
 GraphRAG when it has neither community reports nor a tree)."""
+INSTEAD: dict[str, str] = {"graphrag": "raptor", "raptor": NO_TREE_METHOD}
+"""What runs instead of a method whose declared structures the collection lacks; a method not
+named here falls back to ``FALLBACK_METHOD`` (needs nothing derived, so the chain ends)."""
 
 
 RoutedMethod = Literal[
@@ -128,21 +130,19 @@ def chosen_method(kind: str, ctx: RagContext) -> str:
 
 
 def available_method(kind: str, ctx: RagContext) -> tuple[str, str]:
-    """The method to run for ``kind`` and why, when it is not the route itself: GraphRAG needs
-    the collection's community reports, else RAPTOR runs; RAPTOR needs its tree, else
-    ``NO_TREE_METHOD`` runs instead."""
+    """The method to run for ``kind`` and why, when it is not the route itself (``runnable``)."""
     return runnable(chosen_method(kind, ctx), ctx)
 
 
 def runnable(method: str, ctx: RagContext) -> tuple[str, str]:
-    """``method``, or what runs instead when its index is missing (see ``available_method``), and why."""
-    why = []
-    if method == "graphrag" and not has_reports(ctx):
-        method = "raptor"
-        why.append(f"no community reports for {ctx.collection!r}, so not graphrag")
-    if method == "raptor" and not has_tree(ctx):
-        method = NO_TREE_METHOD
-        why.append(f"no RAPTOR tree for {ctx.collection!r}, so not raptor")
+    """``method``, or what runs instead (``INSTEAD``, else ``FALLBACK_METHOD``) while the collection
+    lacks a structure the method declares it needs (``catalog.REQUIRES``), and why."""
+    why: list[str] = []
+    tried: set[str] = set()
+    while method not in tried and (absent := lacking(ctx, method)):  # a lacking fallback runs, and refuses
+        tried.add(method)
+        why.append(f"no {' and '.join(LABELS[s] for s in absent)} for {ctx.collection!r}, so not {method}")
+        method = INSTEAD.get(method, FALLBACK_METHOD)
     return method, f" ({'; '.join(why)})" if why else ""
 
 

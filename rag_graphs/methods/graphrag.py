@@ -43,7 +43,6 @@ from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
 
 from rag_graphs.config.context import RagContext
-from rag_graphs.config.errors import SetupError
 from rag_graphs.config.runtime import get_context
 from rag_graphs.entity_graph.linking import link_question
 from rag_graphs.entity_graph.rows import has_graph
@@ -60,12 +59,12 @@ from rag_graphs.search.derived import nameable
 from rag_graphs.search.own import refuse_own_retriever
 from rag_graphs.search.reports import (
     entity_reports,
-    has_reports,
     level_reports,
     member_passages,
     question_reports,
 )
 from rag_graphs.search.retrieval import embeddings_for, index_for
+from rag_graphs.search.structures import refuse_missing
 from rag_graphs.state import RagState, usage
 from rag_graphs.text.question_kinds import classify_by_examples, examples_file
 
@@ -116,12 +115,11 @@ def budget_chars(ctx: RagContext) -> int:
 
 
 def choose(state: GraphragState, runtime: Runtime[RagContext]) -> dict:
-    """Refuse a collection without reports; pick global or local search (``graphrag_search``)."""
+    """Refuse a collection without its entity graph or reports (``catalog.REQUIRES``, one line
+    naming the commands that build them); pick global or local search (``graphrag_search``)."""
     ctx = get_context(runtime)
     refuse_own_retriever(ctx, "the graphrag method (the collection's community reports)")
-    if not has_reports(ctx):
-        why = f"no community reports for collection {ctx.collection!r}"
-        raise SetupError(f"{why}: run `rag-graphs graph communities` first")
+    refuse_missing(ctx, "graphrag")  # what catalog.REQUIRES declares: the entity graph, the reports
     if ctx.graphrag_search != "auto":
         search, why = ctx.graphrag_search, "RagContext.graphrag_search"
     else:

@@ -16,9 +16,9 @@ from rag_graphs.config.context import RagContext
 from rag_graphs.ingestion import ingest
 from rag_graphs.ingestion.raptor import build_tree, tree_collection
 from rag_graphs.methods import get_graph
-from rag_graphs.methods.raptor import tree_context
 from rag_graphs.search.retrieval import search
 from rag_graphs.search.sources import delete_sources, source_key
+from rag_graphs.search.tree import tree_context
 from rag_graphs.store import open_index
 from rag_graphs.store.filters import quote
 from tests.unit.test_access_control import Echo
