@@ -112,3 +112,20 @@ def doomed_server(tmp_path) -> Iterator[LlamaServer]:
         yield server
     finally:
         server.kill()
+
+
+@pytest.fixture(scope="session")
+def demo_server(tmp_path_factory, demo_corpus) -> Iterator[str]:
+    """``langgraph dev`` on a free loopback port over the demo corpus (its entity graph, and a RAPTOR
+    tree and community reports written by the scripted chat), with no users file: one server for
+    the files that need no access rules (``test_langgraph_api``, ``test_interrupts_server``), which
+    ``tests/conftest.py`` keeps on one worker. Each test makes its own threads, so none sees
+    another's state. Its URL."""
+    from tests.server.langgraph_server import Batch, build_store, langgraph_server, scripted_chat, served_env
+
+    folder = tmp_path_factory.mktemp("demo-server")
+    with scripted_chat() as chat:
+        env = served_env(folder / "milvus.db", chat)
+        build_store(env, [Batch([str(demo_corpus)])])
+        with langgraph_server(folder, env=env) as url:
+            yield url

@@ -3,26 +3,19 @@
 it on its thread, and ``runs.wait(..., command={"resume": ...})`` finishes it, as a LangGraph
 user resumes any interrupt through ``langgraph-sdk``.
 
-One ``langgraph dev`` on loopback over the demo corpus, answering with the scripted chat
+The session's ``langgraph dev`` on loopback over the demo corpus (``conftest.demo_server``, shared
+with ``test_langgraph_api.py``), answering with the scripted chat
 (``tests/server/langgraph_server.py``); the store comes from the server's environment.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
 import pytest
 from langgraph_sdk import get_sync_client
 
-from tests.server.langgraph_server import (
-    REPLY,
-    Batch,
-    build_store,
-    langgraph_server,
-    scripted_chat,
-    served_env,
-)
+from tests.server.langgraph_server import REPLY
 
 pytestmark = pytest.mark.server
 
@@ -33,13 +26,9 @@ EDITED = ["Who founded the Velmora Institute?", "Where was #1 born?"]
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory, demo_corpus) -> Iterator[str]:
-    folder = tmp_path_factory.mktemp("interrupts-server")
-    with scripted_chat() as chat:
-        env = served_env(folder / "milvus.db", chat)
-        build_store(env, [Batch([str(demo_corpus)])], raptor=False)
-        with langgraph_server(folder, env=env) as url:
-            yield url
+def server(demo_server: str) -> str:
+    """The session's ``langgraph dev`` over the demo corpus (``conftest.demo_server``); its URL."""
+    return demo_server
 
 
 def _waiting_on(client, thread_id: str) -> list[dict]:

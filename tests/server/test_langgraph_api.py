@@ -11,18 +11,16 @@ the path vLLM and OpenAI users take), whose one reply makes every run determinis
 question asked on a used thread must give exactly what it gives on a new one.
 
 Needs ``langgraph-cli[inmem]`` (the ``langgraph-server`` extra, in ``dev``). One server for the
-module; the store comes from its environment (``served_env``), as a deployment's does.
+session, shared with ``test_interrupts_server.py`` (``conftest.demo_server``); the store comes from its
+environment (``served_env``), as a deployment's does.
 """
 
 from __future__ import annotations
-
-from collections.abc import Iterator
 
 import pytest
 from langgraph_sdk import get_sync_client
 
 from rag_graphs.catalog import METHODS
-from tests.server.langgraph_server import Batch, build_store, langgraph_server, scripted_chat, served_env
 
 pytestmark = pytest.mark.server
 
@@ -33,14 +31,9 @@ BUDGET = {"k": 2, "max_hops": 2, "max_steps": 2, "max_answer_tokens": 24, "iterd
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory, demo_corpus) -> Iterator[str]:
-    """``langgraph dev`` on a free loopback port over the demo corpus; its URL."""
-    folder = tmp_path_factory.mktemp("langgraph-api")
-    with scripted_chat() as chat:
-        env = served_env(folder / "milvus.db", chat)
-        build_store(env, [Batch([str(demo_corpus)])])
-        with langgraph_server(folder, env=env) as url:
-            yield url
+def server(demo_server: str) -> str:
+    """The session's ``langgraph dev`` over the demo corpus (``conftest.demo_server``); its URL."""
+    return demo_server
 
 
 MAY_NOT_SEARCH = {"auto", "react", "self_rag"}
