@@ -19,15 +19,11 @@ from typing import TYPE_CHECKING, Any
 from rag_graphs.config.specs import all_of
 from rag_graphs.search.sources import matching_sources, source_key
 from rag_graphs.serve.requests import IndexRequestError
-from rag_graphs.store.collection import QUERY_LIMIT
 from rag_graphs.store.filters import quote, search_expr, starts_with
 
 if TYPE_CHECKING:
     from rag_graphs.config.context import RagContext
     from rag_graphs.store import ChunkIndex
-
-QUERY_WINDOW = QUERY_LIMIT
-"""Rows one Milvus query returns at most (``store.collection.QUERY_LIMIT``)."""
 
 
 def write_labels(ctx: RagContext, tenant: str | None, tags: Sequence[str], where: str) -> dict[str, Any]:

@@ -42,7 +42,7 @@ def check_collection_exists(index: ChunkIndex) -> None:
     Raises:
         SetupError: no such collection (the message lists the ones there are).
     """
-    if index.client.has_collection(index.collection):
+    if index.stored.exists():
         return
     held = sorted(
         name
@@ -71,7 +71,7 @@ def check_dimension(index: ChunkIndex) -> None:
     key = (id(index), id(index.embeddings))
     if key in _DIMENSIONS_CHECKED:
         return
-    fields = index.client.describe_collection(index.collection)["fields"]
+    fields = index.stored.describe()["fields"]
     stored = next((f.get("params", {}).get("dim") for f in fields if f["name"] == DENSE_FIELD), None)
     given = len(index.embeddings.embed_query("dimension probe"))
     if stored is not None and int(stored) != given:

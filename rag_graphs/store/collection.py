@@ -69,12 +69,14 @@ class Collection:
     def properties(self) -> dict[str, Any]:
         return dict(self.describe().get("properties") or {})
 
-    def load(self) -> bool:
-        """True when it exists, loaded once per client for searches; False when it does not."""
+    def load(self, *, again: bool = False) -> bool:
+        """True when it exists, loaded for searches once per client (``again``: whatever this
+        client did before, as a caller that cannot know whether someone released it asks);
+        False when it does not exist."""
         if not self.exists():
             return False
         loaded = _LOADED.setdefault(self.client, set())
-        if self.name not in loaded:
+        if again or self.name not in loaded:
             self.client.load_collection(self.name)
             loaded.add(self.name)
         return True
