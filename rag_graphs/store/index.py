@@ -8,7 +8,8 @@ is created; an existing collection keeps what it was created with.
 
 The index and search parameters (``rag_graphs.store.fields``) are the ones measured to work on
 Milvus Lite 3.2.2 with langchain-milvus 0.4.0 (see docs/architecture.md). Filters, the Milvus Lite path
-checks and the reads live beside this module (``filters``, ``lite``, ``reads``).
+checks, the reads and the collection primitive every read and write goes through live beside this
+module (``filters``, ``lite``, ``reads``, ``collection``).
 """
 
 from __future__ import annotations
@@ -94,6 +95,8 @@ class ChunkIndex(IndexReads):
     embeddings: Embeddings
     hybrid: bool = True
     _fields: list[str] | None = field(default=None, init=False, repr=False)
+    checked_model: Embeddings | None = field(default=None, init=False, repr=False)
+    """The embedding model ``store.checks.check_dimension`` accepted for this collection."""
 
     def __post_init__(self) -> None:
         from langchain_milvus import BM25BuiltInFunction, Milvus

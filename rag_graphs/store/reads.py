@@ -1,5 +1,7 @@
 """Reading a chunk collection: searches (one query or a batch, hybrid or dense) and lookups by
-id, by filter or over everything. ``ChunkIndex`` inherits these; they only read."""
+id, by filter or over everything, all through ``store.collection.Collection`` (``chunks``: what
+readers see; ``stored``: every version, for writers; ``derived``: a collection beside it).
+``ChunkIndex`` inherits these; they only read."""
 
 from __future__ import annotations
 
