@@ -35,6 +35,12 @@ _LOADED: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
 released, and cannot be searched until loaded); keyed by the client itself, not its ``id()``."""
 
 
+_TYPES = {"varchar": "VARCHAR", "vector": "FLOAT_VECTOR", "json": "JSON", "int64": "INT64"}
+"""A ``Field``'s kind -> its pymilvus ``DataType`` name."""
+_SIZES = {"varchar": "max_length", "vector": "dim"}
+"""A ``Field``'s kind -> what its ``size`` is to pymilvus."""
+
+
 @dataclass(frozen=True)
 class Field:
     """One field of a collection ``Collection.create`` makes: ``size`` is a ``varchar``'s
@@ -175,20 +181,12 @@ class Collection:
         on, every vector field indexed with ``vector_index``, strong consistency; loaded."""
         from pymilvus import DataType
 
-        kinds = {"varchar": DataType.VARCHAR, "vector": DataType.FLOAT_VECTOR, "json": DataType.JSON}
-        kinds["int64"] = DataType.INT64
         schema = self.client.create_schema(auto_id=False, enable_dynamic_field=True)
         schema.add_field(PRIMARY_FIELD, DataType.VARCHAR, is_primary=True, max_length=key_chars)
         params = self.client.prepare_index_params()
         for f in fields:
-            size = (
-                {"max_length": f.size}
-                if f.kind == "varchar"
-                else {"dim": f.size}
-                if f.kind == "vector"
-                else {}
-            )
-            schema.add_field(f.name, kinds[f.kind], **size)
+            size = {_SIZES[f.kind]: f.size} if f.kind in _SIZES else {}
+            schema.add_field(f.name, getattr(DataType, _TYPES[f.kind]), **size)
             if f.kind == "vector":
                 params.add_index(field_name=f.name, **vector_index)
         self.client.create_collection(
