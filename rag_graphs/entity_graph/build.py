@@ -47,15 +47,14 @@ from rag_graphs.entity_graph.entities import Extractor, extract, title_mentions
 from rag_graphs.entity_graph.rows import (
     CHUNKS_FIELD,
     COUNT_FIELD,
-    LOOKUP_BATCH,
     MAX_POSTINGS,
     NAME_FIELD,
     ensure_entity_collection,
-    entity_collection,
     entity_rows,
+    entity_table,
     has_graph,
-    upsert_fields,
 )
+from rag_graphs.store.collection import LOOKUP_BATCH
 from rag_graphs.store.fields import DENSE_FIELD, ENTITIES_FIELD, PRIMARY_FIELD, TEXT_FIELD
 from rag_graphs.store.index import ChunkIndex
 from rag_graphs.support.progress import progress_bar
@@ -71,7 +70,8 @@ def add_entities(
     the name otherwise). New entities are embedded with the collection's model
     and inserted; known ones get the chunks appended to their list.
     """
-    name = ensure_entity_collection(index)
+    ensure_entity_collection(index)
+    table = entity_table(index)
     postings: dict[str, list[str]] = {}
     for chunk in chunks:
         cid = str(chunk.metadata.get("chunk_id") or chunk.id)
@@ -93,7 +93,7 @@ def add_entities(
         count = int(row.get(COUNT_FIELD) or 0) + len(added) if full else len(listed)
         updates.append({PRIMARY_FIELD: key, CHUNKS_FIELD: listed, COUNT_FIELD: count})
     for i in range(0, len(updates), batch):
-        upsert_fields(index, name, updates[i : i + batch])
+        table.upsert_fields(updates[i : i + batch])
     missing = [k for k in postings if k not in known]
     for i in range(0, len(missing), batch):
         part = missing[i : i + batch]
@@ -111,7 +111,7 @@ def add_entities(
                     COUNT_FIELD: len(ids),
                 }
             )
-        index.client.insert(name, rows)
+        table.insert(rows)
     index.mark_changed()  # cached graph rankings (any process) are stale now
     return len(missing)
 
@@ -167,19 +167,15 @@ def build_graph(
     if not report.chunks:
         raise ValueError(f"collection {index.collection!r} at {index.uri} is empty: ingest documents first")
     ensure_entity_collection(index)
-    client = index.client
-    done = client.query(index.collection, filter=f"exists {ENTITIES_FIELD}", output_fields=["count(*)"])
-    report.skipped = int(done[0]["count(*)"])
+    report.skipped = index.stored.count(f"exists {ENTITIES_FIELD}")
     bar = progress_bar(
         total=report.chunks, initial=report.skipped, desc="entities", unit="chunk", disable=not progress
     )
     try:
-        for rows in _batches(
-            index,
-            index.collection,
+        for rows in index.stored.iterate(
             [PRIMARY_FIELD, TEXT_FIELD, "title", "headings"],
-            batch,
-            f"not exists {ENTITIES_FIELD}",
+            where=f"not exists {ENTITIES_FIELD}",
+            batch_size=batch,
         ):
             t = time.perf_counter()
             docs = [ChunkIndex._to_document(r) for r in rows]
@@ -196,10 +192,8 @@ def build_graph(
             report.entities_added += add_entities(index, docs, names)
             report.entity_seconds += time.perf_counter() - t
             t = time.perf_counter()
-            upsert_fields(
-                index,
-                index.collection,
-                [{PRIMARY_FIELD: str(d.id), ENTITIES_FIELD: d.metadata[ENTITIES_FIELD]} for d in docs],
+            index.stored.upsert_fields(
+                [{PRIMARY_FIELD: str(d.id), ENTITIES_FIELD: d.metadata[ENTITIES_FIELD]} for d in docs]
             )
             report.write_seconds += time.perf_counter() - t
             report.annotated += len(docs)
@@ -209,7 +203,7 @@ def build_graph(
     if repair:
         report.repaired = repair_entities(index, batch=batch)
     index.flush()
-    client.flush(entity_collection(index.collection))
+    entity_table(index).flush()
     report.seconds = time.perf_counter() - start
     return report
 
@@ -223,8 +217,8 @@ def repair_entities(index: ChunkIndex, *, batch: int = 1000) -> int:
     (``MAX_POSTINGS``) is not missing. A re-created entity is named by its key.
     """
     repaired = 0
-    for rows in _batches(
-        index, index.collection, [PRIMARY_FIELD, ENTITIES_FIELD], batch, f"exists {ENTITIES_FIELD}"
+    for rows in index.stored.iterate(
+        [PRIMARY_FIELD, ENTITIES_FIELD], where=f"exists {ENTITIES_FIELD}", batch_size=batch
     ):
         keys = [k for r in rows for k in r.get(ENTITIES_FIELD) or []]
         listed = {
@@ -256,16 +250,16 @@ def prune_entities(index: ChunkIndex, *, batch: int = 1000) -> int:
     """
     if not has_graph(index):
         return 0
-    name = entity_collection(index.collection)
+    table = entity_table(index)
     postings: dict[str, list[str]] = {}
-    for rows in _batches(
-        index, index.collection, [PRIMARY_FIELD, ENTITIES_FIELD], batch, f"exists {ENTITIES_FIELD}"
+    for rows in index.stored.iterate(
+        [PRIMARY_FIELD, ENTITIES_FIELD], where=f"exists {ENTITIES_FIELD}", batch_size=batch
     ):
         for row in rows:
             for key in row.get(ENTITIES_FIELD) or []:
                 postings.setdefault(key, []).append(row[PRIMARY_FIELD])
     orphans, updates = [], []
-    for rows in _batches(index, name, [PRIMARY_FIELD, CHUNKS_FIELD, COUNT_FIELD], batch, ""):
+    for rows in table.iterate([PRIMARY_FIELD, CHUNKS_FIELD, COUNT_FIELD], batch_size=batch):
         for row in rows:
             ids = postings.get(row[PRIMARY_FIELD])
             if not ids:
@@ -279,17 +273,7 @@ def prune_entities(index: ChunkIndex, *, batch: int = 1000) -> int:
                     }
                 )
     for i in range(0, len(updates), LOOKUP_BATCH):
-        upsert_fields(index, name, updates[i : i + LOOKUP_BATCH])
-    for i in range(0, len(orphans), LOOKUP_BATCH):
-        index.client.delete(name, ids=orphans[i : i + LOOKUP_BATCH])
+        table.upsert_fields(updates[i : i + LOOKUP_BATCH])
+    table.delete(orphans)
     index.mark_changed()  # cached graph rankings (any process) are stale now
     return len(orphans)
-
-
-def _batches(index: ChunkIndex, collection: str, fields: list[str], batch: int, expr: str):
-    iterator = index.client.query_iterator(collection, batch_size=batch, filter=expr, output_fields=fields)
-    try:
-        while rows := iterator.next():
-            yield rows
-    finally:
-        iterator.close()

@@ -99,28 +99,19 @@ class Partition:
 
 
 def read_chunk_entities(index: ChunkIndex, *, batch_size: int = 2000) -> list[ChunkEntities]:
-    """Every chunk's id, entities and labels, without text or vectors."""
-    if not index.client.has_collection(index.collection):
-        return []
+    """Every chunk's id, entities and labels, without text or vectors, as readers see the chunks
+    (a version of a file being replaced on a server is not read: a report is written from what a
+    reader may be shown)."""
     fields = [PRIMARY_FIELD, ENTITIES_FIELD, TENANT_FIELD, TAGS_FIELD]
-    iterator = index.client.query_iterator(
-        index.collection, batch_size=batch_size, filter="", output_fields=fields
-    )
-    out: list[ChunkEntities] = []
-    try:
-        while batch := iterator.next():
-            out.extend(
-                ChunkEntities(
-                    id=str(row[PRIMARY_FIELD]),
-                    entities=tuple(dict.fromkeys(row.get(ENTITIES_FIELD) or [])),
-                    tenant=row.get(TENANT_FIELD),
-                    tags=tuple(sorted(row.get(TAGS_FIELD) or [])),
-                )
-                for row in batch
-            )
-    finally:
-        iterator.close()
-    return out
+    return [
+        ChunkEntities(
+            id=str(row[PRIMARY_FIELD]),
+            entities=tuple(dict.fromkeys(row.get(ENTITIES_FIELD) or [])),
+            tenant=row.get(TENANT_FIELD),
+            tags=tuple(sorted(row.get(TAGS_FIELD) or [])),
+        )
+        for row in index.chunks.scan(fields, batch_size=batch_size)
+    ]
 
 
 def cooccurrence_edges(chunks: Iterable[ChunkEntities]) -> list[tuple[str, str, float]]:

@@ -24,13 +24,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from rag_graphs.entity_graph.entities import Extractor, SpacyExtractor, normalize
-from rag_graphs.entity_graph.rows import CHUNKS_FIELD, COUNT_FIELD, NAME_FIELD, entity_collection, entity_rows
-from rag_graphs.store.fields import DENSE_FIELD, PRIMARY_FIELD
+from rag_graphs.entity_graph.rows import CHUNKS_FIELD, COUNT_FIELD, NAME_FIELD, entity_rows, entity_table
+from rag_graphs.store.fields import _DENSE_SEARCH, DENSE_FIELD, PRIMARY_FIELD
 from rag_graphs.store.index import ChunkIndex
 from rag_graphs.store.keywords import STOP_WORDS
 from rag_graphs.store.reads import embed_queries
 
-_DENSE_SEARCH = {"metric_type": "COSINE", "params": {}}
 ENTITY_FIELDS = [NAME_FIELD, CHUNKS_FIELD, COUNT_FIELD]
 
 LINK_K = 3
@@ -101,13 +100,8 @@ def nearest_entities(
     found: dict[str, dict] = {}
     if not vectors or max(limits, default=0) <= 0:
         return found
-    results = index.client.search(
-        entity_collection(index.collection),
-        data=vectors,
-        anns_field=DENSE_FIELD,
-        search_params=_DENSE_SEARCH,
-        limit=max(limits),
-        output_fields=ENTITY_FIELDS,
+    results = entity_table(index).search(
+        vectors, field=DENSE_FIELD, params=_DENSE_SEARCH, limit=max(limits), fields=ENTITY_FIELDS
     )
     for hits, limit in zip(results, limits, strict=True):
         for hit in list(hits)[:limit]:

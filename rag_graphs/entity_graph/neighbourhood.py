@@ -13,13 +13,11 @@ from typing import NamedTuple
 
 from langchain_core.documents import Document
 
-from rag_graphs.config.specs import all_of
 from rag_graphs.entity_graph.entities import title_keys
-from rag_graphs.entity_graph.rows import CHUNKS_FIELD, COUNT_FIELD, entity_rows, in_filter
+from rag_graphs.entity_graph.rows import CHUNKS_FIELD, COUNT_FIELD, entity_rows
 from rag_graphs.store.fields import ENTITIES_FIELD, PRIMARY_FIELD
 from rag_graphs.store.index import ChunkIndex
 
-_LOOKUP_BATCH = 512
 _TITLE_FIELDS = ["title", "headings"]
 HUB_CHUNKS = 100
 """An entity in more chunks than this is a hub, left out of the walk: it links everything (a
@@ -28,15 +26,9 @@ the neighbourhood before the second hop."""
 
 
 def chunk_rows(index: ChunkIndex, ids: list[str], expr: str | None, fields: list[str]) -> dict[str, dict]:
-    """Stored chunks by id that pass ``expr`` (the rest: deleted or hidden, are left out)."""
-    out: dict[str, dict] = {}
-    expr = index.visible(expr) if ids else expr  # not a version of a file being replaced
-    for i in range(0, len(ids), _LOOKUP_BATCH):
-        rows = index.client.query(
-            index.collection, filter=all_of(in_filter(ids[i : i + _LOOKUP_BATCH]), expr), output_fields=fields
-        )
-        out.update((r[PRIMARY_FIELD], r) for r in rows)
-    return out
+    """Stored chunks by id that pass ``expr`` (the rest: deleted, or hidden while their file is
+    replaced, are left out)."""
+    return index.chunks.get(ids, fields, where=expr)
 
 
 class Neighbourhood(NamedTuple):

@@ -33,7 +33,7 @@ from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel
 
-from rag_graphs.entity_graph.rows import CHUNKS_FIELD, COUNT_FIELD, NAME_FIELD, entity_collection, has_graph
+from rag_graphs.entity_graph.rows import CHUNKS_FIELD, COUNT_FIELD, NAME_FIELD, entity_table, has_graph
 from rag_graphs.eval.metrics import normalize_answer
 from rag_graphs.llm.structured import invoke_structured
 from rag_graphs.prompts import load_prompt
@@ -78,17 +78,14 @@ class SynthResult:
 
 
 def _ids(index: ChunkIndex) -> list[str]:
-    return sorted(
-        str(r[PRIMARY_FIELD]) for r in index.scan(index.collection, [PRIMARY_FIELD], batch_size=_BATCH)
-    )
+    return sorted(str(r[PRIMARY_FIELD]) for r in index.chunks.scan([PRIMARY_FIELD], batch_size=_BATCH))
 
 
 def _links(index: ChunkIndex) -> list[tuple[str, list[str]]]:
     """(entity name, its chunk ids) for the entities that 2 to ``MAX_BRIDGE`` chunks mention."""
     if not has_graph(index):
         return []
-    rows = index.scan(
-        entity_collection(index.collection),
+    rows = entity_table(index).scan(
         [NAME_FIELD, CHUNKS_FIELD],
         where=f"{COUNT_FIELD} >= 2 and {COUNT_FIELD} <= {MAX_BRIDGE}",
         batch_size=_BATCH,

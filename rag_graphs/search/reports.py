@@ -14,11 +14,10 @@ from rag_graphs.config.context import RagContext
 from rag_graphs.config.specs import all_of
 from rag_graphs.search import derived
 from rag_graphs.search.retrieval import index_for, search
+from rag_graphs.store.collection import QUERY_LIMIT
 from rag_graphs.store.filters import ids_filter, quote
 from rag_graphs.store.reports import REPORT_KIND, reports_collection
 
-QUERY_LIMIT = 16_384
-"""Most reports one listing reads (Milvus's largest query limit)."""
 MAX_MEMBERS = 256
 """Most member passages ranked for one answer (one dense search restricted to their ids)."""
 

@@ -99,9 +99,9 @@ class GraphSearcher:
         return (_where(self.index), "graph", self.options, " ".join(sorted(self.index.bm25_stop_words)))
 
     def state(self) -> Hashable:
-        from rag_graphs.entity_graph.rows import entity_collection
+        from rag_graphs.entity_graph.rows import entity_table
 
-        entities = self.index.client.describe_collection(entity_collection(self.index.collection))
+        entities = entity_table(self.index).describe()
         # entity rows change in place (a build, a prune) without touching the chunks' marker
         return (self.index.fingerprint(), entities.get("num_rows"), entities.get("update_timestamp"))
 

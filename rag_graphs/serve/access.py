@@ -25,9 +25,6 @@ if TYPE_CHECKING:
     from rag_graphs.config.context import RagContext
     from rag_graphs.store import ChunkIndex
 
-QUERY_WINDOW = 16_384
-"""Rows one Milvus query returns at most."""
-
 
 def write_labels(ctx: RagContext, tenant: str | None, tags: Sequence[str], where: str) -> dict[str, Any]:
     """The labels to store (``tenant``, ``tags``) for a caller with ``ctx``'s access.
@@ -77,7 +74,7 @@ def caller_sources(
         )
     if expr is not None:
         for target, sources in found.items():
-            partial = [s for s in sources if _count(index, f"source == {quote(s)}") != readable[s]]
+            partial = [s for s in sources if index.chunks.count(f"source == {quote(s)}") != readable[s]]
             if partial:
                 raise IndexRequestError(
                     f"IndexRequest.{field}: {target!r}: {partial[0]!r} holds chunks outside your access"
@@ -94,12 +91,12 @@ def check_writable(index: ChunkIndex, ctx: RagContext, targets: Sequence[tuple[s
         IndexRequestError: naming the field; the source's name is all it tells.
     """
     expr = search_expr(ctx)
-    if expr is None or not targets or not index.client.has_collection(index.collection):
+    if expr is None or not targets or not index.chunks.exists():
         return
     for field, target in targets:
         key = source_key(_typed(target))
         named = f"(source == {quote(key)}) or ({starts_with('source', key.rstrip('/') + '/')})"  # literal
-        if _count(index, named) != _count(index, all_of(named, expr) or named):
+        if index.chunks.count(named) != index.chunks.count(all_of(named, expr) or named):
             raise IndexRequestError(
                 f"{field}: {target!r} is stored already under access you cannot read: "
                 "give it another name (or ask whoever stored it)"
@@ -113,13 +110,4 @@ def _typed(target: str) -> str | Path:
 
 def _sources(index: ChunkIndex, expr: str | None) -> dict[str, int]:
     """Stored sources with their chunk counts under ``expr`` (all when None)."""
-    if not index.client.has_collection(index.collection):
-        return {}
-    return dict(
-        Counter(str(row.get("source")) for row in index.scan(index.collection, ["source"], where=expr or ""))
-    )
-
-
-def _count(index: ChunkIndex, expr: str) -> int:
-    rows = index.client.query(index.collection, filter=expr, output_fields=["count(*)"])
-    return int(rows[0]["count(*)"])
+    return dict(Counter(str(row.get("source")) for row in index.chunks.scan(["source"], where=expr)))

@@ -23,8 +23,8 @@ from rag_graphs.entity_graph.build import add_entities
 from rag_graphs.entity_graph.rows import has_graph
 from rag_graphs.ingestion.report import FileResult
 from rag_graphs.ingestion.storing import store_group
-from rag_graphs.serve.access import QUERY_WINDOW
 from rag_graphs.serve.requests import IndexRequestError
+from rag_graphs.store.collection import QUERY_LIMIT
 from rag_graphs.store.fields import ENTITIES_FIELD, TAGS_FIELD, TENANT_FIELD
 from rag_graphs.store.filters import quote
 
@@ -39,10 +39,10 @@ def stored_chunks(index: ChunkIndex, source: str) -> list[Document]:
         IndexRequestError: the source holds more chunks than one query returns (ingest the
             file again with the new labels instead).
     """
-    chunks = index.where(f"source == {quote(source)}", limit=QUERY_WINDOW)
-    if len(chunks) >= QUERY_WINDOW:
+    chunks = index.where(f"source == {quote(source)}", limit=QUERY_LIMIT)
+    if len(chunks) >= QUERY_LIMIT:
         raise IndexRequestError(
-            f"IndexRequest.relabel: {source!r} has {QUERY_WINDOW} chunks or more: ingest it again "
+            f"IndexRequest.relabel: {source!r} has {QUERY_LIMIT} chunks or more: ingest it again "
             "with the new tenant and tags instead"
         )
     return sorted(chunks, key=lambda c: int(c.metadata.get("chunk_index") or 0))

@@ -1,6 +1,8 @@
 """The Milvus collections, and the only code that talks to Milvus.
 
-``index`` (``ChunkIndex``, ``open_index``), ``filters`` (filter expressions and their safety
+``collection`` (``Collection``: the one primitive every read and write of a collection goes
+through, with Milvus's query limit and the filter hiding a file being replaced), ``index``
+(``ChunkIndex``, ``open_index``), ``filters`` (filter expressions and their safety
 check), ``lite`` (Milvus Lite paths: the one-process lock, damaged manifests, paths that are not
 a store), ``failures`` (a Milvus server that cannot be used, in one line), ``reads``
 (searches and lookups), ``embeddings`` (the embedding model that fills it), ``files`` (one record

@@ -42,7 +42,7 @@ def check_collection_exists(index: ChunkIndex) -> None:
     Raises:
         SetupError: no such collection (the message lists the ones there are).
     """
-    if index.client.has_collection(index.collection):
+    if index.stored.exists():
         return
     held = sorted(
         name
@@ -56,22 +56,20 @@ def check_collection_exists(index: ChunkIndex) -> None:
     )
 
 
-_DIMENSIONS_CHECKED: set[tuple[int, int]] = set()
-
-
 def check_dimension(index: ChunkIndex) -> None:
     """Refuse an embedding model that is not the collection's: another model than the one the
     collection was created with (its name is stored with it; collections from before that
     have none), or vectors of another dimension (it used to end in a faiss ``AssertionError``
-    or an opaque Milvus error mid-run). One check per index and model per process.
+    or an opaque Milvus error mid-run). One check per index and model: the index keeps the model
+    it accepted (a process-wide set of ``id()`` pairs once skipped the check for a new index at a
+    freed one's address).
 
     Raises:
         SetupError: the model differs from the collection's, by name or by dimension.
     """
-    key = (id(index), id(index.embeddings))
-    if key in _DIMENSIONS_CHECKED:
+    if index.checked_model is index.embeddings:
         return
-    fields = index.client.describe_collection(index.collection)["fields"]
+    fields = index.stored.describe()["fields"]
     stored = next((f.get("params", {}).get("dim") for f in fields if f["name"] == DENSE_FIELD), None)
     given = len(index.embeddings.embed_query("dimension probe"))
     if stored is not None and int(stored) != given:
@@ -87,4 +85,4 @@ def check_dimension(index: ChunkIndex) -> None:
             f"{given_name!r} (RagContext.embeddings, RAG_GRAPHS_EMBEDDINGS, --embeddings): set it to "
             f"{built!r}, or ingest into a new collection with this model"
         )
-    _DIMENSIONS_CHECKED.add(key)
+    index.checked_model = index.embeddings

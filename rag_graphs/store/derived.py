@@ -22,6 +22,6 @@ def forget_derived(source: Source, chunk_ids: list[str]) -> int:
         (tree_collection(source.collection), forget_chunks),
         (reports_collection(source.collection), forget_reports),
     ):
-        if source.client.has_collection(name):
+        if source.derived(name).exists():
             removed += forget(source.beside(name), chunk_ids)
     return removed

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rag_graphs.store.collection import QUERY_LIMIT, Field
 from rag_graphs.store.fields import PRIMARY_FIELD
 from rag_graphs.store.filters import ids_filter, quote
 from rag_graphs.store.writing import store_lock
@@ -31,7 +32,7 @@ from rag_graphs.store.writing import store_lock
 log = logging.getLogger(__name__)
 
 SUFFIX = "_files"
-MAX_CHECKED = 16_384 - 1
+MAX_CHECKED = QUERY_LIMIT - 1
 """Chunks of one file the check reads back at most (Milvus's query window); bigger files convert."""
 BATCH_FILES = 1024
 """Files whose records and chunks one pair of queries checks (``unchanged_many``)."""
@@ -117,17 +118,15 @@ class FileRecords:
         self.index = index
         self.settings = settings
         self.name = files_collection(index.collection)
+        self.table = index.derived(self.name)
         self._loaded = False
 
     def _ready(self) -> bool:
-        """True when the records collection exists, loaded (a new process finds it released)."""
-        client = self.index.client
-        if not client.has_collection(self.name):
-            return False
-        if not self._loaded:
-            client.load_collection(self.name)
-            self._loaded = True
-        return True
+        """True when the records collection exists, loaded (a new process finds it released):
+        once per ``FileRecords``, one ingest."""
+        ready = self.table.load(again=not self._loaded)
+        self._loaded = self._loaded or ready
+        return ready
 
     def unchanged(self, source: str, content_hash: str, size: int) -> FileRecord | None:
         """The record of ``source`` when these bytes under these settings are what the collection
@@ -155,9 +154,7 @@ class FileRecords:
 
     def _recorded(self, sources: list[str], digests: dict[str, tuple[str, int]]) -> dict[str, FileRecord]:
         """The records of ``sources`` made from these bytes under these settings (one query)."""
-        rows = self.index.client.query(
-            self.name, filter=ids_filter([_key(s) for s in sources]), output_fields=["*"]
-        )
+        rows = self.table.rows(ids_filter([_key(s) for s in sources]), ["*"])
         matching: dict[str, FileRecord] = {}
         for row in rows:
             try:
@@ -177,12 +174,8 @@ class FileRecords:
         if not records:
             return {}
         expected = sum(r.chunks for r in records.values())
-        stored = self.index.client.query(
-            self.index.collection,
-            filter=f"source in [{', '.join(quote(s) for s in records)}]",
-            output_fields=["source", "doc_hash"],
-            limit=expected + 1,
-        )
+        where = f"source in [{', '.join(quote(s) for s in records)}]"
+        stored = self.index.stored.rows(where, ["source", "doc_hash"], limit=expected + 1)
         if len(stored) > expected and len(records) > 1:
             # More rows than recorded: some file has extra (an old version left). The rows
             # seen are cut at the limit, so which files are whole is read one file at a time.
@@ -207,26 +200,15 @@ class FileRecords:
             with store_lock(self.index.uri):  # one store write at a time (``store.writing``)
                 if not self._ready():
                     self._create()
-                self.index.client.upsert(self.name, data=[r.row() for r in records])
+                self.table.upsert([r.row() for r in records])
         except Exception as exc:  # noqa: BLE001 - the chunks are stored; the next ingest converts again
             log.warning("collection %r: could not record %d file(s): %s", self.name, len(records), exc)
 
     def forget(self, sources: list[str]) -> None:
         """Drop the records of these sources."""
         if sources and self._ready():
-            self.index.client.delete(self.name, ids=[_key(s) for s in sources])
+            self.table.delete([_key(s) for s in sources])
 
     def _create(self) -> None:
-        self.index.client.create_collection(
-            self.name,
-            dimension=2,
-            primary_field_name=PRIMARY_FIELD,
-            id_type="string",
-            max_length=64,
-            vector_field_name=_VECTOR,
-            metric_type="L2",
-            auto_id=False,
-            enable_dynamic_field=True,
-            consistency_level="Strong",
-        )
-        self._loaded = True  # quick setup indexes and loads it
+        index = {"index_type": "AUTOINDEX", "metric_type": "L2"}
+        self.table.create([Field(_VECTOR, "vector", 2)], key_chars=64, vector_index=index)

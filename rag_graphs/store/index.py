@@ -8,7 +8,8 @@ is created; an existing collection keeps what it was created with.
 
 The index and search parameters (``rag_graphs.store.fields``) are the ones measured to work on
 Milvus Lite 3.2.2 with langchain-milvus 0.4.0 (see docs/architecture.md). Filters, the Milvus Lite path
-checks and the reads live beside this module (``filters``, ``lite``, ``reads``).
+checks, the reads and the collection primitive every read and write goes through live beside this
+module (``filters``, ``lite``, ``reads``, ``collection``).
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from rag_graphs.store.fields import (
     VERSION_PROPERTY,
 )
 from rag_graphs.store.files import FileRecords
-from rag_graphs.store.filters import ids_filter, quote
+from rag_graphs.store.filters import quote
 from rag_graphs.store.generations import bump_generation
 from rag_graphs.store.lite import (
     StoreLockedError,
@@ -94,6 +95,8 @@ class ChunkIndex(IndexReads):
     embeddings: Embeddings
     hybrid: bool = True
     _fields: list[str] | None = field(default=None, init=False, repr=False)
+    checked_model: Embeddings | None = field(default=None, init=False, repr=False)
+    """The embedding model ``store.checks.check_dimension`` accepted for this collection."""
 
     def __post_init__(self) -> None:
         from langchain_milvus import BM25BuiltInFunction, Milvus
@@ -159,12 +162,7 @@ class ChunkIndex(IndexReads):
         """The subset of ``ids`` already stored."""
         if not ids or not self._exists():
             return set()
-        found: set[str] = set()
-        for i in range(0, len(ids), _BATCH):
-            batch = ids[i : i + _BATCH]
-            rows = self.client.query(self.collection, filter=ids_filter(batch), output_fields=[PRIMARY_FIELD])
-            found.update(r[PRIMARY_FIELD] for r in rows)
-        return found
+        return set(self.stored.get(ids, [PRIMARY_FIELD]))
 
     def add(self, chunks: list[Document], vectors: list[list[float]] | None = None) -> int:
         """Embed and insert the chunks not stored yet; return how many were new.
@@ -211,7 +209,7 @@ class ChunkIndex(IndexReads):
             except BaseException:
                 # All of a call's chunks or none: a file is never left half-stored.
                 if inserted:
-                    self.client.delete(self.collection, ids=inserted)
+                    self.stored.delete(inserted)
                 raise
             finally:
                 if new:
@@ -228,7 +226,7 @@ class ChunkIndex(IndexReads):
             schema_change(
                 self.uri,
                 f"collection {self.collection!r}'s embedding model",
-                lambda: self.client.alter_collection_properties(self.collection, properties=properties),
+                lambda: self.stored.set_properties(properties),
             )
         except Exception as exc:  # noqa: BLE001 - the dimension check still guards it
             log.warning("collection %r: could not store its embedding model: %s", self.collection, exc)
@@ -255,7 +253,7 @@ class ChunkIndex(IndexReads):
             f"(source == {quote(source)} and doc_hash != {quote(doc_hash)})"
             for source, doc_hash in versions.items()
         )
-        return self.client.query(self.collection, filter=expr, output_fields=[PRIMARY_FIELD, "source"])
+        return self.stored.rows(expr, [PRIMARY_FIELD, "source"])
 
     def changed_sources(self, versions: dict[str, str]) -> dict[str, str]:
         """The entries of ``versions`` (source -> doc_hash) whose source has another version stored."""
@@ -282,9 +280,7 @@ class ChunkIndex(IndexReads):
         if not self._exists():
             return 0
         with self._lock:
-            rows = self.client.query(
-                self.collection, filter=f"source == {quote(source)}", output_fields=[PRIMARY_FIELD]
-            )
+            rows = self.stored.rows(f"source == {quote(source)}", [PRIMARY_FIELD])
             self._delete_rows([r[PRIMARY_FIELD] for r in rows])
             FileRecords(self).forget([source])
         return len(rows)
@@ -308,7 +304,7 @@ class ChunkIndex(IndexReads):
         if not ids:
             return
         forget_derived(self, ids)
-        self.client.delete(self.collection, ids=ids)
+        self.stored.delete(ids)
         self.mark_changed()
         forget_derived(self, ids)
 
@@ -327,7 +323,7 @@ class ChunkIndex(IndexReads):
             schema_change(
                 self.uri,
                 f"collection {self.collection!r}'s version marker",
-                lambda: self.client.alter_collection_properties(self.collection, properties=properties),
+                lambda: self.stored.set_properties(properties),
             )
         except StoreWriteError:
             raise
@@ -338,7 +334,7 @@ class ChunkIndex(IndexReads):
         """The collection's state as any process sees it, which search caches key on: the version
         marker every write rewrites, else (a server refusing custom properties) the row count."""
         try:
-            described = self.client.describe_collection(self.collection)
+            described = self.stored.describe()
         except Exception:  # no such collection (asked only then: one round trip, not two)
             if self._exists():
                 raise
@@ -352,8 +348,7 @@ class ChunkIndex(IndexReads):
 
     def flush(self) -> None:
         """Seal inserted data: search p50 drops from ~125 ms to ~10 ms after a flush."""
-        if self._exists():
-            self.client.flush(self.collection)
+        self.stored.flush()
 
 
 _OPEN: dict[tuple[str, str, int], ChunkIndex] = {}

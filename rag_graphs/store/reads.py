@@ -1,15 +1,16 @@
 """Reading a chunk collection: searches (one query or a batch, hybrid or dense) and lookups by
-id, by filter or over everything. ``ChunkIndex`` inherits these; they only read."""
+id, by filter or over everything, all through ``store.collection.Collection`` (``chunks``: what
+readers see; ``stored``: every version, for writers; ``derived``: a collection beside it).
+``ChunkIndex`` inherits these; they only read."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
-from rag_graphs.config.specs import all_of
+from rag_graphs.store.collection import ITERATE_BATCH, Collection
 from rag_graphs.store.fields import (
     _DENSE_SEARCH,
     _SPARSE_SEARCH,
@@ -21,10 +22,7 @@ from rag_graphs.store.fields import (
     TEXT_FIELD,
     SearchMode,
 )
-from rag_graphs.store.filters import ids_filter
 from rag_graphs.store.keywords import STOP_WORDS, keyword_query
-from rag_graphs.store.lite import is_local
-from rag_graphs.store.replacing import hidden_filter
 
 
 def embed_queries(embeddings: Embeddings, queries: list[str]) -> list[list[float]]:
@@ -115,8 +113,8 @@ class IndexReads:
                     expr=expr,
                 ),
             ]
-            results = self.client.hybrid_search(
-                self.collection, requests, RRFRanker(rrf_k), limit=k, output_fields=self._result_fields()
+            results = self.chunks.hybrid_search(
+                requests, RRFRanker(rrf_k), limit=k, fields=self._result_fields()
             )
         else:
             results = self._search_field(DENSE_FIELD, vectors, k, expr)
@@ -151,25 +149,31 @@ class IndexReads:
         fused = sorted(scores.items(), key=lambda item: -item[1])[:k]
         return dense_hits, [(found[cid], score) for cid, score in fused]
 
+    @property
+    def chunks(self) -> Collection:
+        """The chunk collection as readers see it: one version of each file being replaced."""
+        return Collection(self.client, self.collection, self.uri, versions=True)
+
+    @property
+    def stored(self) -> Collection:
+        """The chunk collection with every stored version: what writers deduplicate, delete and
+        finish replacing against (readers use ``chunks``)."""
+        return Collection(self.client, self.collection, self.uri)
+
+    def derived(self, name: str) -> Collection:
+        """Another collection of this store, derived from its chunks (entity rows, records)."""
+        return Collection(self.client, name, self.uri)
+
     def visible(self, expr: str | None) -> str | None:
-        """``expr`` and, on a server, the filter that shows one version of each file being replaced
-        (``store.replacing``), read with the collection's properties at every read (one round trip).
-        A Milvus Lite path has none to read: its one process finished them when it opened it."""
-        if is_local(self.uri):
-            return expr
-        return all_of(expr, hidden_filter(self.client.describe_collection(self.collection).get("properties")))
+        """``expr`` and the filter that hides a file being replaced (``Collection.visible``)."""
+        return self.chunks.visible(expr)
 
     def _search_field(self, field: str, data: list, k: int, expr: str | None) -> list:
         """Milvus's raw hits, per query, of one ``k``-deep search on one field: ``data`` is query
         vectors for the dense field, query texts for BM25's sparse field."""
-        return self.client.search(
-            self.collection,
-            data=data,
-            anns_field=field,
-            search_params=_DENSE_SEARCH if field == DENSE_FIELD else _SPARSE_SEARCH,
-            limit=k,
-            filter=expr or "",
-            output_fields=self._result_fields(),
+        params = _DENSE_SEARCH if field == DENSE_FIELD else _SPARSE_SEARCH
+        return self.stored.search(
+            data, field=field, params=params, limit=k, fields=self._result_fields(), where=expr
         )
 
     def _scored(self, hits) -> list[tuple[Document, float]]:
@@ -180,103 +184,57 @@ class IndexReads:
         does not admit, are left out."""
         if not ids or not self._exists():
             return []
-        where = all_of(ids_filter(ids), self.visible(expr))
-        rows = self.client.query(self.collection, filter=where, output_fields=self._result_fields())
-        by_id = {r[PRIMARY_FIELD]: self._to_document(r) for r in rows}
-        return [by_id[i] for i in ids if i in by_id]
+        rows = self.chunks.get(ids, self._result_fields(), where=expr)
+        return [self._to_document(rows[i]) for i in ids if i in rows]
 
     def readable_ids(self, ids: list[str], *, expr: str | None = None) -> set[str]:
         """The ids among ``ids`` of chunks stored, seen by readers (``visible``) and admitted by
         ``expr``: ``get`` without reading their text (what the access rule of derived rows asks)."""
         if not ids or not self._exists():
             return set()
-        where = all_of(ids_filter(ids), self.visible(expr))
-        return {
-            str(r[PRIMARY_FIELD])
-            for r in self.client.query(self.collection, filter=where, output_fields=[PRIMARY_FIELD])
-        }
+        return {str(key) for key in self.chunks.get(ids, [PRIMARY_FIELD], where=expr)}
 
     def where(self, expr: str, *, limit: int = 100) -> list[Document]:
         """Stored chunks matching a Milvus filter (at most ``limit``), in no particular order."""
         if not self._exists():
             return []
-        rows = self.client.query(
-            self.collection, filter=self.visible(expr) or "", output_fields=self._result_fields(), limit=limit
-        )
-        return [self._to_document(r) for r in rows]
+        return [self._to_document(r) for r in self.chunks.rows(expr, self._result_fields(), limit=limit)]
 
     def vectors(self, ids: list[str]) -> dict[str, list[float]]:
         """Stored dense vectors by chunk id (rerankers reuse them instead of embedding again)."""
         if not ids or not self._exists():
             return {}
-        rows = self.client.query(self.collection, filter=ids_filter(ids), output_fields=[DENSE_FIELD])
-        return {r[PRIMARY_FIELD]: list(r[DENSE_FIELD]) for r in rows}
+        return {key: list(row[DENSE_FIELD]) for key, row in self.chunks.get(ids, [DENSE_FIELD]).items()}
 
-    def scan(
-        self, collection: str, fields: list[str], *, where: str = "", batch_size: int = 1000
-    ) -> Iterator[dict[str, Any]]:
-        """Every row of ``collection`` (this store's chunks or one derived from them) matching
-        ``where``, with ``fields``, batch by batch; the server-side iterator is closed however the
-        caller stops reading."""
-        iterator = self.client.query_iterator(
-            collection, batch_size=batch_size, filter=where, output_fields=fields
-        )
-        try:
-            while batch := iterator.next():
-                yield from batch
-        finally:
-            iterator.close()
-
-    def iter_chunks(self, *, batch_size: int = 1000) -> list[tuple[Document, list[float]]]:
+    def iter_chunks(self, *, batch_size: int = ITERATE_BATCH) -> list[tuple[Document, list[float]]]:
         """Every stored chunk with its dense vector (for building over a whole collection)."""
-        if not self._exists():
-            return []
-        out: list[tuple[Document, list[float]]] = []
-        iterator = self.client.query_iterator(
-            self.collection, batch_size=batch_size, filter="", output_fields=["*"]
-        )
-        try:
-            while batch := iterator.next():
-                out.extend((self._to_document(row), list(row[DENSE_FIELD])) for row in batch)
-        finally:
-            iterator.close()
-        return out
+        return [
+            (self._to_document(row), list(row[DENSE_FIELD]))
+            for row in self.chunks.scan(["*"], batch_size=batch_size)
+        ]
 
-    def sources(self, *, batch_size: int = 1000) -> dict[str, dict[str, int]]:
+    def sources(self, *, batch_size: int = ITERATE_BATCH) -> dict[str, dict[str, int]]:
         """Chunk counts per kind for every indexed source: ``{source: {"text": 12, "table": 2}}``."""
-        if not self._exists():
-            return {}
         out: dict[str, dict[str, int]] = {}
-        iterator = self.client.query_iterator(
-            self.collection, batch_size=batch_size, filter="", output_fields=["source", "kind"]
-        )
-        try:
-            while batch := iterator.next():
-                for row in batch:
-                    kinds = out.setdefault(str(row.get("source")), {})
-                    kind = str(row.get("kind") or "text")
-                    kinds[kind] = kinds.get(kind, 0) + 1
-        finally:
-            iterator.close()
+        for row in self.chunks.scan(["source", "kind"], batch_size=batch_size):
+            kinds = out.setdefault(str(row.get("source")), {})
+            kind = str(row.get("kind") or "text")
+            kinds[kind] = kinds.get(kind, 0) + 1
         return dict(sorted(out.items()))
 
     def count(self) -> int:
-        """Number of stored chunks."""
-        if not self._exists():
-            return 0
-        rows = self.client.query(self.collection, filter="", output_fields=["count(*)"])
-        return int(rows[0]["count(*)"])
+        """Number of stored chunks, every version (search caches and builds count rows stored)."""
+        return self.stored.count()
 
     def embeddings_name(self) -> str | None:
         """The identity of the embedding model the collection was created with (None: created
         before it was recorded, or not yet created)."""
         if not self._exists():
             return None
-        properties = self.client.describe_collection(self.collection).get("properties") or {}
-        return properties.get(EMBEDDINGS_PROPERTY) or None
+        return self.stored.properties().get(EMBEDDINGS_PROPERTY) or None
 
     def _exists(self) -> bool:
-        return self.client.has_collection(self.collection)
+        return self.stored.exists()
 
     def _result_fields(self) -> list[str]:
         """Fields a search or lookup returns: everything stored but the vectors.
@@ -286,7 +244,7 @@ class IndexReads:
         Read from the schema once (a collection keeps its fields).
         """
         if self._fields is None:
-            info = self.client.describe_collection(self.collection)
+            info = self.stored.describe()
             names = [f["name"] for f in info["fields"] if not f["type"].name.endswith("VECTOR")]
             self._fields = names + (["$meta"] if info.get("enable_dynamic_field") else [])
         return self._fields

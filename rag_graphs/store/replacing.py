@@ -88,7 +88,7 @@ def hidden_filter(properties: Mapping[str, Any] | None) -> str | None:
 
 
 def _properties(index: Any) -> dict[str, Any]:
-    return dict(index.client.describe_collection(index.collection).get("properties") or {})
+    return index.stored.properties()
 
 
 class Replacement:
@@ -137,11 +137,16 @@ def _set(index: Any, key: str, value: str | None) -> None:
 
     def change() -> None:
         if value is None:
-            index.client.drop_collection_properties(index.collection, property_keys=[key])
+            index.stored.drop_properties([key])
         else:
-            index.client.alter_collection_properties(index.collection, properties={key: value})
+            index.stored.set_properties({key: value})
 
     schema_change(index.uri, f"collection {index.collection!r}'s property {key!r}", change)
+
+
+def _version(source: str, doc_hash: str) -> str:
+    """A Milvus filter: the rows of one version of one file."""
+    return f"source == {quote(source)} and doc_hash == {quote(doc_hash)}"
 
 
 def finish_committed(index: Any) -> int:
@@ -170,10 +175,8 @@ def roll_back_inserting(index: Any) -> int:
     records = {k: r for k, r in pending(_properties(index)).items() if r["state"] == INSERTING}
     for key, record in records.items():
         for source, doc_hash in record["versions"].items():
-            rows = index.client.query(
-                index.collection,
-                filter=f"source == {quote(source)} and doc_hash == {quote(doc_hash)}",
-                output_fields=[PRIMARY_FIELD],
+            rows = index.stored.rows(
+                f"source == {quote(source)} and doc_hash == {quote(doc_hash)}", [PRIMARY_FIELD]
             )
             index._delete_rows([r[PRIMARY_FIELD] for r in rows])
         _rewrite(index, key, INSERTING, {})
@@ -198,11 +201,8 @@ def finish_legacy(index: Any) -> None:
     landed = {
         source: doc_hash
         for source, doc_hash in versions.items()
-        if index.client.query(
-            index.collection,
-            filter=f"source == {quote(source)} and doc_hash == {quote(doc_hash)}",
-            output_fields=[PRIMARY_FIELD],
-            limit=1,
+        if index.stored.rows(
+            f"source == {quote(source)} and doc_hash == {quote(doc_hash)}", [PRIMARY_FIELD], limit=1
         )
     }
     removed = index.delete_stale_many(landed)

@@ -18,10 +18,11 @@ finds every level's reports over them: no walk up the parents is needed.
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Protocol, Self, TypeVar
+from typing import Protocol, Self, TypeVar
 
 from langchain_core.documents import Document
 
+from rag_graphs.store.collection import QUERY_LIMIT, Collection
 from rag_graphs.store.filters import quote
 from rag_graphs.store.tree import Tree
 
@@ -31,7 +32,8 @@ class Source(Tree, Protocol):
     them; named by a protocol because the index imports this module)."""
 
     collection: str
-    client: Any
+
+    def derived(self, name: str) -> Collection: ...
 
     def add(self, chunks: list[Document], vectors: list[list[float]] | None = None) -> int: ...
 
@@ -46,7 +48,6 @@ S = TypeVar("S", bound=Source)
 REPORT_KIND = "community_report"
 CHUNKS_FIELD = "chunks"
 _ID_BATCH = 256
-_QUERY_LIMIT = 16_384  # Milvus's largest query limit
 
 
 def reports_collection(collection: str) -> str:
@@ -92,7 +93,7 @@ def reports_over(reports: Tree, chunk_ids: list[str]) -> list[str]:
     for i in range(0, len(ids), _ID_BATCH):
         values = ", ".join(quote(x) for x in ids[i : i + _ID_BATCH])
         expr = f"json_contains_any({CHUNKS_FIELD}, [{values}])"
-        found += [str(d.id) for d in reports.where(expr, limit=_QUERY_LIMIT)]
+        found += [str(d.id) for d in reports.where(expr, limit=QUERY_LIMIT)]
     return list(dict.fromkeys(found))
 
 

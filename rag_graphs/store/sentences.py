@@ -98,15 +98,7 @@ def build_sentences(index: ChunkIndex, *, batch: int = 512, progress=None) -> Se
     The chunks are read first and the iterator closed: embedding a batch takes long enough on a
     busy CPU for the store's connection to drop an iterator left open."""
     children = children_of(index)
-    docs: list[Document] = []
-    iterator = index.client.query_iterator(
-        index.collection, batch_size=1000, filter="", output_fields=index._result_fields()
-    )
-    try:
-        while rows := iterator.next():
-            docs.extend(ChunkIndex._to_document(r) for r in rows)
-    finally:
-        iterator.close()
+    docs = [ChunkIndex._to_document(r) for r in index.stored.scan(index._result_fields())]
     chunks = sentences = added = 0
     for start in range(0, len(docs), batch):
         kids = [s for d in docs[start : start + batch] for s in sentence_rows(d)]
@@ -122,7 +114,7 @@ def build_sentences(index: ChunkIndex, *, batch: int = 512, progress=None) -> Se
 def has_sentences(index: ChunkIndex) -> bool:
     """True when ``index`` has a sentence collection with rows in it."""
     name = sentence_collection(index.collection)
-    return index.client.has_collection(name) and children_of(index).count() > 0
+    return index.derived(name).exists() and children_of(index).count() > 0
 
 
 def search_parents(

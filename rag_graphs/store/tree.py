@@ -8,10 +8,10 @@ from typing import Protocol
 
 from langchain_core.documents import Document
 
+from rag_graphs.store.collection import QUERY_LIMIT
 from rag_graphs.store.filters import quote
 
 _ID_BATCH = 256
-_QUERY_LIMIT = 16_384  # Milvus's largest query limit
 
 
 class Tree(Protocol):
@@ -46,6 +46,6 @@ def _parents(tree: Tree, ids: list[str]) -> list[str]:
     for i in range(0, len(ids), _ID_BATCH):
         values = ", ".join(quote(x) for x in ids[i : i + _ID_BATCH])
         found += [
-            str(d.id) for d in tree.where(f"json_contains_any(children, [{values}])", limit=_QUERY_LIMIT)
+            str(d.id) for d in tree.where(f"json_contains_any(children, [{values}])", limit=QUERY_LIMIT)
         ]
     return list(dict.fromkeys(found))

@@ -18,7 +18,6 @@ from rag_graphs.entity_graph.rows import (
     entity_collection,
     entity_rows,
     has_graph,
-    upsert_fields,
 )
 from rag_graphs.entity_graph.walk import personalized_pagerank
 from rag_graphs.store import ChunkIndex
@@ -182,7 +181,7 @@ def test_whole_row_upsert_where_partial_updates_are_missing(index, monkeypatch):
         return upsert(collection, rows, **kwargs)
 
     monkeypatch.setattr(index.client, "upsert", no_partial)
-    upsert_fields(index, index.collection, [{"pk": "p1", ENTITIES_FIELD: ["korvik"]}])
+    index.stored.upsert_fields([{"pk": "p1", ENTITIES_FIELD: ["korvik"]}])
     [row] = index.client.query(index.collection, filter='pk == "p1"', output_fields=["*"])
     assert row[ENTITIES_FIELD] == ["korvik"] and row["title"] == "Ilsa Brandt"
     assert index.search(chunk("p1").page_content, k=1, mode="hybrid")[0][0].id == "p1"

@@ -229,6 +229,68 @@ def test_no_import_cycle_even_through_lazy_imports(edges: list[Import]) -> None:
     assert not found, f"import cycles: {[sorted(c) for c in found]}"
 
 
+MILVUS_PACKAGES = ("pymilvus", "milvus_lite", "langchain_milvus")
+"""Libraries that talk to Milvus: only ``rag_graphs.store`` imports them."""
+MILVUS_IMPORT_ALLOWED = {"rag_graphs.support.quiet": "pymilvus"}
+"""Module -> the Milvus library it may import for something other than talking to Milvus
+(``quiet`` imports pymilvus so its log handler exists before the filter goes on it)."""
+
+
+def milvus_calls(module: str, tree: ast.AST) -> list[str]:
+    """Where ``module`` talks to Milvus itself: an import of a Milvus library, a read of some
+    object's ``.client`` (the store's ``MilvusClient``), or a ``MilvusClient`` method called on
+    something named ``client``."""
+    from pymilvus import MilvusClient
+
+    methods = {name for name in dir(MilvusClient) if not name.startswith("_")}
+    found = []
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            names = [node.module or ""]
+        for name in names:
+            top = name.partition(".")[0]
+            if top in MILVUS_PACKAGES and MILVUS_IMPORT_ALLOWED.get(module) != top:
+                found.append(f"{module}:{node.lineno} imports {name}")
+        if isinstance(node, ast.Attribute) and node.attr == "client":
+            found.append(f"{module}:{node.lineno} reads {ast.unparse(node)}")
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in methods:
+            owner = node.func.value
+            named = (
+                owner.id
+                if isinstance(owner, ast.Name)
+                else owner.attr
+                if isinstance(owner, ast.Attribute)
+                else ""
+            )
+            if named.lower().endswith("client"):
+                found.append(f"{module}:{node.lineno} calls {ast.unparse(node.func)}")
+    return found
+
+
+def test_the_store_is_the_only_milvus_client() -> None:
+    """``rag_graphs.store`` is the only code that talks to Milvus (docs/architecture.md): every
+    read and write of a collection goes through ``store.collection.Collection``, where the query
+    limit, the iterator loop and the filter hiding a file being replaced are written once. A
+    module that calls the client itself can forget that filter (``communities`` and
+    ``serve.access`` did)."""
+    outside = {
+        m: p
+        for m, p in modules().items()
+        if m != "rag_graphs.store" and not m.startswith("rag_graphs.store.")
+    }
+    sample = ast.parse("rows = index.client.query(name, filter='')\nfrom pymilvus import DataType")
+    assert len(milvus_calls("sample", sample)) == 3  # the walk sees a read, a call and an import
+    found = sorted(
+        hit for m, p in outside.items() for hit in milvus_calls(m, ast.parse(p.read_text(encoding="utf-8")))
+    )
+    assert not found, (
+        "Milvus called outside rag_graphs.store (use store.collection.Collection):\n" + "\n".join(found)
+    )
+
+
 def top_level(package: str) -> list[str]:
     """The modules and subpackages at the top of ``package`` (not its ``__init__``/``__main__``,
     nor data folders without an ``__init__.py``)."""
