@@ -47,7 +47,9 @@ KNOWN: dict[str, str] = {
 DECIDERS = ("rag_graphs.eval", "rag_graphs.methods.auto", "rag_graphs.cli")
 """Modules that build or route by what methods need: they read ``REQUIRES``, never test names."""
 
-EXISTENCE_CALLS = {"has_collection", "count"}
+EXISTENCE_CALLS = {"has_collection", "count", "exists"}
+"""How the store is asked whether a collection is there: the client's own call, or the store's collection
+primitive (``store.collection.Collection.exists``, ``count``)."""
 
 
 def _names(node: ast.AST) -> set[str]:
