@@ -32,6 +32,14 @@ Each feature is a number a person would check before believing a span is the ans
                     it names ("the director of film X": X's passage names the director)
 ``other_title``     the span is the title of another retrieved passage
 ``own_title``       the span is its own passage's title
+
+A table row is read as a sentence whose spans are its cells (``candidates.table_rows``), and its
+column headers count as its words: a cell's ``head`` is its column naming the asked noun (the
+"Capital" column for "what is the capital"), its ``near`` is 1 when its column is one of the
+question's words, its ``bridge`` is the row reached through another of its cells (named by the
+question, or by another passage's sentence holding the question's words: ``_row_bridge``), and
+it has no ``cue``. So a cell is scored on the features a sentence's span is, with the same
+weights: no table was in the data they were fitted on, and none needs a weight of its own.
 """
 
 from __future__ import annotations
@@ -40,10 +48,9 @@ import math
 import re
 from dataclasses import dataclass
 
-from rag_graphs.entity_graph.entities import normalize
 from rag_graphs.store.keywords import STOP_WORDS
 from rag_graphs.text.answer_types import NUMERIC_LABELS, AnswerType
-from rag_graphs.text.candidates import ParsedPassage, Span, date_parts, stem
+from rag_graphs.text.candidates import ParsedPassage, Span, date_parts, normalize, stem
 
 FEATURES = (
     "type",
@@ -166,11 +173,49 @@ def _bridges(
                 for s, sentence in enumerate(other.sentences):
                     if not any(normalize(span.text) == key for span in sentence.spans):
                         continue
-                    share = len(words & (set(sentence.stems) | other.title_stems)) / max(len(words), 1)
+                    share = len(words & (sentence.words | other.title_stems)) / max(len(words), 1)
                     if share > best[0]:
                         best = (share, (p, s))
         found.append(best)
     return found
+
+
+def _named_in(
+    passages: list[ParsedPassage], d: int, name: str, words: frozenset[str]
+) -> tuple[float, tuple[int, int] | None]:
+    """The best share of question words of a sentence outside passage ``d`` that names ``name``,
+    and where that sentence is."""
+    pattern = re.compile(rf"(?<!\w){re.escape(name)}(?!\w)")
+    best: tuple[float, tuple[int, int] | None] = (0.0, None)
+    for p, other in enumerate(passages):
+        if p == d or normalize(name) not in other.keys:
+            continue
+        for s, sentence in enumerate(other.sentences):
+            if pattern.search(sentence.text):
+                share = len(words & (sentence.words | other.title_stems)) / max(len(words), 1)
+                if share > best[0]:
+                    best = (share, (p, s))
+    return best
+
+
+def _row_bridge(
+    passages: list[ParsedPassage], d: int, s: int, cell: Span, words: frozenset[str], question: str
+) -> tuple[float, tuple[int, int] | None]:
+    """A table cell's ``bridge``: the row is reached through one of its other cells, named by the
+    question itself (1) or by another passage's sentence holding the question's words (that
+    sentence's share: "Korvik is a town in the province of *Asterra*" leads to Asterra's row)."""
+    asked = f" {normalize(question)} "
+    best: tuple[float, tuple[int, int] | None] = (0.0, None)
+    for other in passages[d].sentences[s].spans:
+        key = normalize(other.text)
+        if other is cell or other.label in ("CARDINAL", "DATE") or not key:
+            continue
+        if f" {key} " in asked:
+            return (1.0, None)
+        found = _named_in(passages, d, other.text, words)
+        if found[0] > best[0]:
+            best = found
+    return best
 
 
 def relation_hop(passages: list[ParsedPassage], d: int, question: str) -> tuple[int, int] | None:
@@ -181,7 +226,7 @@ def relation_hop(passages: list[ParsedPassage], d: int, question: str) -> tuple[
     if not roles:
         return None
     for s, sentence in enumerate(passages[d].sentences):
-        if not roles & set(sentence.stems):
+        if not roles & sentence.words:
             continue
         for span in sentence.spans:
             if span.label == "PERSON":
@@ -252,21 +297,32 @@ def candidate_features(
             continue
         passage = passages[d]
         sentence = passage.sentences[s]
-        sentence_stems = set(sentence.stems)
+        sentence_stems = sentence.words
+        cell = found is not None and bool(found.column)  # a table cell
+        column = content_words(found.column) if cell else frozenset()  # type: ignore[union-attr]
         head = 0.0
         if typed.head:
             head = (
-                1.0 if stem(typed.head) in span_words else 0.5 if stem(typed.head) in sentence_stems else 0.0
+                1.0
+                if stem(typed.head) in span_words | column
+                else 0.5
+                if stem(typed.head) in sentence_stems
+                else 0.0
             )
         similarity = similarities.get((d, s), 0.0)
         share, bridge_at = bridges[d]
+        if cell:  # its row is where the bridge ends
+            share, bridge_at = _row_bridge(passages, d, s, found, words, question)  # type: ignore[arg-type]
         title_words = content_words(passage.title)
         about = len(title_words & words) / len(title_words) if title_words else 0.0
         features = (
             float(label in typed.labels),
             float(label in LOOSE_LABELS.get(typed.kind, frozenset())),
             float(
-                found is not None and found.token_start > 0 and sentence.tokens[found.token_start - 1] in cues
+                found is not None
+                and not cell
+                and found.token_start > 0
+                and sentence.tokens[found.token_start - 1] in cues
             ),
             float(text[:1].isupper() and typed.kind in ("person", "place", "other")),
             float(label != "TITLE"),
@@ -274,13 +330,13 @@ def candidate_features(
             head,
             restates,
             len(words & (sentence_stems | passage.title_stems)) / max(len(words), 1),
-            _near(words, sentence.stems, found) if found is not None else 0.0,
+            1.0 if column & words else _near(words, sentence.stems, found) if found is not None else 0.0,
             similarity,
             1.0 / (1.0 + d),
             math.log1p(len(holders[key]) - 1),
             share,
             about * onward[d],
-            float(s == 0),
+            float(s == 0 and not cell),
             min(len(key.split()), 10) / 10,
             float(life is not None and label == "DATE" and date_order.get((d, s, found)) == life),
             float(d in targets),
