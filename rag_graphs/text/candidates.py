@@ -47,6 +47,8 @@ _MONTH_FIRST = re.compile(
 _BREAK = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[A-Z0-9\"'(\[])")
 _TABLE = re.compile(r"^\|.*\n\|(?:[ \t]*:?-+:?[ \t]*\|)+[ \t]*(?:\n\|.*)*", re.MULTILINE)
 """A whole Markdown table: its header line, the rule, its rows."""
+_LINE = re.compile(r"\S(?:[^\n]*\S)?")
+"""A line's text without its leading and trailing blanks."""
 _NUMBER = re.compile(r"[-+]?[$€£]?\d[\d,.\s]*%?")
 _ABBREVIATIONS = frozenset(
     "mr mrs ms dr st jr sr co inc ltd vs no mt gen col lt sgt prof rev u.s u.k fr ft sen rep gov "
@@ -219,6 +221,7 @@ def _sentence(text: str, start: int, end: int, ents: list[tuple[int, int, str]])
     spans = []
     inside = [e for e in ents if start <= e[0] and e[1] <= end]
     for a, b, label in inside + _place_chains(inside, text):
+        a, b = a + len(text[a:b]) - len(text[a:b].lstrip()), a + len(text[a:b].rstrip())
         first = next((i for i, w in enumerate(words) if w[1] > a), len(words))
         last = next((i for i, w in enumerate(words) if w[0] >= b), len(words))
         spans.append(Span(text[a:b], label, a - start, b - start, first, max(last, first + 1)))
@@ -286,19 +289,26 @@ def _bounds(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int, tup
     found: list[tuple[int, int, tuple[str, ...] | None]] = []
     prose_at = 0
     for a, b in [*spans, (len(text), len(text))]:
-        prose = text[prose_at:a]
-        found += [
-            (prose_at + x + len(prose[x:y]) - len(prose[x:y].lstrip()), prose_at + y, None)
-            for x, y in sentence_bounds(prose)
-        ]
+        for line in _LINE.finditer(text, prose_at, a):  # a chunk's headings are lines of their own
+            at, prose = line.start(), line.group(0)
+            found += [(at + x, at + y, None) for x, y in sentence_bounds(prose)]
         found += table_rows(text, a, b) if b > a else []
         prose_at = b
     return found
 
 
+def _lines_of(ents: list[tuple[int, int, str]], text: str) -> list[tuple[int, int, str]]:
+    """Entities cut at line breaks: spaCy runs a heading into the next line ("Oda Penn\nEarly")."""
+    out = []
+    for a, b, label in ents:
+        for piece in _LINE.finditer(text, a, b):
+            out.append((piece.start(), piece.end(), label))
+    return out
+
+
 def _parse(doc, title: str) -> ParsedPassage:
     text = doc.text
-    ents = [(e.start_char, e.end_char, e.label_) for e in doc.ents if e.text.strip()]
+    ents = _lines_of([(e.start_char, e.end_char, e.label_) for e in doc.ents if e.text.strip()], text)
     spans = tables(text)
     sentences = tuple(
         _sentence(text, a, b, ents) if header is None else _row(text, a, b, header)

@@ -84,6 +84,8 @@ _ROLES = frozenset(
 )
 _BIRTH = re.compile(r"\b(?:born|birth|birthday)\b", re.IGNORECASE)
 _DEATH = re.compile(r"\b(?:die|died|death|dead)\b", re.IGNORECASE)
+_HEADING = re.compile(r"[^.!?:;]{1,80}")
+"""A heading line: short, with no sentence stop."""
 _QUALIFIER = re.compile(r"\s*\([^()]*\)\s*$")
 """A title's disambiguation ("Mayfair (magazine)"): not part of the answer."""
 LOOSE_LABELS = {
@@ -136,14 +138,26 @@ def answer_key(text: str) -> str:
     return " ".join(words)
 
 
-def _title_label(passage: ParsedPassage) -> str:
-    """The label of the entity spelling the passage's title, else ``TITLE``."""
+def _title_span(passage: ParsedPassage) -> tuple[str, str] | None:
+    """The passage's title as a candidate: (text, label) of the entity spelling it in the first
+    sentences, else (the title without its qualifier, ``TITLE``); None for a file's name that the
+    passage never spells ("ilsa_brandt": an ingested file's title is its name)."""
     key = normalize(passage.title)
     for sentence in passage.sentences[:2]:
         for span in sentence.spans:
             if normalize(span.text) == key:
-                return span.label
-    return "TITLE"
+                return span.text, span.label
+    if "_" in passage.title:
+        return None
+    return _QUALIFIER.sub("", passage.title) or passage.title, "TITLE"
+
+
+def _lead(passage: ParsedPassage) -> int:
+    """The index of the passage's first sentence proper: a chunk's heading lines ("Early life",
+    no closing stop) come before it."""
+    return next(
+        (i for i, sentence in enumerate(passage.sentences) if _HEADING.fullmatch(sentence.text) is None), 0
+    )
 
 
 def _near(question_words: frozenset[str], stems: tuple[str, ...], span: Span) -> float:
@@ -246,8 +260,12 @@ def _relation_targets(question: str, passages: list[ParsedPassage]) -> dict[int,
         title = normalize(_QUALIFIER.sub("", passage.title))
         if title and f" {title} " in key:
             hop = relation_hop(passages, d, question)
-            if hop is not None and hop[0] not in targets:
-                targets[hop[0]] = (d, hop[1])
+            if hop is None:
+                continue
+            person = normalize(passages[hop[0]].title)  # every chunk of the person's document
+            for other, target in enumerate(passages):
+                if other not in targets and other != d and normalize(target.title) == person:
+                    targets[other] = (d, hop[1])
     return targets
 
 
@@ -273,12 +291,13 @@ def candidate_features(
                 for span in date_parts(whole, sentence.text) if whole.label == "DATE" else ():
                     date_order[(d, s, span)] = n
                     n += 1
+    leads = [_lead(passage) for passage in passages]
     onward = [float(any(k in p.keys for k in titles if titles[k] != d)) for d, p in enumerate(passages)]
     raw: list[tuple[str, str, str, int, int, Span | None]] = []
     for d, passage in enumerate(passages):
-        if passage.title and passage.sentences:
-            title = _QUALIFIER.sub("", passage.title) or passage.title
-            raw.append((title, _title_label(passage), answer_key(title), d, 0, None))
+        title = _title_span(passage) if passage.title and passage.sentences else None
+        if title is not None:
+            raw.append((title[0], title[1], answer_key(title[0]), d, 0, None))
         for s, sentence in enumerate(passage.sentences):
             for whole in sentence.spans:
                 for span in date_parts(whole, sentence.text):
@@ -336,9 +355,14 @@ def candidate_features(
             math.log1p(len(holders[key]) - 1),
             share,
             about * onward[d],
-            float(s == 0 and not cell),
+            float(s == leads[d] and not cell),
             min(len(key.split()), 10) / 10,
-            float(life is not None and label == "DATE" and date_order.get((d, s, found)) == life),
+            float(
+                typed.kind == "date"
+                and life is not None
+                and label == "DATE"
+                and date_order.get((d, s, found)) == life
+            ),
             float(d in targets),
             float(titles.get(normalize(text), d) != d),
             float(found is None),
