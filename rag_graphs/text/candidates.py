@@ -11,7 +11,11 @@ spaCy is the NER-only pipeline ``entity_graph.entities.load_spacy()`` already lo
 search's question linking (one copy per process, no parser): the parser would double the
 reader's cost (the budget is 50 ms a question) for noun chunks, which were the only right
 candidate of 13% of HotpotQA questions and 2-3% of 2Wiki and MuSiQue ones (``bench/reader_fit.py``,
-BENCHMARKS.md). Sentences are split by rule (``sentence_bounds``). A passage's parse is
+BENCHMARKS.md). Sentences are split by rule (``sentence_bounds``), and every line is at least
+one (an ingested chunk leads with its headings, one a line). A Markdown table (ingest writes every
+table as one) is read row by row: each row is a sentence, each cell a span labelled by its
+column's header ("Capital" -> GPE, ``answer_types.column_label``), spaCy's labels being noise on
+cells torn from their sentences. A passage's parse is
 reduced to plain tuples and kept in a small LRU cache keyed by its text, so a passage read
 again (a loop's next step, or the next question that retrieves it) costs a look-up.
 """
