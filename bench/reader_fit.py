@@ -8,6 +8,7 @@ setting (graph search, k=5) is ``rag-graphs eval --reader extract``.
     .venv/bin/python bench/reader_fit.py --fit            # refit weights on the TUNE halves, write them
     .venv/bin/python bench/reader_fit.py                  # measure the shipped weights, tune vs check
     .venv/bin/python bench/reader_fit.py --timing 60      # ms per question, cold parse cache
+    .venv/bin/python bench/reader_fit.py --threshold-only # shipped weights, threshold re-chosen on tune
 
 Fitting: every candidate span of a tune-half question gets its feature vector
 (``reader_features.FEATURES``); a span is right when it exactly matches the gold answer or an
@@ -132,6 +133,11 @@ def main() -> None:
     parser.add_argument("--datasets", default=",".join(DATASETS))
     parser.add_argument("--limit", type=int, default=0, help="questions per dataset at most (0: all)")
     parser.add_argument("--fit", action="store_true", help="refit on the tune halves and write the weights")
+    parser.add_argument(
+        "--threshold-only",
+        action="store_true",
+        help="keep the shipped weights, re-choose the threshold on the tune halves and write it",
+    )
     parser.add_argument("--l2", type=float, default=0.01)
     parser.add_argument("--abstain-cost", type=float, default=0.01, help="F1 abstaining may lose")
     parser.add_argument("--no-embeddings", action="store_true")
@@ -164,6 +170,16 @@ def main() -> None:
         reader.load_weights.cache_clear()
         threshold = choose_threshold(rows, embeddings, args.abstain_cost)
         write_weights(weights, threshold, args)
+        reader.load_weights.cache_clear()
+    elif args.threshold_only:
+        shipped = reader.load_weights()
+        threshold = choose_threshold(rows, embeddings, args.abstain_cost)
+        print(f"threshold {shipped.threshold} -> {threshold}", flush=True)
+        note = (
+            f" Weights kept, threshold re-chosen by --threshold-only --limit {args.limit}"
+            f" (was {shipped.threshold})."
+        )
+        write_weights(np.asarray(shipped.weights), threshold, args, note)
         reader.load_weights.cache_clear()
     report(rows, embeddings, args.out)
     save()
@@ -216,13 +232,13 @@ def choose_threshold(rows, embeddings, cost: float) -> float:
     return round(threshold, 4)
 
 
-def write_weights(w: np.ndarray, threshold: float, args) -> None:
+def write_weights(w: np.ndarray, threshold: float, args, note: str = "") -> None:
     payload = {
         "_how": (
             "Fitted by bench/reader_fit.py --fit on the TUNE halves (rag_graphs.eval.halves) of "
             f"{args.datasets}, oracle and distractor settings pooled: softmax over each question's "
             f"candidates, L2 {args.l2}; threshold: the highest confidence under which abstaining on every "
-            f"tune answer loses at most {args.abstain_cost} F1 per question."
+            f"tune answer loses at most {args.abstain_cost} F1 per question." + note
         ),
         "weights": dict(zip(FEATURES, [round(float(v), 4) for v in w], strict=True)),
         "threshold": threshold,

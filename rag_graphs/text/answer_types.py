@@ -141,6 +141,17 @@ def _head(question: str) -> str:
     return ""
 
 
+def column_label(header: str) -> str:
+    """The spaCy label a table column's cells stand for, read off its header's nouns ("Capital"
+    -> GPE, "Year founded" -> DATE, "Director" -> PERSON), or "" when the header names none of
+    them: spaCy's small model labels cells torn out of their sentences at random."""
+    words = {w.lower() for w in _WORD.findall(header)}
+    for nouns, label in ((_DATE_NOUNS, "DATE"), (_PLACE_NOUNS, "GPE"), (_PERSON_NOUNS, "PERSON")):
+        if words & nouns:
+            return label
+    return ""
+
+
 def answer_type(question: str) -> AnswerType:
     """The answer type of ``question`` by its wh-word, head noun and "A or B" options."""
     text = " ".join(question.split())

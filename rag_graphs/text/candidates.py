@@ -11,20 +11,28 @@ spaCy is the NER-only pipeline ``entity_graph.entities.load_spacy()`` already lo
 search's question linking (one copy per process, no parser): the parser would double the
 reader's cost (the budget is 50 ms a question) for noun chunks, which were the only right
 candidate of 13% of HotpotQA questions and 2-3% of 2Wiki and MuSiQue ones (``bench/reader_fit.py``,
-BENCHMARKS.md). Sentences are split by rule (``sentence_bounds``). A passage's parse is
+BENCHMARKS.md). Sentences are split by rule (``sentence_bounds``), and every line is at least
+one (an ingested chunk leads with its headings, one a line). A Markdown table (ingest writes every
+table as one) is read row by row: each row is a sentence, each cell a span labelled by its
+column's header ("Capital" -> GPE, ``answer_types.column_label``), spaCy's labels being noise on
+cells torn from their sentences. A passage's parse is
 reduced to plain tuples and kept in a small LRU cache keyed by its text, so a passage read
 again (a loop's next step, or the next question that retrieves it) costs a look-up.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property, lru_cache
 
-from rag_graphs.entity_graph.entities import load_spacy, normalize
+from rag_graphs.entity_graph.entities import load_spacy
+from rag_graphs.entity_graph.entities import normalize as _normalize
+from rag_graphs.text.answer_types import column_label
 
 CACHE_SIZE = 4096
 """Parsed passages kept (each a few kilobytes of tuples)."""
@@ -32,12 +40,20 @@ MAX_CHARS = 20_000
 """Characters of one passage read at most (spaCy's cost grows with length; the answer of a
 retrieved chunk is in its first pages)."""
 _WORD = re.compile(r"\w+")
+normalize = lru_cache(maxsize=65536)(_normalize)
+"""The entity key of a span (``entity_graph.entities.normalize``), memoised: a read keys the
+same spans and titles many times over."""
 _RANGE = re.compile(r"\s+[–—-]\s+|\s*[–—]\s*")
 _DAY_BEFORE = re.compile(r"\b([0-3]?[0-9])\s+$")
 _MONTH_FIRST = re.compile(
     r"(?:January|February|March|April|May|June|July|August|September|October|November|December)\b"
 )
 _BREAK = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[A-Z0-9\"'(\[])")
+_TABLE = re.compile(r"^\|.*\n\|(?:[ \t]*:?-+:?[ \t]*\|)+[ \t]*(?:\n\|.*)*", re.MULTILINE)
+"""A whole Markdown table: its header line, the rule, its rows."""
+_LINE = re.compile(r"\S(?:[^\n]*\S)?")
+"""A line's text without its leading and trailing blanks."""
+_NUMBER = re.compile(r"[-+]?[$€£]?\d[\d,.\s]*%?")
 _ABBREVIATIONS = frozenset(
     "mr mrs ms dr st jr sr co inc ltd vs no mt gen col lt sgt prof rev u.s u.k fr ft sen rep gov "
     "capt maj jan feb mar apr aug sep sept oct nov dec".split()
@@ -68,6 +84,8 @@ class Span:
     end: int
     token_start: int
     token_end: int
+    column: str = ""
+    """A table cell's column header ("Capital"), "" for a span of prose."""
 
 
 @dataclass(frozen=True)
@@ -79,6 +97,14 @@ class ParsedSentence:
     spans: tuple[Span, ...]
     stems: tuple[str, ...]
     """Each token's stem, in order (a stem's position is its token's)."""
+    header: tuple[str, ...] = ()
+    """A table row's column headers (its cells' ``column``); () for a sentence of prose."""
+
+    @cached_property
+    def words(self) -> frozenset[str]:
+        """The stems the sentence says: its tokens', and a table row's headers' (a row says
+        "Capital: Lunmar" though only "Lunmar" is written in it)."""
+        return frozenset(self.stems) | frozenset(stem(w) for h in self.header for w in _WORD.findall(h))
 
 
 @dataclass(frozen=True)
@@ -121,7 +147,15 @@ def date_parts(span: Span, sentence: str = "") -> list[Span]:
         at = start + len(piece)
         if piece.strip():
             parts.append(
-                Span(piece, "DATE", span.start + start, span.start + at, span.token_start, span.token_end)
+                Span(
+                    piece,
+                    "DATE",
+                    span.start + start,
+                    span.start + at,
+                    span.token_start,
+                    span.token_end,
+                    span.column,
+                )
             )
     if not parts:
         return [span]
@@ -139,6 +173,7 @@ def date_parts(span: Span, sentence: str = "") -> list[Span]:
             first.end,
             first.token_start,
             first.token_end,
+            first.column,
         )
     return parts
 
@@ -190,6 +225,7 @@ def _sentence(text: str, start: int, end: int, ents: list[tuple[int, int, str]])
     spans = []
     inside = [e for e in ents if start <= e[0] and e[1] <= end]
     for a, b, label in inside + _place_chains(inside, text):
+        a, b = a + len(text[a:b]) - len(text[a:b].lstrip()), a + len(text[a:b].rstrip())
         first = next((i for i, w in enumerate(words) if w[1] > a), len(words))
         last = next((i for i, w in enumerate(words) if w[0] >= b), len(words))
         spans.append(Span(text[a:b], label, a - start, b - start, first, max(last, first + 1)))
@@ -197,11 +233,94 @@ def _sentence(text: str, start: int, end: int, ents: list[tuple[int, int, str]])
     return ParsedSentence(sentence, tokens, tuple(spans), tuple(stem(t) for t in tokens))
 
 
+def _cells(line: str) -> list[tuple[int, int]]:
+    """(start, end) of each cell of a Markdown table row, stripped, inside ``line``."""
+    bars = [i for i, c in enumerate(line) if c == "|" and (i == 0 or line[i - 1] != "\\")]
+    cells = []
+    for a, b in itertools.pairwise(bars):
+        inner = line[a + 1 : b]
+        lead = len(inner) - len(inner.lstrip())
+        cells.append((a + 1 + lead, a + 1 + len(inner.rstrip())))
+    return cells
+
+
+def tables(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each Markdown table in ``text`` (ingest writes every table as one): a
+    ``|`` line, a rule line (``|---|---|``), then its rows, the ``|`` lines that follow."""
+    return [m.span() for m in _TABLE.finditer(text)]
+
+
+def table_rows(text: str, start: int, end: int) -> list[tuple[int, int, tuple[str, ...]]]:
+    """The data rows of the table at ``text[start:end]``: (start, end) of each row's line and the
+    table's column headers."""
+    lines, at = [], start
+    for line in text[start:end].split("\n"):
+        lines.append((at, at + len(line.rstrip())))
+        at += len(line) + 1
+    head = text[lines[0][0] : lines[0][1]]
+    header = tuple(head[a:b] for a, b in _cells(head))
+    return [(a, b, header) for a, b in lines[2:] if text[a:b].startswith("|")]
+
+
+def _cell_label(cell: str, column: str) -> str:
+    """A cell's label: its column's (``column_label``), a number's, else ``CELL``."""
+    label = column_label(column)
+    if _NUMBER.fullmatch(cell):
+        return "DATE" if label == "DATE" else "CARDINAL"
+    return label or "CELL"
+
+
+def _row(text: str, start: int, end: int, header: tuple[str, ...]) -> ParsedSentence:
+    """One table row as a sentence: its line verbatim, each non-empty cell a span labelled by its
+    column (``Span.column``), the row's headers kept beside it (``ParsedSentence.header``)."""
+    line = text[start:end]
+    words = list(_WORD.finditer(line))
+    spans = []
+    for column, (a, b) in zip(header, _cells(line), strict=False):
+        cell = line[a:b]
+        if not _WORD.search(cell):
+            continue
+        first = next((i for i, w in enumerate(words) if w.end() > a), len(words))
+        last = next((i for i, w in enumerate(words) if w.start() >= b), len(words))
+        spans.append(Span(cell, _cell_label(cell, column), a, b, first, max(last, first + 1), column))
+    tokens = tuple(w.group(0).lower() for w in words)
+    return ParsedSentence(line, tokens, tuple(spans), tuple(stem(t) for t in tokens), header)
+
+
+def _bounds(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int, tuple[str, ...] | None]]:
+    """Sentences and table rows of ``text`` in order: (start, end, the row's headers or None);
+    ``spans`` are its tables (``tables``)."""
+    found: list[tuple[int, int, tuple[str, ...] | None]] = []
+    prose_at = 0
+    for a, b in [*spans, (len(text), len(text))]:
+        for line in _LINE.finditer(text, prose_at, a):  # a chunk's headings are lines of their own
+            at, prose = line.start(), line.group(0)
+            found += [(at + x, at + y, None) for x, y in sentence_bounds(prose)]
+        found += table_rows(text, a, b) if b > a else []
+        prose_at = b
+    return found
+
+
+def _lines_of(ents: list[tuple[int, int, str]], text: str) -> list[tuple[int, int, str]]:
+    """Entities cut at line breaks: spaCy runs a heading into the next line ("Oda Penn\nEarly")."""
+    out = []
+    for a, b, label in ents:
+        for piece in _LINE.finditer(text, a, b):
+            out.append((piece.start(), piece.end(), label))
+    return out
+
+
 def _parse(doc, title: str) -> ParsedPassage:
     text = doc.text
-    ents = [(e.start_char, e.end_char, e.label_) for e in doc.ents if e.text.strip()]
-    sentences = tuple(_sentence(text, a, b, ents) for a, b in sentence_bounds(text))
-    keys = {normalize(text[a:b]) for a, b, _ in ents}
+    ents = _lines_of([(e.start_char, e.end_char, e.label_) for e in doc.ents if e.text.strip()], text)
+    spans = tables(text)
+    sentences = tuple(
+        _sentence(text, a, b, ents) if header is None else _row(text, a, b, header)
+        for a, b, header in _bounds(text, spans)
+    )
+    # a table's keys are its cells: spaCy's entities in a table are cut at random
+    keys = {normalize(text[a:b]) for a, b, _ in ents if not any(x <= a < y for x, y in spans)}
+    keys |= {normalize(span.text) for sentence in sentences if sentence.header for span in sentence.spans}
     if title:
         keys.add(normalize(title))
     keys.discard("")

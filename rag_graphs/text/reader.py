@@ -24,8 +24,11 @@ the reason, instead of a guess.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -46,8 +49,9 @@ _YEAR = re.compile(r"\b1[0-9]{3}\b|\b20[0-9]{2}\b")
 """A question asking for a year gets the year of the winning date ("July 16, 1911" -> "1911")."""
 WEIGHTS_PATH = Path(__file__).parents[1] / "data" / "reader_weights.json"
 MAX_SIMILARITY_SENTENCES = 16
-"""Sentences embedded per question at most (the ones with the most question words): the
-embedding call is most of the reader's cost."""
+"""Sentences whose similarity is measured per question at most (the ones with the most question
+words); of those, only the contenders' are embedded (``_with_similarity``)."""
+_SIMILARITY = FEATURES.index("similarity")
 
 
 @dataclass(frozen=True)
@@ -106,27 +110,103 @@ def _no_evidence(kind: str, reason: str) -> Reading:
     return Reading("", kind, "", None, (), 0.0, True, reason)
 
 
-def sentence_similarities(
-    question: str, passages: list[ParsedPassage], embeddings: Embeddings | None
-) -> dict[tuple[int, int], float]:
-    """Cosine of the question with the sentences holding most of its words, in one embedding call."""
-    if embeddings is None:
-        return {}
+def similarity_sentences(question: str, passages: list[ParsedPassage]) -> list[tuple[int, int]]:
+    """(passage, sentence) of the sentences whose similarity is measured: the
+    ``MAX_SIMILARITY_SENTENCES`` holding the most question words (with their passage's title)."""
     words = content_words(question)
     scored = []
     for d, passage in enumerate(passages):
         for s, sentence in enumerate(passage.sentences):
-            overlap = len(words & set(sentence.stems)) + len(words & passage.title_stems)
+            overlap = len(words & sentence.words) + len(words & passage.title_stems)
             scored.append((-overlap, d, s))
-    chosen = sorted(scored)[:MAX_SIMILARITY_SENTENCES]
+    return [(d, s) for _, d, s in sorted(scored)[:MAX_SIMILARITY_SENTENCES]]
+
+
+def sentence_similarities(
+    question: str,
+    passages: list[ParsedPassage],
+    embeddings: Embeddings | None,
+    only: set[tuple[int, int]] | None = None,
+) -> dict[tuple[int, int], float]:
+    """Cosine of the question with ``similarity_sentences`` (those in ``only``, when given), in
+    one embedding call; sentence vectors are kept by text (``_VECTORS``), so a passage read again
+    costs no model call."""
+    if embeddings is None:
+        return {}
+    chosen = [at for at in similarity_sentences(question, passages) if only is None or at in only]
     if not chosen:
         return {}
-    texts = [passages[d].sentences[s].text for _, d, s in chosen]
-    vectors = np.asarray(embeddings.embed_documents(texts), dtype=float)
+    vectors = np.asarray(
+        _VECTORS.embed(embeddings, [passages[d].sentences[s].text for d, s in chosen]), dtype=float
+    )
     query = np.asarray(embed_queries(embeddings, [question])[0], dtype=float)
     norms = np.linalg.norm(vectors, axis=1) * (np.linalg.norm(query) or 1.0)
     cosines = vectors @ query / np.where(norms == 0, 1.0, norms)
-    return {(d, s): float(c) for (_, d, s), c in zip(chosen, cosines, strict=True)}
+    return {at: float(c) for at, c in zip(chosen, cosines, strict=True)}
+
+
+class _VectorCache:
+    """Sentence vectors by text, for one embedding model at a time: a read with another model
+    object empties it (the model is held, so its identity cannot pass to a new object)."""
+
+    size = 8192
+    """Vectors kept (a few megabytes for MiniLM)."""
+
+    def __init__(self) -> None:
+        self.model: Embeddings | None = None
+        self.vectors: OrderedDict[str, list[float]] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def embed(self, embeddings: Embeddings, texts: list[str]) -> list[list[float]]:
+        """``embeddings.embed_documents(texts)``, the texts embedded before looked up."""
+        with self.lock:
+            if self.model is not embeddings:
+                self.model, self.vectors = embeddings, OrderedDict()
+            found = {t: self.vectors[t] for t in texts if t in self.vectors}
+        missing = [t for t in dict.fromkeys(texts) if t not in found]
+        if missing:
+            fresh = dict(zip(missing, embeddings.embed_documents(missing), strict=True))
+            found.update(fresh)
+            with self.lock:
+                if self.model is embeddings:
+                    self.vectors.update(fresh)
+                    while len(self.vectors) > self.size:
+                        self.vectors.popitem(last=False)
+        return [found[t] for t in texts]
+
+
+_VECTORS = _VectorCache()
+
+
+def _with_similarity(
+    question: str,
+    passages: list[ParsedPassage],
+    candidates: list[Candidate],
+    embeddings: Embeddings,
+    weights: Weights,
+) -> list[Candidate]:
+    """``candidates`` with their sentence's similarity, measured only where it can change the
+    answer: a cosine moves a score by at most ``2 * |w|`` (w the similarity weight, cosines in
+    [-1, 1]), so only the sentences of candidates scoring within that of the best without it
+    are embedded (the rest keep 0, as sentences beyond ``MAX_SIMILARITY_SENTENCES`` always did).
+    The winner is the one embedding every measured sentence would give; embedding is most of the
+    reader's cost with an embedder (issue 51: < 50 ms a question)."""
+    w = weights.weights[_SIMILARITY]
+    scores = np.asarray([c.features for c in candidates]) @ np.asarray(weights.weights)
+    reach = scores.max() - 2 * abs(w)
+    contenders = {
+        (c.doc_index, c.sentence) for c, score in zip(candidates, scores, strict=True) if score >= reach
+    }
+    similarities = sentence_similarities(question, passages, embeddings, only=contenders)
+    return [
+        dataclasses.replace(
+            c,
+            features=c.features[:_SIMILARITY]
+            + (similarities.get((c.doc_index, c.sentence), 0.0),)
+            + c.features[_SIMILARITY + 1 :],
+        )
+        for c in candidates
+    ]
 
 
 def parsed_documents(documents: Sequence[Document]) -> list[ParsedPassage]:
@@ -168,8 +248,9 @@ def read(
     passages = parsed_documents(documents)
     if typed.kind in ("which_of_two", "yes_no"):
         return _decide(question, typed, passages)
-    similarities = sentence_similarities(question, passages, embeddings)
-    candidates = candidate_features(question, typed, passages, similarities)
+    candidates = candidate_features(question, typed, passages, {})
+    if embeddings is not None and candidates:
+        candidates = _with_similarity(question, passages, candidates, embeddings, weights)
     if not candidates:
         return _no_evidence(
             typed.kind, f"no {typed.kind} candidate in the passages that is not part of the question"

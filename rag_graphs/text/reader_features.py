@@ -32,6 +32,14 @@ Each feature is a number a person would check before believing a span is the ans
                     it names ("the director of film X": X's passage names the director)
 ``other_title``     the span is the title of another retrieved passage
 ``own_title``       the span is its own passage's title
+
+A table row is read as a sentence whose spans are its cells (``candidates.table_rows``), and its
+column headers count as its words: a cell's ``head`` is its column naming the asked noun (the
+"Capital" column for "what is the capital"), its ``near`` is 1 when its column is one of the
+question's words, its ``bridge`` is the row reached through another of its cells (named by the
+question, or by another passage's sentence holding the question's words: ``_row_bridge``), and
+it has no ``cue``. So a cell is scored on the features a sentence's span is, with the same
+weights: no table was in the data they were fitted on, and none needs a weight of its own.
 """
 
 from __future__ import annotations
@@ -40,10 +48,9 @@ import math
 import re
 from dataclasses import dataclass
 
-from rag_graphs.entity_graph.entities import normalize
 from rag_graphs.store.keywords import STOP_WORDS
 from rag_graphs.text.answer_types import NUMERIC_LABELS, AnswerType
-from rag_graphs.text.candidates import ParsedPassage, Span, date_parts, stem
+from rag_graphs.text.candidates import ParsedPassage, Span, date_parts, normalize, stem
 
 FEATURES = (
     "type",
@@ -77,6 +84,8 @@ _ROLES = frozenset(
 )
 _BIRTH = re.compile(r"\b(?:born|birth|birthday)\b", re.IGNORECASE)
 _DEATH = re.compile(r"\b(?:die|died|death|dead)\b", re.IGNORECASE)
+_HEADING = re.compile(r"[^.!?:;]{1,80}")
+"""A heading line: short, with no sentence stop."""
 _QUALIFIER = re.compile(r"\s*\([^()]*\)\s*$")
 """A title's disambiguation ("Mayfair (magazine)"): not part of the answer."""
 LOOSE_LABELS = {
@@ -129,14 +138,26 @@ def answer_key(text: str) -> str:
     return " ".join(words)
 
 
-def _title_label(passage: ParsedPassage) -> str:
-    """The label of the entity spelling the passage's title, else ``TITLE``."""
+def _title_span(passage: ParsedPassage) -> tuple[str, str] | None:
+    """The passage's title as a candidate: (text, label) of the entity spelling it in the first
+    sentences, else (the title without its qualifier, ``TITLE``); None for a file's name that the
+    passage never spells ("ilsa_brandt": an ingested file's title is its name)."""
     key = normalize(passage.title)
     for sentence in passage.sentences[:2]:
         for span in sentence.spans:
             if normalize(span.text) == key:
-                return span.label
-    return "TITLE"
+                return span.text, span.label
+    if "_" in passage.title:
+        return None
+    return _QUALIFIER.sub("", passage.title) or passage.title, "TITLE"
+
+
+def _lead(passage: ParsedPassage) -> int:
+    """The index of the passage's first sentence proper: a chunk's heading lines ("Early life",
+    no closing stop) come before it."""
+    return next(
+        (i for i, sentence in enumerate(passage.sentences) if _HEADING.fullmatch(sentence.text) is None), 0
+    )
 
 
 def _near(question_words: frozenset[str], stems: tuple[str, ...], span: Span) -> float:
@@ -166,11 +187,49 @@ def _bridges(
                 for s, sentence in enumerate(other.sentences):
                     if not any(normalize(span.text) == key for span in sentence.spans):
                         continue
-                    share = len(words & (set(sentence.stems) | other.title_stems)) / max(len(words), 1)
+                    share = len(words & (sentence.words | other.title_stems)) / max(len(words), 1)
                     if share > best[0]:
                         best = (share, (p, s))
         found.append(best)
     return found
+
+
+def _named_in(
+    passages: list[ParsedPassage], d: int, name: str, words: frozenset[str]
+) -> tuple[float, tuple[int, int] | None]:
+    """The best share of question words of a sentence outside passage ``d`` that names ``name``,
+    and where that sentence is."""
+    pattern = re.compile(rf"(?<!\w){re.escape(name)}(?!\w)")
+    best: tuple[float, tuple[int, int] | None] = (0.0, None)
+    for p, other in enumerate(passages):
+        if p == d or normalize(name) not in other.keys:
+            continue
+        for s, sentence in enumerate(other.sentences):
+            if pattern.search(sentence.text):
+                share = len(words & (sentence.words | other.title_stems)) / max(len(words), 1)
+                if share > best[0]:
+                    best = (share, (p, s))
+    return best
+
+
+def _row_bridge(
+    passages: list[ParsedPassage], d: int, s: int, cell: Span, words: frozenset[str], question: str
+) -> tuple[float, tuple[int, int] | None]:
+    """A table cell's ``bridge``: the row is reached through one of its other cells, named by the
+    question itself (1) or by another passage's sentence holding the question's words (that
+    sentence's share: "Korvik is a town in the province of *Asterra*" leads to Asterra's row)."""
+    asked = f" {normalize(question)} "
+    best: tuple[float, tuple[int, int] | None] = (0.0, None)
+    for other in passages[d].sentences[s].spans:
+        key = normalize(other.text)
+        if other is cell or other.label in ("CARDINAL", "DATE") or not key:
+            continue
+        if f" {key} " in asked:
+            return (1.0, None)
+        found = _named_in(passages, d, other.text, words)
+        if found[0] > best[0]:
+            best = found
+    return best
 
 
 def relation_hop(passages: list[ParsedPassage], d: int, question: str) -> tuple[int, int] | None:
@@ -181,7 +240,7 @@ def relation_hop(passages: list[ParsedPassage], d: int, question: str) -> tuple[
     if not roles:
         return None
     for s, sentence in enumerate(passages[d].sentences):
-        if not roles & set(sentence.stems):
+        if not roles & sentence.words:
             continue
         for span in sentence.spans:
             if span.label == "PERSON":
@@ -201,8 +260,12 @@ def _relation_targets(question: str, passages: list[ParsedPassage]) -> dict[int,
         title = normalize(_QUALIFIER.sub("", passage.title))
         if title and f" {title} " in key:
             hop = relation_hop(passages, d, question)
-            if hop is not None and hop[0] not in targets:
-                targets[hop[0]] = (d, hop[1])
+            if hop is None:
+                continue
+            person = normalize(passages[hop[0]].title)  # every chunk of the person's document
+            for other, target in enumerate(passages):
+                if other not in targets and other != d and normalize(target.title) == person:
+                    targets[other] = (d, hop[1])
     return targets
 
 
@@ -228,12 +291,13 @@ def candidate_features(
                 for span in date_parts(whole, sentence.text) if whole.label == "DATE" else ():
                     date_order[(d, s, span)] = n
                     n += 1
+    leads = [_lead(passage) for passage in passages]
     onward = [float(any(k in p.keys for k in titles if titles[k] != d)) for d, p in enumerate(passages)]
     raw: list[tuple[str, str, str, int, int, Span | None]] = []
     for d, passage in enumerate(passages):
-        if passage.title and passage.sentences:
-            title = _QUALIFIER.sub("", passage.title) or passage.title
-            raw.append((title, _title_label(passage), answer_key(title), d, 0, None))
+        title = _title_span(passage) if passage.title and passage.sentences else None
+        if title is not None:
+            raw.append((title[0], title[1], answer_key(title[0]), d, 0, None))
         for s, sentence in enumerate(passage.sentences):
             for whole in sentence.spans:
                 for span in date_parts(whole, sentence.text):
@@ -252,21 +316,32 @@ def candidate_features(
             continue
         passage = passages[d]
         sentence = passage.sentences[s]
-        sentence_stems = set(sentence.stems)
+        sentence_stems = sentence.words
+        cell = found is not None and bool(found.column)  # a table cell
+        column = content_words(found.column) if cell else frozenset()  # type: ignore[union-attr]
         head = 0.0
         if typed.head:
             head = (
-                1.0 if stem(typed.head) in span_words else 0.5 if stem(typed.head) in sentence_stems else 0.0
+                1.0
+                if stem(typed.head) in span_words | column
+                else 0.5
+                if stem(typed.head) in sentence_stems
+                else 0.0
             )
         similarity = similarities.get((d, s), 0.0)
         share, bridge_at = bridges[d]
+        if cell:  # its row is where the bridge ends
+            share, bridge_at = _row_bridge(passages, d, s, found, words, question)  # type: ignore[arg-type]
         title_words = content_words(passage.title)
         about = len(title_words & words) / len(title_words) if title_words else 0.0
         features = (
             float(label in typed.labels),
             float(label in LOOSE_LABELS.get(typed.kind, frozenset())),
             float(
-                found is not None and found.token_start > 0 and sentence.tokens[found.token_start - 1] in cues
+                found is not None
+                and not cell
+                and found.token_start > 0
+                and sentence.tokens[found.token_start - 1] in cues
             ),
             float(text[:1].isupper() and typed.kind in ("person", "place", "other")),
             float(label != "TITLE"),
@@ -274,15 +349,20 @@ def candidate_features(
             head,
             restates,
             len(words & (sentence_stems | passage.title_stems)) / max(len(words), 1),
-            _near(words, sentence.stems, found) if found is not None else 0.0,
+            1.0 if column & words else _near(words, sentence.stems, found) if found is not None else 0.0,
             similarity,
             1.0 / (1.0 + d),
             math.log1p(len(holders[key]) - 1),
             share,
             about * onward[d],
-            float(s == 0),
+            float(s == leads[d] and not cell),
             min(len(key.split()), 10) / 10,
-            float(life is not None and label == "DATE" and date_order.get((d, s, found)) == life),
+            float(
+                typed.kind == "date"
+                and life is not None
+                and label == "DATE"
+                and date_order.get((d, s, found)) == life
+            ),
             float(d in targets),
             float(titles.get(normalize(text), d) != d),
             float(found is None),

@@ -173,3 +173,39 @@ def test_places_in_a_row_are_one_candidate_and_a_year_question_gets_the_year():
     reading = read("In what year was the Dow Chemical Company founded?", [dow])
     assert reading.answer == "1897"
     assert reading.answer in reading.quote
+
+
+def test_an_ingested_document_in_several_chunks_is_one_person_for_the_role_hop():
+    """Ingested files are titled by their name ("peter_holm") and chunked: the role hop ("the
+    founder of X": X's passage names the person) reaches every chunk of the person's file, not
+    only the first, and a file's name is never offered as an answer."""
+    guild = Document(
+        page_content="The Quarry Guild\nThe Quarry Guild is a masons' society. It was founded in 1901 by "
+        "the mason Peter Holm, who led it for thirty years.",
+        metadata={"title": "quarry_guild"},
+    )
+    penn_lead = Document(
+        page_content="Peter Holm\nPeter Holm (1870–1950) was a mason and sculptor.",
+        metadata={"title": "peter_holm"},
+    )
+    penn_life = Document(
+        page_content="Peter Holm\nEarly life\nHolm was born in Hessel, where his uncle cut slate. He left "
+        "Hessel at sixteen.",
+        metadata={"title": "peter_holm"},
+    )
+    other = Document(
+        page_content="The Slate Fund\nThe Slate Fund was founded by Ivo Marsh, who was born in Tarn.",
+        metadata={"title": "slate_fund"},
+    )
+    question = "In which town was the founder of the Quarry Guild born?"
+    reading = read(question, [guild, penn_lead, penn_life, other])
+    assert reading.answer == "Hessel", reading.reason
+    assert [e.doc_index for e in reading.chain] == [0, 2]  # the guild's sentence, then the birth
+    offered = {
+        c.text
+        for c in candidate_features(
+            question, answer_type(question), parsed_documents([guild, penn_lead, penn_life]), {}
+        )
+    }
+    assert not any("_" in text for text in offered)
+    assert "Peter Holm" in offered  # the file's title, as the passage spells it

@@ -1,0 +1,84 @@
+"""Milliseconds per ``read`` of this tree's reader against an earlier commit's, in one process,
+question by question (issue 51: ``reader=extract`` < 50 ms a question beside retrieval).
+
+Each question's distractor passages (``bench/reader_fit.py``: gold first, then the others, top 5)
+are read by both readers in turn (which goes first alternates), each with its own parse cache
+emptied before the question, so every read parses its passages cold, as a run's final answer
+does. Timed without an embedder and with MiniLM (the node passes the run's embedder). The load
+of a shared machine moves both readers alike; compare the two columns, not the absolute times
+with another run.
+
+    PYTHONPATH=. nice -n 10 .venv/bin/python bench/reader_cost.py --old de5ea8c --limit 20
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import reader_demo  # noqa: E402
+import reader_fit  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--old", default="de5ea8c")
+    parser.add_argument("--limit", type=int, default=20, help="questions per dataset")
+    args = parser.parse_args()
+
+    from langchain_core.documents import Document
+
+    from rag_graphs.store.embeddings import load_embeddings
+    from rag_graphs.text import reader as new
+
+    old = reader_demo.old_reader(args.old, Path(tempfile.mkdtemp(prefix="old_reader_")))
+    old_candidates = sys.modules["old_reader.candidates"]
+    from rag_graphs.text import candidates as new_candidates
+
+    data = reader_fit.eval_dir()
+    questions = [
+        (row["question"], reader_fit.documents(row, "distractor"))
+        for name in reader_fit.DATASETS
+        for row in reader_fit.load_rows(data, name)[: args.limit]
+    ]
+    embeddings = load_embeddings()
+    warm = [Document(page_content="Warm up.", metadata={})]
+    for module in (old, new):
+        module.read("warm up?", warm, embeddings=embeddings)
+    readers = {"old": (old, old_candidates), "new": (new, new_candidates)}
+    for model, label in ((None, "without an embedder"), (embeddings, "with MiniLM")):
+        times: dict[str, list[float]] = {"old": [], "new": []}
+        answers_differ = 0
+        for i, (question, docs) in enumerate(questions):
+            order = ("old", "new") if i % 2 == 0 else ("new", "old")
+            got = {}
+            for name in order:
+                module, candidates = readers[name]
+                candidates._CACHE.clear()
+                if name == "new":
+                    new._VECTORS.vectors.clear()
+                started = time.perf_counter()
+                got[name] = module.read(question, docs, embeddings=model).answer
+                times[name].append(1000 * (time.perf_counter() - started))
+            answers_differ += got["old"] != got["new"]
+        print(
+            f"{label}, {len(questions)} questions: "
+            + "; ".join(
+                f"{name} median {statistics.median(t):.1f} ms, mean {statistics.fmean(t):.1f}"
+                for name, t in times.items()
+            )
+            + f"; answers differ on {answers_differ}",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,97 @@
+"""The reader embeds only what can change its answer (issue 51: < 50 ms a question).
+
+With an embedder, the sentence-question similarity is measured only for the sentences of
+candidates that could still win once it is added (``reader._with_similarity``), and a sentence
+embedded once is not embedded again. The answer must be the one measuring every sentence gives.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from langchain_core.documents import Document
+from langchain_core.embeddings import DeterministicFakeEmbedding
+
+from rag_graphs.text import reader
+from rag_graphs.text.answer_types import answer_type
+from rag_graphs.text.reader import best_candidate, load_weights, parsed_documents, read, sentence_similarities
+from rag_graphs.text.reader_features import candidate_features
+
+
+class Recording(DeterministicFakeEmbedding):
+    """The deterministic fake, counting the texts it embeds as passages."""
+
+    embedded: list[str] = []
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        self.embedded.extend(texts)
+        return super().embed_documents(texts)
+
+
+def doc(title: str, text: str) -> Document:
+    return Document(page_content=f"{title}\n{text}", metadata={"title": title}, id=title)
+
+
+PASSAGES = [
+    doc(
+        "Korvik Falls",
+        "Korvik Falls is a 1999 Norwegian drama film directed by Ilsa Brandt. The film was shot in "
+        "Bergen over the winter of 1998. It premiered in Oslo. Critics in Stockholm praised it.",
+    ),
+    doc(
+        "Ilsa Brandt",
+        "Ilsa Brandt (born 3 May 1950) is a Danish film director. She was born in Aarhus and studied "
+        "in Copenhagen. Brandt has directed twelve feature films. She lives in Malmo.",
+    ),
+    doc(
+        "Blue Harbour",
+        "Blue Harbour is a 1987 British comedy film directed by Tomas Lind. It was shot in Dover.",
+    ),
+]
+QUESTIONS = [
+    "In which city was the director of Korvik Falls born?",
+    "Where was Korvik Falls shot?",
+    "Who directed Blue Harbour?",
+    "Where did Ilsa Brandt study?",
+    "When was Ilsa Brandt born?",
+    "What nationality is Ilsa Brandt?",
+]
+
+
+def _measuring_every_sentence(question: str, documents: list[Document], embeddings) -> str:
+    """The answer as the reader gave it before: every measured sentence embedded."""
+    passages = parsed_documents(documents)
+    typed = answer_type(question)
+    similarities = sentence_similarities(question, passages, embeddings)
+    winner, _ = best_candidate(candidate_features(question, typed, passages, similarities), load_weights())
+    return winner.text
+
+
+def test_only_contenders_are_embedded_and_the_answer_is_the_same():
+    for size in (8, 32, 128):  # three unrelated fake models: similarity values differ each time
+        embeddings = Recording(size=size)
+        for question in QUESTIONS:
+            reader._VECTORS.vectors.clear()
+            embeddings.embedded.clear()
+            before = _measuring_every_sentence(question, PASSAGES, embeddings)
+            every = len(embeddings.embedded)
+            reader._VECTORS.vectors.clear()
+            embeddings.embedded.clear()
+            reading = read(question, PASSAGES, embeddings=embeddings)
+            assert reading.answer == before, question
+            assert len(embeddings.embedded) < every, (question, embeddings.embedded)
+
+
+def test_a_sentence_embedded_once_is_not_embedded_again():
+    embeddings = Recording(size=16)
+    reader._VECTORS.vectors.clear()
+    embeddings.embedded.clear()
+    first = read(QUESTIONS[0], PASSAGES, embeddings=embeddings)
+    assert embeddings.embedded
+    embeddings.embedded.clear()
+    again = read(QUESTIONS[0], PASSAGES, embeddings=embeddings)
+    assert embeddings.embedded == [] and again == first
+    other = Recording(size=16)  # another model object: its own vectors, never the first one's
+    other.embedded.clear()
+    read(QUESTIONS[0], PASSAGES, embeddings=other)
+    assert other.embedded
+    assert np.isfinite(first.confidence)
