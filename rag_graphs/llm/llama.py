@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.language_models import BaseChatModel, LangSmithParams, LanguageModelInput
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, convert_to_openai_messages
 from langchain_core.messages.ai import UsageMetadata
 from langchain_core.messages.tool import tool_call_chunk
@@ -102,10 +103,13 @@ class LlamaChat(BaseChatModel):
     def _identifying_params(self) -> dict[str, Any]:
         return {"model_path": self.model_path, "n_ctx": self.n_ctx, **self._sampling()}
 
-    def _get_ls_params(self, stop: list[str] | None = None, **kwargs: Any) -> Any:
+    def _get_ls_params(self, stop: list[str] | None = None, **kwargs: Any) -> LangSmithParams:
+        """What LangSmith shows for a call: provider, model file, length cap, temperature."""
         params = super()._get_ls_params(stop=stop, **kwargs)
-        params.update(ls_provider="llama-cpp", ls_model_name=self.model_path.rsplit("/", 1)[-1])
-        params.update(ls_max_tokens=self.max_tokens, ls_temperature=self.temperature)
+        params["ls_provider"] = "llama-cpp"
+        params["ls_model_name"] = self._model_name()
+        params["ls_max_tokens"] = self.max_tokens
+        params["ls_temperature"] = self.temperature
         return params
 
     def _sampling(self) -> dict[str, Any]:
@@ -157,7 +161,7 @@ class LlamaChat(BaseChatModel):
         tokens without the end token, the counts ``invoke`` reports for the same call."""
         request = self._request(messages, stop, kwargs)
         with LLAMA_LOCK, _counted(self.client) as counts:
-            finish, named = None, set()
+            finish, named = None, set[int]()
             for part in self.client.create_chat_completion(**request, stream=True):
                 choice = part["choices"][0] if part.get("choices") else None
                 if not choice:
@@ -177,7 +181,7 @@ class LlamaChat(BaseChatModel):
         yield ChatGenerationChunk(message=last, generation_info=info)
 
     def _model_name(self) -> str:
-        return self.model_path.rsplit("/", 1)[-1]
+        return Path(self.model_path).name
 
     def bind_tools(
         self,
