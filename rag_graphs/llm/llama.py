@@ -45,6 +45,13 @@ class LlamaChat(BaseChatModel):
 
     ``invoke`` reports token usage on the message (``usage_metadata``) as other chat models do;
     ``stream`` yields the reply token by token and puts the same counts on its last chunk.
+
+    Every call evaluates its whole prompt afresh (``Llama.reset``), so a reply depends on its
+    prompt alone, not on the calls before it. llama-cpp-python otherwise reuses the cached
+    prefix of the previous prompt and evaluates only the rest; a prompt's last token then gets
+    its logits from a batch of another size, which shifts them enough to change a greedy reply
+    of this small model (measured: the same prompt sent twice got two different replies, and
+    a graph's answer depended on which calls ran before it).
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -140,6 +147,7 @@ class LlamaChat(BaseChatModel):
     ) -> ChatResult:
         request = self._request(messages, stop, kwargs)
         with LLAMA_LOCK:
+            self.client.reset()
             response = self.client.create_chat_completion(**request)
         choice = response["choices"][0]
         message = _message(choice["message"])
@@ -161,6 +169,7 @@ class LlamaChat(BaseChatModel):
         tokens without the end token, the counts ``invoke`` reports for the same call."""
         request = self._request(messages, stop, kwargs)
         with LLAMA_LOCK, _counted(self.client) as counts:
+            self.client.reset()
             finish, named = None, set[int]()
             for part in self.client.create_chat_completion(**request, stream=True):
                 choice = part["choices"][0] if part.get("choices") else None

@@ -29,10 +29,15 @@ class FakeLlama:
 
     def __init__(self, reply: dict[str, Any] | None = None, finish: str = "stop") -> None:
         self.requests: list[dict[str, Any]] = []
+        self.resets = 0
         self.reply = reply or {"role": "assistant", "content": "Paris."}
         self.finish = finish
 
+    def reset(self) -> None:
+        self.resets += 1
+
     def create_chat_completion(self, **request: Any) -> dict[str, Any]:
+        assert self.resets == len(self.requests) + 1, "a call began on the previous call's cache"
         self.requests.append(request)
         return {
             "choices": [{"index": 0, "message": self.reply, "finish_reason": self.finish}],
@@ -189,3 +194,15 @@ def test_a_forced_tool_call_streams_as_one_call():
     [call] = streamed.tool_calls
     assert call["name"] == "Grade" and isinstance(Grade.model_validate(call["args"]), Grade)
     assert streamed.usage_metadata["output_tokens"] > 0
+
+
+@pytest.mark.embedded
+def test_a_reply_depends_on_its_prompt_not_on_the_calls_before_it():
+    """Reusing the previous prompt's cached prefix changed this reply (its last prompt token's
+    logits then come from a batch of another size): every call evaluates its prompt afresh."""
+    model = load_chat_model("embedded", max_tokens=16)
+    first = model.invoke("Say hello.").content
+    again = model.invoke("Say hello.").content  # the whole prompt was cached by the call before
+    model.invoke("Tell me about Paris.")
+    after_another = model.invoke("Say hello.").content
+    assert first == again == after_another
