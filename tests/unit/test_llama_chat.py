@@ -160,9 +160,6 @@ def test_the_embedded_model_sends_its_settings_to_llama_cpp(monkeypatch):
     assert sent[0]["max_tokens"] == 256
     runtime = model.client
     assert runtime.n_ctx() == 8192
-    # the GGUF's own RoPE base (0 = read from the file): ChatLlamaCpp forced 10000 on a model
-    # trained with 100000
-    assert runtime.context_params.rope_freq_base == 0.0
     assert runtime.n_threads == runtime.n_threads_batch == models.llama_threads()
 
 
