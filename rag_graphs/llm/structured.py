@@ -4,8 +4,9 @@
 the strongest way the model supports, and never raises on a bad reply
 (``structured`` is the same decision as a node body, for sync and async runs):
 
-1. ``grammar``: llama.cpp models (the embedded default) decode under a JSON
-   grammar compiled from the schema, so the reply is always valid JSON;
+1. ``grammar``: llama.cpp models run in process (``LlamaChat``, the embedded
+   default) decode under a JSON grammar compiled from the schema, so the reply is
+   always valid JSON;
 2. ``native``: models with ``with_structured_output``; OpenAI-compatible servers
    get the best of JSON schema, JSON mode with the schema attached (a grammar on
    llama-cpp-python's server) and a forced tool call that the server has not
@@ -31,6 +32,7 @@ from pydantic import BaseModel, ValidationError
 
 from rag_graphs.llm.calls import Body, Call, adrive, drive
 from rag_graphs.llm.faults import is_transient, rejected_as_invalid
+from rag_graphs.llm.llama import LlamaChat
 from rag_graphs.llm.models import capabilities
 from rag_graphs.prompts import load_prompt
 
@@ -128,10 +130,6 @@ def _with_instructions(messages: list[BaseMessage], schema: type[BaseModel]) -> 
     return out + [HumanMessage(content=str(note))]
 
 
-def _is_llama_cpp(model: BaseChatModel) -> bool:
-    return any(cls.__name__ == "ChatLlamaCpp" for cls in type(model).__mro__)
-
-
 def structured(
     model: BaseChatModel, messages: list[BaseMessage], schema: type[T], default: T
 ) -> Body[Structured[T]]:
@@ -145,7 +143,7 @@ def structured(
     ``NotImplementedError``) falls back to the text path for this call. Transient
     errors (network, rate limits, a dead server) raise: the caller retries or reports.
     """
-    if _is_llama_cpp(model):
+    if isinstance(model, LlamaChat):
         grammar = {"type": "json_object", "schema": schema.model_json_schema()}
         raw = yield Call(model.bind(response_format=grammar), _with_instructions(messages, schema))
         return _from_text(raw, schema, default, "grammar", [])
