@@ -17,6 +17,7 @@ RoPE settings (``ChatLlamaCpp`` overrode them with fixed defaults).
 
 from __future__ import annotations
 
+import atexit
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -100,6 +101,9 @@ class LlamaChat(BaseChatModel):
                 verbose=self.verbose,
                 **self.model_kwargs,
             )
+            # Freed before the interpreter tears down llama_cpp's module globals: left to
+            # ``Llama.__del__`` at exit, the free finds them gone and prints a TypeError traceback.
+            atexit.register(self.client.close)
         return self
 
     @property

@@ -5,11 +5,15 @@ the setting's checked string form (``RAG_GRAPHS_WEB_SEARCH``, ``--web-search``, 
 LangChain's own tool for each engine, wrapped so every engine returns a list of result dicts
 (``rag_graphs.llm.tools.web_documents`` makes each one a ``kind="web"`` passage, fenced as data in
 prompts like every stored passage). The engines' packages are the ``web`` extra
-(``pip install -e ".[web]"``), except SearXNG, whose client ships with langchain-community.
+(``pip install -e ".[web]"``: ``ddgs`` and ``langchain-tavily``); SearXNG needs none, its JSON API is
+one GET. Neither goes through langchain-community, which warns on import that it is being sunset.
 """
 
 from __future__ import annotations
 
+import json
+import urllib.parse
+import urllib.request
 from functools import lru_cache
 from typing import Any
 
@@ -27,10 +31,16 @@ def _named(func: Any, engine: str) -> BaseTool:
 
 
 def _duckduckgo() -> BaseTool:
-    from langchain_community.tools import DuckDuckGoSearchResults
+    from ddgs import DDGS  # type: ignore[import-not-found, unused-ignore]
 
-    engine = DuckDuckGoSearchResults(output_format="list", num_results=RESULTS)
-    return _named(lambda query: engine.invoke(query), "DuckDuckGo")
+    def search(query: str) -> list[dict[str, Any]]:
+        hits = DDGS().text(query, max_results=RESULTS)
+        return [
+            {"title": h.get("title", ""), "link": h.get("href", ""), "snippet": h.get("body", "")}
+            for h in hits
+        ]
+
+    return _named(search, "DuckDuckGo")
 
 
 def _tavily() -> BaseTool:
@@ -40,11 +50,30 @@ def _tavily() -> BaseTool:
     return _named(lambda query: engine.invoke({"query": query}), "Tavily")
 
 
-def _searxng(url: str) -> BaseTool:
-    from langchain_community.utilities import SearxSearchWrapper
+SEARXNG_TIMEOUT = 30.0
+"""Seconds a SearXNG query may take before the search step fails (and is retried like a model call)."""
 
-    engine = SearxSearchWrapper(searx_host=url)
-    return _named(lambda query: engine.results(query, num_results=RESULTS), f"SearXNG at {url}")
+
+def _searxng(url: str) -> BaseTool:
+    """SearXNG's JSON API (``GET <url>/search?q=...&format=json``; the instance must allow the json
+    format), its results as ``{"title", "link", "snippet", "engines", "category"}`` dicts."""
+
+    def search(query: str) -> list[dict[str, Any]]:
+        address = f"{url.rstrip('/')}/search?{urllib.parse.urlencode({'q': query, 'format': 'json'})}"
+        with urllib.request.urlopen(address, timeout=SEARXNG_TIMEOUT) as response:  # noqa: S310 - the user's own URL
+            results = json.load(response).get("results", [])
+        return [
+            {
+                "title": r.get("title", ""),
+                "link": r.get("url", ""),
+                "snippet": r.get("content", ""),
+                "engines": r.get("engines", []),
+                "category": r.get("category", ""),
+            }
+            for r in results[:RESULTS]
+        ]
+
+    return _named(search, f"SearXNG at {url}")
 
 
 def web_tool(spec: str | BaseTool | None) -> BaseTool | None:

@@ -97,3 +97,28 @@ def test_bad_web_search_specs_name_the_setting(spec, message):
 
 def test_none_turns_web_search_off():
     assert RagContext(web_search="none").web_search is None
+
+
+def test_duckduckgo_spec_maps_ddgs_hits_to_result_dicts(monkeypatch):
+    """``duckduckgo`` calls the ``ddgs`` package (the ``web`` extra) directly, not langchain-community's
+    sunset wrapper; its hits come back in the shape the other engines' results have."""
+    import sys
+    import types
+
+    from rag_graphs.llm import web
+
+    asked = []
+
+    class FakeDDGS:
+        def text(self, query, max_results):
+            asked.append((query, max_results))
+            return [{"title": "Ilsa Brandt", "href": PAGE["url"], "body": PAGE["content"]}]
+
+    monkeypatch.setitem(sys.modules, "ddgs", types.SimpleNamespace(DDGS=FakeDDGS))
+    web._built.cache_clear()
+    try:
+        results = web_tool("duckduckgo").invoke("Ilsa Brandt birthplace")
+    finally:
+        web._built.cache_clear()
+    assert results == [{"title": "Ilsa Brandt", "link": PAGE["url"], "snippet": PAGE["content"]}]
+    assert asked == [("Ilsa Brandt birthplace", web.RESULTS)]
