@@ -33,25 +33,20 @@ ROOT = Path(__file__).resolve().parent.parent
 MODULES = ("reader", "candidates", "reader_features", "answer_types", "comparisons")
 
 
+def _show(rev: str, path: str) -> str:
+    """The text of ``path`` at commit ``rev``."""
+    command = ["git", "-C", str(ROOT), "show", f"{rev}:{path}"]
+    return subprocess.run(command, check=True, capture_output=True, text=True).stdout
+
+
 def old_reader(rev: str, into: Path):
     """The reader of commit ``rev`` as the package ``old_reader`` (imports and weights its own)."""
     package = into / "old_reader"
     package.mkdir(parents=True, exist_ok=True)
     (package / "__init__.py").write_text("")
-    weights = subprocess.run(
-        ["git", "-C", str(ROOT), "show", f"{rev}:rag_graphs/data/reader_weights.json"],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    (package / "reader_weights.json").write_text(weights)
+    (package / "reader_weights.json").write_text(_show(rev, "rag_graphs/data/reader_weights.json"))
     for name in MODULES:
-        text = subprocess.run(
-            ["git", "-C", str(ROOT), "show", f"{rev}:rag_graphs/text/{name}.py"],
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout
+        text = _show(rev, f"rag_graphs/text/{name}.py")
         for other in MODULES:
             text = text.replace(f"rag_graphs.text.{other} ", f"old_reader.{other} ")
         text = text.replace(
