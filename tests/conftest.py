@@ -67,7 +67,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         shared = {
             name: defs[-1].scope
             for name, defs in info.name2fixturedefs.items()
-            if defs and name not in CHEAP_SHARED and defs[-1].scope in ("module", "package", "session")
+            # ours only: a plugin's fixture (baseid "") such as syrupy's autouse session fixture is
+            # used by every test, and grouping by it would put the whole suite on one worker
+            if defs
+            and defs[-1].baseid
+            and name not in CHEAP_SHARED
+            and defs[-1].scope in ("module", "package", "session")
         }
         if not shared:
             continue
