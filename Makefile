@@ -57,7 +57,7 @@ notebooks: install
 
 # One pytest worker per usable CPU (tests/conftest.py), each with its share of llama.cpp
 # threads: the fake-model unit tests run beside the model-bound ones instead of after them.
-PYTEST_ARGS ?= -n auto --dist loadgroup --durations=15
+PYTEST_ARGS ?= -n auto --dist worksteal --durations=15
 test: install
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 

@@ -48,38 +48,6 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     return usable_cpus()
 
 
-CHEAP_SHARED = frozenset({"demo_corpus", "fake_embeddings", "tmp_path_factory", "worker_id", "testrun_uid"})
-"""Session fixtures every worker builds in no time: sharing them is no reason to keep tests together."""
-
-
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups (``--dist loadgroup``)
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Keep the tests that share an expensive fixture on one worker: a test using a module- or
-    session-scoped fixture (a ``langgraph dev`` server, a llama.cpp server, a store built once) joins
-    the ``xdist_group`` of that fixture when it is the session's (several files share it), else of its
-    file. Under ``--dist loadgroup`` (``make test``) each group runs on one worker, so a server starts
-    once, not once per worker a work-stealing scheduler happens to spread its file over; every other
-    test is scheduled one by one."""
-    for item in items:
-        info = getattr(item, "_fixtureinfo", None)
-        if info is None:
-            continue
-        shared = {
-            name: defs[-1].scope
-            for name, defs in info.name2fixturedefs.items()
-            # ours only: a plugin's fixture (baseid "") such as syrupy's autouse session fixture is
-            # used by every test, and grouping by it would put the whole suite on one worker
-            if defs
-            and defs[-1].baseid
-            and name not in CHEAP_SHARED
-            and defs[-1].scope in ("module", "package", "session")
-        }
-        if not shared:
-            continue
-        session = sorted(name for name, scope in shared.items() if scope == "session")
-        item.add_marker(pytest.mark.xdist_group(session[0] if session else item.nodeid.split("::")[0]))
-
-
 @pytest.fixture(scope="session")
 def demo_corpus() -> Path:
     return Path(str(resources.files("rag_graphs").joinpath("demo_corpus")))

@@ -181,7 +181,7 @@ def test_the_agent_of_docs_mcp_md_uses_the_tools_as_written(server):
     from tests.conftest import fake_tool_chat
 
     url = server[0]
-    (code,) = re.findall(r"```python\n(.*?)```", (ROOT / "docs" / "mcp.md").read_text(), flags=re.S)
+    (code,) = re.findall(r"```py\n(.*?)```", (ROOT / "docs" / "mcp.md").read_text(), flags=re.S)
     call = {"name": "naive", "args": {"question": "Who is the Korvik harbour master?"}, "id": "call-1"}
     model = fake_tool_chat(AIMessage(content="", tool_calls=[call]), "Odile Varga (docs/harbour.md).")
     code = code.replace("http://127.0.0.1:2024/mcp", f"{url}/mcp").replace('"openai:gpt-4.1-mini"', "MODEL")
