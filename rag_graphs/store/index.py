@@ -99,7 +99,9 @@ class ChunkIndex(IndexReads):
     """The embedding model ``store.checks.check_dimension`` accepted for this collection."""
 
     def __post_init__(self) -> None:
-        from langchain_milvus import BM25BuiltInFunction, Milvus
+        from langchain_milvus import BM25BuiltInFunction
+
+        from rag_graphs.store.vectorstore import ChunkVectorStore
 
         bump_generation(self.uri, self.collection)  # a new client may see a recreated collection
         if is_local(self.uri):
@@ -152,7 +154,7 @@ class ChunkIndex(IndexReads):
             )
         else:
             kwargs |= dict(vector_field=DENSE_FIELD, index_params=_DENSE_INDEX, search_params=_DENSE_SEARCH)
-        self.store = Milvus(**kwargs)
+        self.store = ChunkVectorStore(**kwargs)
         self.client = self.store.client
         self._lock = store_lock(self.uri)  # every write of this process to the store, one at a time
         self.finish_replacing()
