@@ -88,8 +88,9 @@ SMALL_MODEL_NOTE = (
     "OPENAI_API_KEY=<key or any string>\n"
     "or a local Ollama model: RAG_GRAPHS_CHAT_MODEL=ollama:qwen2.5:7b-instruct (pip install "
     "'rag-graphs\\[ollama]'); then run `rag-graphs demo` again (ingest and the RAPTOR tree are reused). "
-    "The OpenAI-compatible path is tested for real in tests/server (every method through "
-    "`python -m llama_cpp.server ... --chat_format chatml-function-calling`); README, 'Real models', "
+    "The OpenAI-compatible path is tested for real in tests/server (one method per way a method "
+    "calls the model, through `python -m llama_cpp.server ... --chat_format chatml-function-calling`); "
+    "README, 'Real models', "
     "has the exact commands."
 )
 

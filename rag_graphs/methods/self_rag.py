@@ -117,7 +117,10 @@ def check(state: SelfRagState, ctx: RagContext) -> Body[dict]:
         none_kept = loop_stop(state, budget) or Stop("no_evidence", "no relevant passage was found")
         text = f"no relevant passage to check the answer against; stop: {none_kept.reason}"
         noted = [step("grade", text=text)]
-        return {"steps": noted, **stop_update(none_kept), "confidence": "low", "outcome": "no_evidence"}
+        # the draft was written from no passage: it stays in ``steps``, never as the answer
+        answer = prompt_text("no_evidence_answer", reason="no retrieved passage was relevant")
+        update = {"answer": answer, "citations": [], "confidence": "low", "outcome": "no_evidence"}
+        return {"steps": noted, **stop_update(none_kept), **update}
     model = chat_model(ctx)
     checks = yield Batch(
         [

@@ -324,11 +324,14 @@ def test_self_rag_checks_read_the_answer_as_data_inside_its_fence(loaded, make_c
 
 
 def test_self_rag_relevance_threshold_is_a_setting(loaded, make_context):
-    # Same scores, threshold 9: nothing is kept, so there is no evidence to answer from.
-    replies = ['{"retrieve": true}', '{"score": 8}', '{"score": 3}', "I do not know."]
+    # Same scores, threshold 9: nothing is kept, so there is no evidence to answer from, and the
+    # draft the model wrote from no passage is not the answer (it stays in steps).
+    replies = ['{"retrieve": true}', '{"score": 8}', '{"score": 3}', "Zurich [1]."]
     out, _ = _self_rag(make_context, *replies, k=2, relevance_threshold=9, max_hops=1)
     assert _nodes(out) == ["need_retrieval", "retrieve", "grade", "generate", "check"]
     assert out["outcome"] == "no_evidence" and out["confidence"] == "low" and out["citations"] == []
+    assert out["answer"].startswith("I do not know.") and "Zurich" not in out["answer"]
+    assert [s["text"] for s in out["steps"] if s["kind"] == "generate"] == ["Zurich [1]."]
     assert out["usage"]["llm_calls"] == 4  # no check calls without a passage to check against
 
 
