@@ -57,7 +57,9 @@ notebooks: install
 
 # One pytest worker per usable CPU (tests/conftest.py), each with its share of llama.cpp
 # threads: the fake-model unit tests run beside the model-bound ones instead of after them.
-PYTEST_ARGS ?= -n auto --dist worksteal --durations=15
+# loadgroup: a file marked xdist_group (a slow server or store set up once per file) runs on
+# one worker; every other test goes to whichever worker is free.
+PYTEST_ARGS ?= -n auto --dist loadgroup --durations=15
 test: install
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 

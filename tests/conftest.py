@@ -36,6 +36,7 @@ from langchain_core.messages import AIMessage  # noqa: E402
 
 from rag_graphs.config.context import RagContext  # noqa: E402
 from rag_graphs.store import ChunkIndex  # noqa: E402
+from tests.xdist_groups import pytest_collection_modifyitems  # noqa: E402, F401 - a hook
 
 
 @pytest.hookimpl(optionalhook=True)  # a plain `pytest` (no xdist) runs too

@@ -31,7 +31,8 @@ from rag_graphs.prompts import load_prompt
 from rag_graphs.store import load_embeddings, open_index
 from tests.contract import check_contract
 
-pytestmark = pytest.mark.embedded
+# one worker sets up this file's server or store (xdist_group: tests/conftest.py)
+pytestmark = [pytest.mark.embedded, pytest.mark.xdist_group("embedded_store")]
 
 QUESTION = "Where was Ilsa Brandt born?"
 

@@ -8,7 +8,8 @@ from rag_graphs.ingestion import ingest
 from rag_graphs.store import load_embeddings, open_index
 from tests import doc_fixtures as fx
 
-pytestmark = pytest.mark.embedded
+# one worker sets up this file's server or store (xdist_group: tests/conftest.py)
+pytestmark = [pytest.mark.embedded, pytest.mark.xdist_group("multimodal_store")]
 
 
 @pytest.fixture(scope="module")

@@ -118,11 +118,9 @@ def doomed_server(tmp_path) -> Iterator[LlamaServer]:
 def demo_server(tmp_path_factory, demo_corpus) -> Iterator[str]:
     """``langgraph dev`` on a free loopback port over the demo corpus (its entity graph, and a RAPTOR
     tree and community reports written by the scripted chat), with no users file: one server for
-    the files that need no access rules (``test_langgraph_api``, ``test_interrupts_server``): at most
-    one per xdist worker, where each file's own was one per file and worker. (``--dist loadgroup``
-    would keep them on one worker, but pytest 9.2 ignores the node ids xdist 3.8 rewrites for it:
-    its groups silently spread like ``load``.) Each test makes its own threads, so none sees
-    another's state. Its URL."""
+    the files that need no access rules (``test_langgraph_api``, ``test_interrupts_server``, one
+    ``xdist_group``, so one worker starts it), where each file's was one per file and worker.
+    Each test makes its own threads, so none sees another's state. Its URL."""
     from tests.server.langgraph_server import Batch, build_store, langgraph_server, scripted_chat, served_env
 
     folder = tmp_path_factory.mktemp("demo-server")

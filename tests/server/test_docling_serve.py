@@ -42,6 +42,7 @@ pytestmark = [
         _command() is None,
         reason="no Docling Serve: set DOCLING_SERVE_COMMAND (e.g. /opt/docling-serve/bin/docling-serve)",
     ),
+    pytest.mark.xdist_group("docling_serve"),  # one worker starts its server (tests/conftest.py)
 ]
 STARTUP_SECONDS = 180.0
 

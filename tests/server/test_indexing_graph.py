@@ -15,7 +15,8 @@ from langgraph_sdk import get_sync_client
 
 from tests.server.langgraph_server import Batch, build_store, langgraph_server, scripted_chat, served_env
 
-pytestmark = pytest.mark.server
+# one worker sets up this file's server or store (xdist_group: tests/conftest.py)
+pytestmark = [pytest.mark.server, pytest.mark.xdist_group("indexing_server")]
 
 KEYS = {"alice": "key-alice", "bob": "key-bob"}
 CANARY = "KESTREL-4418"

@@ -17,7 +17,8 @@ from langgraph_sdk import get_sync_client
 
 from tests.server.langgraph_server import REPLY
 
-pytestmark = pytest.mark.server
+# one worker sets up this file's server or store (xdist_group: tests/conftest.py)
+pytestmark = [pytest.mark.server, pytest.mark.xdist_group("demo_server")]
 
 QUESTION = "Where was the founder of the Velmora Institute born?"
 CONTEXT = {"interrupts": ["plan"], "k": 2, "max_answer_tokens": 24}

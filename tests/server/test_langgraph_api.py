@@ -22,7 +22,8 @@ from langgraph_sdk import get_sync_client
 
 from rag_graphs.catalog import METHODS
 
-pytestmark = pytest.mark.server
+# one worker sets up this file's server or store (xdist_group: tests/conftest.py)
+pytestmark = [pytest.mark.server, pytest.mark.xdist_group("demo_server")]
 
 QUESTION = "Where was Ilsa Brandt born?"
 SECOND = "What is the Velmora Institute?"

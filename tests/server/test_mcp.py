@@ -29,7 +29,8 @@ from tests.server.langgraph_server import Batch, build_store, langgraph_server, 
 
 pytest.importorskip("langchain_mcp_adapters", reason="the MCP client: langchain-mcp-adapters (in 'dev')")
 
-pytestmark = pytest.mark.server
+# one worker sets up this file's server or store (xdist_group: tests/conftest.py)
+pytestmark = [pytest.mark.server, pytest.mark.xdist_group("mcp_server")]
 
 ROOT = Path(__file__).resolve().parents[2]
 GRAPHS = json.loads((ROOT / "langgraph.json").read_text())["graphs"]

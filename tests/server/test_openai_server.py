@@ -30,7 +30,8 @@ from rag_graphs.run import Finished, StepEvent, stream
 from rag_graphs.store import load_embeddings, open_index
 from tests.contract import check_contract
 
-pytestmark = pytest.mark.server
+# one worker sets up this file's server or store (xdist_group: tests/conftest.py)
+pytestmark = [pytest.mark.server, pytest.mark.xdist_group("llama_server")]
 
 SPEC = "openai:smollm2"
 QUESTION = "In which town was the founder of the Velmora Institute born?"

@@ -34,9 +34,13 @@ from tests.unit import test_crash_resume as crash
 from tests.unit import test_run as runs
 
 INITDB = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
-pytestmark = pytest.mark.skipif(
-    not INITDB, reason="PostgreSQL binaries missing (/usr/lib/postgresql/*/bin): apt-get install postgresql"
-)
+pytestmark = [
+    pytest.mark.skipif(
+        not INITDB,
+        reason="PostgreSQL binaries missing (/usr/lib/postgresql/*/bin): apt-get install postgresql",
+    ),
+    pytest.mark.xdist_group("postgres"),  # one worker starts its server (tests/conftest.py)
+]
 PASSWORD = "hunter2-not-shown"
 """In every URI the tests use: the server trusts loopback, so it is never checked, only hidden."""
 

@@ -30,7 +30,8 @@ from langgraph_sdk.client import SyncLangGraphClient
 
 from tests.server.langgraph_server import Batch, build_store, langgraph_server, scripted_chat, served_env
 
-pytestmark = pytest.mark.server
+# one worker sets up this file's server or store (xdist_group: tests/conftest.py)
+pytestmark = [pytest.mark.server, pytest.mark.xdist_group("users_server")]
 
 CANARIES = {
     "alice": ("acme", ["a"], "ALPHA-ORCHID-7731"),
