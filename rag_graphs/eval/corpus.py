@@ -30,8 +30,6 @@ from rag_graphs.store.fields import MAX_CHUNK_CHARS, split_text
 from rag_graphs.support.progress import progress_bar
 
 BATCH = 256
-PIECE_CHARS = MAX_CHUNK_CHARS
-"""Characters of one stored piece at most, its title included: the bound ingest's chunks keep."""
 PASSAGE_FIELD = "passage_id"
 """Metadata naming the passage a piece belongs to (the passage id itself for a whole passage)."""
 _LAYOUT = "pieces-v1"
@@ -55,10 +53,11 @@ def _name(dataset: Dataset, docs: Iterable[Document], embeddings: str | Embeddin
 
 def passage_documents(passage: dict, dataset: Dataset) -> list[Document]:
     """One passage as chunks: the title leads the text, as retrievers in the papers index it;
-    a passage over ``PIECE_CHARS`` becomes several pieces, each led by the title."""
+    a passage over ``MAX_CHUNK_CHARS`` (the bound ingest's chunks keep) becomes several pieces,
+    each led by the title."""
     title = str(passage.get("title") or "")
     lead = f"{title}\n" if title else ""
-    pieces = split_text(passage["text"], PIECE_CHARS - len(lead))
+    pieces = split_text(passage["text"], MAX_CHUNK_CHARS - len(lead))
     passage_id = passage["id"]
     docs = []
     for n, piece in enumerate(pieces, start=1):
@@ -93,13 +92,9 @@ def passages_filter(ids: Sequence[str]) -> str:
     return f"{ids_filter(list(ids))} or {PASSAGE_FIELD} in [{', '.join(quote(i) for i in ids)}]"
 
 
-def load_passages(dataset: Dataset, index: ChunkIndex, *, progress: bool = True) -> int:
-    """Store the dataset's passages (idempotent: stored ids are skipped); return how many chunks
-    were new."""
-    return _load(dataset, corpus_documents(dataset), index, progress=progress)
-
-
 def _load(dataset: Dataset, docs: list[Document], index: ChunkIndex, *, progress: bool) -> int:
+    """Store the dataset's passages (idempotent: a store holding them all is left as it is); how
+    many chunks were new."""
     if index.count() >= len(docs):
         return 0
     added = 0

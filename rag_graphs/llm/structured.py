@@ -30,7 +30,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from pydantic import BaseModel, ValidationError
 
-from rag_graphs.llm.calls import Body, Call, adrive, drive
+from rag_graphs.llm.calls import Body, Call, drive
 from rag_graphs.llm.faults import is_transient, rejected_as_invalid
 from rag_graphs.llm.llama import LlamaChat
 from rag_graphs.llm.models import capabilities
@@ -204,13 +204,6 @@ def invoke_structured(
 ) -> Structured[T]:
     """Ask ``model`` for a ``schema`` object; fall back to ``default`` instead of raising."""
     return drive(structured(model, messages, schema, default))
-
-
-async def ainvoke_structured(
-    model: BaseChatModel, messages: list[BaseMessage], schema: type[T], default: T
-) -> Structured[T]:
-    """``invoke_structured`` on the event loop."""
-    return await adrive(structured(model, messages, schema, default))
 
 
 def _from_text(

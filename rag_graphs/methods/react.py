@@ -113,17 +113,21 @@ def parse_step(text: str) -> tuple[str, str, str]:
     return "invalid", "", ""
 
 
-def _search_tool(query: str) -> str:
-    """Search the document collection; returns numbered passages to cite as [n]."""
-    raise NotImplementedError  # pragma: no cover - a schema only; ``act`` runs searches
+SEARCH_TOOL = {
+    "title": "search",
+    "description": "Search the document collection; returns numbered passages to cite as [n].",
+    "type": "object",
+    "properties": {"query": {"type": "string", "description": "what to search for"}},
+    "required": ["query"],
+}
+"""The search tool as the model sees it: a schema only, since ``act`` runs the search itself
+(into the run's documents, numbered as the answer cites them), not a function the model's
+tool call could run."""
 
 
 def native_tools(ctx: RagContext) -> list:
     """The tool schemas bound to a tool-calling model."""
-    tools = [
-        StructuredTool.from_function(_search_tool, name="search"),
-        StructuredTool.from_function(calculate, name="calculator"),
-    ]
+    tools = [SEARCH_TOOL, StructuredTool.from_function(calculate, name="calculator")]
     web = web_tool(ctx.web_search)
     return tools + ([web] if web is not None else [])
 

@@ -1,14 +1,10 @@
-"""A cross-question search cache: the same query on the same store state is searched once.
+"""The process's bounded LRU of search rankings (``SearchCache``, sized by
+``RagContext.search_cache``; 0 turns it off), the ``Ranking`` type every searcher returns, and the
+one normal form of a query (``normalise``).
 
-Evaluations and notebooks ask many questions whose first search is the question itself, and
-reruns ask the same questions again; each search costs an embedding call and a store request.
-The cache key is everything that decides a search's hits: store URI, collection, the
-collection's generation (``rag_graphs.store.generations.generation``, bumped by every ingest,
-delete or
-reopen in this process, so a changed collection never serves stale hits), search mode, filter,
-k, the RRF constant and the query normalised (case and whitespace). It is a bounded LRU for the
-process, sized by ``RagContext.search_cache`` (0 turns it off). Graph search is not cached (its
-walk also reads entity rows that entity linking updates in place).
+What a key holds, so that a changed collection, another filter or another tenant never gets a
+ranking it should not, is ``rag_graphs.search.cached``'s job (``CachedSearcher``, which wraps every
+searcher, graph search included, and falls back to the persistent ``disk_cache`` on a miss).
 """
 
 from __future__ import annotations

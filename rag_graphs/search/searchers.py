@@ -25,13 +25,13 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import VectorStore
 
 from rag_graphs.config.graph_search import GraphSearchOptions
+from rag_graphs.search.cache import Ranking
 from rag_graphs.search.own import search_own
 from rag_graphs.store import ChunkIndex
 from rag_graphs.store.embeddings import embeddings_identity
 from rag_graphs.store.fields import RRF_K
 from rag_graphs.store.sentences import children_of, has_sentences, search_parents, sentence_collection
 
-Ranking = list[tuple[Document, float]]
 NO_SCORE = math.nan
 """The score of a hit whose source gives none (a retriever without scores): not stored on the hit."""
 StoreMode = Literal["dense", "hybrid"]

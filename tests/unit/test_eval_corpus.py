@@ -10,7 +10,8 @@ import pytest
 from langchain_core.messages import AIMessage
 
 from rag_graphs.eval import EvalOptions, evaluate, load_dataset, read_rows
-from rag_graphs.eval.corpus import PIECE_CHARS, collection_name, corpus_documents
+from rag_graphs.eval.corpus import collection_name, corpus_documents
+from rag_graphs.store.fields import MAX_CHUNK_CHARS
 from tests.conftest import RecordingChat, write_jsonl
 
 
@@ -100,17 +101,11 @@ def test_pieces_keep_the_title_and_id_and_fit_the_store(long_passage_set):
     pieces = [d for d in docs if d.metadata["passage_id"] == "long"]
     assert [d.metadata["chunk_id"] for d in pieces] == ["long", "long#2", "long#3", "long#4", "long#5"]
     assert all(d.page_content.startswith("Ilsa Brandt\n") for d in pieces)
-    assert all(len(d.page_content) <= PIECE_CHARS for d in pieces)
+    assert all(len(d.page_content) <= MAX_CHUNK_CHARS for d in pieces)
     assert all(len(d.page_content.encode()) <= 65_535 for d in pieces)
     body = "".join(d.page_content.removeprefix("Ilsa Brandt\n") for d in pieces).replace(" ", "")
     original = json.loads((long_passage_set / "corpus.jsonl").read_text().splitlines()[0])["text"]
     assert body == original.replace(" ", "")  # nothing lost at the cuts
-
-
-def test_piece_size_is_the_bound_ingest_keeps():
-    from rag_graphs.store.fields import MAX_CHUNK_CHARS
-
-    assert PIECE_CHARS == MAX_CHUNK_CHARS
 
 
 def test_a_passage_title_over_the_limit_is_refused_naming_file_and_line(tmp_path):

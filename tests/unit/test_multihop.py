@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from langchain_core.messages import AIMessage
+from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from rag_graphs.catalog import METHODS
 from rag_graphs.ingestion.raptor import build_tree, tree_collection
@@ -484,7 +485,7 @@ def test_react_native_tool_calls_answer_with_tool_messages(loaded, make_context)
     ctx = make_context(chat_model=model, k=2)
     out = get_graph("react").invoke({"question": QUESTION}, context=ctx)
     assert _nodes(out) == ["agent", "act", "act", "agent"]
-    assert [t.name for t in model.bound] == ["search", "calculator"]
+    assert [convert_to_openai_tool(t)["function"]["name"] for t in model.bound] == ["search", "calculator"]
     assert out["steps"][2]["text"] == "42" and out["usage"]["retrievals"] == 1
     assert out["answer"] == "Ilsa Brandt founded it [1]." and out["citations"][0]["explicit"]
     assert out["citations"][0]["chunk_id"] == out["documents"][0].id

@@ -61,6 +61,7 @@ EXPECTED_VARIABLES = {
     "compress_extract": {"passage", "question"},
     "graphrag_map": {"question", "reports"},
     "graphrag_reduce": {"context", "notes", "question"},
+    "openie": {"passage"},
 }
 
 
