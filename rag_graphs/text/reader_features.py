@@ -107,6 +107,8 @@ CUES = {
 _HARD_TYPES = ("date", "number")
 """Types whose candidates must carry one of the type's labels: a "when" question over passages
 without a date has no answer in them."""
+_NAMED_TYPES = ("person", "place")
+"""Types whose candidates are never a date or a number ("which town": not "1941")."""
 
 
 @dataclass(frozen=True)
@@ -251,6 +253,29 @@ def relation_hop(passages: list[ParsedPassage], d: int, question: str) -> tuple[
     return None
 
 
+def role_people(question: str, passages: list[ParsedPassage]) -> dict[str, tuple[int, int]]:
+    """The people the question reaches through its role ("the *founder* of X", "X's *father*"):
+    each one's entity key -> (passage, sentence) of the sentence naming them in that role, in a
+    passage the question names by its title. Found whether or not their own passage was
+    retrieved: the answer is about them either way."""
+    roles = content_words(question) & _ROLES
+    if not roles:
+        return {}
+    asked = f" {normalize(question)} "
+    people: dict[str, tuple[int, int]] = {}
+    for d, passage in enumerate(passages):
+        title = normalize(_QUALIFIER.sub("", passage.title))
+        if not title or f" {title} " not in asked:
+            continue
+        for s, sentence in enumerate(passage.sentences):
+            if roles & sentence.words:
+                for span in sentence.spans:
+                    key = normalize(span.text) if span.label == "PERSON" else ""
+                    if key and f" {key} " not in asked:
+                        people.setdefault(key, (d, s))
+    return people
+
+
 def _relation_targets(question: str, passages: list[ParsedPassage]) -> dict[int, tuple[int, int]]:
     """Passage -> the (passage, sentence) leading to it by the question's role, from passages the
     question names (2Wiki's "Where was the father of X born?")."""
@@ -267,6 +292,23 @@ def _relation_targets(question: str, passages: list[ParsedPassage]) -> dict[int,
                 if other not in targets and other != d and normalize(target.title) == person:
                     targets[other] = (d, hop[1])
     return targets
+
+
+def _about(people: dict[str, tuple[int, int]], passage: ParsedPassage, s: int) -> bool:
+    """True when sentence ``s`` of ``passage`` can say something about one of ``people``: the
+    passage is theirs (its title), or the sentence names them (in full or by the last name,
+    "Brandt was born in Korvik")."""
+    if normalize(passage.title) in people:
+        return True
+    tokens = set(passage.sentences[s].tokens)
+    return any(set(key.split()) <= tokens or key.split()[-1] in tokens for key in people)
+
+
+def _is_one_of(key: str, people: dict[str, tuple[int, int]]) -> bool:
+    """True when the span ``key`` (``answer_key``) is one of ``people`` or part of a name
+    ("Brandt" of "Ilsa Brandt")."""
+    words = set(key.split())
+    return bool(words) and any(words <= set(person.split()) for person in people)
 
 
 def candidate_features(
@@ -299,12 +341,21 @@ def candidate_features(
         if title is not None:
             raw.append((title[0], title[1], answer_key(title[0]), d, 0, None))
         for s, sentence in enumerate(passage.sentences):
+            if 0 < s < leads[d] and not sentence.header:  # a section's heading ("Career") is no answer
+                continue
             for whole in sentence.spans:
                 for span in date_parts(whole, sentence.text):
                     raw.append((span.text, span.label, answer_key(span.text), d, s, span))
     raw = [r for r in raw if r[2] and f" {r[2]} " not in question_key]
     if typed.kind in _HARD_TYPES:
         raw = [r for r in raw if r[1] in typed.labels]
+    elif typed.kind in _NAMED_TYPES:  # a date or a number is never a person or a place
+        raw = [r for r in raw if r[1] not in NUMERIC_LABELS]
+    people = role_people(question, passages)
+    if people:  # the answer is about the person the role leads to, and (asked a place...) not them
+        raw = [r for r in raw if _about(people, passages[r[3]], r[4])]
+        if typed.kind != "person":
+            raw = [r for r in raw if not _is_one_of(r[2], people)]
     holders: dict[str, set[int]] = {}
     for r in raw:
         holders.setdefault(r[2], set()).add(r[3])
