@@ -43,6 +43,7 @@ from rag_graphs.text.answer_types import AnswerType, answer_type
 from rag_graphs.text.candidates import ParsedPassage, parse_passages, split_title
 from rag_graphs.text.comparisons import compare_options, polar_answer
 from rag_graphs.text.reader_features import FEATURES, Candidate, candidate_features, content_words
+from rag_graphs.text.roles import ABOUT_THEM, unresolved_role
 
 _ASKS_YEAR = re.compile(r"\b(?:what|which) year\b|\byear (?:was|did|were)\b", re.IGNORECASE)
 _YEAR = re.compile(r"\b1[0-9]{3}\b|\b20[0-9]{2}\b")
@@ -261,6 +262,8 @@ def read(
     passages = parsed_documents(documents)
     if typed.kind in ("which_of_two", "yes_no"):
         return _decide(question, typed, passages)
+    if typed.kind in ABOUT_THEM and unresolved_role(question, passages):
+        return _no_evidence(typed.kind, "the passages do not say who the question's role is held by")
     candidates = candidate_features(question, typed, passages, {})
     if embeddings is not None and candidates:
         candidates = _with_similarity(question, passages, candidates, embeddings, weights)

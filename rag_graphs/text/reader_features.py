@@ -57,7 +57,7 @@ from dataclasses import dataclass
 from rag_graphs.store.keywords import STOP_WORDS
 from rag_graphs.text.answer_types import NUMERIC_LABELS, AnswerType
 from rag_graphs.text.candidates import ParsedPassage, Span, date_parts, normalize, stem
-from rag_graphs.text.roles import QUALIFIER, is_one_of, relation_targets, role_people, speaks_of
+from rag_graphs.text.roles import ABOUT_THEM, QUALIFIER, is_one_of, relation_targets, role_people, speaks_of
 
 FEATURES = (
     "type",
@@ -280,7 +280,7 @@ def candidate_features(
     people = role_people(question, passages)
     if people:  # the answer is about the person the role leads to, and (asked a place...) not them
         raw = [r for r in raw if speaks_of(people, passages[r[3]], r[4])]
-        if typed.kind in ("place", "date", "number", "kind"):  # not "other": "by what composer"
+        if typed.kind in ABOUT_THEM:  # not "other": "by what composer"
             raw = [r for r in raw if not is_one_of(normalize(r[0]), people)]
     out: list[Candidate] = []
     for text, label, key, d, s, found in raw:

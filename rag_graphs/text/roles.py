@@ -23,6 +23,15 @@ ROLES = frozenset(
 )
 QUALIFIER = re.compile(r"\s*\([^()]*\)\s*$")
 """A title's disambiguation ("Mayfair (magazine)"): not part of the answer."""
+_ROLE_NOUNS = (
+    "director|producer|composer|performer|author|writer|father|mother|spouse|wife|husband|founder|"
+    "creator|screenwriter|editor|son|daughter|child"
+)
+_ROLE_OF = re.compile(rf"\b(?:{_ROLE_NOUNS})s?\s+of\b|['’]s?\s+(?:{_ROLE_NOUNS})\b", re.IGNORECASE)
+"""A role that leads to another entity ("the *founder of* X", "X's *father*"), not a verb ("who
+*founded* X") nor a title the question's own person holds ("the director Ilsa Brandt")."""
+ABOUT_THEM = ("place", "date", "number", "kind")
+"""Answer types that say something about the role's person, never name them."""
 _MISLABELLED = frozenset({"ORG", "GPE", "NORP"})
 """Labels spaCy's small model gives people ("directed by *Axel Braun*" ORG): a role's person
 when a retrieved passage has their name as its title."""
@@ -47,11 +56,14 @@ def relation_hop(passages: list[ParsedPassage], d: int, question: str) -> tuple[
     return None
 
 
-def role_people(question: str, passages: list[ParsedPassage]) -> dict[str, tuple[int, int]]:
+def role_people(
+    question: str, passages: list[ParsedPassage], *, named_too: bool = False
+) -> dict[str, tuple[int, int]]:
     """The people the question reaches through its role ("the *founder* of X", "X's *father*"):
     each one's entity key -> (passage, sentence) of the sentence naming them in that role, in a
     passage the question names by its title. Found whether or not their own passage was
-    retrieved: the answer is about them either way."""
+    retrieved: the answer is about them either way. A person the question names itself counts
+    only with ``named_too`` (the answer is not them, but the role is resolved)."""
     roles = stems(question) & ROLES
     if not roles:
         return {}
@@ -67,13 +79,31 @@ def role_people(question: str, passages: list[ParsedPassage]) -> dict[str, tuple
                 (span, key)
                 for span in sentence.spans
                 if (key := normalize(span.text))
-                and f" {key} " not in asked
+                and key != title  # X is not its own founder
+                and (named_too or f" {key} " not in asked)
                 and (span.label == "PERSON" or (span.label in _MISLABELLED and key in titles))
             ]
             for at in (i for i, word in enumerate(sentence.stems) if word in roles and named):
                 span, key = min(named, key=lambda n: _distance(at, n[0]))
                 people.setdefault(key, (d, s))
     return people
+
+
+def unresolved_role(question: str, passages: list[ParsedPassage]) -> bool:
+    """True when the question reaches its answer through a role ("the founder of X"), a sentence
+    of X's retrieved passages speaks of the role ("far from its *founder's* birthplace"), and they
+    name nobody who could hold it: no one in the role's sentence, and no one with a retrieved
+    passage of their own ("an organ chaconne by Johann Pachelbel. ... by the composer"). What is
+    said about X is then no answer about its founder."""
+    asked, roles = f" {normalize(question)} ", stems(question) & ROLES
+    about_x = [
+        p for p in passages if (title := normalize(QUALIFIER.sub("", p.title))) and f" {title} " in asked
+    ]
+    if not (_ROLE_OF.search(question) and any(roles & s.words for p in about_x for s in p.sentences)):
+        return False
+    titles = {normalize(p.title) for p in passages} - {normalize(p.title) for p in about_x}
+    named = {normalize(span.text) for p in about_x for s in p.sentences for span in s.spans}
+    return not (named & titles or role_people(question, passages, named_too=True))
 
 
 def _distance(at: int, span: Span) -> tuple[int, int]:

@@ -97,3 +97,15 @@ def test_a_sections_heading_is_never_an_answer():
     heading = chunk("mara_quell", "Mara Quell\nCareer\nQuell taught for twenty years.")
     reading = read("Where did Mara Quell teach?", [heading])
     assert reading.answer != "Career"
+
+
+def test_a_passage_that_speaks_of_the_founder_without_naming_them_is_no_answer_about_them():
+    """CRAG's knowledge strips keep the museum's "founder's birthplace" sentence and may drop the
+    one naming the founder: the city of that sentence is not where the founder was born."""
+    strip = chunk("orlin_museum", "The Orlin Museum The Orlin Museum is a museum of maritime painting.")
+    for documents in ([strip, LOCATION, CAREER], [LOCATION, strip]):
+        reading = read(QUESTION, documents)
+        assert reading.no_evidence, (reading.answer, reading.reason)
+    named = chunk("orlin_museum", "The Orlin Museum The museum was begun by Mara Quell in 1962.")
+    reading = read(QUESTION, [named, LOCATION, EARLY])  # someone named: the rule does not fire
+    assert reading.answer == "Tessin", reading.reason
