@@ -4,7 +4,8 @@ reader of an earlier commit, over the same retrieval (issue 51: the demo's answe
 ``rag-graphs demo`` runs each method once per question; the methods' searches and SmolLM2 calls
 are most of its time and do not depend on the reader (it reads the final ``documents`` once).
 This runs each method once per question on the demo store, takes the answer the run's reader
-(this tree's) wrote, and reads the same final ``documents`` with the earlier commit's reader
+(this tree's) wrote, and reads the passages that answer read (the method's ``evidence`` when it
+selected some, as RAG-Fusion and CRAG do, else its final ``documents``) with the earlier commit's reader
 (its five ``rag_graphs/text`` reader modules, loaded as a package of their own from
 ``git show``), with the same embedder. So "before" and "after" differ only by the reader.
 
@@ -87,7 +88,8 @@ def main() -> None:
         for method in methods:
             began = time.monotonic()
             result = run(method, question.text, ctx)
-            docs = list(result.get("documents", []))
+            evidence = result.get("evidence")  # what the answer read (``nodes.inputs.answer_documents``)
+            docs = list(evidence if evidence is not None else result.get("documents", []))
             old = before.read(question.text, docs, embeddings=embeddings) if docs else None
             new = short_answer(str(result.get("answer", "")))
             row = {
