@@ -31,7 +31,8 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 ROOT = Path(__file__).resolve().parent.parent
-MODULES = ("reader", "candidates", "reader_features", "answer_types", "comparisons")
+MODULES = ("reader", "candidates", "reader_features", "answer_types", "comparisons", "roles")
+"""The reader's modules under ``rag_graphs/text`` (a commit without one of them is read without it)."""
 
 
 def _show(rev: str, path: str) -> str:
@@ -47,7 +48,10 @@ def old_reader(rev: str, into: Path):
     (package / "__init__.py").write_text("")
     (package / "reader_weights.json").write_text(_show(rev, "rag_graphs/data/reader_weights.json"))
     for name in MODULES:
-        text = _show(rev, f"rag_graphs/text/{name}.py")
+        try:
+            text = _show(rev, f"rag_graphs/text/{name}.py")
+        except subprocess.CalledProcessError:  # not there yet at ``rev``
+            continue
         for other in MODULES:
             text = text.replace(f"rag_graphs.text.{other} ", f"old_reader.{other} ")
         text = text.replace(
