@@ -57,7 +57,15 @@ from dataclasses import dataclass
 from rag_graphs.store.keywords import STOP_WORDS
 from rag_graphs.text.answer_types import NUMERIC_LABELS, AnswerType
 from rag_graphs.text.candidates import ParsedPassage, Span, date_parts, normalize, stem
-from rag_graphs.text.roles import ABOUT_THEM, QUALIFIER, is_one_of, relation_targets, role_people, speaks_of
+from rag_graphs.text.roles import (
+    ABOUT_THEM,
+    QUALIFIER,
+    asks_about_role,
+    is_one_of,
+    relation_targets,
+    role_people,
+    speaks_of,
+)
 
 FEATURES = (
     "type",
@@ -277,7 +285,7 @@ def candidate_features(
         holders.setdefault(r[2], set()).add(r[3])
     if typed.kind in _NAMED_TYPES:  # a date or a number is never a person or a place
         raw = [r for r in raw if r[1] not in NUMERIC_LABELS]
-    people = role_people(question, passages)
+    people = role_people(question, passages) if asks_about_role(question) else {}
     if people:  # the answer is about the person the role leads to, and (asked a place...) not them
         raw = [r for r in raw if speaks_of(people, passages[r[3]], r[4])]
         if typed.kind in ABOUT_THEM:  # not "other": "by what composer"

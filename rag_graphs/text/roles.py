@@ -30,6 +30,12 @@ _ROLE_NOUNS = (
 _ROLE_OF = re.compile(rf"\b(?:{_ROLE_NOUNS})s?\s+of\b|['’]s?\s+(?:{_ROLE_NOUNS})\b", re.IGNORECASE)
 """A role that leads to another entity ("the *founder of* X", "X's *father*"), not a verb ("who
 *founded* X") nor a title the question's own person holds ("the director Ilsa Brandt")."""
+_OPENING = re.compile(
+    r"^\W*(?:(?:in|at|from|to|for|by|of|on|with)\s+)?(?:which|what|where|when|who|whom|whose|how(?:\s+\w+)?)\b",
+    re.IGNORECASE,
+)
+"""The question's own wh-phrase ("In which", "How many"), before any clause."""
+_RELATIVE = re.compile(r"\b(?:where|which|that|whose|who|whom|when)\b", re.IGNORECASE)
 ABOUT_THEM = ("place", "date", "number", "kind")
 """Answer types that say something about the role's person, never name them."""
 _MISLABELLED = frozenset({"ORG", "GPE", "NORP"})
@@ -89,6 +95,18 @@ def role_people(
     return people
 
 
+def asks_about_role(question: str) -> bool:
+    """True when the question asks about the person a role leads to ("In which town was *the
+    founder of X* born?"), not about something a clause further on reaches through them ("What
+    is the capital of the province *where* the founder of X was born?": the answer is no
+    sentence about the founder)."""
+    found = _ROLE_OF.search(question)
+    if found is None:
+        return False
+    before = _OPENING.sub("", question[: found.start()], count=1)
+    return _RELATIVE.search(before) is None
+
+
 def unresolved_role(question: str, passages: list[ParsedPassage]) -> bool:
     """True when the question reaches its answer through a role ("the founder of X"), a sentence
     of X's retrieved passages speaks of the role ("far from its *founder's* birthplace"), and they
@@ -99,7 +117,7 @@ def unresolved_role(question: str, passages: list[ParsedPassage]) -> bool:
     about_x = [
         p for p in passages if (title := normalize(QUALIFIER.sub("", p.title))) and f" {title} " in asked
     ]
-    if not (_ROLE_OF.search(question) and any(roles & s.words for p in about_x for s in p.sentences)):
+    if not (asks_about_role(question) and any(roles & s.words for p in about_x for s in p.sentences)):
         return False
     titles = {normalize(p.title) for p in passages} - {normalize(p.title) for p in about_x}
     named = {normalize(span.text) for p in about_x for s in p.sentences for span in s.spans}

@@ -109,3 +109,16 @@ def test_a_passage_that_speaks_of_the_founder_without_naming_them_is_no_answer_a
     named = chunk("orlin_museum", "The Orlin Museum The museum was begun by Mara Quell in 1962.")
     reading = read(QUESTION, [named, LOCATION, EARLY])  # someone named: the rule does not fire
     assert reading.answer == "Tessin", reading.reason
+
+
+def test_a_clause_past_the_founder_is_not_answered_about_the_founder():
+    """ "The capital of the province *where* the founder was born": the answer is the table's row
+    reached through the founder's town, in no sentence about the founder."""
+    town = chunk("tessin", "Tessin\nTessin is a small fishing town in the province of Varra.")
+    table = chunk(
+        "provinces",
+        "provinces\n| Province | Capital |\n|----------|---------|\n| Varra | Lunmark |\n| Oster | Pell |",
+    )
+    question = "What is the capital of the province where the founder of the Orlin Museum was born?"
+    reading = read(question, [MUSEUM, EARLY, town, table])
+    assert reading.answer == "Lunmark", reading.reason
