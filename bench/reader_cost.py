@@ -4,9 +4,11 @@ question by question (issue 51: ``reader=extract`` < 50 ms a question beside ret
 Each question's distractor passages (``bench/reader_fit.py``: gold first, then the others, top 5)
 are read by both readers in turn (which goes first alternates), each with its own parse cache
 emptied before the question, so every read parses its passages cold, as a run's final answer
-does. Timed without an embedder and with MiniLM (the node passes the run's embedder). The load
-of a shared machine moves both readers alike; compare the two columns, not the absolute times
-with another run.
+does. Timed without an embedder and with MiniLM (the node passes the run's embedder): wall
+clock and this process's CPU time (all its threads: torch's too). The load of a shared machine
+moves both readers alike; compare the two columns, not the absolute times with another run.
+``--torch-threads 1`` runs MiniLM on one thread: on a loaded 2-core machine torch's two threads
+wait on each other and one call costs ~25x its single-thread time (BENCHMARKS.md, round 3).
 
     PYTHONPATH=. nice -n 10 .venv/bin/python bench/reader_cost.py --old de5ea8c --limit 20
 """
@@ -32,7 +34,13 @@ def main() -> None:
     )
     parser.add_argument("--old", default="de5ea8c")
     parser.add_argument("--limit", type=int, default=20, help="questions per dataset")
+    parser.add_argument("--torch-threads", type=int, default=0, help="torch's threads (0: its default)")
+    parser.add_argument("--no-embedder", action="store_true", help="time without an embedder only")
     args = parser.parse_args()
+    if args.torch_threads:
+        import torch
+
+        torch.set_num_threads(args.torch_threads)
 
     from langchain_core.documents import Document
 
@@ -54,8 +62,10 @@ def main() -> None:
     for module in (old, new):
         module.read("warm up?", warm, embeddings=embeddings)
     readers = {"old": (old, old_candidates), "new": (new, new_candidates)}
-    for model, label in ((None, "without an embedder"), (embeddings, "with MiniLM")):
+    settings = [(None, "without an embedder")] + ([] if args.no_embedder else [(embeddings, "with MiniLM")])
+    for model, label in settings:
         times: dict[str, list[float]] = {"old": [], "new": []}
+        cpu: dict[str, list[float]] = {"old": [], "new": []}
         answers_differ = 0
         for i, (question, docs) in enumerate(questions):
             order = ("old", "new") if i % 2 == 0 else ("new", "old")
@@ -63,16 +73,18 @@ def main() -> None:
             for name in order:
                 module, candidates = readers[name]
                 candidates._CACHE.clear()
-                if name == "new":
-                    new._VECTORS.vectors.clear()
-                started = time.perf_counter()
+                if hasattr(module, "_VECTORS"):  # sentence vectors kept by text (bac2ce1 on)
+                    module._VECTORS.vectors.clear()
+                started, started_cpu = time.perf_counter(), time.process_time()
                 got[name] = module.read(question, docs, embeddings=model).answer
                 times[name].append(1000 * (time.perf_counter() - started))
+                cpu[name].append(1000 * (time.process_time() - started_cpu))
             answers_differ += got["old"] != got["new"]
         print(
             f"{label}, {len(questions)} questions: "
             + "; ".join(
                 f"{name} median {statistics.median(t):.1f} ms, mean {statistics.fmean(t):.1f}"
+                f" (CPU median {statistics.median(cpu[name]):.1f}, mean {statistics.fmean(cpu[name]):.1f})"
                 for name, t in times.items()
             )
             + f"; answers differ on {answers_differ}",

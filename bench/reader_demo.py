@@ -4,7 +4,8 @@ reader of an earlier commit, over the same retrieval (issue 51: the demo's answe
 ``rag-graphs demo`` runs each method once per question; the methods' searches and SmolLM2 calls
 are most of its time and do not depend on the reader (it reads the final ``documents`` once).
 This runs each method once per question on the demo store, takes the answer the run's reader
-(this tree's) wrote, and reads the same final ``documents`` with the earlier commit's reader
+(this tree's) wrote, and reads the passages that answer read (the method's ``evidence`` when it
+selected some, as RAG-Fusion and CRAG do, else its final ``documents``) with the earlier commit's reader
 (its five ``rag_graphs/text`` reader modules, loaded as a package of their own from
 ``git show``), with the same embedder. So "before" and "after" differ only by the reader.
 
@@ -30,7 +31,8 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 ROOT = Path(__file__).resolve().parent.parent
-MODULES = ("reader", "candidates", "reader_features", "answer_types", "comparisons")
+MODULES = ("reader", "candidates", "reader_features", "answer_types", "comparisons", "roles")
+"""The reader's modules under ``rag_graphs/text`` (a commit without one of them is read without it)."""
 
 
 def _show(rev: str, path: str) -> str:
@@ -46,7 +48,10 @@ def old_reader(rev: str, into: Path):
     (package / "__init__.py").write_text("")
     (package / "reader_weights.json").write_text(_show(rev, "rag_graphs/data/reader_weights.json"))
     for name in MODULES:
-        text = _show(rev, f"rag_graphs/text/{name}.py")
+        try:
+            text = _show(rev, f"rag_graphs/text/{name}.py")
+        except subprocess.CalledProcessError:  # not there yet at ``rev``
+            continue
         for other in MODULES:
             text = text.replace(f"rag_graphs.text.{other} ", f"old_reader.{other} ")
         text = text.replace(
@@ -66,6 +71,7 @@ def main() -> None:
     parser.add_argument("--old", default="de5ea8c", help="the commit whose reader is 'before'")
     parser.add_argument("--methods", default="", help="comma-separated (default: all)")
     parser.add_argument("--out", type=Path, default=ROOT / "bench_runs" / "reader_demo.json")
+    parser.add_argument("--two-hop-only", action="store_true", help="skip the four-hop question")
     args = parser.parse_args()
 
     from rag_graphs.catalog import METHODS
@@ -81,11 +87,13 @@ def main() -> None:
     embeddings = embeddings_for(ctx)
     methods = [m for m in args.methods.split(",") if m] or list(METHODS)
     rows = []
-    for question in (demo.FOUR_HOP, demo.TWO_HOP):
+    questions = (demo.TWO_HOP,) if args.two_hop_only else (demo.FOUR_HOP, demo.TWO_HOP)
+    for question in questions:
         for method in methods:
             began = time.monotonic()
             result = run(method, question.text, ctx)
-            docs = list(result.get("documents", []))
+            evidence = result.get("evidence")  # what the answer read (``nodes.inputs.answer_documents``)
+            docs = list(evidence if evidence is not None else result.get("documents", []))
             old = before.read(question.text, docs, embeddings=embeddings) if docs else None
             new = short_answer(str(result.get("answer", "")))
             row = {
@@ -93,8 +101,15 @@ def main() -> None:
                 "method": method,
                 "files": sorted(demo.retrieved_files(result)),
                 "found": any(answer_contained(d.page_content, [question.gold]) for d in docs),
+                "answer_chunk": any(  # the chain's last file's chunk that holds the gold
+                    Path(str(d.metadata.get("source", ""))).name == question.chain[-1]
+                    and answer_contained(d.page_content, [question.gold])
+                    for d in docs
+                ),
                 "before": old.answer if old is not None else "",
+                "before_abstained": bool(old is None or old.no_evidence),
                 "after": new,
+                "after_outcome": str(result.get("outcome", "")),
                 "before_right": bool(old is not None and answer_contained(old.answer, [question.gold])),
                 "after_right": bool(answer_contained(new, [question.gold])),
                 "seconds": round(time.monotonic() - began, 1),
@@ -103,12 +118,15 @@ def main() -> None:
             print(json.dumps(row), flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(rows, indent=1))
-    for question in (demo.FOUR_HOP, demo.TWO_HOP):
+    for question in questions:
         mine = [r for r in rows if r["question"] == question.text]
         print(
             f"{question.text} (gold {question.gold}): {len(mine)} methods; gold in a retrieved passage "
-            f"{sum(r['found'] for r in mine)}; right before {sum(r['before_right'] for r in mine)}, "
-            f"after {sum(r['after_right'] for r in mine)}"
+            f"{sum(r['found'] for r in mine)}, the answer's chunk {sum(r['answer_chunk'] for r in mine)}; "
+            f"right before {sum(r['before_right'] for r in mine)}, "
+            f"after {sum(r['after_right'] for r in mine)}; "
+            f"abstained before {sum(r['before_abstained'] for r in mine)}, "
+            f"after {sum(r['after_outcome'] == 'no_evidence' for r in mine)}"
         )
 
 

@@ -43,6 +43,7 @@ from rag_graphs.text.answer_types import AnswerType, answer_type
 from rag_graphs.text.candidates import ParsedPassage, parse_passages, split_title
 from rag_graphs.text.comparisons import compare_options, polar_answer
 from rag_graphs.text.reader_features import FEATURES, Candidate, candidate_features, content_words
+from rag_graphs.text.roles import ABOUT_THEM, unresolved_role
 
 _ASKS_YEAR = re.compile(r"\b(?:what|which) year\b|\byear (?:was|did|were)\b", re.IGNORECASE)
 _YEAR = re.compile(r"\b1[0-9]{3}\b|\b20[0-9]{2}\b")
@@ -129,20 +130,33 @@ def sentence_similarities(
     only: set[tuple[int, int]] | None = None,
 ) -> dict[tuple[int, int], float]:
     """Cosine of the question with ``similarity_sentences`` (those in ``only``, when given), in
-    one embedding call; sentence vectors are kept by text (``_VECTORS``), so a passage read again
-    costs no model call."""
+    one embedding call (the question in it, for a symmetric model); vectors are kept by text
+    (``_VECTORS``), so a passage or question read again costs no model call."""
     if embeddings is None:
         return {}
     chosen = [at for at in similarity_sentences(question, passages) if only is None or at in only]
     if not chosen:
         return {}
-    vectors = np.asarray(
-        _VECTORS.embed(embeddings, [passages[d].sentences[s].text for d, s in chosen]), dtype=float
-    )
-    query = np.asarray(embed_queries(embeddings, [question])[0], dtype=float)
+    texts = [passages[d].sentences[s].text for d, s in chosen]
+    if _symmetric(embeddings):  # the question goes in the sentences' batch: one model call
+        *found, asked = _VECTORS.embed(embeddings, [*texts, question])
+    else:
+        found, asked = _VECTORS.embed(embeddings, texts), embed_queries(embeddings, [question])[0]
+    vectors, query = np.asarray(found, dtype=float), np.asarray(asked, dtype=float)
     norms = np.linalg.norm(vectors, axis=1) * (np.linalg.norm(query) or 1.0)
     cosines = vectors @ query / np.where(norms == 0, 1.0, norms)
     return {at: float(c) for at, c in zip(chosen, cosines, strict=True)}
+
+
+def _symmetric(embeddings: Embeddings) -> bool:
+    """True for a model that embeds a query exactly as a passage (a sentence-transformers model
+    without query settings, MiniLM the default: ``store.reads.embed_queries``'s rule), so the
+    question can share the sentences' model call and their cache. Under a loaded machine a call
+    costs far more than its texts (torch's threads wait on each other: one question alone took
+    0.6 s, 16 sentences 1.8 s, BENCHMARKS.md issue 51 round 3)."""
+    from langchain_huggingface import HuggingFaceEmbeddings
+
+    return isinstance(embeddings, HuggingFaceEmbeddings) and not embeddings.query_encode_kwargs
 
 
 class _VectorCache:
@@ -248,6 +262,8 @@ def read(
     passages = parsed_documents(documents)
     if typed.kind in ("which_of_two", "yes_no"):
         return _decide(question, typed, passages)
+    if typed.kind in ABOUT_THEM and unresolved_role(question, passages):
+        return _no_evidence(typed.kind, "the passages do not say who the question's role is held by")
     candidates = candidate_features(question, typed, passages, {})
     if embeddings is not None and candidates:
         candidates = _with_similarity(question, passages, candidates, embeddings, weights)

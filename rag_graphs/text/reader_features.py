@@ -40,6 +40,12 @@ question's words, its ``bridge`` is the row reached through another of its cells
 question, or by another passage's sentence holding the question's words: ``_row_bridge``), and
 it has no ``cue``. So a cell is scored on the features a sentence's span is, with the same
 weights: no table was in the data they were fitted on, and none needs a weight of its own.
+
+Some spans are not candidates at all (type errors, not evidence to weigh): a span of a section's
+heading line ("Career"), a date or a number for a person or place question, and, when the question
+reaches a person through a role ("the founder of X", ``roles``), a span in no sentence about that
+person, or (asked a place, date, number or kind) the person's own name ("Brandt" for "which
+town"). Agreement still counts every passage that says a span.
 """
 
 from __future__ import annotations
@@ -51,6 +57,15 @@ from dataclasses import dataclass
 from rag_graphs.store.keywords import STOP_WORDS
 from rag_graphs.text.answer_types import NUMERIC_LABELS, AnswerType
 from rag_graphs.text.candidates import ParsedPassage, Span, date_parts, normalize, stem
+from rag_graphs.text.roles import (
+    ABOUT_THEM,
+    QUALIFIER,
+    asks_about_role,
+    is_one_of,
+    relation_targets,
+    role_people,
+    speaks_of,
+)
 
 FEATURES = (
     "type",
@@ -77,17 +92,10 @@ FEATURES = (
 )
 _EXTRA_STOP = frozenset("also name named called one both did does there been being into out".split())
 _WORD = re.compile(r"\w+")
-_ROLES = frozenset(
-    stem(w)
-    for w in "director producer composer performer author writer father mother spouse wife husband "
-    "founder creator screenwriter editor son daughter child".split()
-)
 _BIRTH = re.compile(r"\b(?:born|birth|birthday)\b", re.IGNORECASE)
 _DEATH = re.compile(r"\b(?:die|died|death|dead)\b", re.IGNORECASE)
 _HEADING = re.compile(r"[^.!?:;]{1,80}")
 """A heading line: short, with no sentence stop."""
-_QUALIFIER = re.compile(r"\s*\([^()]*\)\s*$")
-"""A title's disambiguation ("Mayfair (magazine)"): not part of the answer."""
 LOOSE_LABELS = {
     "person": frozenset({"PERSON", "ORG", "TITLE"}),
     "place": frozenset({"GPE", "LOC", "FAC", "ORG", "NORP", "PERSON"}),
@@ -107,6 +115,8 @@ CUES = {
 _HARD_TYPES = ("date", "number")
 """Types whose candidates must carry one of the type's labels: a "when" question over passages
 without a date has no answer in them."""
+_NAMED_TYPES = ("person", "place")
+"""Types whose candidates are never a date or a number ("which town": not "1941")."""
 
 
 @dataclass(frozen=True)
@@ -149,7 +159,7 @@ def _title_span(passage: ParsedPassage) -> tuple[str, str] | None:
                 return span.text, span.label
     if "_" in passage.title:
         return None
-    return _QUALIFIER.sub("", passage.title) or passage.title, "TITLE"
+    return QUALIFIER.sub("", passage.title) or passage.title, "TITLE"
 
 
 def _lead(passage: ParsedPassage) -> int:
@@ -232,43 +242,6 @@ def _row_bridge(
     return best
 
 
-def relation_hop(passages: list[ParsedPassage], d: int, question: str) -> tuple[int, int] | None:
-    """(passage, sentence): the retrieved passage about the person passage ``d`` names in the role
-    the question asks ("the *director* of film X", "X's *father*"), and the sentence of ``d``
-    naming them; None when the question asks no role or ``d`` names nobody retrieved."""
-    roles = content_words(question) & _ROLES
-    if not roles:
-        return None
-    for s, sentence in enumerate(passages[d].sentences):
-        if not roles & sentence.words:
-            continue
-        for span in sentence.spans:
-            if span.label == "PERSON":
-                key = normalize(span.text)
-                for other, passage in enumerate(passages):
-                    if other != d and key and normalize(passage.title) == key:
-                        return other, s
-    return None
-
-
-def _relation_targets(question: str, passages: list[ParsedPassage]) -> dict[int, tuple[int, int]]:
-    """Passage -> the (passage, sentence) leading to it by the question's role, from passages the
-    question names (2Wiki's "Where was the father of X born?")."""
-    key = f" {normalize(question)} "
-    targets: dict[int, tuple[int, int]] = {}
-    for d, passage in enumerate(passages):
-        title = normalize(_QUALIFIER.sub("", passage.title))
-        if title and f" {title} " in key:
-            hop = relation_hop(passages, d, question)
-            if hop is None:
-                continue
-            person = normalize(passages[hop[0]].title)  # every chunk of the person's document
-            for other, target in enumerate(passages):
-                if other not in targets and other != d and normalize(target.title) == person:
-                    targets[other] = (d, hop[1])
-    return targets
-
-
 def candidate_features(
     question: str,
     typed: AnswerType,
@@ -281,7 +254,7 @@ def candidate_features(
     question_key = f" {answer_key(question)} "
     titles = {normalize(p.title): d for d, p in enumerate(passages) if p.title}
     bridges = _bridges(passages, words)
-    targets = _relation_targets(question, passages)
+    targets = relation_targets(question, passages)
     life = 0 if _BIRTH.search(question) else 1 if _DEATH.search(question) else None
     date_order: dict = {}
     for d, passage in enumerate(passages):
@@ -299,15 +272,24 @@ def candidate_features(
         if title is not None:
             raw.append((title[0], title[1], answer_key(title[0]), d, 0, None))
         for s, sentence in enumerate(passage.sentences):
+            if 0 < s < leads[d] and not sentence.header:  # a section's heading ("Career") is no answer
+                continue
             for whole in sentence.spans:
                 for span in date_parts(whole, sentence.text):
                     raw.append((span.text, span.label, answer_key(span.text), d, s, span))
     raw = [r for r in raw if r[2] and f" {r[2]} " not in question_key]
     if typed.kind in _HARD_TYPES:
         raw = [r for r in raw if r[1] in typed.labels]
-    holders: dict[str, set[int]] = {}
+    holders: dict[str, set[int]] = {}  # agreement counts every passage saying it, kept or not below
     for r in raw:
         holders.setdefault(r[2], set()).add(r[3])
+    if typed.kind in _NAMED_TYPES:  # a date or a number is never a person or a place
+        raw = [r for r in raw if r[1] not in NUMERIC_LABELS]
+    people = role_people(question, passages) if asks_about_role(question) else {}
+    if people:  # the answer is about the person the role leads to, and (asked a place...) not them
+        raw = [r for r in raw if speaks_of(people, passages[r[3]], r[4])]
+        if typed.kind in ABOUT_THEM:  # not "other": "by what composer"
+            raw = [r for r in raw if not is_one_of(normalize(r[0]), people)]
     out: list[Candidate] = []
     for text, label, key, d, s, found in raw:
         span_words = content_words(text)

@@ -7,9 +7,12 @@ embedded once is not embedded again. The answer must be the one measuring every 
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
+from langchain_huggingface import HuggingFaceEmbeddings
 
 from rag_graphs.text import reader
 from rag_graphs.text.answer_types import answer_type
@@ -95,3 +98,45 @@ def test_a_sentence_embedded_once_is_not_embedded_again():
     read(QUESTIONS[0], PASSAGES, embeddings=other)
     assert other.embedded
     assert np.isfinite(first.confidence)
+
+
+class Symmetric(HuggingFaceEmbeddings):
+    """A sentence-transformers model without query settings (MiniLM's kind), faked: it records
+    each model call; its query path must not be taken (the question rides in the batch)."""
+
+    calls: ClassVar[list[list[str]]] = []
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        self.calls.append(list(texts))
+        return DeterministicFakeEmbedding(size=16).embed_documents(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        raise AssertionError(f"a separate query call for {text!r}")
+
+
+def test_a_symmetric_model_is_called_once_per_read_with_the_question_in_the_batch():
+    model = Symmetric.model_construct(query_encode_kwargs={})
+    for question in QUESTIONS[:3]:
+        reader._VECTORS.vectors.clear()
+        Symmetric.calls.clear()
+        reading = read(question, PASSAGES, embeddings=model)
+        assert not reading.no_evidence or reading.reason
+        assert len(Symmetric.calls) == 1 and question in Symmetric.calls[0], Symmetric.calls
+        Symmetric.calls.clear()  # the same question again: every vector is kept, no model call
+        assert read(question, PASSAGES, embeddings=model) == reading
+        assert Symmetric.calls == []
+
+
+def test_entities_read_from_the_token_arrays_are_spacys_own():
+    from rag_graphs.entity_graph.entities import load_spacy
+    from rag_graphs.text.candidates import entity_offsets
+
+    texts = [
+        *(d.page_content for d in PASSAGES),
+        "Ilsa Brandt\nEarly life\nBrandt was born in Korvik, Asterra, on 3 May 1950.",
+        "",
+        "   ",
+        "New York City and Los Angeles had 8,000,000 and 3,900,000 people in 2020.",
+    ]
+    for parsed in load_spacy().pipe(texts):
+        assert entity_offsets(parsed) == [(e.start_char, e.end_char, e.label_) for e in parsed.ents]
