@@ -5,10 +5,13 @@ model's malformed reply falls back to a safe default instead of crashing.
 Budgets are enforced here by ``loop_stop``, not by LangGraph's recursion
 limit: the node sets ``stop_kind`` (and ``stop_reason``, its words) and the router reads the kind.
 
-Who says "enough" is ``RagContext.stop_rule``: the model, or (``auto`` on the extract reader's
-path) the reader itself, which reads the gathered passages and stops the loop when it finds an
-answer with at least ``STOP_CONFIDENCE``: SmolLM2-135M's "enough" is about chance (issue 51).
-The model then writes only the next query, and is not called at all when the loop stops.
+Who says "enough" is ``RagContext.stop_rule``: the model alone, or (``reader``; ``auto`` on the
+extract reader's path) first the reader, which reads the gathered passages and stops the loop
+without a model call when it finds an answer with at least ``STOP_CONFIDENCE``; only otherwise is
+the model asked, as under ``model``. The model's own word is not dropped: SmolLM2-135M says
+"enough" to every question and proposes echoes of its instructions as the next query ("search
+query for the missing fact"), so a loop that ignored its "enough" would search those (issue 51,
+BENCHMARKS.md "Stop on the reader's confidence").
 """
 
 from __future__ import annotations
@@ -68,17 +71,15 @@ def make_decide(prompt: str = "decide_enough") -> ModelNode:
     template = load_prompt(prompt)
 
     def decide(state: RagState, ctx: RagContext) -> Body[dict]:
-        budget = hop_budget(state, ctx.max_hops)
-        found, read_note = answer_found(state, ctx) if stops_by_reader(ctx) else (None, "")
-        if found is not None and (found or loop_stop(state, budget)):  # stops: no query to write
-            decision, via, calls = Decision(enough=found), "reader", []
+        found, read_note = answer_found(state, ctx) if stops_by_reader(ctx) else (False, "")
+        if found:  # the reader has the answer: no model call
+            decision, via, calls = Decision(enough=True), "reader", []
         else:
             messages = template.format_messages(**template_inputs(template, state))
             default = Decision(enough=False, next_query="")
             out = yield from structured(chat_model(ctx), messages, Decision, default)
             decision, via, calls = out.value, out.method, out.calls
-            if found is not None:  # the reader found no answer: only the model's query counts
-                decision = decision.model_copy(update={"enough": False})
+        budget = hop_budget(state, ctx.max_hops)
         stop = loop_stop(state, budget, done=decision.enough, next_query=decision.next_query)
         reason = stop.reason if stop else ""
         text = f"enough={decision.enough}; next_query={decision.next_query!r}; via {via}"

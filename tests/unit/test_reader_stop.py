@@ -18,6 +18,7 @@ QUESTION = "When was Ada Lovelace born?"
 FOUND = Document(page_content="Ada Lovelace was born in 1815 in London.", id="found")
 MISSING = Document(page_content="Ada Lovelace wrote the first program.", id="missing")
 ENOUGH_AND_QUERY = '{"enough": true, "next_query": "Ada Lovelace birth year"}'
+GO_ON = '{"enough": false, "next_query": "Ada Lovelace birth year"}'
 
 
 def _decide(make_context, docs: list[Document], *replies: str, hops: int = 1, **settings):
@@ -37,30 +38,32 @@ def test_the_reader_stops_the_loop_without_asking_the_model(make_context):
     assert "via reader" in text and "'1815'" in text
 
 
-def test_without_an_answer_the_model_writes_only_the_next_query(make_context):
-    # The model says "enough", but the reader found no date: the loop searches the model's query.
-    update, model = _decide(make_context, [MISSING], ENOUGH_AND_QUERY, reader="extract")
+def test_without_an_answer_the_model_decides(make_context):
+    # The reader finds no date: the model is asked, and its word goes (on, with its query).
+    update, model = _decide(make_context, [MISSING], GO_ON, reader="extract")
     assert len(model.seen) == 1
-    assert update["stop_kind"] is None
-    assert update["query"] == "Ada Lovelace birth year"
+    assert update["stop_kind"] is None and update["query"] == "Ada Lovelace birth year"
     assert "no date candidate" in update["steps"][0]["text"]
 
 
-def test_a_spent_budget_stops_without_the_model(make_context):
-    update, model = _decide(make_context, [MISSING], ENOUGH_AND_QUERY, hops=3, reader="extract", max_hops=3)
-    assert update["stop_kind"] == "budget" and model.seen == []
+def test_a_confident_reader_overrules_a_model_that_would_go_on(make_context):
+    update, model = _decide(make_context, [MISSING, FOUND], GO_ON, reader="extract")
+    assert update["stop_kind"] == "enough" and model.seen == []
 
 
-def test_the_model_rule_stops_on_the_models_word(make_context):
-    # stop_rule="model" keeps the old rule on the extract path: the model's "enough" stops.
-    update, model = _decide(make_context, [MISSING], ENOUGH_AND_QUERY, reader="extract", stop_rule="model")
-    assert update["stop_kind"] == "enough" and len(model.seen) == 1
+def test_the_model_rule_never_asks_the_reader(make_context):
+    # stop_rule="model" keeps the old rule on the extract path: the passages hold 1815, yet the
+    # model's "go on" goes.
+    update, model = _decide(make_context, [FOUND], GO_ON, reader="extract", stop_rule="model")
+    assert update["stop_kind"] is None and len(model.seen) == 1
+    assert "reader" not in update["steps"][0]["text"]
 
 
 def test_the_generate_reader_keeps_the_model_rule(make_context):
     # auto on a run the chat model answers: the reader is not asked, though it would find 1815.
-    update, model = _decide(make_context, [FOUND], '{"enough": false, "next_query": "Lovelace"}')
-    assert update["stop_kind"] is None and update["query"] == "Lovelace" and len(model.seen) == 1
+    update, model = _decide(make_context, [FOUND], GO_ON)
+    assert update["stop_kind"] is None and update["query"] == "Ada Lovelace birth year"
+    assert len(model.seen) == 1
 
 
 @pytest.mark.parametrize(
