@@ -34,7 +34,7 @@ from rag_graphs.search.retrieval import embeddings_for
 from rag_graphs.state import RagState
 from rag_graphs.text.reader import read
 
-STOP_CONFIDENCE = 0.5
+STOP_CONFIDENCE = 0.8
 """Least confidence of the extract reader's answer on the gathered passages that ends the loop
 under the ``reader`` stop rule: fitted on the tune halves of 2Wiki and MuSiQue (BENCHMARKS.md,
 "Stop on the reader's confidence")."""
