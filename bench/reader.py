@@ -87,7 +87,19 @@ def main() -> None:
         "--stores", type=Path, default=ROOT / ".rag-graphs", help="folder of the per-dataset stores"
     )
     parser.add_argument("--runs", type=Path, default=ROOT / "bench_runs" / "reader")
+    parser.add_argument(
+        "--llm-cache",
+        type=Path,
+        help="SQLite file of LangChain's LLM cache: runs that send SmolLM2 (greedy) the same prompt, "
+        "e.g. two readers or stop rules over the same first hop, compute its reply once "
+        "(llm_calls still count it; seconds do not)",
+    )
     args = parser.parse_args()
+    if args.llm_cache:
+        from langchain_community.cache import SQLiteCache
+        from langchain_core.globals import set_llm_cache
+
+        set_llm_cache(SQLiteCache(database_path=str(args.llm_cache)))
 
     from rag_graphs.config.context import RagContext
     from rag_graphs.eval import EvalOptions, evaluate, write_report

@@ -335,6 +335,14 @@ class RagContext:
     given the gold passages (issue 51), ``generate`` for any other model). Answer prompts without
     passages (``answer_directly``) and GraphRAG's global search always generate."""
 
+    stop_rule: Literal["auto", "model", "reader"] = _env("RAG_GRAPHS_STOP_RULE", "auto")
+    """Who says "enough" in the shared ``decide`` node of ``iterative``'s retrieval loop
+    (``rag_graphs.nodes.decide``): ``model`` (the chat model's ``decide_enough`` judgement and
+    next query), ``reader`` (first the extract reader: the loop stops with no model call when it
+    finds an answer with at least ``STOP_CONFIDENCE`` in the gathered passages, fitted on the dev
+    tune halves; otherwise the model decides as under ``model``) or ``auto`` (the default:
+    ``reader`` when the run answers through the extract reader, see ``reader``, else ``model``)."""
+
     max_answer_tokens: Positive = _env("RAG_GRAPHS_MAX_ANSWER_TOKENS", 256)
     """Upper bound on tokens the chat model may generate per call."""
 

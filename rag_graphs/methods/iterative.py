@@ -8,9 +8,10 @@ repeated query; the decide node records why it stopped, and the answer says
 in ``steps`` when it was forced by the budget.
 
 When it pays: multi-hop questions whose number of hops is unknown: it stops as soon as the model
-judges the passages enough.
-Cost: up to ``max_hops`` (3) searches, two model calls per round (intermediate answer, decision),
-plus the answer.
+judges the passages enough, or (``RagContext.stop_rule``, the default on the extract reader's path)
+as soon as the extract reader finds an answer it is sure of, without asking the model.
+Cost: up to ``max_hops`` (3) searches, two model calls per round (intermediate answer, decision;
+no decision call in a round the reader ends), plus the answer (none with the extract reader).
 """
 
 from __future__ import annotations
