@@ -119,8 +119,14 @@ def check(state: SelfRagState, ctx: RagContext) -> Body[dict]:
         noted = [step("grade", text=text)]
         # the draft was written from no passage: it stays in ``steps``, never as the answer
         answer = prompt_text("no_evidence_answer", reason="no retrieved passage was relevant")
-        update = {"answer": answer, "citations": [], "confidence": "low", "outcome": "no_evidence"}
-        return {"steps": noted, **stop_update(none_kept), **update}
+        return {
+            "steps": noted,
+            **stop_update(none_kept),
+            "answer": answer,
+            "citations": [],
+            "confidence": "low",
+            "outcome": "no_evidence",
+        }
     model = chat_model(ctx)
     checks = yield Batch(
         [
