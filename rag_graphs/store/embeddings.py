@@ -63,11 +63,11 @@ def load_embeddings(spec: str = EMBEDDED) -> Embeddings:
 def _load(spec: str) -> Embeddings:
     local = _local_dir(spec)
     if local is not None:
-        from langchain_huggingface import HuggingFaceEmbeddings
+        from rag_graphs.store.local_embeddings import LocalEmbeddings
 
         with no_transformers_bars():
-            return HuggingFaceEmbeddings(
-                model_name=str(local),
+            return LocalEmbeddings(
+                model=str(local),
                 model_kwargs={"device": "cpu", "local_files_only": True},
                 encode_kwargs={"normalize_embeddings": True},
             )
