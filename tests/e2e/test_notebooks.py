@@ -35,7 +35,7 @@ SHOWS = {
         "== hipporag",
         "graph seeds:",
         "graph search (search_mode=auto: collection 'demo' has an entity graph)",  # ingest built it
-        "ircot, search_mode=hybrid:",
+        "search_mode=hybrid:",
     ],
     "04_self_reflective.ipynb": ["== self_rag", "== crag"],
     "05_query_transformation.ipynb": [

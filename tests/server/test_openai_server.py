@@ -21,7 +21,6 @@ from rag_graphs.entity_graph.build import build_graph
 from rag_graphs.entity_graph.entities import load_extractor
 from rag_graphs.ingestion import ingest
 from rag_graphs.ingestion.community_reports import build_reports
-from rag_graphs.ingestion.raptor import build_tree
 from rag_graphs.llm.faults import RunFailed
 from rag_graphs.llm.models import capabilities, load_chat_model
 from rag_graphs.llm.structured import invoke_structured
@@ -40,8 +39,10 @@ ANSWER_TOKENS = 48
 
 @pytest.fixture(scope="module")
 def ctx(llama_server, tmp_path_factory, demo_corpus) -> RagContext:
-    """The demo corpus (MiniLM, Milvus Lite, RAPTOR tree summarised by the served model) and a
-    context whose chat model comes from the environment, as a user's would."""
+    """The demo corpus (MiniLM, Milvus Lite, its entity graph, community reports written by the
+    served model) and a context whose chat model comes from the environment, as a user's would.
+    No RAPTOR tree: no method here reads one (``raptor`` keeps its contract in
+    ``tests/e2e/test_embedded.py``), and summarising it through the server cost ~30 s."""
     uri = str(tmp_path_factory.mktemp("server") / "milvus.db")
     report = ingest([demo_corpus], uri=uri, collection="demo", progress=False)
     assert not report.failed, report.summary()
@@ -62,7 +63,6 @@ def ctx(llama_server, tmp_path_factory, demo_corpus) -> RagContext:
     assert type(model).__name__ == "ChatOpenAI"
     assert str(model.root_client.base_url).rstrip("/") == llama_server.base_url  # from OPENAI_BASE_URL
     index = open_index(uri, "demo", load_embeddings("embedded"))
-    build_tree(index, model, progress=False)
     build_graph(index, load_extractor("spacy"), progress=False)  # hipporag refuses a collection without one
     build_reports(index, model, ask=invoke_structured, progress=False)  # graphrag: community reports
     return ctx
