@@ -90,15 +90,15 @@ class FusedRound(TypedDict):
 def merge_documents(left: list[Document] | None, right: list[Document] | FusedRound | None) -> list[Document]:
     """Append documents not seen before (by id), keeping first-seen order; a ``FusedRound``
     instead replaces held documents by the round's copies of them, adds the rest and orders
-    all by the fused ranking (each stamped with its ``metadata["rrf_score"]``; any it does not
-    rank keep their order after it)."""
+    all by the fused ranking (each a copy stamped with its ``metadata["rrf_score"]``; any it does
+    not rank keep their order after it). The held documents are never changed in place: the
+    previous state, the round's update and the search cache may hold the same objects."""
     if isinstance(right, dict):
         by_id = {d.id: d for d in left or []} | {d.id: d for d in right["new"]}
         ranked = []
         for i, score in right["order"]:
             if (doc := by_id.pop(i, None)) is not None:
-                doc.metadata["rrf_score"] = score
-                ranked.append(doc)
+                ranked.append(doc.model_copy(update={"metadata": {**doc.metadata, "rrf_score": score}}))
         return ranked + list(by_id.values())
     out = list(left or [])
     seen = {d.id for d in out}

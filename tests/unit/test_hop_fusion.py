@@ -71,3 +71,13 @@ def test_each_search_records_the_round_it_ran_in():
     assert [d.id for d in update["documents"]["new"]] == ["c"]  # only the round's hits travel
     fused = merge_documents(state["documents"], update["documents"])
     assert [d.id for d in fused] == ["a", "b", "c"]  # 3/61 > 3/62 > 1/61
+
+
+def test_fusing_a_round_stamps_copies_and_leaves_the_held_documents_as_they_were():
+    """The previous state, the round's update and the search cache may hold the same Document
+    objects: a score stamped in place would show up in another run's documents."""
+    state, new = _state_and_new(second_round=2)
+    held, found = state["documents"], _docs("c")
+    fused = merge_documents(held, ranked(state, new, found, RagContext(first_hop_weight=3.0)))
+    assert [d.metadata["rrf_score"] for d in fused] == pytest.approx([3 / 61, 3 / 62, 2 / 61])
+    assert all("rrf_score" not in d.metadata for d in [*held, *found])
