@@ -15,6 +15,7 @@ lives in that method's extension of ``RagState`` (``ReactState``, ...).
 from __future__ import annotations
 
 import operator
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal, NotRequired
 
 from langchain_core.documents import Document
@@ -129,6 +130,16 @@ StopKind = Literal[
     "single_pass",  # a method without a loop
 ]
 """Why a run stopped looking, for routers: they read this, never ``stop_reason``'s words."""
+
+
+@dataclass(frozen=True)
+class Unset:
+    """What a field of a method's own state reads as before any node of the run wrote it, declared
+    on the field: ``needs_retrieval: Annotated[bool, Unset(True)]``. ``begin``
+    (``rag_graphs.nodes.fresh``) puts it back for every new question on a thread. LangGraph
+    takes the field as a plain value (the marker is no reducer); fields without one read as None."""
+
+    value: Any
 
 
 class InputState(TypedDict):

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Literal, get_args
+from typing import Annotated, Literal, get_args
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
@@ -63,7 +63,7 @@ from rag_graphs.prompts import load_prompt
 from rag_graphs.search.own import refuse_own_retriever
 from rag_graphs.search.retrieval import embeddings_for, readable_index
 from rag_graphs.search.structures import LABELS, lacking
-from rag_graphs.state import RagState
+from rag_graphs.state import RagState, Unset
 from rag_graphs.store.filters import search_expr
 from rag_graphs.text.question_kinds import Kind, classify_by_examples, examples_file
 from rag_graphs.text.routing import features_of, first_retrieval, load_router
@@ -111,8 +111,8 @@ _ROUTE: dict[str, RoutedMethod] = {method: method for method in ROUTED}
 
 
 class AutoState(RagState, total=False):
-    kind: str  # the question kind the classifier saw
-    method: str  # the method routed to ("answer directly" for no_retrieval)
+    kind: Annotated[str, Unset("")]  # the question kind the classifier saw
+    method: Annotated[str, Unset("")]  # the method routed to ("answer directly" for no_retrieval)
     unsure: str  # why the classifier is unsure of ``kind`` ("" or None: it is not)
 
 

@@ -18,6 +18,8 @@ Cost: two model calls (the hypothetical passage, the answer) and one search.
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from langgraph.graph import StateGraph
 
 from rag_graphs.config.context import RagContext
@@ -29,14 +31,14 @@ from rag_graphs.nodes.events import emit, step
 from rag_graphs.nodes.inputs import template_inputs
 from rag_graphs.nodes.model_node import model_node
 from rag_graphs.prompts import load_prompt
-from rag_graphs.state import RagState
+from rag_graphs.state import RagState, Unset
 
 MAX_PASSAGE_CHARS = 1500
 _PASSAGE = load_prompt("hyde_passage")
 
 
 class HydeState(RagState, total=False):
-    hypothesis: str  # the passage the model imagined; what the search looks for
+    hypothesis: Annotated[str, Unset("")]  # the passage the model imagined; what the search looks for
 
 
 @model_node

@@ -66,7 +66,7 @@ from rag_graphs.nodes.retrieve import fetch_k, found, keep, which_search
 from rag_graphs.prompts import load_prompt
 from rag_graphs.prompts.fencing import fence
 from rag_graphs.search.retrieval import retriever_for
-from rag_graphs.state import RagState, Step, add_usage
+from rag_graphs.state import RagState, Step, Unset, add_usage
 from rag_graphs.text.answers import clean_answer
 from rag_graphs.text.citations import extract_citations, number_passages
 
@@ -91,7 +91,7 @@ class ToolRequest(TypedDict):
 
 class ReactState(RagState, total=False):
     messages: Annotated[list[AnyMessage], add_messages]  # the native protocol's conversation
-    tool_calls: list[ToolRequest]  # requests the next ``act`` runs
+    tool_calls: Annotated[list[ToolRequest], Unset([])]  # requests the next ``act`` runs
     scratchpad: Annotated[list[str], operator.add]  # the text protocol's Thought/Action/Observation lines
     turns: Annotated[int, operator.add]  # agent steps taken; ``RagContext.max_steps`` counts these
     web_declined: bool  # a person declined a web search (``RagContext.interrupts``): none this run

@@ -31,7 +31,7 @@ passage) and an answer with two checks per attempt, up to ``max_hops`` (3) attem
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from langgraph.graph import END, START, StateGraph
 from pydantic import BaseModel, Field
@@ -50,7 +50,7 @@ from rag_graphs.nodes.loop import Stop, hop_budget, loop_stop, stop_update
 from rag_graphs.nodes.model_node import model_node
 from rag_graphs.prompts import load_prompt
 from rag_graphs.prompts.fencing import fence
-from rag_graphs.state import Confidence, RagState, add_usage
+from rag_graphs.state import Confidence, RagState, Unset, add_usage
 
 
 class NeedRetrieval(BaseModel):
@@ -77,7 +77,7 @@ _COMPLETE = load_prompt("check_complete")
 
 
 class SelfRagState(RagState, total=False):
-    needs_retrieval: bool  # the first reflection: does the question need the collection at all
+    needs_retrieval: Annotated[bool, Unset(True)]  # the first reflection: is the collection needed at all
     grounded: bool  # the latest answer's checks (unset before the first answer)
     complete: bool
 

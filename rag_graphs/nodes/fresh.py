@@ -16,12 +16,15 @@ last checkpoint and never passes through ``begin`` again, so nothing it gathered
 
 from __future__ import annotations
 
+import copy
 import typing
 from collections.abc import Callable
 from typing import Any
 
 from langgraph.types import Overwrite
 from typing_extensions import is_typeddict
+
+from rag_graphs.state import Unset
 
 BEGIN = "begin"
 """The name of the node that opens every method graph."""
@@ -52,8 +55,9 @@ def check_question(question: object) -> str:
 
 
 UNSET: dict[str, Any] = {
-    # What a node reads for a field no node wrote yet: ``state.get(name, <this>)``. Fields not
-    # named here and not reducers read as None (``state.get(name)``).
+    # What a node reads for a field of the shared state (``rag_graphs.state.RagState``) no node
+    # wrote yet: ``state.get(name, <this>)``. A method's own fields declare theirs on the field
+    # (``rag_graphs.state.Unset``); fields named nowhere and not reducers read as None.
     "answer": "",
     "citations": [],
     "stop_reason": "",
@@ -63,23 +67,22 @@ UNSET: dict[str, Any] = {
     "subqueries": [],
     "shown": [],
     "found_correct": False,
-    "needs_retrieval": True,  # Self-RAG: unset means "retrieve"
-    "kind": "",
-    "method": "",
-    "hypothesis": "",
-    "tool_calls": [],
 }
 
 
 def fresh_values(schema: type) -> dict[str, Any]:
     """Field -> the value a new question starts from, for the TypedDict ``schema``: reducer
-    fields (``Annotated[T, reducer]``) as ``Overwrite`` of T's empty value, the rest from
-    ``UNSET`` (None when not listed: ``evidence``, ``stop_kind``, ``grounded``...)."""
+    fields (``Annotated[T, reducer]``) as ``Overwrite`` of T's empty value, fields marked
+    ``Annotated[T, Unset(v)]`` as ``v``, the rest from ``UNSET`` (None when not listed:
+    ``evidence``, ``stop_kind``, ``grounded``...)."""
     out: dict[str, Any] = {}
     for name, hint in typing.get_type_hints(schema, include_extras=True).items():
         if name in KEPT:
             continue
-        if typing.get_origin(hint) is typing.Annotated:
+        marks = typing.get_args(hint)[1:] if typing.get_origin(hint) is typing.Annotated else ()
+        if unset := [m for m in marks if isinstance(m, Unset)]:
+            out[name] = copy.deepcopy(unset[0].value)
+        elif marks:
             out[name] = Overwrite(_empty(typing.get_args(hint)[0]))
         else:
             out[name] = UNSET.get(name)

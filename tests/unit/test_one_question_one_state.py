@@ -9,6 +9,7 @@ before it began), ``stop_kind`` and passage numbering.
 
 from __future__ import annotations
 
+import typing
 from typing import Any
 
 import pytest
@@ -89,3 +90,18 @@ def test_fresh_values_reset_reducers_and_read_as_unset():
     assert set(fresh) == set(SelfRagState.__annotations__) - {"question"} | (
         set(RagState.__annotations__) - {"question"}
     )
+
+
+def test_a_methods_own_fields_declare_their_unset_value_and_the_shared_list_holds_only_shared_fields():
+    """The shared reset list names only ``RagState``'s fields: a method's own (HyDE's hypothesis,
+    ReAct's tool calls, auto's kind) say theirs where they are declared (``Unset``)."""
+    from rag_graphs.methods.auto import AutoState
+    from rag_graphs.methods.hyde import HydeState
+    from rag_graphs.methods.react import ReactState
+    from rag_graphs.nodes.fresh import UNSET
+
+    assert set(UNSET) <= set(typing.get_type_hints(RagState))
+    assert fresh_values(HydeState)["hypothesis"] == ""
+    assert fresh_values(AutoState)["kind"] == "" and fresh_values(AutoState)["method"] == ""
+    first, second = fresh_values(ReactState)["tool_calls"], fresh_values(ReactState)["tool_calls"]
+    assert first == [] and first is not second  # each graph's begin holds its own empty list
