@@ -43,7 +43,7 @@ import dataclasses
 from pathlib import Path
 from typing import Annotated, Literal, get_args
 
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, StateGraph
 from langgraph.runtime import Runtime
 from pydantic import BaseModel
 
@@ -54,7 +54,7 @@ from rag_graphs.config.runtime import get_context
 from rag_graphs.llm.structured import invoke_structured
 from rag_graphs.methods import get_graph
 from rag_graphs.nodes import make_generate
-from rag_graphs.nodes.builder import compile_method, new_builder
+from rag_graphs.nodes.builder import BEGIN, compile_method, new_builder
 from rag_graphs.nodes.chat import calls_usage, chat_model
 from rag_graphs.nodes.events import emit, step
 from rag_graphs.nodes.interrupts import ask_back
@@ -225,7 +225,7 @@ def build() -> StateGraph:
     builder.add_node("classify", classify)
     builder.add_node("clarify", clarify)
     builder.add_node("answer_directly", make_generate("answer_directly"))
-    builder.add_edge(START, "classify")
+    builder.add_edge(BEGIN, "classify")
     builder.add_edge("classify", "clarify")
     builder.add_conditional_edges("clarify", route_kind)
     builder.add_edge("answer_directly", END)

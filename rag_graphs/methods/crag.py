@@ -29,7 +29,7 @@ import re
 from typing import Literal
 
 from langchain_core.documents import Document
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, StateGraph
 from langgraph.runtime import Runtime
 
 from rag_graphs.config.context import RagContext
@@ -38,7 +38,7 @@ from rag_graphs.llm.calls import Body, Call
 from rag_graphs.llm.tools import web_documents
 from rag_graphs.llm.web import web_tool
 from rag_graphs.nodes import make_generate, make_rewrite, retrieve
-from rag_graphs.nodes.builder import compile_method, new_builder
+from rag_graphs.nodes.builder import BEGIN, compile_method, new_builder
 from rag_graphs.nodes.events import emit, step
 from rag_graphs.nodes.grade import grade
 from rag_graphs.nodes.inputs import answer_documents
@@ -122,7 +122,7 @@ def build() -> StateGraph:
     builder.add_node("refine", refine)
     builder.add_node("rewrite", make_rewrite("rewrite_for_search"))
     builder.add_node("generate", make_generate())
-    builder.add_edge(START, "retrieve")
+    builder.add_edge(BEGIN, "retrieve")
     builder.add_edge("retrieve", "grade")
     builder.add_conditional_edges("grade", route_after_grade)
     builder.add_conditional_edges("rewrite", route_after_rewrite)

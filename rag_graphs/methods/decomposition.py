@@ -23,14 +23,14 @@ from __future__ import annotations
 
 from typing import Literal
 
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
 from rag_graphs.config.context import RagContext
 from rag_graphs.config.runtime import get_context
 from rag_graphs.nodes import make_expand, make_generate, make_intermediate, make_retrieve_many
-from rag_graphs.nodes.builder import compile_method, new_builder
+from rag_graphs.nodes.builder import BEGIN, compile_method, new_builder
 from rag_graphs.nodes.interrupts import approve_plan
 from rag_graphs.nodes.plan import add_plan_walk
 from rag_graphs.state import RagState
@@ -65,7 +65,7 @@ def build() -> StateGraph:
     builder.add_node("retrieve_many", make_retrieve_many(with_question=False))
     builder.add_node("answer_parallel", make_intermediate(name="answer_parallel"))
     builder.add_node("generate", make_generate("answer_with_notes"))
-    builder.add_edge(START, "decompose")
+    builder.add_edge(BEGIN, "decompose")
     builder.add_edge("decompose", "approve_plan")
     builder.add_conditional_edges("approve_plan", route_mode, ["retrieve_many", add_plan_walk(builder)])
     builder.add_conditional_edges("retrieve_many", fan_out, ["answer_parallel", "generate"])

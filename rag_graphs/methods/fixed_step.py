@@ -16,13 +16,13 @@ from __future__ import annotations
 
 from typing import Literal
 
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, StateGraph
 from langgraph.runtime import Runtime
 
 from rag_graphs.config.context import RagContext
 from rag_graphs.config.runtime import get_context
 from rag_graphs.nodes import make_generate, make_intermediate, make_rewrite, retrieve
-from rag_graphs.nodes.builder import compile_method, new_builder
+from rag_graphs.nodes.builder import BEGIN, compile_method, new_builder
 from rag_graphs.state import RagState
 
 
@@ -39,7 +39,7 @@ def build() -> StateGraph:
     builder.add_node("intermediate", make_intermediate())
     builder.add_node("next_query", make_rewrite("next_query", name="next_query"))
     builder.add_node("generate", make_generate("answer_with_notes"))
-    builder.add_edge(START, "first_query")
+    builder.add_edge(BEGIN, "first_query")
     builder.add_edge("first_query", "retrieve")
     builder.add_edge("retrieve", "intermediate")
     builder.add_conditional_edges("intermediate", route_after_hop)

@@ -36,7 +36,7 @@ import operator
 from typing import Annotated, Literal
 
 from langchain_core.documents import Document
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 from pydantic import BaseModel, Field
@@ -49,7 +49,7 @@ from rag_graphs.entity_graph.rows import has_graph
 from rag_graphs.llm.calls import Body
 from rag_graphs.llm.structured import structured
 from rag_graphs.nodes import make_generate, retrieve
-from rag_graphs.nodes.builder import compile_method, new_builder
+from rag_graphs.nodes.builder import BEGIN, compile_method, new_builder
 from rag_graphs.nodes.chat import calls_usage, chat_model
 from rag_graphs.nodes.events import emit, step
 from rag_graphs.nodes.model_node import model_node
@@ -293,7 +293,7 @@ def build() -> StateGraph:
         "graphrag_reduce", notes=format_notes, extracts=lambda s: s.get("search") == "local"
     )
     builder.add_node("generate", local)
-    builder.add_edge(START, "choose")
+    builder.add_edge(BEGIN, "choose")
     builder.add_conditional_edges("choose", route_search, ["load_reports", "retrieve"])
     builder.add_conditional_edges("load_reports", fan_out, ["map_reports", "reduce"])
     builder.add_edge("map_reports", "reduce")

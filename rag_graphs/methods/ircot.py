@@ -19,12 +19,12 @@ import operator
 import re
 from typing import Annotated
 
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, StateGraph
 
 from rag_graphs.config.context import RagContext
 from rag_graphs.llm.calls import Body
 from rag_graphs.nodes import make_generate, retrieve
-from rag_graphs.nodes.builder import compile_method, new_builder
+from rag_graphs.nodes.builder import BEGIN, compile_method, new_builder
 from rag_graphs.nodes.chat import chat
 from rag_graphs.nodes.decide import retrieve_until_stopped
 from rag_graphs.nodes.events import emit, step
@@ -76,7 +76,7 @@ def build() -> StateGraph:
     builder.add_node("retrieve", retrieve)
     builder.add_node("reason", reason)
     builder.add_node("generate", answer_with_chain())
-    builder.add_edge(START, "retrieve")
+    builder.add_edge(BEGIN, "retrieve")
     builder.add_edge("retrieve", "reason")
     builder.add_conditional_edges("reason", retrieve_until_stopped)
     builder.add_edge("generate", END)

@@ -16,10 +16,10 @@ no decision call in a round the reader ends), plus the answer (none with the ext
 
 from __future__ import annotations
 
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, StateGraph
 
 from rag_graphs.nodes import decide, make_generate, make_intermediate, retrieve
-from rag_graphs.nodes.builder import compile_method, new_builder
+from rag_graphs.nodes.builder import BEGIN, compile_method, new_builder
 from rag_graphs.nodes.decide import retrieve_until_stopped
 
 
@@ -30,7 +30,7 @@ def build() -> StateGraph:
     builder.add_node("intermediate", make_intermediate())
     builder.add_node("decide", decide)
     builder.add_node("generate", make_generate("answer_with_notes"))
-    builder.add_edge(START, "retrieve")
+    builder.add_edge(BEGIN, "retrieve")
     builder.add_edge("retrieve", "intermediate")
     builder.add_edge("intermediate", "decide")
     builder.add_conditional_edges("decide", retrieve_until_stopped)

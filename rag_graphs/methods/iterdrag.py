@@ -26,12 +26,12 @@ import operator
 import re
 from typing import Annotated, Literal
 
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, StateGraph
 
 from rag_graphs.config.context import RagContext
 from rag_graphs.llm.calls import Body
 from rag_graphs.nodes import make_generate, make_intermediate, retrieve
-from rag_graphs.nodes.builder import compile_method, new_builder
+from rag_graphs.nodes.builder import BEGIN, compile_method, new_builder
 from rag_graphs.nodes.chat import chat
 from rag_graphs.nodes.events import emit, step
 from rag_graphs.nodes.generate import finish
@@ -134,7 +134,7 @@ def build() -> StateGraph:
     builder.add_node("follow_up", retrieve)
     builder.add_node("intermediate", make_intermediate("iterdrag_intermediate"))
     builder.add_node("generate", make_generate("answer_with_notes"))
-    builder.add_edge(START, "retrieve")
+    builder.add_edge(BEGIN, "retrieve")
     builder.add_edge("retrieve", "iterate")
     builder.add_conditional_edges("iterate", route_after_iterate, ["follow_up", "generate", END])
     builder.add_edge("follow_up", "intermediate")

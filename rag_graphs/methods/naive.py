@@ -10,10 +10,10 @@ Cost: one search and one model call (the answer).
 
 from __future__ import annotations
 
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, StateGraph
 
 from rag_graphs.nodes import generate, retrieve
-from rag_graphs.nodes.builder import compile_method, new_builder
+from rag_graphs.nodes.builder import BEGIN, compile_method, new_builder
 
 
 def build() -> StateGraph:
@@ -21,7 +21,7 @@ def build() -> StateGraph:
     builder = new_builder()
     builder.add_node("retrieve", retrieve)
     builder.add_node("generate", generate)
-    builder.add_edge(START, "retrieve")
+    builder.add_edge(BEGIN, "retrieve")
     builder.add_edge("retrieve", "generate")
     builder.add_edge("generate", END)
     return builder

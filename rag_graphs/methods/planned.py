@@ -19,10 +19,10 @@ Cost: one planning call, one search and one answer call per sub-question (up to 
 
 from __future__ import annotations
 
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, StateGraph
 
 from rag_graphs.nodes import make_expand, make_generate
-from rag_graphs.nodes.builder import compile_method, new_builder
+from rag_graphs.nodes.builder import BEGIN, compile_method, new_builder
 from rag_graphs.nodes.interrupts import approve_plan
 from rag_graphs.nodes.plan import add_plan_walk
 
@@ -33,7 +33,7 @@ def build() -> StateGraph:
     builder.add_node("plan", make_expand("plan_retrieval_path", name="plan"))
     builder.add_node("approve_plan", approve_plan)
     builder.add_node("generate", make_generate("answer_with_notes"))
-    builder.add_edge(START, "plan")
+    builder.add_edge(BEGIN, "plan")
     builder.add_edge("plan", "approve_plan")
     builder.add_edge("approve_plan", add_plan_walk(builder))
     builder.add_edge("generate", END)

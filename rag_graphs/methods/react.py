@@ -42,7 +42,7 @@ from typing import Annotated, Literal
 from langchain_core.documents import Document
 from langchain_core.messages import AnyMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, StateGraph
 from langgraph.graph.message import add_messages
 from typing_extensions import TypedDict
 
@@ -53,7 +53,7 @@ from rag_graphs.llm.models import capabilities, chooses_tools
 from rag_graphs.llm.tools import calculate
 from rag_graphs.llm.web import web_tool
 from rag_graphs.nodes import make_generate
-from rag_graphs.nodes.builder import compile_method, new_builder
+from rag_graphs.nodes.builder import BEGIN, compile_method, new_builder
 from rag_graphs.nodes.chat import chat_model, llm_usage
 from rag_graphs.nodes.events import emit, step
 from rag_graphs.nodes.generate import finish
@@ -352,7 +352,7 @@ def build() -> StateGraph:
     builder.add_node("agent", agent)
     builder.add_node("act", act)
     builder.add_node("generate", make_generate("answer_with_notes", notes=_scratchpad, carry_numbers=True))
-    builder.add_edge(START, "agent")
+    builder.add_edge(BEGIN, "agent")
     builder.add_conditional_edges("agent", route_after_agent, ["act", "generate", END])
     builder.add_edge("act", "agent")
     builder.add_edge("generate", END)

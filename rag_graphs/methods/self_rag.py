@@ -33,14 +33,14 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, StateGraph
 from pydantic import BaseModel, Field
 
 from rag_graphs.config.context import RagContext
 from rag_graphs.llm.calls import Batch, Body
 from rag_graphs.llm.structured import structured
 from rag_graphs.nodes import make_generate, make_rewrite, retrieve
-from rag_graphs.nodes.builder import compile_method, new_builder
+from rag_graphs.nodes.builder import BEGIN, compile_method, new_builder
 from rag_graphs.nodes.chat import calls_usage, chat_model
 from rag_graphs.nodes.events import emit, step
 from rag_graphs.nodes.generate import finish, prompt_text
@@ -212,7 +212,7 @@ def build() -> StateGraph:
     builder.add_node("check", check)
     follow_up = make_rewrite("self_rag_follow_up", name="follow_up", extra=follow_up_inputs)
     builder.add_node("follow_up", follow_up)
-    builder.add_edge(START, "need_retrieval")
+    builder.add_edge(BEGIN, "need_retrieval")
     builder.add_conditional_edges("need_retrieval", route_after_need)
     builder.add_edge("answer_directly", END)
     builder.add_edge("retrieve", "grade")

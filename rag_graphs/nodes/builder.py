@@ -92,10 +92,11 @@ class MethodGraph(StateGraph[Any, Any, Any, Any]):
     A ``ModelNode`` (a body that yields its calls) is added with both entry
     points, so ``invoke`` runs it synchronously and ``ainvoke`` natively async.
 
-    It opens with ``rag_graphs.nodes.fresh.BEGIN``: an edge a method draws from ``START``
-    leaves ``begin`` instead, so every new question on a thread starts from a clean run
-    state, whoever drives the graph (``rag_graphs.run``, a checkpointer and a
-    ``thread_id`` of the caller's own, LangGraph Server).
+    It opens with ``BEGIN`` (``rag_graphs.nodes.fresh``): a method wires its first node from
+    ``BEGIN``, so every new question on a thread starts from a clean run state, whoever drives
+    the graph (``rag_graphs.run``, a checkpointer and a ``thread_id`` of the caller's own,
+    LangGraph Server). An edge from ``START`` would run beside ``begin``, on the old state, and
+    is refused.
     """
 
     def __init__(self, state: type, **kwargs: Any) -> None:
@@ -104,10 +105,12 @@ class MethodGraph(StateGraph[Any, Any, Any, Any]):
         super().add_edge(START, BEGIN)
 
     def add_edge(self, start_key: str | list[str], end_key: str) -> MethodGraph:
-        return super().add_edge(BEGIN if start_key == START else start_key, end_key)
+        _not_from_start(start_key)
+        return super().add_edge(start_key, end_key)
 
     def add_conditional_edges(self, source: str, *args: Any, **kwargs: Any) -> MethodGraph:
-        return super().add_conditional_edges(BEGIN if source == START else source, *args, **kwargs)
+        _not_from_start(source)
+        return super().add_conditional_edges(source, *args, **kwargs)
 
     def add_node(self, node: Any, action: Any = None, **kwargs: Any) -> MethodGraph:
         if isinstance(node, str) and isinstance(action, ModelNode):
@@ -115,6 +118,11 @@ class MethodGraph(StateGraph[Any, Any, Any, Any]):
         elif isinstance(node, str) and callable(action) and not isinstance(action, Runnable):
             action = guard(node, action)
         return super().add_node(node, action, **kwargs)
+
+
+def _not_from_start(source: str | list[str]) -> None:
+    if source == START or (isinstance(source, list) and START in source):
+        raise ValueError(f"a method graph starts at {BEGIN!r}, not START: add_edge({BEGIN!r}, ...)")
 
 
 def new_builder(state: type = RagState) -> MethodGraph:
@@ -128,7 +136,7 @@ def linear_builder(*nodes: tuple[str, Callable[..., Any]], state: type = RagStat
     builder = new_builder(state)
     for name, node in nodes:
         builder.add_node(name, node)
-    names = [START, *(name for name, _ in nodes), END]
+    names = [BEGIN, *(name for name, _ in nodes), END]
     for source, target in zip(names, names[1:], strict=False):
         builder.add_edge(source, target)
     return builder

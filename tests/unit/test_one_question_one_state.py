@@ -105,3 +105,16 @@ def test_a_methods_own_fields_declare_their_unset_value_and_the_shared_list_hold
     assert fresh_values(AutoState)["kind"] == "" and fresh_values(AutoState)["method"] == ""
     first, second = fresh_values(ReactState)["tool_calls"], fresh_values(ReactState)["tool_calls"]
     assert first == [] and first is not second  # each graph's begin holds its own empty list
+
+
+def test_a_method_graph_refuses_an_edge_from_start_that_would_skip_begin():
+    """An edge from START would run beside ``begin``, on the thread's previous question's state."""
+    from langgraph.graph import START
+
+    from rag_graphs.nodes.builder import new_builder
+
+    builder = new_builder()
+    with pytest.raises(ValueError, match="starts at 'begin', not START"):
+        builder.add_edge(START, "retrieve")
+    with pytest.raises(ValueError, match="starts at 'begin', not START"):
+        builder.add_conditional_edges(START, lambda state: "retrieve")
