@@ -8,11 +8,11 @@ naming most of its entities first; a higher level its chunks when they all fit, 
 sub-communities' reports (built first: levels go bottom-up), best rated first. Either way the row
 lists every chunk underneath, so the access rule (a run sees a report only when its filter admits
 all those chunks) and the delete rule hold at every level. The model answers in a structure
-(title, summary, findings, rating) through the ``ask`` the caller passes:
-``rag_graphs.llm.structured.invoke_structured`` (the CLI's), which never raises on a bad reply.
-It is passed in, not imported, because the llm layer sits above ingestion
-(docs/architecture.md). A reply no structure can be read from is stored all the same: its first
-line as the title, the text as the summary, rating 0 (``CommunityBuildReport.fallbacks`` counts them).
+(title, summary, findings, rating) through ``rag_graphs.llm.structured.invoke_structured``, as the
+nodes' structured calls do (a test may pass another ``ask``), which never raises on a bad reply;
+calls and tokens are counted on the build's report (``ModelUsage``). A reply no structure can be
+read from is stored all the same: its first line as the title, the text as the summary, rating 0
+(``CommunityBuildReport.fallbacks`` counts them).
 
 ``plan_reports`` reads what a build will do before any model call (the communities, the reports
 to write: ``ReportPlan.calls`` LLM calls), so a caller can show the cost or refuse it
@@ -30,7 +30,6 @@ members did not change keep their reports.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -48,6 +47,8 @@ from rag_graphs.entity_graph.communities import (
     detect,
     read_chunk_entities,
 )
+from rag_graphs.llm.structured import invoke_structured
+from rag_graphs.llm.usage import ModelUsage
 from rag_graphs.prompts import load_prompt
 from rag_graphs.prompts.fencing import fence
 from rag_graphs.store.fields import TAGS_FIELD, TENANT_FIELD
@@ -88,8 +89,8 @@ class Ask(Protocol):
 
 
 @dataclass
-class CommunityBuildReport:
-    """What one build did."""
+class CommunityBuildReport(ModelUsage):
+    """What one build did (and its model calls: ``ModelUsage``)."""
 
     chunks: int = 0
     scopes: int = 0
@@ -107,9 +108,6 @@ class CommunityBuildReport:
     """Reports stored from the raw reply: the model gave no readable structure."""
     raced: int = 0
     """Reports not kept: a chunk they were written from was deleted while the build ran."""
-    llm_calls: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
     leiden_seconds: float = 0.0
     seconds: float = 0.0
 
@@ -121,7 +119,7 @@ class CommunityBuildReport:
             f"{self.too_small} too small); reports: "
             f"{self.written} written ({self.fallbacks} from unstructured replies), {self.kept} kept, "
             f"{self.dropped} stale dropped, {self.raced} not kept (a chunk deleted meanwhile); "
-            f"{self.llm_calls} LLM calls, {self.input_tokens} + {self.output_tokens} tokens; "
+            f"{self.spent()}; "
             f"Leiden {self.leiden_seconds:.1f}s, total {self.seconds:.1f}s"
         )
 
@@ -168,7 +166,7 @@ def build_reports(
     index: ChunkIndex,
     model: BaseChatModel,
     *,
-    ask: Ask,
+    ask: Ask = invoke_structured,
     seed: int = SEED,
     max_cluster_size: int = MAX_CLUSTER_SIZE,
     min_chunks: int = 1,
@@ -215,7 +213,7 @@ def build_reports(
                 entities=fence(", ".join(community.entities)), material="\n".join(fence(m) for m in material)
             )
             result = ask(model, messages, ReportFields, _UNREAD)
-            _count_calls(report, list(result.calls))
+            report.count(list(result.calls))
             fields = result.value if result.method != "default" else _fallback(result.raw, community)
             report.fallbacks += result.method == "default"
             texts[community.id] = document = to_document(community, fields)
@@ -296,14 +294,6 @@ def _fallback(raw: AIMessage | None, community: Community) -> ReportFields:
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     title = lines[0] if lines else ", ".join(community.entities[:3])
     return ReportFields(title=title, summary=text or ", ".join(community.entities), findings=[], rating=0.0)
-
-
-def _count_calls(report: CommunityBuildReport, calls: Sequence[AIMessage]) -> None:
-    report.llm_calls += len(calls)
-    for message in calls:
-        meta = getattr(message, "usage_metadata", None) or {}
-        report.input_tokens += int(meta.get("input_tokens", 0))
-        report.output_tokens += int(meta.get("output_tokens", 0))
 
 
 def _material(

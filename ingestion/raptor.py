@@ -50,6 +50,7 @@ import numpy as np
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 
+from rag_graphs.llm.usage import ModelUsage
 from rag_graphs.prompts import load_prompt
 from rag_graphs.prompts.fencing import fence
 from rag_graphs.store.fields import TAGS_FIELD, TENANT_FIELD
@@ -65,8 +66,8 @@ LEAF_LABELS = (TENANT_FIELD, TAGS_FIELD, "source", "doc_hash")
 
 
 @dataclass
-class RaptorReport:
-    """What one build did."""
+class RaptorReport(ModelUsage):
+    """What one build did (and its model calls: ``ModelUsage``)."""
 
     leaves: int = 0
     nodes_per_level: list[int] = field(default_factory=list)
@@ -79,7 +80,10 @@ class RaptorReport:
     def summary(self) -> str:
         levels = ", ".join(f"level {i}: {n}" for i, n in enumerate(self.nodes_per_level))
         stale = f"; {self.pruned} stale nodes removed" if self.pruned else ""
-        return f"RAPTOR tree: {levels}; {self.summaries_written} new summaries{stale} in {self.seconds:.1f}s"
+        return (
+            f"RAPTOR tree: {levels}; {self.summaries_written} new summaries{stale}; {self.spent()}; "
+            f"{self.seconds:.1f}s"
+        )
 
 
 def _mixture_groups(vectors: np.ndarray, seed: int, components: int | None = None) -> list[list[int]]:
@@ -164,9 +168,11 @@ def _node_id(level: int, children: list[str]) -> str:
     return hashlib.sha256(f"raptor|{level}|{'|'.join(sorted(children))}".encode()).hexdigest()[:32]
 
 
-def _summarize(model: BaseChatModel, texts: list[str], max_chars: int = MAX_CLUSTER_CHARS) -> str:
-    """The model's summary of ``texts``, fenced as data; a single text longer than the budget
-    (a lone oversized chunk) is cut to it."""
+def _summarize(
+    model: BaseChatModel, texts: list[str], usage: ModelUsage, max_chars: int = MAX_CLUSTER_CHARS
+) -> str:
+    """The model's summary of ``texts``, fenced as data (its call counted on ``usage``); a
+    single text longer than the budget (a lone oversized chunk) is cut to it."""
     passages, used = [], 0
     for text in texts:
         if used + len(text) > max_chars:
@@ -175,6 +181,7 @@ def _summarize(model: BaseChatModel, texts: list[str], max_chars: int = MAX_CLUS
             passages.append(fence(text))
             used += len(text)
     reply = model.invoke(load_prompt("raptor_summary").format_messages(passages="\n".join(passages)))
+    usage.count([reply])
     return str(reply.content).strip() or " ".join(texts)[:500]
 
 
@@ -229,7 +236,7 @@ def build_tree(
             if stored:
                 made.append(stored[0])
                 continue
-            text = _summarize(model, [c.page_content for c in children], cluster_chars)
+            text = _summarize(model, [c.page_content for c in children], report, cluster_chars)
             meta = {
                 "chunk_id": node_id,
                 "level": level,

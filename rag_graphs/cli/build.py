@@ -107,7 +107,6 @@ def graph_communities(
     """Find the entity graph's communities (hierarchical Leiden, per tenant and tag set) and write
     a report on each for the graphrag method; re-running resumes, writing only missing reports."""
     from rag_graphs.ingestion.community_reports import build_reports
-    from rag_graphs.llm.structured import invoke_structured
 
     _build_over(
         store,
@@ -116,7 +115,6 @@ def graph_communities(
         lambda index, chat: build_reports(
             index(),
             chat(),
-            ask=invoke_structured,
             max_cluster_size=max_cluster_size,
             min_chunks=min_chunks,
             max_chars=report_chars,

@@ -116,9 +116,8 @@ def build_community_reports(index: Callable[[], ChunkIndex], chat: Callable[[], 
     """The demo's GraphRAG community reports (the ``graphrag`` method reads them), in
     ``_build_over``'s form. Resumes; a no-op once built."""
     from rag_graphs.ingestion.community_reports import build_reports
-    from rag_graphs.llm.structured import invoke_structured
 
-    return build_reports(index(), chat(), ask=invoke_structured, progress=False)
+    return build_reports(index(), chat(), progress=False)
 
 
 def build_sentences(index: Callable[[], ChunkIndex], chat: Callable[[], BaseChatModel]) -> Any:

@@ -19,8 +19,10 @@ QUESTION = "Where was Ilsa Brandt born?"
 
 
 def _summariser() -> GenericFakeChatModel:
+    """Summaries with the token counts a real model's replies carry."""
+    usage = {"input_tokens": 100, "output_tokens": 5, "total_tokens": 105}
     return GenericFakeChatModel(
-        messages=(AIMessage(content=f"summary number {i}") for i in itertools.count())
+        messages=(AIMessage(content=f"summary number {i}", usage_metadata=usage) for i in itertools.count())
     )
 
 
@@ -90,6 +92,9 @@ def test_tree_levels_link_every_summary_to_the_level_below(tree):
             assert by_id[child].metadata["level"] == doc.metadata["level"] - 1
     assert report.summaries_written == sum(report.nodes_per_level[1:])
     assert index.count() == sum(report.nodes_per_level)
+    # each summary is one model call, counted with its tokens as a run counts its calls
+    assert report.llm_calls == report.summaries_written and report.input_tokens == 100 * report.llm_calls
+    assert f"{report.llm_calls} LLM calls" in report.summary()
 
 
 def test_every_leaf_is_reachable_from_the_top_level(tree):
