@@ -47,8 +47,8 @@ def demo(
     import time
     from dataclasses import replace
 
+    import rag_graphs.cli.demo as shown
     from rag_graphs.catalog import METHODS
-    from rag_graphs.cli import demo as shown
 
     derived = shown.derived_steps(METHODS)  # what the methods declare they need (catalog.REQUIRES)
     steps = shown.Steps(console, total=4 + len(derived))
