@@ -20,7 +20,7 @@ reuse them:
   Asking the same question on the same thread again continues a killed or failed
   run from its last completed step (nothing before it runs twice); a finished
   thread returns its stored result without running anything, when it was the same run (method,
-  store, access labels, store state: ``config.threads.replay_key``; else it runs anew). Another question
+  store, access labels, store state: ``run.threads.replay_key``; else it runs anew). Another question
   follows a finished run as on a new thread (``begin`` resets the run state); beside an
   unfinished one (killed, failed, stopped) it is a ``ThreadConflict``: that run stays resumable.
 - **Stop before the answer** (``stop_before_answer=True``): the run ends where the
@@ -51,9 +51,10 @@ from typing import TYPE_CHECKING, Any
 from typing_extensions import TypedDict, Unpack
 
 from rag_graphs.config.context import RagContext
-from rag_graphs.config.threads import DEFAULT_CHECKPOINTS, REPLAY_KEYS, replay_key
+from rag_graphs.config.threads import DEFAULT_CHECKPOINTS
 from rag_graphs.run.events import Finished, Progress, Resumed, RunEvent, StepEvent, ThreadConflict, Waiting
 from rag_graphs.run.savers import asaver, saver
+from rag_graphs.run.threads import REPLAY_KEYS, replay_key
 from rag_graphs.run.waiting import NO_ANSWER, check_thread, ending, pending, resume_input, waiting
 
 if TYPE_CHECKING:

@@ -1,7 +1,7 @@
 """The checkpointer of a ``thread_id`` run, chosen by ``checkpoints``: a SQLite file or PostgreSQL.
 
 A path is today's SQLite file (``SqliteSaver``, a ``flock`` per thread beside it:
-``config.threads.thread_lock``). A ``postgresql://`` or ``postgres://`` URI is the
+``run.threads.thread_lock``). A ``postgresql://`` or ``postgres://`` URI is the
 shared store of a team serving the graphs: a run killed on one worker resumes on
 another from its last checkpoint (``PostgresSaver``; ``AsyncPostgresSaver`` for the
 async entry points, since a sync saver refuses ``astream``).
@@ -33,14 +33,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rag_graphs.config.threads import (
-    ThreadBusy,
     checkpoint_file,
     damaged_as_error,
     is_postgres,
     postgres_uri,
-    thread_lock,
     unreachable,
 )
+from rag_graphs.run.threads import ThreadBusy, thread_lock
 
 if TYPE_CHECKING:
     from langgraph.checkpoint.base import BaseCheckpointSaver

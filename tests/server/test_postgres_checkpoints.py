@@ -24,10 +24,11 @@ from pathlib import Path
 
 import pytest
 
-from rag_graphs.config.threads import CheckpointFileError, ThreadBusy
+from rag_graphs.config.threads import CheckpointFileError
 from rag_graphs.llm.faults import RunFailed
 from rag_graphs.run import Finished, Resumed, arun, run, stream
 from rag_graphs.run.checkpointers import thread_saver
+from rag_graphs.run.threads import ThreadBusy
 from tests import crash_worker as worker
 from tests.server.loopback import free_port
 from tests.unit import test_crash_resume as crash

@@ -13,8 +13,9 @@ from datetime import datetime
 import pytest
 from langchain_core.documents import Document
 
-from rag_graphs.config.threads import CheckpointFileError, ThreadBusy, checkpoint_file, thread_lock
+from rag_graphs.config.threads import CheckpointFileError, checkpoint_file
 from rag_graphs.eval.rows import _run_folder, read_rows
+from rag_graphs.run.threads import ThreadBusy, thread_lock
 from rag_graphs.search.disk_cache import DiskCache, SearchCacheFileError
 
 
