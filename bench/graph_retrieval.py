@@ -117,7 +117,7 @@ def embed_seconds(dataset, embeddings) -> float:
 
 
 def evaluate(index, graph, examples, options, k_max: int = 5, modes=("dense", "hybrid", "graph")):
-    from rag_graphs.entity_graph.ppr import graph_search
+    from rag_graphs.entity_graph.graph_search import graph_search
 
     out = {}
     runs = {
@@ -161,7 +161,7 @@ def ppr_speed(graph, examples, options, n: int = 50) -> dict[str, float]:
     import networkx as nx
 
     import rag_graphs.entity_graph.walk as walk
-    from rag_graphs.entity_graph.ppr import graph_search
+    from rag_graphs.entity_graph.graph_search import graph_search
 
     captured = []
     original = walk.pagerank

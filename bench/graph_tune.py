@@ -67,8 +67,8 @@ def memoise_store_reads() -> None:
     import copy
 
     import rag_graphs.entity_graph.first_search as first_search
+    import rag_graphs.entity_graph.graph_search as searching
     import rag_graphs.entity_graph.linking as linking
-    import rag_graphs.entity_graph.ppr as ppr
 
     def memo(function, key):
         cache: dict = {}
@@ -86,10 +86,12 @@ def memoise_store_reads() -> None:
     )
     linking.named_seeds = memo(linking.named_seeds, lambda index, q, mentions: (q, tuple(mentions)))
     linking.embed_queries = memo(linking.embed_queries, lambda embeddings, queries: tuple(queries))
-    ppr.embed_queries = memo(ppr.embed_queries, lambda embeddings, queries: tuple(queries))
+    searching.embed_queries = memo(
+        searching.embed_queries, lambda embeddings, queries: tuple(queries)
+    )
     linking.nearest_entities = memo(linking.nearest_entities, lambda index, *args: _key(args))
-    ppr.fetch_neighbourhood = memo(
-        ppr.fetch_neighbourhood,
+    searching.fetch_neighbourhood = memo(
+        searching.fetch_neighbourhood,
         lambda index, seeds, hits, **kw: (tuple(seeds), tuple(str(d.id) for d, _ in hits), _key(kw)),
     )
     extractor = linking.question_extractor()
@@ -131,7 +133,7 @@ def main() -> None:
     from graph_retrieval import parse_knobs  # bench/ is this script's own directory on sys.path
 
     from rag_graphs.config.graph_search import GraphSearchOptions
-    from rag_graphs.entity_graph.ppr import DENSE_K, graph_search
+    from rag_graphs.entity_graph.graph_search import DENSE_K, graph_search
     from rag_graphs.eval.corpus import collection_name
     from rag_graphs.eval.datasets import load_dataset
     from rag_graphs.eval.halves import split

@@ -106,7 +106,7 @@ def percentile(values: list[float], q: float) -> float:
 
 def latency(index, questions: list[str], options, warmup: list[str]) -> dict:
     """Warm p50 / p90 (ms) of dense, hybrid and graph search, and graph search's median laps."""
-    from rag_graphs.entity_graph.ppr import graph_search
+    from rag_graphs.entity_graph.graph_search import graph_search
 
     runs = {
         "dense": lambda q: index.search(q, k=5, mode="dense"),
@@ -137,7 +137,7 @@ def latency(index, questions: list[str], options, warmup: list[str]) -> dict:
 def score(index, examples, alias: dict[str, str], options, own: set[str] | None = None) -> dict:
     """R@2 / R@5 (%) of hybrid (k=5) and graph search over ``examples``, gold ids mapped to stored ids;
     with ``own`` (the stored ids of the questions' corpus), the share of top-5 hits from other corpora."""
-    from rag_graphs.entity_graph.ppr import graph_search
+    from rag_graphs.entity_graph.graph_search import graph_search
 
     runs = {
         "hybrid": lambda q: [str(d.id) for d, _ in index.search(q, k=5, mode="hybrid")],

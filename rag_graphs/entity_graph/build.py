@@ -1,5 +1,5 @@
 """The chunk-entity graph, kept in the store (HippoRAG-style retrieval; search in
-``rag_graphs.entity_graph.ppr``).
+``rag_graphs.entity_graph.graph_search``).
 
 Two things hold the graph, both in Milvus beside the chunks:
 

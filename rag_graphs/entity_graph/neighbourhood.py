@@ -1,7 +1,7 @@
 """Graph search's second stage: the neighbourhood it walks, read from the store by key (never by
 scanning, never the whole store).
 
-Graph search (``rag_graphs.entity_graph.ppr``) walks only what these reads return: the seeds'
+Graph search (``rag_graphs.entity_graph.graph_search``) walks only what these reads return: the seeds'
 chunks and the first hits with their entities, then the chunks one non-hub entity away (the second
 hop: without it a bridge passage's neighbour is never reached). Every chunk is read through the
 caller's filter ``expr``, so the walk never sees a chunk the caller may not.

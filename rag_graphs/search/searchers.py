@@ -106,7 +106,7 @@ class GraphSearcher:
         return (self.index.fingerprint(), entities.get("num_rows"), entities.get("update_timestamp"))
 
     def search(self, queries: list[str], *, k: int, expr: str | None) -> list[Ranking]:
-        from rag_graphs.entity_graph.ppr import graph_search
+        from rag_graphs.entity_graph.graph_search import graph_search
 
         rankings = []
         for query in queries:

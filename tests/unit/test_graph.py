@@ -10,8 +10,8 @@ from langchain_core.documents import Document
 from rag_graphs.entity_graph.build import add_entities, build_graph, prune_entities
 from rag_graphs.entity_graph.entities import annotate
 from rag_graphs.entity_graph.first_search import search_first_hits
+from rag_graphs.entity_graph.graph_search import graph_search
 from rag_graphs.entity_graph.linking import longest_matches, ngram_keys
-from rag_graphs.entity_graph.ppr import graph_search
 from rag_graphs.entity_graph.rows import (
     CHUNKS_FIELD,
     COUNT_FIELD,

@@ -24,7 +24,7 @@ SCRIPT = textwrap.dedent(
     from langchain_core.documents import Document
     from langchain_core.embeddings import DeterministicFakeEmbedding
 
-    from rag_graphs.entity_graph import first_search, linking, ppr
+    from rag_graphs.entity_graph import first_search, graph_search, linking
     from rag_graphs.entity_graph.build import add_entities
     from rag_graphs.entity_graph.entities import annotate
     from rag_graphs.store import ChunkIndex
@@ -60,9 +60,9 @@ SCRIPT = textwrap.dedent(
         raise RuntimeError("walk failed")
 
     first_search.search_first_hits = in_flight
-    extractor, walk = linking.question_extractor, ppr.walk
+    extractor, walk = linking.question_extractor, graph_search.walk
     for path in paths:
-        linking.question_extractor, ppr.walk = extractor, walk
+        linking.question_extractor, graph_search.walk = extractor, walk
         question = "Who is the mayor of the town where Ilsa Brandt was born?"
         if path == "ner":
             linking.question_extractor = lambda: failing
@@ -70,9 +70,9 @@ SCRIPT = textwrap.dedent(
             question = "Korvik " * 150_000  # over spaCy's 1,000,000 characters
         elif path == "walk":
             linking.question_extractor = lambda: extract
-            ppr.walk = walk_fails
+            graph_search.walk = walk_fails
         try:
-            ppr.graph_search(index, question, k=2)
+            graph_search.graph_search(index, question, k=2)
         except Exception as error:
             print(f"{path}: raised {type(error).__name__}: {error}")
         left = [t.name for t in threading.enumerate() if t.name.startswith(first_search.THREAD_NAME)]

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from rag_graphs.config.graph_search import GraphSearchOptions
-from rag_graphs.entity_graph.ppr import graph_search
+from rag_graphs.entity_graph.graph_search import graph_search
 from rag_graphs.entity_graph.rows import has_graph
 from rag_graphs.ingestion import ingest
 from rag_graphs.methods import get_graph

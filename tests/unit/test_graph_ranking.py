@@ -15,7 +15,7 @@ from rag_graphs.config.graph_search import GraphSearchOptions
 from rag_graphs.entity_graph import rank
 from rag_graphs.entity_graph.build import add_entities
 from rag_graphs.entity_graph.entities import annotate
-from rag_graphs.entity_graph.ppr import graph_search
+from rag_graphs.entity_graph.graph_search import graph_search
 from rag_graphs.entity_graph.walk import build_walk_graph, pagerank, restart_shares
 from rag_graphs.store import ChunkIndex
 from tests.graph_seams import WALK_ONLY, script_first_hits, use_extractor

@@ -106,7 +106,7 @@ def test_keeping_hybrids_top_is_the_default_and_reaches_graph_search(monkeypatch
     0, nothing of hybrid's is protected."""
     from rag_graphs.config.context import RagContext
     from rag_graphs.config.graph_search import GraphSearchOptions
-    from rag_graphs.entity_graph import ppr
+    from rag_graphs.entity_graph import graph_search
     from rag_graphs.search.retrieval import PlanKey
     from rag_graphs.search.searchers import GraphSearcher
 
@@ -114,9 +114,9 @@ def test_keeping_hybrids_top_is_the_default_and_reaches_graph_search(monkeypatch
 
     def recorded(index, query, *, k, expr, options):
         seen.update(k=k, options=options)
-        return ppr.GraphHits(hits=[])
+        return graph_search.GraphHits(hits=[])
 
-    monkeypatch.setattr(ppr, "graph_search", recorded)
+    monkeypatch.setattr(graph_search, "graph_search", recorded)
     ctx = RagContext()
     key = PlanKey.of(ctx)
     assert key.graph is ctx.graph_search and key.graph.protects_hybrid()
