@@ -86,9 +86,7 @@ def memoise_store_reads() -> None:
     )
     linking.named_seeds = memo(linking.named_seeds, lambda index, q, mentions: (q, tuple(mentions)))
     linking.embed_queries = memo(linking.embed_queries, lambda embeddings, queries: tuple(queries))
-    searching.embed_queries = memo(
-        searching.embed_queries, lambda embeddings, queries: tuple(queries)
-    )
+    searching.embed_queries = memo(searching.embed_queries, lambda embeddings, queries: tuple(queries))
     linking.nearest_entities = memo(linking.nearest_entities, lambda index, *args: _key(args))
     searching.fetch_neighbourhood = memo(
         searching.fetch_neighbourhood,
