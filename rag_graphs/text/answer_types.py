@@ -64,6 +64,9 @@ _POLAR_OR = re.compile(
 _CAPITALISED = re.compile(r"(?:[A-Z0-9][\w'.&-]*)(?:\s+(?:(?:of|the|and|de|du|la|&|[A-Z0-9][\w'.&-]*)\b))*")
 _SPLIT_B = re.compile(r",\s+")
 _WORD = re.compile(r"[A-Za-z]+")
+ASKS_YEAR = re.compile(r"\b(?:what|which) year\b|\byear (?:was|did|were)\b", re.IGNORECASE)
+"""A question asking for a year: its answer is a span holding one (``YEAR``)."""
+YEAR = re.compile(r"\b1[0-9]{3}\b|\b20[0-9]{2}\b")
 _WH_WORD = re.compile(r"(?:^|[,;]\s*|\b(?:from|in|to|and)\s+)(when|where)\b")
 """A "when"/"where" that asks (at the start, after a comma or "from where"), not one in a
 title ("the director of film When In Rome")."""
