@@ -287,6 +287,8 @@ def candidate_features(
         holders.setdefault(r[2], set()).add(r[3])
     if typed.kind in _NAMED_TYPES:  # a date or a number is never a person or a place
         raw = [r for r in raw if r[1] not in NUMERIC_LABELS]
+    if typed.kind == "other":  # "which company": not "American"
+        raw = [r for r in raw if r[1] != "NORP"]
     people = role_people(question, passages) if asks_about_role(question) else {}
     if people:  # the answer is about the person the role leads to, and (asked a place...) not them
         raw = [r for r in raw if speaks_of(people, passages[r[3]], r[4])]
