@@ -144,6 +144,18 @@ def _head(question: str) -> str:
     return ""
 
 
+def _asks_thing(lower: str) -> bool:
+    """The question's first wh-phrase is "what/which <noun>" ("*What party* was the man who ..."):
+    a "who" after it is a relative pronoun, not what is asked."""
+    first = re.search(r"\b(who|whom|whose|what|which)\b\s*(\w*)", lower)
+    return (
+        first is not None
+        and " whom" not in lower  # "... was assisted by whom?"
+        and first.group(1) in ("what", "which")
+        and first.group(2) not in ("", "is", "was", "are", "were", "did", "does", "do", "of")
+    )
+
+
 def column_label(header: str) -> str:
     """The spaCy label a table column's cells stand for, read off its header's nouns ("Capital"
     -> GPE, "Year founded" -> DATE, "Director" -> PERSON), or "" when the header names none of
@@ -177,6 +189,6 @@ def answer_type(question: str) -> AnswerType:
         return AnswerType("kind", KIND_LABELS, head)
     if wh_word == "where" or head in _PLACE_NOUNS:
         return AnswerType("place", PLACE_LABELS, head)
-    if re.search(r"\b(?:who|whom|whose)\b", lower) or head in _PERSON_NOUNS:
+    if head in _PERSON_NOUNS or (re.search(r"\b(?:who|whom|whose)\b", lower) and not _asks_thing(lower)):
         return AnswerType("person", PERSON_LABELS, head)
     return AnswerType("other", OTHER_LABELS, head)
