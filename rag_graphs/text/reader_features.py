@@ -56,7 +56,7 @@ from dataclasses import dataclass
 
 from rag_graphs.store.keywords import STOP_WORDS
 from rag_graphs.text.answer_types import ASKS_YEAR, NUMERIC_LABELS, YEAR, AnswerType
-from rag_graphs.text.candidates import ParsedPassage, Span, answer_spans, date_parts, normalize, shaped, stem
+from rag_graphs.text.candidates import ParsedPassage, Span, normalize, stem
 from rag_graphs.text.roles import (
     ABOUT_THEM,
     QUALIFIER,
@@ -66,6 +66,7 @@ from rag_graphs.text.roles import (
     role_people,
     speaks_of,
 )
+from rag_graphs.text.spans import answer_spans, date_parts, shaped
 
 FEATURES = (
     "type",

@@ -12,9 +12,10 @@ import pytest
 from langchain_core.documents import Document
 
 from rag_graphs.text.answer_types import answer_type
-from rag_graphs.text.candidates import Span, answer_spans, shaped
+from rag_graphs.text.candidates import Span
 from rag_graphs.text.reader import parsed_documents, read
 from rag_graphs.text.reader_features import candidate_features
+from rag_graphs.text.spans import answer_spans, shaped
 
 
 def doc(title: str, text: str) -> Document:
