@@ -39,7 +39,7 @@ _DATE_NOUNS = frozenset("year date decade century day month era".split())
 _PERSON_NOUNS = frozenset(
     "person man woman actor actress singer director author writer player king queen president "
     "musician artist composer poet son daughter father mother wife husband spouse brother sister "
-    "founder producer politician leader coach footballer".split()
+    "founder producer politician leader coach footballer character".split()
 )
 _KIND_NOUNS = frozenset(
     "kind type sort genre nationality form breed species genus sport profession occupation "

@@ -136,6 +136,7 @@ def test_a_nationality_is_no_answer_to_a_which_thing_question() -> None:
         ("Who directed the film which won the award?", "person"),
         ("What was the nickname of the player who retired in 2016?", "person"),
         ("Which actor who starred in Blue Harbour was born in Dover?", "person"),
+        ("What character in Blue Harbour was played by the actor who starred in Korvik Falls?", "person"),
         ("The company which owns the monorail was assisted in financing by whom?", "person"),
     ],
 )
