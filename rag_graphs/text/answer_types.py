@@ -39,7 +39,7 @@ _DATE_NOUNS = frozenset("year date decade century day month era".split())
 _PERSON_NOUNS = frozenset(
     "person man woman actor actress singer director author writer player king queen president "
     "musician artist composer poet son daughter father mother wife husband spouse brother sister "
-    "founder producer politician leader coach footballer".split()
+    "founder producer politician leader coach footballer character".split()
 )
 _KIND_NOUNS = frozenset(
     "kind type sort genre nationality form breed species genus sport profession occupation "
@@ -64,6 +64,9 @@ _POLAR_OR = re.compile(
 _CAPITALISED = re.compile(r"(?:[A-Z0-9][\w'.&-]*)(?:\s+(?:(?:of|the|and|de|du|la|&|[A-Z0-9][\w'.&-]*)\b))*")
 _SPLIT_B = re.compile(r",\s+")
 _WORD = re.compile(r"[A-Za-z]+")
+ASKS_YEAR = re.compile(r"\b(?:what|which) year\b|\byear (?:was|did|were)\b", re.IGNORECASE)
+"""A question asking for a year: its answer is a span holding one (``YEAR``)."""
+YEAR = re.compile(r"\b1[0-9]{3}\b|\b20[0-9]{2}\b")
 _WH_WORD = re.compile(r"(?:^|[,;]\s*|\b(?:from|in|to|and)\s+)(when|where)\b")
 """A "when"/"where" that asks (at the start, after a comma or "from where"), not one in a
 title ("the director of film When In Rome")."""
@@ -141,6 +144,18 @@ def _head(question: str) -> str:
     return ""
 
 
+def _asks_thing(lower: str) -> bool:
+    """The question's first wh-phrase is "what/which <noun>" ("*What party* was the man who ..."):
+    a "who" after it is a relative pronoun, not what is asked."""
+    first = re.search(r"\b(who|whom|whose|what|which)\b\s*(\w*)", lower)
+    return (
+        first is not None
+        and " whom" not in lower  # "... was assisted by whom?"
+        and first.group(1) in ("what", "which")
+        and first.group(2) not in ("", "is", "was", "are", "were", "did", "does", "do", "of")
+    )
+
+
 def column_label(header: str) -> str:
     """The spaCy label a table column's cells stand for, read off its header's nouns ("Capital"
     -> GPE, "Year founded" -> DATE, "Director" -> PERSON), or "" when the header names none of
@@ -174,6 +189,6 @@ def answer_type(question: str) -> AnswerType:
         return AnswerType("kind", KIND_LABELS, head)
     if wh_word == "where" or head in _PLACE_NOUNS:
         return AnswerType("place", PLACE_LABELS, head)
-    if re.search(r"\b(?:who|whom|whose)\b", lower) or head in _PERSON_NOUNS:
+    if head in _PERSON_NOUNS or (re.search(r"\b(?:who|whom|whose)\b", lower) and not _asks_thing(lower)):
         return AnswerType("person", PERSON_LABELS, head)
     return AnswerType("other", OTHER_LABELS, head)

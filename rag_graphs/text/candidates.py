@@ -44,11 +44,6 @@ _WORD = re.compile(r"\w+")
 normalize = lru_cache(maxsize=65536)(_normalize)
 """The entity key of a span (``entity_graph.entities.normalize``), memoised: a read keys the
 same spans and titles many times over."""
-_RANGE = re.compile(r"\s+[–—-]\s+|\s*[–—]\s*")
-_DAY_BEFORE = re.compile(r"\b([0-3]?[0-9])\s+$")
-_MONTH_FIRST = re.compile(
-    r"(?:January|February|March|April|May|June|July|August|September|October|November|December)\b"
-)
 _BREAK = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[A-Z0-9\"'(\[])")
 _TABLE = re.compile(r"^\|.*\n\|(?:[ \t]*:?-+:?[ \t]*\|)+[ \t]*(?:\n\|.*)*", re.MULTILINE)
 """A whole Markdown table: its header line, the rule, its rows."""
@@ -134,49 +129,6 @@ def split_title(text: str, title: str) -> str:
         if rest[:1] == "\n":
             return rest[1:]
     return text
-
-
-def date_parts(span: Span, sentence: str = "") -> list[Span]:
-    """A DATE span as its dates. spaCy tags a life's range "12 March 1921 – 4 October 1988" as one
-    date, or leaves the day out of the second ("October 1988"): a birth question wants the first
-    date, a death question the second, whole. ``sentence`` is the span's sentence (for the day)."""
-    if span.label != "DATE":
-        return [span]
-    parts, at = [], 0
-    for piece in _RANGE.split(span.text):
-        start = span.text.index(piece, at)
-        at = start + len(piece)
-        if piece.strip():
-            parts.append(
-                Span(
-                    piece,
-                    "DATE",
-                    span.start + start,
-                    span.start + at,
-                    span.token_start,
-                    span.token_end,
-                    span.column,
-                )
-            )
-    if not parts:
-        return [span]
-    day = (
-        _DAY_BEFORE.search(sentence[: parts[0].start])
-        if sentence and _MONTH_FIRST.match(parts[0].text)
-        else None
-    )
-    if day:
-        first = parts[0]
-        parts[0] = Span(
-            sentence[day.start(1) : first.end],
-            "DATE",
-            day.start(1),
-            first.end,
-            first.token_start,
-            first.token_end,
-            first.column,
-        )
-    return parts
 
 
 def sentence_bounds(text: str) -> list[tuple[int, int]]:

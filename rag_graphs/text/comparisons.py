@@ -16,9 +16,10 @@ from dataclasses import dataclass
 
 from rag_graphs.entity_graph.entities import normalize
 from rag_graphs.text.answer_types import AnswerType
-from rag_graphs.text.candidates import ParsedPassage, date_parts
+from rag_graphs.text.candidates import ParsedPassage
 from rag_graphs.text.reader_features import content_words
 from rag_graphs.text.roles import relation_hop
+from rag_graphs.text.spans import date_parts
 
 _YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b")
 _MONTHS = {

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -39,15 +38,12 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
 from rag_graphs.store.reads import embed_queries
-from rag_graphs.text.answer_types import AnswerType, answer_type
+from rag_graphs.text.answer_types import ASKS_YEAR, YEAR, AnswerType, answer_type
 from rag_graphs.text.candidates import ParsedPassage, parse_passages, split_title
 from rag_graphs.text.comparisons import compare_options, polar_answer
 from rag_graphs.text.reader_features import FEATURES, Candidate, candidate_features, content_words
 from rag_graphs.text.roles import ABOUT_THEM, unresolved_role
 
-_ASKS_YEAR = re.compile(r"\b(?:what|which) year\b|\byear (?:was|did|were)\b", re.IGNORECASE)
-_YEAR = re.compile(r"\b1[0-9]{3}\b|\b20[0-9]{2}\b")
-"""A question asking for a year gets the year of the winning date ("July 16, 1911" -> "1911")."""
 WEIGHTS_PATH = Path(__file__).parents[1] / "data" / "reader_weights.json"
 MAX_SIMILARITY_SENTENCES = 16
 """Sentences whose similarity is measured per question at most (the ones with the most question
@@ -278,7 +274,8 @@ def read(
             f"best candidate {winner.text!r} has confidence {confidence:.2f}, under {least:.2f}",
         )
     chain = _bridge_evidence(winner, passages)
-    year = _YEAR.search(winner.text) if _ASKS_YEAR.search(question) else None
+    # a question asking for a year gets the winning date's year ("July 16, 1911" -> "1911")
+    year = YEAR.search(winner.text) if ASKS_YEAR.search(question) else None
     return Reading(
         answer=year.group(0) if year else winner.text,
         answer_type=typed.kind,

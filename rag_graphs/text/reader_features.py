@@ -55,8 +55,8 @@ import re
 from dataclasses import dataclass
 
 from rag_graphs.store.keywords import STOP_WORDS
-from rag_graphs.text.answer_types import NUMERIC_LABELS, AnswerType
-from rag_graphs.text.candidates import ParsedPassage, Span, date_parts, normalize, stem
+from rag_graphs.text.answer_types import ASKS_YEAR, NUMERIC_LABELS, YEAR, AnswerType
+from rag_graphs.text.candidates import ParsedPassage, Span, normalize, stem
 from rag_graphs.text.roles import (
     ABOUT_THEM,
     QUALIFIER,
@@ -66,6 +66,7 @@ from rag_graphs.text.roles import (
     role_people,
     speaks_of,
 )
+from rag_graphs.text.spans import answer_spans, date_parts, shaped
 
 FEATURES = (
     "type",
@@ -156,7 +157,7 @@ def _title_span(passage: ParsedPassage) -> tuple[str, str] | None:
     for sentence in passage.sentences[:2]:
         for span in sentence.spans:
             if normalize(span.text) == key:
-                return span.text, span.label
+                return shaped(span, sentence.text).text, span.label
     if "_" in passage.title:
         return None
     return QUALIFIER.sub("", passage.title) or passage.title, "TITLE"
@@ -275,16 +276,20 @@ def candidate_features(
             if 0 < s < leads[d] and not sentence.header:  # a section's heading ("Career") is no answer
                 continue
             for whole in sentence.spans:
-                for span in date_parts(whole, sentence.text):
+                for span in answer_spans(whole, sentence.text):
                     raw.append((span.text, span.label, answer_key(span.text), d, s, span))
     raw = [r for r in raw if r[2] and f" {r[2]} " not in question_key]
     if typed.kind in _HARD_TYPES:
         raw = [r for r in raw if r[1] in typed.labels]
+    if typed.kind == "date" and ASKS_YEAR.search(question):  # "in which year": not "the age of 14"
+        raw = [r for r in raw if YEAR.search(r[0])] or raw
     holders: dict[str, set[int]] = {}  # agreement counts every passage saying it, kept or not below
     for r in raw:
         holders.setdefault(r[2], set()).add(r[3])
     if typed.kind in _NAMED_TYPES:  # a date or a number is never a person or a place
         raw = [r for r in raw if r[1] not in NUMERIC_LABELS]
+    if typed.kind == "other":  # "which company": not "American"
+        raw = [r for r in raw if r[1] != "NORP"]
     people = role_people(question, passages) if asks_about_role(question) else {}
     if people:  # the answer is about the person the role leads to, and (asked a place...) not them
         raw = [r for r in raw if speaks_of(people, passages[r[3]], r[4])]

@@ -1,0 +1,153 @@
+"""Answer spans as answers give them (issue 51, HotpotQA bridge answers): the reader's span is the
+gold answer's boundaries, not spaCy's, and a question's type rules keep spans of the wrong kind out.
+
+``shaped`` and ``answer_spans`` are checked on scripted sentences with hand-made spans (no model);
+the rest reads scripted passages with the real spaCy pipeline the reader loads, as
+``test_reader.py`` does, and no embedder.
+"""
+
+from __future__ import annotations
+
+import pytest
+from langchain_core.documents import Document
+
+from rag_graphs.text.answer_types import answer_type
+from rag_graphs.text.candidates import Span
+from rag_graphs.text.reader import parsed_documents, read
+from rag_graphs.text.reader_features import candidate_features
+from rag_graphs.text.spans import answer_spans, shaped
+
+
+def doc(title: str, text: str) -> Document:
+    """A passage as the store holds it: the title on the first line."""
+    return Document(page_content=f"{title}\n{text}", metadata={"title": title})
+
+
+def span_of(sentence: str, text: str, label: str) -> Span:
+    start = sentence.index(text)
+    return Span(text, label, start, start + len(text), 0, 1)
+
+
+def offered(question: str, documents: list[Document]) -> list[tuple[str, str]]:
+    """(text, label) of every candidate the reader scores for ``question``."""
+    found = candidate_features(question, answer_type(question), parsed_documents(documents), {})
+    return [(c.text, c.label) for c in found]
+
+
+@pytest.mark.parametrize(
+    ("sentence", "span", "label", "expected"),
+    [
+        # spaCy starts a name inside its quoted nickname: the first name belongs to it
+        ('He is Souleymane "Sol" Bamba, a footballer.', 'Sol" Bamba', "PERSON", 'Souleymane "Sol" Bamba'),
+        ('She is Deborah "Deb" Lacusta (born 1958).', 'Deb" Lacusta (', "PERSON", 'Deborah "Deb" Lacusta'),
+        ('He is Henry Albert "Hank" Azaria.', '"Hank" Azaria', "PERSON", 'Henry Albert "Hank" Azaria'),
+        # a biography's first sentence whose first name spaCy left out
+        ("Dirk Werner Nowitzki is a German player.", "Werner Nowitzki", "PERSON", "Dirk Werner Nowitzki"),
+        # a bracket the span opens and never closes is cut, with what spaCy left after the name
+        ('"I Am Furious (Yellow)" is an episode.', "I Am Furious (Yellow", "WORK_OF_ART", "I Am Furious"),
+        (
+            "an agent of the Federal Bureau of Investigation (FBI office",
+            "Federal Bureau of Investigation (FBI",
+            "ORG",
+            "Federal Bureau of Investigation",
+        ),
+        # a number's hedge is no part of the number
+        ("The books sold over 100 million copies.", "over 100 million", "CARDINAL", "100 million"),
+        ("It has approximately 4,000 members.", "approximately 4,000", "CARDINAL", "4,000"),
+    ],
+)
+def test_shaped_gives_the_answer_boundaries(sentence: str, span: str, label: str, expected: str) -> None:
+    got = shaped(span_of(sentence, span, label), sentence)
+    assert got.text == expected
+    assert sentence[got.start : got.end] == got.text  # still a verbatim slice of its sentence
+
+
+@pytest.mark.parametrize(
+    ("sentence", "span", "label"),
+    [
+        ("The Werner Nowitzki award is given yearly.", "Werner Nowitzki", "PERSON"),  # "The" is no first name
+        ("In Berlin Werner Nowitzki met her.", "Werner Nowitzki", "PERSON"),
+        ('He met Henry "Hank" Azaria there.', 'Henry "Hank" Azaria', "PERSON"),  # whole already
+        ("It was over by 12 May 1990.", "12 May 1990", "DATE"),  # dates are date_parts' job
+        ("Over the years Velmar grew.", "Velmar", "ORG"),  # a hedge only before a number
+    ],
+)
+def test_shaped_leaves_a_whole_span_alone(sentence: str, span: str, label: str) -> None:
+    before = span_of(sentence, span, label)
+    assert shaped(before, sentence) == before
+
+
+def test_a_row_of_places_offers_its_shorter_rows_from_the_first() -> None:
+    sentence = "It was formed in Battle Creek, Michigan, United States, in 1987."
+    row = "Battle Creek, Michigan, United States"
+    start = sentence.index(row)
+    texts = [s.text for s in answer_spans(Span(row, "GPE", start, start + len(row), 4, 9), sentence)]
+    assert texts == [row, "Battle Creek, Michigan"]
+    pair = "Boston, Massachusetts"
+    assert [s.text for s in answer_spans(Span(pair, "GPE", 0, len(pair), 0, 2), pair)] == [pair]
+
+
+def test_the_reader_offers_the_shaped_spans() -> None:
+    passages = [
+        doc(
+            "Nowitzki",
+            "Dirk Werner Nowitzki is a German professional basketball player for the Dallas Mavericks.",
+        ),
+        doc("Narnia", "The Chronicles of Narnia have sold over 100 million copies in 47 languages."),
+        doc(
+            "Biohazard",
+            "Biohazard is a heavy metal band formed in Battle Creek, Michigan, United States, in 1987.",
+        ),
+    ]
+    texts = {text for text, _ in offered("Which player took part in the Hoop Summit?", passages)}
+    assert "Dirk Werner Nowitzki" in texts and "Werner Nowitzki" not in texts
+    assert "Battle Creek, Michigan" in texts
+    numbers = {text for text, _ in offered("How many copies have the novels sold?", passages)}
+    assert "100 million" in numbers and "over 100 million" not in numbers
+
+
+def test_a_year_question_is_answered_by_a_span_holding_a_year() -> None:
+    passage = doc(
+        "Tara Lipinski",
+        "Tara Lipinski, coached by Richard Callaghan, became world champion at the age of 14 years. "
+        "She won the national title in 1997.",
+    )
+    question = "In which year did the skater coached by Richard Callaghan become world champion?"
+    dates = {text for text, _ in offered(question, [passage])}
+    assert dates == {"1997"}  # "the age of 14 years" is a DATE to spaCy, not a year
+    assert read(question, [passage]).answer == "1997"
+
+
+def test_a_nationality_is_no_answer_to_a_which_thing_question() -> None:
+    passage = doc("Velmar X2", "The Velmar X2 is a German sports car made by Orlan Motors since 2004.")
+    question = "Which company makes the Velmar X2?"
+    labels = {label for _, label in offered(question, [passage])}
+    assert "NORP" not in labels
+    assert read(question, [passage]).answer == "Orlan Motors"
+    # a kind question still gets it
+    assert read("What nationality is the Velmar X2?", [passage]).answer == "German"
+
+
+@pytest.mark.parametrize(
+    ("question", "kind"),
+    [
+        ("What party was the man who largely repealed the Black Act a member of?", "other"),
+        ("Which team did the player who won the 1990 title join?", "other"),
+        ("Who directed the film which won the award?", "person"),
+        ("What was the nickname of the player who retired in 2016?", "person"),
+        ("Which actor who starred in Blue Harbour was born in Dover?", "person"),
+        ("What character in Blue Harbour was played by the actor who starred in Korvik Falls?", "person"),
+        ("The company which owns the monorail was assisted in financing by whom?", "person"),
+    ],
+)
+def test_a_relative_who_does_not_make_a_person_question(question: str, kind: str) -> None:
+    assert answer_type(question).kind == kind
+
+
+def test_the_party_not_the_man() -> None:
+    passage = doc(
+        "Robert Peel",
+        "Sir Robert Peel, who largely repealed the Black Act, was a member of the Conservative Party.",
+    )
+    got = read("What party was the man who largely repealed the Black Act a member of?", [passage])
+    assert got.answer == "the Conservative Party"
