@@ -117,7 +117,7 @@ def eval_command(
         typer.Option(
             help="with --report RUN_DIR: paired tests of two methods A,B on the same questions (B@OTHER_RUN "
             "reads B from another run): EM, F1, contains, R@2/R@5, calls, tokens, seconds, each with a "
-            "paired bootstrap interval, an exact McNemar / sign test p and a verdict"
+            "paired bootstrap interval, an exact McNemar (0/1 scores) or permutation test p and a verdict"
         ),
     ] = None,
     fit_router: Annotated[

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from statistics import mean
 
-from rag_graphs.eval.paired import NAMES, by_question, compare_rows, paired_metric, row_value
+from rag_graphs.eval.paired import NAMES, UNCLEAR, by_question, compare_rows, paired_metric, row_value
 from rag_graphs.text.routing import FEATURES, FORMAT, Features, Router, Segment, parse_router
 
 MIN_QUESTIONS = 20
@@ -79,7 +79,8 @@ def choose(table: Table, qids: list[str], metric: str, cost: str, margin: float)
             continue
         best_values, m_values = ([row_value(table[x][q], metric) or 0.0 for q in qids] for x in (best, m))
         test = paired_metric(metric, best_values, m_values, best, m)
-        if test.verdict != f"{best} better":
+        # "unclear" (the test or the interval says the best is better) is not "close"
+        if test.verdict != f"{best} better" and not test.verdict.startswith(UNCLEAR):
             close.append((m, test.p_value))
     pick, p = min(close, key=lambda mp: (spent[mp[0]], -quality[mp[0]]))
     name, unit = NAMES.get(metric, metric), NAMES.get(cost, cost)
