@@ -136,7 +136,9 @@ def eval_command(
             help="--fit-router: em | f1 | recall_at_5 [default: em; retrieval-only runs: recall_at_5]"
         ),
     ] = None,
-    cost: Annotated[str, typer.Option(help="--fit-router: llm_calls | seconds | tokens")] = "llm_calls",
+    cost: Annotated[
+        str, typer.Option(help="--fit-router: llm_calls | seconds | tokens | retrievals (searches)")
+    ] = "llm_calls",
     n: Annotated[int, typer.Option("--n", min=1, help="synth: questions to write at most")] = 50,
     half: Annotated[
         str,

@@ -32,7 +32,7 @@ MIN_SEGMENT = 8
 """Fewest training questions a segment needs; smaller groups go to the default."""
 FOLDS = 5
 METRICS = ("em", "f1", "recall_at_5")
-COSTS = ("llm_calls", "seconds", "tokens")
+COSTS = ("llm_calls", "seconds", "tokens", "retrievals")
 
 Table = dict[str, dict[str, dict]]
 """method -> question id -> result row."""

@@ -22,7 +22,7 @@ def _row(method: str, qid: str, em: float, calls: float) -> dict:
         "llm_calls": calls,
         "prompt_tokens": 0,
         "completion_tokens": 0,
-        "retrievals": 1,
+        "retrievals": 1 + (calls > 1),  # ircot searches twice
         "seconds": calls + 0.1,
     }
 
@@ -85,6 +85,24 @@ def test_a_held_out_half_is_scored_against_always_best():
     assert held["router"].quality >= held["always-best"].quality - 0.05
     assert fit.held_out_verdict == "no difference detected at n=80"
     assert "(held out)" in fit_table(fit)
+
+
+def test_searches_are_a_cost_a_router_is_fitted_against():
+    rows, features = _set(160)
+    fit = fit_router(
+        rows,
+        features,
+        metric="em",
+        cost="retrievals",
+        margin=0.05,
+        questions=[f"q{i}" for i in range(80)],
+        held_out=[f"q{i}" for i in range(80, 160)],
+    )
+    assert {s["equals"]: s["method"] for s in fit.router["segments"]} == {
+        "multi_hop": "ircot",
+        "single_hop": "naive",
+    }
+    assert fit.held_out["router"].cost == pytest.approx(1.5) and fit.held_out["always-best"].cost == 2.0
 
 
 def test_too_few_questions_or_one_method_is_refused_with_a_clear_error():
