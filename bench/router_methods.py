@@ -31,7 +31,9 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=5)
     parser.add_argument("--search-mode", default="hybrid", help="every method's search (hipporag: graph)")
     parser.add_argument("--store", default=str(ROOT / "bench_runs" / "method_choice_eval.db"))
-    parser.add_argument("--run", type=Path, default=ROOT / "bench_runs" / "2wiki-route", help="resumed if it exists")
+    parser.add_argument(
+        "--run", type=Path, default=ROOT / "bench_runs" / "2wiki-route", help="resumed if it exists"
+    )
     args = parser.parse_args()
 
     from rag_graphs.config.context import RagContext
