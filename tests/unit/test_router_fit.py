@@ -55,6 +55,16 @@ def test_choose_takes_the_cheapest_method_within_the_margin_unless_the_paired_te
     assert choose(table, multi, "em", "llm_calls", 0.9)[0] == "ircot"
 
 
+def test_choose_keeps_the_best_when_the_paired_verdict_is_unclear():
+    """The best wins 4 of 56 questions and loses none: the interval excludes 0, the exact p is
+    0.125. Within a 10-point margin, the cheaper method is not "close" on such evidence."""
+    rows = []
+    for i in range(56):
+        rows += [_row("ircot", f"q{i}", float(i < 4), 4), _row("naive", f"q{i}", 0.0, 1)]
+    table = {m: {r["id"]: r for r in rows if r["method"] == m} for m in ("naive", "ircot")}
+    assert choose(table, [f"q{i}" for i in range(56)], "em", "llm_calls", 0.1)[0] == "ircot"
+
+
 def test_the_fit_splits_on_the_kind_and_beats_always_best_on_cost_within_the_margin(tmp_path):
     rows, features = _set()
     fit = fit_router(rows, features, metric="em", cost="llm_calls", margin=0.05)
