@@ -7,7 +7,11 @@ question is asked again. ``--half tune|check`` keeps one fixed half of the quest
 
 from __future__ import annotations
 
+import statistics
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from rag_graphs.cli.shared import _fail, console
 from rag_graphs.support.terminal import safe
@@ -85,9 +89,22 @@ def _run_index(config: dict, store: str | None, collection: str | None, embeddin
     return open_index(uri, name, embeddings)
 
 
-def _with_retrieval(features: dict, questions: dict, config: dict, store, collection, embeddings) -> dict:
+def _timed(work: Callable[[str], Any], questions: dict) -> tuple[dict, float]:
+    """``work(text)`` per question id, and its median seconds (the median: the first call loads models)."""
+    out, seconds = {}, []
+    for q, text in questions.items():
+        start = time.perf_counter()
+        out[q] = work(text)
+        seconds.append(time.perf_counter() - start)
+    return out, statistics.median(seconds) if seconds else 0.0
+
+
+def _with_retrieval(
+    features: dict, questions: dict, config: dict, store, collection, embeddings
+) -> tuple[dict, float]:
     """``features`` with each question's first-search features (``routing.first_retrieval``) when
-    the run's index can be opened; unchanged (and said) when not."""
+    the run's index can be opened, and the median seconds of that search; unchanged (and said)
+    when not."""
     import dataclasses
 
     from rag_graphs.config.errors import SetupError
@@ -97,13 +114,13 @@ def _with_retrieval(features: dict, questions: dict, config: dict, store, collec
         index = _run_index(config, store, collection, embeddings)
     except (KeyError, ValueError, FileNotFoundError, SetupError) as exc:
         console.print(f"no first-search features (the run's index: {safe(exc)})", highlight=False)
-        return features
+        return features, 0.0
     k = int(config.get("k") or 4)
+    found, seconds = _timed(lambda text: first_retrieval(text, index, embeddings, k=k, expr=None), questions)
     out = {}
-    for q, text in questions.items():
-        top, agreement = first_retrieval(text, index, embeddings, k=k, expr=None)
+    for q, (top, agreement) in found.items():
         out[q] = dataclasses.replace(features[q], top_score=top, agreement=agreement)
-    return out
+    return out, seconds
 
 
 def fit(
@@ -118,7 +135,7 @@ def fit(
 ) -> None:
     """Fit a router on the run's rows and write it to ``out``; with ``--half tune``, score it on check."""
     from rag_graphs.config.context import RagContext
-    from rag_graphs.eval.router_fit import fit_router, fit_table, write_router
+    from rag_graphs.eval.router_fit import Overhead, fit_router, fit_table, write_router
     from rag_graphs.eval.rows import CONFIG, read_config, read_rows
     from rag_graphs.search.retrieval import embeddings_for
     from rag_graphs.text.question_kinds import examples_file
@@ -133,9 +150,19 @@ def fit(
         ctx = RagContext(**({"embeddings": config["embeddings"]} if config.get("embeddings") else {}))
         embeddings, examples = embeddings_for(ctx), examples_file(ctx.router_examples)
         questions = {str(r["id"]): r["question"] for r in rows if r.get("question")}
-        features = {q: question_features(text, embeddings, examples) for q, text in questions.items()}
+        features, question_seconds = _timed(
+            lambda text: question_features(text, embeddings, examples), questions
+        )
+        search_seconds = 0.0
         if config.get("dataset"):
-            features = _with_retrieval(features, questions, config, store, collection, embeddings)
+            features, search_seconds = _with_retrieval(
+                features, questions, config, store, collection, embeddings
+            )
+        # what routing itself costs a question (auto computes these features before it runs a method)
+        overhead = {
+            "seconds": Overhead(question=question_seconds, search=search_seconds),
+            "retrievals": Overhead(search=1.0),
+        }.get(cost, Overhead())
         held_out = None
         if half != "all":
             held_out = _half_ids(rows, "check" if half == "tune" else "tune")
@@ -148,6 +175,7 @@ def fit(
             questions=_half_ids(rows, half),
             held_out=held_out,
             source=str(run_dir.resolve()) + ("" if half == "all" else f" ({half} half)"),
+            overhead=overhead,
         )
         path = write_router(result, out)
     except (ValueError, FileNotFoundError) as exc:

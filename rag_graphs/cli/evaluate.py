@@ -117,7 +117,7 @@ def eval_command(
         typer.Option(
             help="with --report RUN_DIR: paired tests of two methods A,B on the same questions (B@OTHER_RUN "
             "reads B from another run): EM, F1, contains, R@2/R@5, calls, tokens, seconds, each with a "
-            "paired bootstrap interval, an exact McNemar / sign test p and a verdict"
+            "paired bootstrap interval, an exact McNemar (0/1 scores) or permutation test p and a verdict"
         ),
     ] = None,
     fit_router: Annotated[
@@ -136,7 +136,9 @@ def eval_command(
             help="--fit-router: em | f1 | recall_at_5 [default: em; retrieval-only runs: recall_at_5]"
         ),
     ] = None,
-    cost: Annotated[str, typer.Option(help="--fit-router: llm_calls | seconds | tokens")] = "llm_calls",
+    cost: Annotated[
+        str, typer.Option(help="--fit-router: llm_calls | seconds | tokens | retrievals (searches)")
+    ] = "llm_calls",
     n: Annotated[int, typer.Option("--n", min=1, help="synth: questions to write at most")] = 50,
     half: Annotated[
         str,

@@ -118,7 +118,7 @@ def choice_lines(common: list[dict], fair: Sequence[Any], metric: str, cost: str
         *frontier_lines(fair, metric, cost, common),
         "",
         "Paired against the best method on the same questions (difference in points for quality, "
-        "in calls and seconds for cost; exact McNemar / sign test p; `rag-graphs eval --report RUN "
+        "in calls and seconds for cost; exact McNemar or permutation test p; `rag-graphs eval --report RUN "
         "--compare A,B` for every metric):",
         "",
         best,

@@ -23,8 +23,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from statistics import mean
 
-from rag_graphs.eval.paired import NAMES, by_question, compare_rows, paired_metric, row_value
-from rag_graphs.text.routing import FEATURES, FORMAT, Features, Router, Segment, parse_router
+from rag_graphs.eval.paired import NAMES, UNCLEAR, by_question, compare_rows, paired_metric, row_value
+from rag_graphs.text.routing import (
+    FEATURES,
+    FORMAT,
+    RETRIEVAL_FEATURES,
+    Features,
+    Router,
+    Segment,
+    parse_router,
+)
 
 MIN_QUESTIONS = 20
 """Fewest questions (answered by every method, with the metric) a router is fitted on."""
@@ -32,7 +40,7 @@ MIN_SEGMENT = 8
 """Fewest training questions a segment needs; smaller groups go to the default."""
 FOLDS = 5
 METRICS = ("em", "f1", "recall_at_5")
-COSTS = ("llm_calls", "seconds", "tokens")
+COSTS = ("llm_calls", "seconds", "tokens", "retrievals")
 
 Table = dict[str, dict[str, dict]]
 """method -> question id -> result row."""
@@ -44,6 +52,26 @@ class Score:
 
     quality: float
     cost: float
+
+
+@dataclass(frozen=True)
+class Overhead:
+    """What routing itself costs per question, in the fit's cost unit, charged to a router that
+    splits (a one-method router is the method itself: run it, no ``auto`` needed). On 2Wiki the
+    split the fit chose saved 0.02 s a question on paper while ``auto`` cost 0.66 s more than the
+    method it routed to (BENCHMARKS.md, issue 46): a fit blind to routing's own cost picks
+    splits that lose."""
+
+    question: float = 0.0
+    """Computing the question's kind, words and entities (the nearest examples, spaCy)."""
+    search: float = 0.0
+    """The first search a split on ``RETRIEVAL_FEATURES`` needs (one retrieval, its seconds)."""
+
+    def of(self, feature: str | None) -> float:
+        """The overhead of a router splitting on ``feature`` (None: one method, none)."""
+        if feature is None:
+            return 0.0
+        return self.question + (self.search if feature in RETRIEVAL_FEATURES else 0.0)
 
 
 def _table(rows: list[dict], metric: str, questions: Iterable[str] | None) -> tuple[Table, list[str]]:
@@ -79,7 +107,8 @@ def choose(table: Table, qids: list[str], metric: str, cost: str, margin: float)
             continue
         best_values, m_values = ([row_value(table[x][q], metric) or 0.0 for q in qids] for x in (best, m))
         test = paired_metric(metric, best_values, m_values, best, m)
-        if test.verdict != f"{best} better":
+        # "unclear" (the test or the interval says the best is better) is not "close"
+        if test.verdict != f"{best} better" and not test.verdict.startswith(UNCLEAR):
             close.append((m, test.p_value))
     pick, p = min(close, key=lambda mp: (spent[mp[0]], -quality[mp[0]]))
     name, unit = NAMES.get(metric, metric), NAMES.get(cost, cost)
@@ -159,9 +188,16 @@ def _folds(qids: list[str]) -> list[list[str]]:
 
 
 def cross_validate(
-    table: Table, qids: list[str], features: dict[str, Features], metric: str, cost: str, margin: float
+    table: Table,
+    qids: list[str],
+    features: dict[str, Features],
+    metric: str,
+    cost: str,
+    margin: float,
+    overhead: Overhead = Overhead(),
 ) -> dict[str, Score]:
-    """Out-of-fold quality and cost of each split and of always-best and always-cheapest."""
+    """Out-of-fold quality and cost of each split (routing's ``overhead`` included) and of
+    always-best and always-cheapest."""
     picks: dict[str, dict[str, str]] = {}
     for test in _folds(qids):
         held = set(test)
@@ -181,10 +217,16 @@ def cross_validate(
             picks.setdefault(name, {}).update((q, router.choose(features[q])[0]) for q in test)
         for name, method in fixed.items():
             picks.setdefault(name, {}).update(dict.fromkeys(test, method))
-    return {
+    scores = {
         name: _score(chosen.__getitem__, table, qids, metric, cost)
         for name, chosen in picks.items()
         if len(chosen) == len(qids)
+    }
+    return {
+        name: Score(s.quality, s.cost + overhead.of(name.removeprefix("split on ")))
+        if name.startswith("split on ")
+        else s
+        for name, s in scores.items()
     }
 
 
@@ -209,9 +251,12 @@ def fit_router(
     questions: Iterable[str] | None = None,
     held_out: Iterable[str] | None = None,
     source: str = "",
+    overhead: Overhead = Overhead(),
 ) -> Fit:
     """Fit a router on ``rows`` (restricted to ``questions`` when given) and score it on the
-    ``held_out`` questions when given. ``margin`` is a fraction (0.02: two points).
+    ``held_out`` questions when given. ``margin`` is a fraction (0.02: two points). ``overhead``
+    is what computing a split's features costs per question, in ``cost``'s unit: a split is
+    chosen, and scored, with it.
 
     Raises:
         ValueError: an unknown metric or cost, fewer than two methods, or fewer than
@@ -229,7 +274,7 @@ def fit_router(
             f"too few questions to fit a router: {len(qids)} answered by every method with "
             f"{NAMES.get(metric, metric)} (at least {MIN_QUESTIONS}); run more questions"
         )
-    cv = cross_validate(table, qids, features, metric, cost, margin)
+    cv = cross_validate(table, qids, features, metric, cost, margin, overhead)
     splits = {n: s for n, s in cv.items() if n.startswith(("split on", "one method"))}
     floor = cv["always-best"].quality - margin
     good = [n for n, s in splits.items() if s.quality >= floor]
@@ -258,6 +303,7 @@ def fit_router(
         "fitted_on": {"run": source, "questions": len(qids)},
         "cross_validation": {n: {"quality": s.quality, "cost": s.cost} for n, s in cv.items()},
         "chosen_by_cross_validation": name,
+        "overhead": {"question": overhead.question, "search": overhead.search},
     }
     fit = Fit(router=raw, cross_validation=cv)
     if held_out is None:
@@ -269,10 +315,11 @@ def fit_router(
     router = parse_router(raw, "router")
     routed = {q: router.choose(features[q])[0] for q in check}
     scores = {
-        "router": _score(routed.__getitem__, table, check, metric, cost),
+        "router": _score(routed.__getitem__, table, check, metric, cost),  # + routing's own cost:
         "always-best": _score(lambda q: best, table, check, metric, cost),
         "always-cheapest": _score(lambda q: cheapest, table, check, metric, cost),
     }
+    scores["router"] = Score(scores["router"].quality, scores["router"].cost + overhead.of(feature))
     chosen_rows = {q: table[routed[q]][q] for q in check}
     verdict = (
         compare_rows(chosen_rows, table[best], "router", best, metrics=(metric,)).metrics[metric].verdict
@@ -316,6 +363,13 @@ def fit_table(fit: Fit) -> str:
         if fit.held_out:
             cells += [f"{100 * fit.held_out[n].quality:.1f}", f"{fit.held_out[n].cost:.3g}"]
         lines.append(f"| {label} | {' | '.join(cells)} |")
+    spent = raw.get("overhead") or {}
+    if any(spent.values()):
+        lines += [
+            "",
+            f"A split's {unit} include routing's own per question: {spent.get('question', 0):.3g} for the "
+            f"question's features, {spent.get('search', 0):.3g} more for a first search.",
+        ]
     return "\n".join(lines)
 
 

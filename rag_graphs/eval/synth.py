@@ -10,7 +10,8 @@ Two kinds of seed, drawn with a fixed seed:
 The chat model writes a question and a short answer per seed (``prompts/templates/
 synth_bridge_question.txt`` and ``synth_single_question.txt``; the passages fenced as data), and
 each is **checked** before it is kept: the answer occurs in a supporting passage (normalised as
-EM normalises), it does not occur in the question, and no question repeats. Rows are written in
+EM normalises), it does not occur in the question, the question is one (it ends with "?"), and
+no question repeats. Rows are written in
 the evaluator's JSONL format (``id``, ``question``, ``answer``, ``supporting_ids``, ``hops``,
 ``type``), so ``rag-graphs eval --dataset questions.jsonl`` runs on them, and the paired tests
 and the router fit after it.
@@ -51,6 +52,8 @@ BRIDGE_SHARE = 0.5
 TRIES = 3
 """Seeds drawn per question asked for at most (drafts that fail the checks are dropped)."""
 _BATCH = 1000
+MIN_QUESTION_WORDS = 3
+"""Words a kept question has at least ("Where was X born?" has four)."""
 
 
 class Draft(BaseModel):
@@ -116,7 +119,9 @@ def seeds(index: ChunkIndex, count: int, *, seed: int = 0) -> Iterator[Seed]:
 
 def check(draft: Draft, seed: Seed, asked: set[str]) -> str | None:
     """Why ``draft`` is not kept (None: it is): empty, the answer not in a passage or given
-    away by the question, or a question already written."""
+    away by the question, not a question (no closing "?" or under ``MIN_QUESTION_WORDS`` words:
+    the embedded model writes a passage's title, "The Velmora Institute", as often as a question),
+    or a question already written."""
     question, answer = " ".join(draft.question.split()), " ".join(draft.answer.split())
     if not question or not answer:
         return "empty question or answer"
@@ -127,6 +132,8 @@ def check(draft: Draft, seed: Seed, asked: set[str]) -> str | None:
         return "answer not in a supporting passage"
     if gold in normalize_answer(question):
         return "answer given in the question"
+    if not question.endswith("?") or len(question.split()) < MIN_QUESTION_WORDS:
+        return "not a question"
     if normalize_answer(question) in asked:
         return "repeated question"
     return None

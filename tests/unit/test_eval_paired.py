@@ -1,5 +1,6 @@
 """Paired comparisons (``rag_graphs.eval.paired``): the tests agree with scipy, identical
-configurations are called equal, and the verdict reads the metric's direction."""
+configurations are called equal, the verdict reads the metric's direction and never contradicts
+its own interval."""
 
 from __future__ import annotations
 
@@ -9,10 +10,17 @@ import random
 
 import numpy as np
 import pytest
-from scipy.stats import binomtest, bootstrap
+from scipy.stats import binomtest, bootstrap, permutation_test
 
 from rag_graphs.eval import paired_comparison
-from rag_graphs.eval.paired import against_best, compare_rows, comparison_table, paired_metric
+from rag_graphs.eval.paired import (
+    EXACT_FLIPS,
+    against_best,
+    compare_rows,
+    comparison_table,
+    paired_metric,
+    sign_flip_p,
+)
 
 
 def _row(method: str, qid: int, **values: float | None) -> dict:
@@ -54,6 +62,82 @@ def test_a_binary_metric_uses_the_exact_mcnemar_test_on_the_discordant_pairs():
     assert m.diff == pytest.approx(np.mean(a) - np.mean(b))
 
 
+def _scipy_p(a, b, *, resamples: int = 100_000) -> float:
+    """scipy's paired permutation test of the mean difference (exact when 2^n fits ``resamples``)."""
+    result = permutation_test(
+        (np.asarray(a, float), np.asarray(b, float)),
+        lambda x, y, axis: np.mean(x - y, axis=axis),
+        permutation_type="samples",
+        vectorized=True,
+        n_resamples=resamples,
+        random_state=0,
+    )
+    return float(result.pvalue)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_permutation_test_is_scipys_exactly_on_few_pairs(seed):
+    rng = np.random.default_rng(seed)
+    n = EXACT_FLIPS - 4
+    a = rng.uniform(0, 1, n)
+    b = np.clip(a - 0.15 + rng.normal(0, 0.3, n), 0, 1)
+    # both enumerate every sign pattern (2^12 < scipy's resamples): the same p to rounding
+    assert sign_flip_p(list(a - b)) == pytest.approx(_scipy_p(a, b), rel=1e-9)
+
+
+@pytest.mark.parametrize(("seed", "shift"), [(0, 0.0), (1, 0.05), (2, 0.12)])
+def test_the_permutation_test_agrees_with_scipys_on_many_pairs(seed, shift):
+    rng = np.random.default_rng(seed)
+    a = rng.uniform(0, 1, 60)
+    b = np.clip(a - shift + rng.normal(0, 0.3, 60), 0, 1)
+    # two random draws of sign patterns (20,000 here, 100,000 in scipy): a few thousandths apart
+    assert sign_flip_p(list(a - b)) == pytest.approx(_scipy_p(a, b), abs=0.01)
+
+
+def test_ties_do_not_change_the_permutation_test():
+    diffs = [0.9, 0.4, -0.1, 0.7, -0.2, 0.5]
+    assert sign_flip_p(diffs) == sign_flip_p(diffs + [0.0] * 40)
+    assert sign_flip_p([0.0] * 10) == 1.0
+
+
+def test_a_tie_heavy_graded_gain_is_called_as_its_interval_says():
+    """HotpotQA's extract vs generate reader (BENCHMARKS, issue 51): F1 +23.5 points, interval
+    [+13.6, +35.0], yet "no difference detected" from the sign test (p=0.061), because 40 of 60
+    questions tie at F1 0 and the sign test weighs a win by 0.9 like a loss by 0.1."""
+    a = [0.0] * 40 + [1.0, 0.9, 0.8, 1.0, 0.67, 1.0, 0.9, 1.0, 0.5, 1.0, 0.86, 1.0, 0.75, 1.0]
+    b = [0.0] * 40 + [0.0] * 14
+    a += [0.0, 0.1, 0.0, 0.2, 0.0, 0.0]  # the six questions generate wins, each by a little
+    b += [0.2, 0.3, 0.1, 0.4, 0.1, 0.2]
+    m = paired_metric("f1", a, b, "extract", "generate")
+    assert (m.wins, m.losses, m.ties) == (14, 6, 40)
+    assert binomtest(14, 20).pvalue > 0.05  # what the sign test said: no difference
+    assert m.low > 0.05 and m.diff > 0.18  # the interval excludes 0 by far
+    assert m.p_value == pytest.approx(_scipy_p(a, b), abs=0.002) and m.p_value < 0.001
+    assert m.verdict == "extract better"
+
+
+def test_the_verdict_never_contradicts_its_interval():
+    rng = np.random.default_rng(11)
+    for _ in range(200):
+        n = int(rng.integers(4, 40))
+        a = list(rng.choice([0.0, 0.5, 1.0], n))
+        b = list(np.clip(np.array(a) + rng.choice([-0.5, 0.0, 0.0, 0.5], n), 0, 1))
+        for metric in ("recall_at_5", "seconds"):
+            m = paired_metric(metric, a, b, "x", "y")
+            covers = m.low <= 0 <= m.high
+            assert not (covers and m.verdict.endswith(" better")), m
+            assert not (not covers and m.verdict.startswith("no difference")), m
+
+
+def test_few_discordant_pairs_are_not_called_on_the_interval_alone():
+    """4 wins and no loss in 56: the percentile bootstrap's interval excludes 0, the exact
+    McNemar p is 0.125, so the verdict claims neither side."""
+    a, b = [1.0] * 4 + [0.0] * 52, [0.0] * 56
+    m = paired_metric("em", a, b, "x", "y")
+    assert m.low > 0 and m.p_value == pytest.approx(0.125)
+    assert m.verdict.startswith("unclear at n=56")
+
+
 def test_the_paired_bootstrap_interval_agrees_with_scipys_percentile_bootstrap():
     rng = np.random.default_rng(7)
     a = rng.uniform(0, 1, 120)
@@ -67,7 +151,7 @@ def test_the_paired_bootstrap_interval_agrees_with_scipys_percentile_bootstrap()
         n_resamples=20_000,
         random_state=0,
     ).confidence_interval
-    assert m.test == "sign test"
+    assert m.test == "permutation"
     assert m.low == pytest.approx(reference.low, abs=0.01)
     assert m.high == pytest.approx(reference.high, abs=0.01)
     assert m.low < m.diff < m.high
@@ -84,7 +168,7 @@ def test_a_cost_is_better_when_lower():
     calls_a, calls_b = [0.0] * 20, [3.0] * 20
     m = paired_metric("llm_calls", calls_a, calls_b, "naive", "ircot")
     assert (m.wins, m.losses) == (20, 0) and m.verdict == "naive better"
-    assert m.p_value == pytest.approx(binomtest(20, 20).pvalue)
+    assert m.test == "permutation" and m.p_value == pytest.approx(_scipy_p(calls_a, calls_b), abs=2e-4)
 
 
 def test_identical_configurations_are_called_equal():

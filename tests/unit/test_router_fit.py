@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from rag_graphs.eval.router_fit import MIN_QUESTIONS, choose, fit_router, fit_table, write_router
+from rag_graphs.eval.router_fit import MIN_QUESTIONS, Overhead, choose, fit_router, fit_table, write_router
 from rag_graphs.text.routing import Features, load_router
 
 
@@ -22,7 +22,7 @@ def _row(method: str, qid: str, em: float, calls: float) -> dict:
         "llm_calls": calls,
         "prompt_tokens": 0,
         "completion_tokens": 0,
-        "retrievals": 1,
+        "retrievals": 1 + (calls > 1),  # ircot searches twice
         "seconds": calls + 0.1,
     }
 
@@ -55,6 +55,16 @@ def test_choose_takes_the_cheapest_method_within_the_margin_unless_the_paired_te
     assert choose(table, multi, "em", "llm_calls", 0.9)[0] == "ircot"
 
 
+def test_choose_keeps_the_best_when_the_paired_verdict_is_unclear():
+    """The best wins 4 of 56 questions and loses none: the interval excludes 0, the exact p is
+    0.125. Within a 10-point margin, the cheaper method is not "close" on such evidence."""
+    rows = []
+    for i in range(56):
+        rows += [_row("ircot", f"q{i}", float(i < 4), 4), _row("naive", f"q{i}", 0.0, 1)]
+    table = {m: {r["id"]: r for r in rows if r["method"] == m} for m in ("naive", "ircot")}
+    assert choose(table, [f"q{i}" for i in range(56)], "em", "llm_calls", 0.1)[0] == "ircot"
+
+
 def test_the_fit_splits_on_the_kind_and_beats_always_best_on_cost_within_the_margin(tmp_path):
     rows, features = _set()
     fit = fit_router(rows, features, metric="em", cost="llm_calls", margin=0.05)
@@ -85,6 +95,39 @@ def test_a_held_out_half_is_scored_against_always_best():
     assert held["router"].quality >= held["always-best"].quality - 0.05
     assert fit.held_out_verdict == "no difference detected at n=80"
     assert "(held out)" in fit_table(fit)
+
+
+def test_searches_are_a_cost_a_router_is_fitted_against():
+    rows, features = _set(160)
+    fit = fit_router(
+        rows,
+        features,
+        metric="em",
+        cost="retrievals",
+        margin=0.05,
+        questions=[f"q{i}" for i in range(80)],
+        held_out=[f"q{i}" for i in range(80, 160)],
+    )
+    assert {s["equals"]: s["method"] for s in fit.router["segments"]} == {
+        "multi_hop": "ircot",
+        "single_hop": "naive",
+    }
+    assert fit.held_out["router"].cost == pytest.approx(1.5) and fit.held_out["always-best"].cost == 2.0
+
+
+def test_a_split_that_saves_less_than_routing_costs_is_not_chosen():
+    """Routing computes features before any method runs; a split whose saving is smaller loses
+    to running the best method alone (on 2Wiki, a split saving 0.02 s cost auto 0.66 s)."""
+    rows, features = _set(160)
+    halves = {"questions": [f"q{i}" for i in range(80)], "held_out": [f"q{i}" for i in range(80, 160)]}
+    cheap = fit_router(rows, features, metric="em", margin=0.05, overhead=Overhead(question=0.5), **halves)
+    assert cheap.router["chosen_by_cross_validation"] == "split on kind"
+    assert cheap.held_out["router"].cost == pytest.approx(2.5 + 0.5)  # naive 1, ircot 4, half each
+    dear = fit_router(rows, features, metric="em", margin=0.05, overhead=Overhead(question=2.0), **halves)
+    assert dear.router["chosen_by_cross_validation"] == "one method" and not dear.router["segments"]
+    assert dear.cross_validation["split on kind"].cost == pytest.approx(2.5 + 2.0)
+    assert dear.held_out["router"].cost == dear.held_out["always-best"].cost == 4.0
+    assert "include routing's own per question: 2 for the question's features" in fit_table(dear)
 
 
 def test_too_few_questions_or_one_method_is_refused_with_a_clear_error():
