@@ -160,7 +160,7 @@ def eval_command(
     from rag_graphs.eval.rows import CONFIG, read_config
 
     if action is not None:
-        from rag_graphs.cli import choose
+        import rag_graphs.cli.choose as choose
 
         if action != "synth":
             _fail(f"rag-graphs eval {action!r}: the one action is synth (or no action: run an evaluation)")
@@ -169,7 +169,7 @@ def eval_command(
         )
         return
     if compare is not None or fit_router is not None:
-        from rag_graphs.cli import choose
+        import rag_graphs.cli.choose as choose
 
         if report is None:
             _fail("--compare and --fit-router read a finished run: give it with --report RUN_DIR")

@@ -113,6 +113,8 @@ def imports(known: dict[str, Path]) -> list[Import]:
                         anchor = package.split(".")[: len(package.split(".")) - child.level + 1]
                         base = ".".join([*anchor, *([child.module] if child.module else [])])
                     names = [f"{base}.{alias.name}" for alias in child.names]
+                    if known.get(base, Path()).name == "__init__.py":  # ``from pkg import mod`` runs
+                        names.append(base)  # pkg's __init__ too: a cycle through it is a cycle
                 for name in names:
                     target = _ours(name, known)
                     if target and target != module:
