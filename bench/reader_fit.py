@@ -19,7 +19,7 @@ by rules (``text.comparisons``) and take no part in the fit. The threshold is th
 confidence under which abstaining on every tune-half span answer loses at most
 ``--abstain-cost`` F1 per question (0.01: one point): ``no_evidence`` replaces wrong guesses.
 
-spaCy parses and sentence embeddings are cached on disk (``--cache``) between runs.
+Sentences' spaCy entities and sentence embeddings are cached on disk (``--cache``) between runs.
 """
 
 from __future__ import annotations
@@ -148,8 +148,9 @@ def main() -> None:
     data = args.data or eval_dir()
     args.cache.mkdir(parents=True, exist_ok=True)
     parses = args.cache / "parses.pkl"
-    if parses.exists():
-        candidates_module._CACHE.update(pickle.loads(parses.read_bytes()))
+    if parses.exists():  # sentence text -> entities (a cache of whole passages, before 0eb97f5, is skipped)
+        cached = pickle.loads(parses.read_bytes())
+        candidates_module._CACHE.update({k: v for k, v in cached.items() if isinstance(k, str)})
     candidates_module.CACHE_SIZE = 10**7
     embeddings = None
     if not args.no_embeddings:

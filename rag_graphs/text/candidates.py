@@ -15,9 +15,11 @@ BENCHMARKS.md). Sentences are split by rule (``sentence_bounds``), and every lin
 one (an ingested chunk leads with its headings, one a line). A Markdown table (ingest writes every
 table as one) is read row by row: each row is a sentence, each cell a span labelled by its
 column's header ("Capital" -> GPE, ``answer_types.column_label``), spaCy's labels being noise on
-cells torn from their sentences. A passage's parse is
-reduced to plain tuples and kept in a small LRU cache keyed by its text, so a passage read
-again (a loop's next step, or the next question that retrieves it) costs a look-up.
+cells torn from their sentences. NER runs sentence by sentence, and only on the sentences
+the caller selects (the reader's ``focus``: where an answer can be, issue 51's cost), the others
+keeping their words and no span; each read sentence's entities are kept in an LRU cache keyed by
+its text, so a sentence read again (a loop's next step, or the next question that retrieves it)
+costs a look-up.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import itertools
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
@@ -35,8 +37,8 @@ from rag_graphs.entity_graph.entities import load_spacy
 from rag_graphs.entity_graph.entities import normalize as _normalize
 from rag_graphs.text.answer_types import column_label
 
-CACHE_SIZE = 4096
-"""Parsed passages kept (each a few kilobytes of tuples)."""
+CACHE_SIZE = 65536
+"""Sentences whose entities are kept (a few hundred bytes each)."""
 MAX_CHARS = 20_000
 """Characters of one passage read at most (spaCy's cost grows with length; the answer of a
 retrieved chunk is in its first pages)."""
@@ -117,7 +119,8 @@ class ParsedPassage:
         return stems(self.title)
 
 
-_CACHE: OrderedDict[tuple[str, str], ParsedPassage] = OrderedDict()
+_CACHE: OrderedDict[str, tuple[tuple[int, int, str], ...]] = OrderedDict()
+"""Each NER-read sentence's entities, by its text."""
 _LOCK = threading.Lock()
 
 
@@ -287,14 +290,64 @@ def entity_offsets(doc) -> list[tuple[int, int, str]]:
     return found
 
 
-def _parse(doc, title: str, text: str) -> ParsedPassage:
-    """``doc`` (spaCy's reading of ``text``: ``doc.text`` would rebuild it token by token) as plain
-    tuples."""
-    ents = _lines_of([e for e in entity_offsets(doc) if text[e[0] : e[1]].strip()], text)
-    spans = tables(text)
+Selector = Callable[[list[tuple[int, int, str]]], set[tuple[int, int]]]
+"""Given every prose sentence as (passage, sentence, its text), the (passage, sentence) pairs
+spaCy's NER is to read (``parse_passages``)."""
+
+
+def _entities(texts: list[str]) -> list[tuple[tuple[int, int, str], ...]]:
+    """Each sentence's entities, (start, end, label) inside it: cached by text (``_CACHE``), the
+    rest through one ``nlp.pipe``."""
+    with _LOCK:
+        found = {t: _CACHE[t] for t in texts if t in _CACHE}
+        for t in found:
+            _CACHE.move_to_end(t)
+    missing = [t for t in dict.fromkeys(texts) if t not in found]
+    if missing:
+        fresh = {
+            t: tuple(e for e in entity_offsets(doc) if t[e[0] : e[1]].strip())
+            for t, doc in zip(missing, load_spacy().pipe(missing), strict=True)
+        }
+        found.update(fresh)
+        with _LOCK:
+            _CACHE.update(fresh)
+            while len(_CACHE) > CACHE_SIZE:
+                _CACHE.popitem(last=False)
+    return [found[t] for t in texts]
+
+
+def parse_passages(
+    passages: Sequence[tuple[str, str]], select: Selector | None = None
+) -> list[ParsedPassage]:
+    """Each ``(title, body)`` parsed. spaCy's NER runs sentence by sentence, on the sentences
+    ``select`` keeps (every one without it): the others keep their words but offer no span. NER is
+    nearly all of the reader's cost, and a sentence's entities are nearly those of its passage's
+    parse (the small model looks a few words either side)."""
+    texts = [body[:MAX_CHARS] for _, body in passages]
+    layouts = [(spans := tables(text), _bounds(text, spans)) for text in texts]
+    prose = [
+        (d, i, texts[d][a:b])
+        for d, (_, bounds) in enumerate(layouts)
+        for i, (a, b, header) in enumerate(bounds)
+        if header is None
+    ]
+    chosen = {(d, i) for d, i, _ in prose} if select is None else select(prose)
+    read = [(d, i, sentence) for d, i, sentence in prose if (d, i) in chosen]
+    ents: list[list[tuple[int, int, str]]] = [[] for _ in texts]
+    for (d, i, _), found in zip(read, _entities([r[2] for r in read]), strict=True):
+        at = layouts[d][1][i][0]
+        ents[d] += [(at + a, at + b, label) for a, b, label in found]
+    return [
+        _parse(ents[d], spans, bounds, title, text)
+        for d, ((title, _), text, (spans, bounds)) in enumerate(zip(passages, texts, layouts, strict=True))
+    ]
+
+
+def _parse(ents, spans, bounds, title: str, text: str) -> ParsedPassage:
+    """A passage as plain tuples: its sentences and table rows, their spans, its entity keys."""
+    ents = _lines_of(ents, text)
     sentences = tuple(
-        _sentence(text, a, b, ents) if header is None else _row(text, a, b, header)
-        for a, b, header in _bounds(text, spans)
+        _sentence(text, a, b, ents) if header is None else _row(text, a, b, header) for a, b, header in bounds
     )
     # a table's keys are its cells: spaCy's entities in a table are cut at random
     keys = {normalize(text[a:b]) for a, b, _ in ents if not any(x <= a < y for x, y in spans)}
@@ -303,31 +356,3 @@ def _parse(doc, title: str, text: str) -> ParsedPassage:
         keys.add(normalize(title))
     keys.discard("")
     return ParsedPassage(title, sentences, frozenset(keys))
-
-
-def parse_passages(passages: Sequence[tuple[str, str]]) -> list[ParsedPassage]:
-    """Each ``(title, body)`` parsed: cached ones looked up, the rest through one ``nlp.pipe``."""
-    found: dict[int, ParsedPassage] = {}
-    missing: list[int] = []
-    with _LOCK:
-        for i, key in enumerate(passages):
-            hit = _CACHE.get(key)
-            if hit is None:
-                missing.append(i)
-            else:
-                _CACHE.move_to_end(key)
-                found[i] = hit
-    if missing:
-        nlp = load_spacy()
-        texts = [passages[i][1][:MAX_CHARS] for i in missing]
-        docs = nlp.pipe(texts)
-        parsed = {
-            i: _parse(doc, passages[i][0], text) for i, doc, text in zip(missing, docs, texts, strict=True)
-        }
-        with _LOCK:
-            for i, value in parsed.items():
-                _CACHE[passages[i]] = value
-                found[i] = value
-            while len(_CACHE) > CACHE_SIZE:
-                _CACHE.popitem(last=False)
-    return [found[i] for i in range(len(passages))]

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -39,16 +40,19 @@ from langchain_core.embeddings import Embeddings
 
 from rag_graphs.store.reads import embed_queries
 from rag_graphs.text.answer_types import ASKS_YEAR, YEAR, AnswerType, answer_type
-from rag_graphs.text.candidates import ParsedPassage, parse_passages, split_title
+from rag_graphs.text.candidates import ParsedPassage, Selector, parse_passages, split_title, stems
 from rag_graphs.text.comparisons import compare_options, polar_answer
-from rag_graphs.text.reader_features import FEATURES, Candidate, candidate_features, content_words
-from rag_graphs.text.roles import ABOUT_THEM, unresolved_role
+from rag_graphs.text.reader_features import FEATURES, HEADING, Candidate, candidate_features, content_words
+from rag_graphs.text.roles import ABOUT_THEM, QUALIFIER, unresolved_role
 
 WEIGHTS_PATH = Path(__file__).parents[1] / "data" / "reader_weights.json"
 MAX_SIMILARITY_SENTENCES = 16
 """Sentences whose similarity is measured per question at most (the ones with the most question
 words); of those, only the contenders' are embedded (``_with_similarity``)."""
 _SIMILARITY = FEATURES.index("similarity")
+_WORD = re.compile(r"\w+")
+FOCUS_SENTENCES = 4
+"""Sentences beyond the leads and bridges whose entities are read, by question words (``focus``)."""
 
 
 @dataclass(frozen=True)
@@ -219,12 +223,54 @@ def _with_similarity(
     ]
 
 
-def parsed_documents(documents: Sequence[Document]) -> list[ParsedPassage]:
+def parsed_documents(documents: Sequence[Document], question: str | None = None) -> list[ParsedPassage]:
+    """``documents`` parsed; with ``question``, NER reads only the sentences ``focus`` keeps."""
     pairs = []
     for doc in documents:
         title = str((doc.metadata or {}).get("title") or "")
         pairs.append((title, split_title(doc.page_content, title)))
-    return parse_passages(pairs)
+    chosen = None if question is None else focus(question, [title for title, _ in pairs])
+    return parse_passages(pairs, chosen)
+
+
+def focus(question: str, titles: list[str]) -> Selector | None:
+    """The sentences an answer to ``question`` can be in or be reached through, for NER to read
+    (issue 51: NER over whole passages was nearly all of the reader's cost): each passage's lead
+    (its heading lines and first sentence: a biography's dates and a title's spelling), every
+    sentence naming another passage's title (a bridge) and all of that passage (a second hop's
+    answer need share no word with the question: "died" for "place of death"), and the
+    ``FOCUS_SENTENCES`` other sentences sharing the most question words (a tie goes to the
+    higher-ranked passage, then the earlier sentence: a short passage is read whole). A
+    which-of-two or yes/no question compares whatever its items' passages say: every sentence
+    (None)."""
+    if answer_type(question).kind in ("which_of_two", "yes_no"):
+        return None
+    words = content_words(question)
+    names = {d: f" {name} " for d, title in enumerate(titles) if (name := _words(QUALIFIER.sub("", title)))}
+
+    def select(prose: list[tuple[int, int, str]]) -> set[tuple[int, int]]:
+        chosen, lead, reached = set(), set(), set()
+        for d, i, text in prose:
+            if d not in lead:
+                chosen.add((d, i))
+                if HEADING.fullmatch(text) is None:
+                    lead.add(d)
+            said = f" {_words(text)} "
+            named = {other for other, name in names.items() if other != d and name in said}
+            if named:
+                chosen.add((d, i))
+                reached |= named
+        chosen.update((d, i) for d, i, _ in prose if d in reached)
+        shared = sorted((-len(words & stems(text)), d, i) for d, i, text in prose if (d, i) not in chosen)
+        chosen.update((d, i) for _, d, i in shared[:FOCUS_SENTENCES])
+        return chosen
+
+    return select
+
+
+def _words(text: str) -> str:
+    """``text``'s words in lower case, one space apart ("N. N. Pisharody" -> "n n pisharody")."""
+    return " ".join(_WORD.findall(text.lower()))
 
 
 def _bridge_evidence(candidate: Candidate, passages: list[ParsedPassage]) -> tuple[Evidence, ...]:
@@ -255,7 +301,7 @@ def read(
     least = weights.threshold if threshold is None else threshold
     if not documents:
         return _no_evidence(typed.kind, "no documents to read")
-    passages = parsed_documents(documents)
+    passages = parsed_documents(documents, question)
     if typed.kind in ("which_of_two", "yes_no"):
         return _decide(question, typed, passages)
     if typed.kind in ABOUT_THEM and unresolved_role(question, passages):

@@ -17,7 +17,7 @@ Each feature is a number a person would check before believing a span is the ans
 ``near``            1 / (1 + tokens from the span to the nearest question word in its sentence)
 ``similarity``      cosine of the span's sentence with the question (0 without an embedder)
 ``rank``            1 / (1 + the passage's rank)
-``agreement``       log(1 + other passages holding the same span)
+``agreement``       log(1 + other passages saying the same span, as words: ``_holders``)
 ``bridge``          the span's passage is named in another passage's sentence that holds the
                     question's words: that sentence's share of them (a bridge question's second hop)
 ``hop_onward``      share of the span's passage title's words in the question, when the passage
@@ -95,7 +95,7 @@ _EXTRA_STOP = frozenset("also name named called one both did does there been bei
 _WORD = re.compile(r"\w+")
 _BIRTH = re.compile(r"\b(?:born|birth|birthday)\b", re.IGNORECASE)
 _DEATH = re.compile(r"\b(?:die|died|death|dead)\b", re.IGNORECASE)
-_HEADING = re.compile(r"[^.!?:;]{1,80}")
+HEADING = re.compile(r"[^.!?:;]{1,80}")
 """A heading line: short, with no sentence stop."""
 LOOSE_LABELS = {
     "person": frozenset({"PERSON", "ORG", "TITLE"}),
@@ -167,7 +167,7 @@ def _lead(passage: ParsedPassage) -> int:
     """The index of the passage's first sentence proper: a chunk's heading lines ("Early life",
     no closing stop) come before it."""
     return next(
-        (i for i, sentence in enumerate(passage.sentences) if _HEADING.fullmatch(sentence.text) is None), 0
+        (i for i, sentence in enumerate(passage.sentences) if HEADING.fullmatch(sentence.text) is None), 0
     )
 
 
@@ -243,6 +243,19 @@ def _row_bridge(
     return best
 
 
+def _holders(raw: list, passages: list[ParsedPassage]) -> dict[str, set[int]]:
+    """Per candidate key, the passages that say it: where it is a candidate, and every passage
+    whose words hold it (NER reads only some sentences, ``reader.focus``: a span is matched as
+    words, not as an entity, where spaCy did not read)."""
+    said = [f" {' '.join(_WORD.findall(' '.join(s.text for s in p.sentences).lower()))} " for p in passages]
+    holders: dict[str, set[int]] = {}
+    for r in raw:
+        holders.setdefault(r[2], set()).add(r[3])
+    for key, found in holders.items():
+        found.update(d for d, text in enumerate(said) if f" {key} " in text)
+    return holders
+
+
 def candidate_features(
     question: str,
     typed: AnswerType,
@@ -283,9 +296,7 @@ def candidate_features(
         raw = [r for r in raw if r[1] in typed.labels]
     if typed.kind == "date" and ASKS_YEAR.search(question):  # "in which year": not "the age of 14"
         raw = [r for r in raw if YEAR.search(r[0])] or raw
-    holders: dict[str, set[int]] = {}  # agreement counts every passage saying it, kept or not below
-    for r in raw:
-        holders.setdefault(r[2], set()).add(r[3])
+    holders = _holders(raw, passages)  # agreement counts every passage saying it, kept or not below
     if typed.kind in _NAMED_TYPES:  # a date or a number is never a person or a place
         raw = [r for r in raw if r[1] not in NUMERIC_LABELS]
     if typed.kind == "other":  # "which company": not "American"
