@@ -187,3 +187,30 @@ def test_the_settings_guide_lists_every_setting():
 
     listed = _env_names((ROOT / "docs" / "settings.md").read_text(encoding="utf-8"))
     assert not set(RagContext.env_vars().values()) - listed
+
+
+def test_the_layout_map_names_every_module():
+    """docs/layout.md is the repository's map: a module it does not name is a module nobody finds
+    (the map had fallen 55 modules behind). A method's file is covered by "one graph per file"."""
+    root = Path(__file__).resolve().parents[2]
+    text = (root / "docs" / "layout.md").read_text(encoding="utf-8")
+    words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text))
+    unnamed = [
+        str(path.relative_to(root))
+        for folder in ("rag_graphs", "ingestion", "prompts")
+        for path in sorted((root / folder).rglob("*.py"))
+        if path.stem != "__init__" and path.parent.name != "methods" and path.stem not in words
+    ]
+    assert not unnamed, f"put these on docs/layout.md's map: {unnamed}"
+
+
+def test_the_architecture_page_lists_the_layers_in_order():
+    """docs/architecture.md's layer table says what each layer owns: its rows are the layers
+    ``tests/unit/test_layout.py`` enforces, lowest first."""
+    from tests.unit.test_layout import LAYERS
+
+    root = Path(__file__).resolve().parents[2]
+    text = (root / "docs" / "architecture.md").read_text(encoding="utf-8")
+    table = text[text.index("## Layers") :].split("\n\n## ", 1)[0]
+    rows = re.findall(r"^\| `([a-z_]+)` \|", table, re.MULTILINE)
+    assert rows == [name.removeprefix("rag_graphs.") for name in sorted(LAYERS, key=LAYERS.get)]
