@@ -53,6 +53,10 @@ class Score:
     quality: float
     cost: float
 
+    def plus(self, cost: float) -> Score:
+        """The same choice charged ``cost`` more per question (routing's own, ``Overhead``)."""
+        return Score(self.quality, self.cost + cost)
+
 
 @dataclass(frozen=True)
 class Overhead:
@@ -223,9 +227,7 @@ def cross_validate(
         if len(chosen) == len(qids)
     }
     return {
-        name: Score(s.quality, s.cost + overhead.of(name.removeprefix("split on ")))
-        if name.startswith("split on ")
-        else s
+        name: s.plus(overhead.of(name.removeprefix("split on "))) if name.startswith("split on ") else s
         for name, s in scores.items()
     }
 
@@ -314,12 +316,11 @@ def fit_router(
         return fit
     router = parse_router(raw, "router")
     routed = {q: router.choose(features[q])[0] for q in check}
-    scores = {
-        "router": _score(routed.__getitem__, table, check, metric, cost),  # + routing's own cost:
+    scores = {  # the router charged routing's own cost, as in the fit
+        "router": _score(routed.__getitem__, table, check, metric, cost).plus(overhead.of(feature)),
         "always-best": _score(lambda q: best, table, check, metric, cost),
         "always-cheapest": _score(lambda q: cheapest, table, check, metric, cost),
     }
-    scores["router"] = Score(scores["router"].quality, scores["router"].cost + overhead.of(feature))
     chosen_rows = {q: table[routed[q]][q] for q in check}
     verdict = (
         compare_rows(chosen_rows, table[best], "router", best, metrics=(metric,)).metrics[metric].verdict
