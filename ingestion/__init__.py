@@ -25,11 +25,13 @@ if TYPE_CHECKING:
     from rag_graphs.ingestion.options import IngestOptions
     from rag_graphs.ingestion.pipeline import ingest
     from rag_graphs.ingestion.report import FileResult, IngestReport
+    from rag_graphs.ingestion.sources import Text
 
 _HOMES = {
     "FileResult": "rag_graphs.ingestion.report",
     "IngestOptions": "rag_graphs.ingestion.options",
     "IngestReport": "rag_graphs.ingestion.report",
+    "Text": "rag_graphs.ingestion.sources",
     "ingest": "rag_graphs.ingestion.pipeline",
 }
 """Exported name -> the module that defines it."""
@@ -38,6 +40,7 @@ __all__ = [
     "FileResult",
     "IngestOptions",
     "IngestReport",
+    "Text",
     "ingest",
 ]
 

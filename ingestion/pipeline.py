@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,9 +28,9 @@ from rag_graphs.ingestion.convert.captioning import load_captioner
 from rag_graphs.ingestion.convert.chunking import chunk_document
 from rag_graphs.ingestion.convert.discover import find_files
 from rag_graphs.ingestion.convert.entry import convert
-from rag_graphs.ingestion.convert.urls import UrlSources
 from rag_graphs.ingestion.options import IngestOptions, access_labels, options_with, with_context_labels
 from rag_graphs.ingestion.report import FileResult, IngestReport
+from rag_graphs.ingestion.sources import Source, Sources
 from rag_graphs.ingestion.storing import Group, store_group
 from rag_graphs.ingestion.unchanged import UnchangedFiles
 from rag_graphs.store.embeddings import (
@@ -54,7 +54,7 @@ AHEAD_FILES = 16  # files converted and chunked ahead while a group is embedded
 
 
 def ingest(
-    paths: Iterable[str | Path],
+    paths: Iterable[Source],
     *,
     uri: str | None = None,
     collection: str | None = None,
@@ -65,14 +65,14 @@ def ingest(
     progress: bool = True,
     on_file: Callable[[FileResult], None] | None = None,
     options: IngestOptions | None = None,
-    names: Mapping[str, str] | None = None,
     **settings: Any,
 ) -> IngestReport:
     """Ingest files and folders into the Milvus collection ``collection`` at ``uri``.
 
     Args:
-        paths: files or folders (folders recurse; hidden files skipped), or ``http(s)://``
-            URLs, fetched first under an SSRF guard (see ``rag_graphs.ingestion.convert.urls``).
+        paths: files or folders (folders recurse; hidden files skipped), ``http(s)://`` URLs
+            (fetched first under an SSRF guard, ``rag_graphs.ingestion.convert.urls``), or texts
+            held in memory (``Text``, stored as ``text://<name>``): ``rag_graphs.ingestion.sources``.
         uri: Milvus Lite path or Milvus server URI.
         collection: collection name.
         embeddings: embedding model spec (see ``rag_graphs.store.embeddings``); its
@@ -92,8 +92,6 @@ def ingest(
             ``follow_links``, ``captioner``, ``caption_prompt``, ``allow_fetch``, ``max_file_bytes``,
             ``docling_serve``, ``timeout``, ``tenant``, ``tags``, ``entities``), replacing that
             field of ``options``.
-        names: files to store under another source name than their path (path -> name): the
-            indexing graph's raw texts, written to temporary files (``rag_graphs.serve``).
 
     Raises:
         TypeError: a keyword names neither an argument nor an ``IngestOptions`` field.
@@ -104,14 +102,10 @@ def ingest(
     """
     start = time.perf_counter()
     options = with_context_labels(options_with(options, settings), settings, context)
-    sources = UrlSources.fetch(
-        list(paths), max_bytes=options.max_file_bytes, allow_private=options.allow_fetch
-    )
-    paths = sources.paths  # URLs replaced by their fetched files
-    sources.origin.update(names or {})
+    sources = Sources.gather(paths, max_bytes=options.max_file_bytes, allow_private=options.allow_fetch)
     uri, collection, embeddings, model = _store_settings(uri, collection, embeddings, context)
     found = find_files(
-        paths,
+        sources.paths,  # URLs and texts replaced by their files
         exclude=options.exclude,
         include=options.include,
         follow_links=options.follow_links,
@@ -152,8 +146,8 @@ def ingest(
     report.files.sort(key=lambda r: position[r.path])
     report.files += [FileResult(path=r.path, error=str(r)) for r in found.refused]
     report.files += [FileResult(path=url, error=why) for url, why in sources.failed.items()]
-    for result in report.files:
-        result.path = sources.origin.get(result.path, result.path)  # a fetched page shows as its URL
+    for result in report.files:  # a fetched page shows as its URL, a text as its text:// name
+        result.path, result.error = sources.origin.get(result.path, result.path), sources.named(result.error)
     sources.close()
     index.flush()
     report.total_chunks_in_store = index.count()

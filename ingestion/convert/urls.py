@@ -16,8 +16,9 @@ is fetched here instead, and every hop is checked before it is requested:
 - redirects are followed by hand, at most ``MAX_REDIRECTS``, each one checked again;
 - the body is read in a stream and refused past the file size limit.
 
-The fetched bytes go to a private temporary folder (a file named after the URL, with
-a suffix from its path or content type, so format detection works as for files); the
+The fetched bytes go to a private temporary folder (``rag_graphs.ingestion.sources``: a file
+named after the URL, with a suffix from its path or content type, so format detection works as
+for files); the
 chunks' ``source`` is the URL, so citations name the page and re-ingesting the same
 URL replaces its chunks. A name check cannot stop DNS rebinding between the check
 and the connection (the host is resolved twice): a deployment that ingests
@@ -30,8 +31,7 @@ import hashlib
 import ipaddress
 import re
 import socket
-import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from urllib.parse import urljoin, urlsplit
 
@@ -192,47 +192,3 @@ def file_name(fetched: Fetched) -> str:
         suffix = _CONTENT_SUFFIX.get(fetched.content_type, ".html")
     digest = hashlib.sha256(fetched.url.encode()).hexdigest()[:8]  # two URLs, one name: no clash
     return f"{stem}-{digest}{suffix}"
-
-
-@dataclass
-class UrlSources:
-    """The sources of one ingest with its URLs fetched into a private temporary folder.
-
-    ``paths`` is the list to discover (URLs replaced by their files), ``origin`` maps each
-    fetched file to its URL (the chunks' ``source``), ``failed`` holds the URLs that could
-    not be fetched, with why (reported per file, like a file that cannot be read).
-    """
-
-    paths: list[str | Path]
-    origin: dict[str, str] = field(default_factory=dict)
-    failed: dict[str, str] = field(default_factory=dict)
-    folder: tempfile.TemporaryDirectory | None = None
-
-    @classmethod
-    def fetch(cls, sources: list[str | Path], *, max_bytes: int, allow_private: bool = False) -> UrlSources:
-        """Fetch every URL in ``sources`` now (before any conversion); other sources pass through."""
-        out = cls(paths=[s for s in sources if not is_url(s)])
-        urls = [str(s) for s in sources if is_url(s)]
-        if not urls:
-            return out
-        out.folder = tempfile.TemporaryDirectory(prefix="rag-graphs-urls-")
-        for url in urls:
-            try:
-                fetched = fetch_url(url, max_bytes=max_bytes, allow_private=allow_private)
-            except ValueError as exc:
-                out.failed[url] = str(exc)
-                continue
-            path = Path(out.folder.name) / file_name(fetched)
-            path.write_bytes(fetched.data)
-            out.origin[str(path)] = url
-            out.paths.append(path)
-        return out
-
-    def source(self, path: Path) -> str:
-        """What the chunks of ``path`` name as their source: its URL, or the file's real path."""
-        return self.origin.get(str(path)) or str(path.resolve())
-
-    def close(self) -> None:
-        """Remove the fetched files (also done when the object is garbage collected)."""
-        if self.folder is not None:
-            self.folder.cleanup()

@@ -25,8 +25,6 @@ server's event loop never waits on Docling, the embedder or Milvus.
 from __future__ import annotations
 
 import os
-import re
-import tempfile
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -54,8 +52,6 @@ if TYPE_CHECKING:
 FILES_ROOTS = "RAG_GRAPHS_INDEX_FILES"
 """Environment variable: the folders (``os.pathsep``-separated) a served indexing graph may read
 files from. Unset, a served caller may add URLs and texts only: a path is the server's file."""
-
-SUFFIXES = {"markdown": ".md", "text": ".txt", "html": ".html"}
 
 
 def check(state: IndexState, runtime: Runtime[RagContext]) -> dict[str, Any]:
@@ -111,7 +107,7 @@ def relabel(state: IndexState, runtime: Runtime[RagContext]) -> dict[str, Any]:
 
 def add(state: IndexState, runtime: Runtime[RagContext]) -> dict[str, Any]:
     """Ingest the files, URLs and texts under the caller's labels; report as ``rag-graphs ingest``."""
-    from rag_graphs.ingestion import ingest
+    from rag_graphs.ingestion import Text, ingest
     from rag_graphs.search.retrieval import index_for
 
     ctx, request = _plan(state, runtime)
@@ -119,21 +115,15 @@ def add(state: IndexState, runtime: Runtime[RagContext]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if request.files or request.urls or request.texts:
         labels = _added_labels(index, ctx, request)
-        with tempfile.TemporaryDirectory(prefix="rag-graphs-texts-") as folder:
-            names = _write_texts(Path(folder), request.texts)
-            report = ingest(
-                [*request.files, *request.urls, *names],
-                index=index,
-                context=ctx,
-                progress=False,
-                names=names,
-                tenant=labels["tenant"],
-                tags=tuple(labels["tags"]),
-                force=request.force,
-            )
-        for result in report.files:  # a text's error names the text, not its temporary file
-            for path, name in names.items():
-                result.error = result.error and result.error.replace(path, name)
+        report = ingest(
+            [*request.files, *request.urls, *(Text(t.source, t.text, t.format) for t in request.texts)],
+            index=index,
+            context=ctx,
+            progress=False,
+            tenant=labels["tenant"],
+            tags=tuple(labels["tags"]),
+            force=request.force,
+        )
         out["added"] = AddReport(
             files=[asdict(f) for f in report.files],  # type: ignore[misc]
             chunks=report.chunks,
@@ -240,19 +230,6 @@ def _unique_texts(texts: list[TextItem]) -> None:
         if text.key in seen:
             raise IndexRequestError(f"IndexRequest.texts[{i}].source: {text.source!r} is given twice")
         seen.add(text.key)
-
-
-def _write_texts(folder: Path, texts: list[TextItem]) -> dict[str, str]:
-    """Each text written to a file of its own in ``folder`` (named after it, so its chunks'
-    title is its name); file path -> the source it is stored as (``text://<name>``)."""
-    names = {}
-    for i, text in enumerate(texts):
-        stem = re.sub(r"[^A-Za-z0-9._-]+", "-", text.source).strip("-.")[:80] or "text"
-        path = folder / str(i) / f"{stem}{SUFFIXES[text.format]}"
-        path.parent.mkdir()
-        path.write_text(text.text, encoding="utf-8")
-        names[str(path)] = text.key
-    return names
 
 
 def build() -> StateGraph[IndexState, RagContext, IndexRequest, IndexOutput]:

@@ -10,12 +10,13 @@ field (``IndexRequest.texts[0].source: ...``), and nothing stored is lost.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator
 from typing_extensions import TypedDict
 
-TEXT_SCHEME = "text://"
+from rag_graphs.ingestion.sources import TEXT_SCHEME, TextFormat
+
 """The source name of a raw text sent to the indexing graph: ``text://<its name>``."""
 
 Label = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
@@ -44,7 +45,7 @@ class TextItem(BaseModel):
         "(give that to delete or relabel it)."
     )
     text: str = Field(min_length=1, description="The text itself (Markdown unless format says otherwise).")
-    format: Literal["markdown", "text", "html"] = Field(
+    format: TextFormat = Field(
         default="markdown", description="How to read the text: markdown, text or html."
     )
 

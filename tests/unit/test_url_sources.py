@@ -22,7 +22,8 @@ PAGE = b"""<html><head><title>Ilsa Brandt</title></head><body>
 @pytest.fixture
 def site():
     """A loopback site: /brandt (HTML, no suffix), /moved (redirects to it), /loop (redirects
-    to itself), /huge (2 MB). Yields its base URL and the paths requested."""
+    to itself), /huge (2 MB), /broken (a PDF that is not one). Yields its base URL and the paths
+    requested."""
     requested: list[str] = []
 
     class Handler(BaseHTTPRequestHandler):
@@ -34,8 +35,11 @@ def site():
                 self.end_headers()
                 return
             body = PAGE if self.path == "/brandt" else b"x" * 2_000_000
-            self.send_response(200 if self.path in ("/brandt", "/huge") else 404)
-            self.send_header("Content-Type", "text/html; charset=utf-8")
+            kind = "text/html; charset=utf-8"
+            if self.path == "/broken":
+                body, kind = b"%PDF-1.7\n not a PDF after all\n", "application/pdf"
+            self.send_response(200 if self.path in ("/brandt", "/huge", "/broken") else 404)
+            self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
@@ -96,6 +100,15 @@ def test_an_allowed_url_is_fetched_through_redirects_and_cited_by_its_url(site, 
     assert any("born in Korvik" in d.page_content for d, _ in hits)
     again = ingest([f"{base}/moved"], index=index, progress=False, allow_fetch=True)
     assert again.files[0].added == 0 and again.total_chunks_in_store == report.total_chunks_in_store
+
+
+def test_a_page_that_fails_to_convert_is_named_by_its_url_not_the_file_it_was_fetched_into(site, index):
+    base, _ = site
+    report = ingest([f"{base}/broken"], index=index, progress=False, allow_fetch=True, timeout=None)
+    [failed] = report.files
+    assert failed.path == f"{base}/broken" and failed.error, failed
+    assert failed.error.startswith(f"{base}/broken: ") and "rag-graphs-" not in failed.error, failed.error
+    assert index.count() == 0
 
 
 def test_redirect_loops_and_oversized_pages_are_refused(site):
