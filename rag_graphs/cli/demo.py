@@ -1,15 +1,16 @@
 """What ``rag-graphs demo`` shows: every method on a multi-hop question, and what it did.
 
-The answer to the demo question is at the end of a chain of four files
-(``CHAIN``): the institute's page names its founder, her biography names her
-home town, the town's notes name its province, the provinces table names the
-capital. On the embedded default the answer is read out of the retrieved passages by the
-extract reader (``RagContext.reader``), with the sentence it stands on; the methods differ in
-what they *retrieve*: which of the chain's files each one reached, with which queries. A
-two-hop question over the same corpus (``TWO_HOP``: the institute's founder, then her
-birthplace) follows, and the demo says so when no method answered the four-hop one. This
-module holds that reading of a run and the step banner; the ``demo`` command in
-``rag_graphs.cli`` drives the steps.
+The answer to the demo question is at the end of a chain of four passages in four files
+(``CHAIN``): the institute's page names its founder, her biography names her home town, the
+town's notes name its province, the provinces table names the capital. On the embedded default
+the answer is read out of the retrieved passages by the extract reader (``RagContext.reader``),
+with the sentence it stands on; the methods differ in what they *retrieve*: which of the chain's
+passages each one reached, with which queries. A hop counts as reached when a retrieved passage
+of its file says it (``Hop.fact``): a file is several chunks, and counting files said 17 of 19
+methods had the two-hop chain where 4 held the sentence that answers it. A two-hop question over
+the same corpus (``TWO_HOP``: the institute's founder, then her birthplace) follows, and the demo
+says so when no method answered the four-hop one. This module holds that reading of a run and
+the step banner; the ``demo`` command in ``rag_graphs.cli`` drives the steps.
 """
 
 from __future__ import annotations
@@ -36,24 +37,44 @@ if TYPE_CHECKING:
 
 QUESTION = "What is the capital of the province where the founder of the Velmora Institute was born?"
 GOLD = "Lunmar"
-CHAIN = ("velmora_institute.md", "ilsa_brandt.html", "korvik.txt", "provinces.csv")
-"""The files the answer is chained through, in hop order."""
+
+
+@dataclass(frozen=True)
+class Hop:
+    """One link of a demo question's chain: the file holding it and words its passage says."""
+
+    file: str
+    fact: str
+
+    def said_by(self, doc: Any) -> bool:
+        """True when ``doc`` is a passage of this hop's file that says its fact."""
+        text = " ".join(str(doc.page_content).split()).lower()
+        return Path(str(doc.metadata.get("source", ""))).name == self.file and self.fact.lower() in text
+
+
+CHAIN = (
+    Hop("velmora_institute.md", "by the engineer Ilsa Brandt"),
+    Hop("ilsa_brandt.html", "born in Korvik"),
+    Hop("korvik.txt", "province of Asterra"),
+    Hop("provinces.csv", "Lunmar"),
+)
+"""The passages the answer is chained through, in hop order."""
 
 
 @dataclass(frozen=True)
 class DemoQuestion:
-    """A demo question, its gold answer and the files its answer is chained through, in hop order."""
+    """A demo question, its gold answer and the passages its answer is chained through, in hop order."""
 
     text: str
     gold: str
-    chain: tuple[str, ...]
+    chain: tuple[Hop, ...]
 
 
 FOUR_HOP = DemoQuestion(QUESTION, GOLD, CHAIN)
 TWO_HOP = DemoQuestion(
     "In which town was the founder of the Velmora Institute born?",
     "Korvik",
-    ("velmora_institute.md", "ilsa_brandt.html"),
+    CHAIN[:2],
 )
 """The two-hop question: the institute's page names its founder, her biography her birthplace."""
 
@@ -75,7 +96,7 @@ STEP_ESTIMATES = {
 
 SMALL_MODEL_NOTE = (
     "[bold]Reading this.[/] The first answer needs four files chained "
-    f"({' -> '.join(CHAIN)}). Naive RAG searches once with the question's words; multi-hop "
+    f"({' -> '.join(h.file for h in CHAIN)}). Naive RAG searches once with the question's words; multi-hop "
     "methods search again with what they found. On the embedded default the answers are read "
     "out of the retrieved passages by the extract reader (RAG_GRAPHS_READER=extract: no model "
     "call; the short answer, then the sentence it stands on), because SmolLM2-135M (a smoke-test "
@@ -209,23 +230,17 @@ class MethodRow:
 
     method: str
     queries: list[str]
-    chain: list[bool]  # one per CHAIN file: was it among the retrieved passages?
+    chain: list[bool]  # one per hop: did a retrieved passage of its file say it?
     gold: bool
     clean: bool  # the answer carries no prompt scaffolding
     llm_calls: int
     seconds: float
     answer: str
     evidence: str = ""  # the sentence the answer stands on and its file (explicit citations only)
-    files: tuple[str, ...] = CHAIN  # the question's chain files, in hop order (``chain``'s names)
+    files: tuple[str, ...] = tuple(h.file for h in CHAIN)  # the hops' files, in hop order
     found: bool = False
-    """The gold is written in a retrieved passage, so a reader could read it out. A chain file can be
-    retrieved without its passage that holds the answer (a file is several chunks): this says
+    """The gold is written in a retrieved passage, so a reader could read it out: this says
     whether a wrong answer was the search's miss or the reader's."""
-
-
-def retrieved_files(result: dict[str, Any]) -> set[str]:
-    """File names of every passage a run retrieved."""
-    return {Path(str(d.metadata.get("source", ""))).name for d in result.get("documents", [])}
 
 
 def issued_queries(result: dict[str, Any]) -> list[str]:
@@ -255,24 +270,25 @@ def method_row(
     in answer" reads the short answer, the line the evaluator scores: the evidence sentences
     after it may name the gold without the answer being it."""
     answer = str(result.get("answer", ""))
-    files = retrieved_files(result)
+    documents = result.get("documents", [])
     return MethodRow(
         method=method,
         queries=issued_queries(result),
-        chain=[name in files for name in question.chain],
+        chain=[any(hop.said_by(d) for d in documents) for hop in question.chain],
         gold=bool(answer_contained(short_answer(answer), [question.gold])),
         clean=scaffolding(answer) is None,
         llm_calls=int(result.get("usage", {}).get("llm_calls", 0)),
         seconds=seconds,
         answer=short_answer(answer),
         evidence=evidence_of(result),
-        files=question.chain,
+        files=tuple(hop.file for hop in question.chain),
         found=any(answer_contained(d.page_content, [question.gold]) for d in result.get("documents", [])),
     )
 
 
 def method_lines(row: MethodRow) -> list[str]:
-    """One method's block (rich markup): the chain files it reached, the gold, its queries, its answer.
+    """One method's block (rich markup): the chain passages it reached (by file), the gold, its queries,
+    its answer.
 
     Lines, not a table: the queries are the interesting part and a table squeezes them out
     on an 80-column terminal.
@@ -282,7 +298,7 @@ def method_lines(row: MethodRow) -> list[str]:
     gold = "[green]gold in answer[/]" if row.gold else "gold not in answer"
     gold += " (in a retrieved passage)" if row.found else " (in no retrieved passage)"
     lines = [
-        f"[bold cyan]{row.method}[/]  {sum(row.chain)}/{len(row.files)} chain files · {gold} · "
+        f"[bold cyan]{row.method}[/]  {sum(row.chain)}/{len(row.files)} chain passages · {gold} · "
         f"{row.llm_calls} LLM calls · {row.seconds:.0f} s",
         f"   retrieved: {files}",
     ]
@@ -306,10 +322,10 @@ def summary_line(rows: list[MethodRow], question: DemoQuestion = FOUR_HOP) -> st
     dirty = [r.method for r in rows if not r.clean]
     hops = len(question.chain)
     return (
-        f"{reached} of {len(rows)} methods retrieved all {hops} chain files; "
+        f"{reached} of {len(rows)} methods retrieved all {hops} chain passages; "
         f"{sum(r.gold for r in rows)} answers contain {question.gold!r} "
         f"({sum(r.found for r in rows)} methods retrieved a passage that holds it); "
-        + (f"best retrieval: {deepest.method} ({sum(deepest.chain)}/{hops} files). " if deepest else "")
+        + (f"best retrieval: {deepest.method} ({sum(deepest.chain)}/{hops} passages). " if deepest else "")
         + (f"Scaffolding left in: {', '.join(dirty)}." if dirty else "No answer carries prompt scaffolding.")
     )
 
@@ -321,7 +337,7 @@ def reach_note(rows: list[MethodRow], question: DemoQuestion = FOUR_HOP) -> str:
     if not right:
         return (
             f"[bold]No method answered {question.gold!r}[/]: this {len(question.chain)}-hop question "
-            "is out of reach for every method on the embedded default (the chain files each one "
+            "is out of reach for every method on the embedded default (the chain passages each one "
             "retrieved are above). The two-hop question below is the one to judge the answers by."
         )
     whole = [r for r in right if all(r.chain)]
