@@ -233,8 +233,11 @@ def question_in(reply: str) -> str:
     return next((line for line in lines if line.endswith("?")), lines[0] if lines else "")
 
 
-def _writer(model: BaseChatModel) -> Runnable[Any, BaseMessage]:
-    """``model``, decoding under ``QUESTION_GRAMMAR`` when it runs in this process (llama.cpp)."""
+def question_writer(model: BaseChatModel) -> Runnable[Any, BaseMessage]:
+    """``model``, decoding under ``QUESTION_GRAMMAR`` when it runs in this process (llama.cpp):
+    the grammar keeps the embedded model's reply one question, and unlike a JSON schema it is not
+    shown to the model, which copied what it was shown. Other models reply freely
+    (``question_in`` reads the question off)."""
     if isinstance(model, LlamaChat):
         from llama_cpp import LlamaGrammar  # the embedded extra: a LlamaChat exists only with it
 
@@ -242,12 +245,13 @@ def _writer(model: BaseChatModel) -> Runnable[Any, BaseMessage]:
     return model
 
 
-def _prompt(seed: Seed, answer: Answer) -> list[BaseMessage]:
+def question_prompt(seed: Seed, answer: Answer) -> list[BaseMessage]:
     """The messages asking for the question of ``answer``: the passages fenced as data (a bridge
-    pair's answer passage last, as the prompt says), the answer and joining entity quoted in the
-    instruction, defused (spans of a document, short: ``MAX_ANSWER_CHARS``; measured on the demo
-    corpus, the embedded model fenced the answer or marked in its passage asked about the
-    passage's topic instead)."""
+    pair's answer passage last, as the prompt says), the answer and the joining entity quoted in
+    the instruction, defused. Both are spans of a document, short (``MAX_ANSWER_CHARS``), and
+    already inside the fenced passages; quoted, because with the answer fenced too, or marked
+    inside its passage, the embedded model asked about the passage's topic instead (measured on
+    six demo-corpus answers: 1 question of 6 asked for its answer fenced, 0 marked, 2 quoted)."""
     passages = "\n\n".join(fence(d.page_content) for d in seed.passages)
     if seed.entity:
         return _BRIDGE.format_messages(
@@ -325,7 +329,7 @@ def synthesize(
     asked: set[str] = set()
     rows: list[dict[str, Any]] = []
     rng = random.Random(seed)
-    writer = _writer(model)
+    writer = question_writer(model)
     bar = progress_bar(total=n, desc="synth", unit="question", disable=not progress)
     drawn = 0
     for drawn_seed in seeds(index, n * TRIES, seed=seed):
@@ -340,7 +344,7 @@ def synthesize(
             if len(rows) >= n:
                 break
             s, answer = _answer_last(drawn_seed, chosen)
-            question = " ".join(question_in(str(writer.invoke(_prompt(s, answer)).content)).split())
+            question = " ".join(question_in(str(writer.invoke(question_prompt(s, answer)).content)).split())
             s = as_written(s, answer, question)
             why = check(Draft(question, answer.text), s, asked)
             if why:
