@@ -13,14 +13,19 @@ random generator, among the spans the extractive reader could answer with (``ans
 entities, dates and numbers and a table's cells, ``rag_graphs.text.candidates``, shaped as
 answers are by ``rag_graphs.text.spans``), and the chat model writes only the question for it
 (``prompts/templates/synth_single_question.txt`` and ``synth_bridge_question.txt``; the passages
-fenced as data). A bridge pair's answer is a span of one passage that the other does not hold
+fenced as data), up to ``ANSWERS_PER_SEED`` answers a seed. It is the only path, for real models
+too: the model-chosen answer was what failed (12 of SmolLM2's 15 answers were in no passage),
+and a capable model writes a question for a given answer as well as it wrote both. A bridge
+pair's answer is a span of one passage that the other does not hold
 and that is not the joining entity; the prompt asks the model to call the entity by what the
 other passage says of it. A model that names the entity anyway wrote a one-hop question, so the
 row says so: type ``single``, the answer's passage alone as its support.
 
 The model replies in plain text, not JSON: measured on the demo corpus, SmolLM2-135M under the
-JSON grammar wrote the schema's title or a passage's heading in place of a question, and copied
-a ``pattern`` shown in the schema into its question; in plain text it wrote questions. The
+JSON grammar wrote the schema's title or a passage's heading in place of a question; a
+``pattern`` on the question field is honoured by llama.cpp's JSON-schema grammar, but the
+schema is also shown to the model as text, and it copied the pattern's alternatives ("Who |
+What | When ...") into its question. In plain text it wrote questions. The
 embedded model (``LlamaChat``) decodes under ``QUESTION_GRAMMAR`` (a GBNF grammar: a wh-word
 first, one "?" last), which llama.cpp enforces without showing it to the model; other models'
 questions are read off their reply (``question_in``).
@@ -30,7 +35,7 @@ passage (normalised as EM normalises), it does not occur in the question, the qu
 (it ends with "?", ``MIN_QUESTION_WORDS`` words at least), no question repeats, and the **round
 trip** holds: the extractive reader, given the question and the row's supporting passages,
 answers with the row's answer (EM), so a fluent question about something else ("What is the
-purpose of the Halden Foundation?" for the answer "Orrick") is dropped. Rows are written in the
+current status of the Velmora Institute?" for the answer "2009") is dropped. Rows are written in the
 evaluator's JSONL format (``id``, ``question``, ``answer``, ``supporting_ids``, ``hops``,
 ``type``), so ``rag-graphs eval --dataset questions.jsonl`` runs on them, and the paired tests
 and the router fit after it.
