@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from typer.testing import CliRunner
@@ -52,3 +53,18 @@ def test_cli_eval_on_the_embedded_models_writes_rows_table_and_plots(tmp_path):
     assert all(r["recall"] == 1.0 for r in stored if r["method"] == "naive")
     assert "| naive | extract | 2 |" in result.output and "| naive | generate | 2 |" in result.output
     assert (run / "quality_vs_cost.png").is_file()
+
+
+def test_eval_synth_questions_of_the_embedded_model_decode_under_its_grammar():
+    """One question of ``eval synth`` on the real embedded model: llama.cpp takes the question
+    grammar (``grammar=`` on the binding) and the reply is one question, for the answer chosen."""
+    from langchain_core.documents import Document
+
+    from rag_graphs.eval.synth import Seed, answers, question_prompt, question_writer
+    from rag_graphs.llm.models import load_chat_model
+
+    text = "Korvik\nKorvik is a small fishing town on the coast of Asterra. About 4,000 people live there."
+    seed = Seed((Document(page_content=text, metadata={"title": "korvik"}, id="k"),))
+    answer = next(a for a in answers(seed) if a.text == "4,000")
+    reply = str(question_writer(load_chat_model("embedded")).invoke(question_prompt(seed, answer)).content)
+    assert re.fullmatch(r"(Who|What|When|Where|Which|How|In what|In which) [^?\n]{5,200}\?", reply), reply
