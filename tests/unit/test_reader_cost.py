@@ -14,6 +14,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_huggingface import HuggingFaceEmbeddings
 
+from rag_graphs.store.local_embeddings import LocalEmbeddings
 from rag_graphs.text import reader
 from rag_graphs.text.answer_types import answer_type
 from rag_graphs.text.reader import best_candidate, load_weights, parsed_documents, read, sentence_similarities
@@ -140,3 +141,28 @@ def test_entities_read_from_the_token_arrays_are_spacys_own():
     ]
     for parsed in load_spacy().pipe(texts):
         assert entity_offsets(parsed) == [(e.start_char, e.end_char, e.label_) for e in parsed.ents]
+
+
+def test_the_question_retrieval_embedded_is_not_embedded_again_by_the_reader(monkeypatch):
+    """The run's dense search embedded the question as a query (``LocalEmbeddings.embed_query``):
+    the reader's call embeds its sentences only, and the reading is the one it gives otherwise."""
+    fake = DeterministicFakeEmbedding(size=16)
+    calls: list[list[str]] = []
+
+    def documents(self, texts):
+        calls.append(list(texts))
+        return fake.embed_documents(texts)
+
+    monkeypatch.setattr(HuggingFaceEmbeddings, "embed_documents", documents)
+    monkeypatch.setattr(HuggingFaceEmbeddings, "embed_query", lambda self, text: fake.embed_query(text))
+    for question in QUESTIONS[:3]:
+        reader._VECTORS.vectors.clear()
+        alone = read(question, PASSAGES, embeddings=LocalEmbeddings.model_construct())
+        assert len(calls) == 1 and question in calls[0], calls
+        calls.clear()
+        reader._VECTORS.vectors.clear()
+        model = LocalEmbeddings.model_construct()
+        model.embed_query(question)  # retrieval's
+        assert read(question, PASSAGES, embeddings=model) == alone
+        assert len(calls) == 1 and question not in calls[0] and calls[0], calls
+        calls.clear()
