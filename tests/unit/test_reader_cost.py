@@ -22,13 +22,18 @@ from rag_graphs.text.reader_features import candidate_features
 
 
 class Recording(DeterministicFakeEmbedding):
-    """The deterministic fake, counting the texts it embeds as passages."""
+    """The deterministic fake, counting the texts it embeds as passages; its vectors' components
+    are made positive, so two cosines with one question differ by at most 1, within the reader's
+    ``COSINE_SPREAD`` as MiniLM's are."""
 
     embedded: list[str] = []
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         self.embedded.extend(texts)
-        return super().embed_documents(texts)
+        return [[abs(x) for x in v] for v in super().embed_documents(texts)]
+
+    def embed_query(self, text: str) -> list[float]:
+        return [abs(x) for x in super().embed_query(text)]
 
 
 def doc(title: str, text: str) -> Document:
@@ -166,3 +171,32 @@ def test_the_question_retrieval_embedded_is_not_embedded_again_by_the_reader(mon
         assert read(question, PASSAGES, embeddings=model) == alone
         assert len(calls) == 1 and question not in calls[0] and calls[0], calls
         calls.clear()
+
+
+def test_only_candidates_within_the_cosine_spread_of_the_best_have_their_sentence_embedded():
+    """With the similarity weight 1 and one other feature, sentence scores 2.0, 0.8 and 0.5 before
+    it: the gap of 1.2 is within ``COSINE_SPREAD`` (1.3), the gap of 1.5 is not (the bound of
+    2 would embed it too)."""
+    passages = parsed_documents([doc("Alpha", "Alpha is red. Beta is blue. Gamma is green.")])
+    weights = reader.Weights(tuple(1.0 if f in ("similarity", "type") else 0.0 for f in reader.FEATURES), 0.1)
+    kind = reader.FEATURES.index("type")
+
+    def candidate(sentence: int, score: float) -> reader.Candidate:
+        features = tuple(score if i == kind else 0.0 for i in range(len(reader.FEATURES)))
+        return reader.Candidate(f"c{sentence}", "PERSON", f"c{sentence}", 0, sentence, features, None)
+
+    embeddings = Recording(size=8)
+    embeddings.embedded.clear()
+    reader._VECTORS.vectors.clear()
+    scored = reader._with_similarity(
+        "Which is red or blue?",
+        passages,
+        [candidate(0, 2.0), candidate(1, 0.8), candidate(2, 0.5)],
+        embeddings,
+        weights,
+    )
+    texts = [s.text for s in passages[0].sentences]
+    assert reader.COSINE_SPREAD == 1.3
+    assert set(embeddings.embedded) == {texts[0], texts[1]}  # the question: its own query call
+    similarity = reader.FEATURES.index("similarity")
+    assert scored[2].features[similarity] == 0.0 and scored[0].features[similarity] != 0.0
