@@ -120,9 +120,15 @@ class Symmetric(HuggingFaceEmbeddings):
         raise AssertionError(f"a separate query call for {text!r}")
 
 
+SHARED = [QUESTIONS[0], QUESTIONS[1], QUESTIONS[3]]
+"""Questions whose contenders stand in two sentences or more (with the shipped weights)."""
+LONE = [QUESTIONS[2], QUESTIONS[4], QUESTIONS[5]]
+"""Questions whose contenders all stand in one sentence."""
+
+
 def test_a_symmetric_model_is_called_once_per_read_with_the_question_in_the_batch():
     model = Symmetric.model_construct(query_encode_kwargs={})
-    for question in QUESTIONS[:3]:
+    for question in SHARED:
         reader._VECTORS.vectors.clear()
         Symmetric.calls.clear()
         reading = read(question, PASSAGES, embeddings=model)
@@ -160,7 +166,7 @@ def test_the_question_retrieval_embedded_is_not_embedded_again_by_the_reader(mon
 
     monkeypatch.setattr(HuggingFaceEmbeddings, "embed_documents", documents)
     monkeypatch.setattr(HuggingFaceEmbeddings, "embed_query", lambda self, text: fake.embed_query(text))
-    for question in QUESTIONS[:3]:
+    for question in SHARED:
         reader._VECTORS.vectors.clear()
         alone = read(question, PASSAGES, embeddings=LocalEmbeddings.model_construct())
         assert len(calls) == 1 and question in calls[0], calls
@@ -200,3 +206,22 @@ def test_only_candidates_within_the_cosine_spread_of_the_best_have_their_sentenc
     assert set(embeddings.embedded) == {texts[0], texts[1]}  # the question: its own query call
     similarity = reader.FEATURES.index("similarity")
     assert scored[2].features[similarity] == 0.0 and scored[0].features[similarity] != 0.0
+
+
+def test_contenders_in_one_sentence_take_the_lone_cosine_and_call_no_model():
+    """The cosine would move every contender alike: the winner is the one measuring every sentence
+    gives, and the confidence is the one that sentence's similarity at ``LONE_COSINE`` gives."""
+    model = Symmetric.model_construct(query_encode_kwargs={})
+    for question in LONE:
+        reader._VECTORS.vectors.clear()
+        Symmetric.calls.clear()
+        reading = read(question, PASSAGES, embeddings=model)
+        assert Symmetric.calls == [], question
+        assert reading.answer == _measuring_every_sentence(question, PASSAGES, Recording(size=16))
+        passages = parsed_documents(PASSAGES, question)
+        plain = candidate_features(question, answer_type(question), passages, {})
+        winner, _ = best_candidate(plain, load_weights())
+        at = {(winner.doc_index, winner.sentence): reader.LONE_COSINE}
+        lone = candidate_features(question, answer_type(question), passages, at)
+        assert reading.confidence == best_candidate(lone, load_weights())[1], question
+        assert reading.confidence != best_candidate(plain, load_weights())[1], question
