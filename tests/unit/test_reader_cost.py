@@ -202,8 +202,8 @@ def test_only_candidates_within_the_cosine_spread_of_the_best_have_their_sentenc
         weights,
     )
     texts = [s.text for s in passages[0].sentences]
-    assert reader.COSINE_SPREAD == 1.3
     assert set(embeddings.embedded) == {texts[0], texts[1]}  # the question: its own query call
+    assert reader.COSINE_SPREAD == 1.3
     similarity = reader.FEATURES.index("similarity")
     assert scored[2].features[similarity] == 0.0 and scored[0].features[similarity] != 0.0
 
