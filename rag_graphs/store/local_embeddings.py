@@ -7,6 +7,13 @@ on the project's 2-core machines MiniLM's ``embed_query`` took p50 51 ms on one 
 199 ms on torch's default two, and 8 passages 117 ms against 988 ms (BENCHMARKS.md, "torch's
 threads"). Large batches (ingest) keep torch's setting, where a second idle core does pay.
 
+Queries' vectors are kept by text (``QUERY_CACHE`` of them): a run embeds its question for the
+dense search, and the extract reader embeds it again beside its sentences for their similarity
+(``text.reader.sentence_similarities``, one call with the sentences). For a model that embeds a
+query as a passage (no ``query_encode_kwargs``: MiniLM, the default), a small batch takes the
+texts it holds from there and embeds only the rest, so the reader pays for its sentences alone
+and retrieval's vector is reused without being passed through the graph's state.
+
 torch's thread count is one setting for the whole process, so the switch is counted: the first
 small call in sets one thread, the last one out restores the setting it found. A batch running
 meanwhile in another thread runs on one thread for that moment (slower, never wrong).
@@ -15,14 +22,18 @@ meanwhile in another thread runs on one thread for that moment (slower, never wr
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from langchain_huggingface import HuggingFaceEmbeddings
+from pydantic import PrivateAttr
 
 SMALL_CALL = 32
 """Texts up to which a call runs on one thread: queries, the reader's sentences, a reranker's
 top passages."""
+QUERY_CACHE = 256
+"""Query vectors kept (by text, least recently used out): ~3 MB for MiniLM (384 Python floats each)."""
 
 
 class _OneThread:
@@ -55,14 +66,39 @@ one_thread = _OneThread()
 
 
 class LocalEmbeddings(HuggingFaceEmbeddings):
-    """``HuggingFaceEmbeddings`` whose queries and small batches run on one torch thread."""
+    """``HuggingFaceEmbeddings`` whose queries and small batches run on one torch thread, and
+    whose small batches reuse the vectors of texts embedded as queries (``QUERY_CACHE``)."""
+
+    _queries: OrderedDict[str, list[float]] = PrivateAttr(default_factory=OrderedDict)
+    _queries_lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
     def embed_query(self, text: str) -> list[float]:
+        known = self._known([text])
+        if text in known:
+            return list(known[text])
         with one_thread():
-            return super().embed_query(text)
+            vector = super().embed_query(text)
+        with self._queries_lock:
+            self._queries[text] = vector
+            while len(self._queries) > QUERY_CACHE:
+                self._queries.popitem(last=False)
+        return list(vector)
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         if len(texts) > SMALL_CALL:
             return super().embed_documents(texts)
-        with one_thread():
-            return super().embed_documents(texts)
+        known = self._known(texts) if not self.query_encode_kwargs else {}
+        rest = [t for t in texts if t not in known]
+        fresh: Iterator[list[float]] = iter([])
+        if rest:
+            with one_thread():
+                fresh = iter(super().embed_documents(rest))
+        return [list(known[t]) if t in known else next(fresh) for t in texts]
+
+    def _known(self, texts: list[str]) -> dict[str, list[float]]:
+        """The kept query vectors of ``texts``, each marked as just used."""
+        with self._queries_lock:
+            found = {t: self._queries[t] for t in texts if t in self._queries}
+            for t in found:
+                self._queries.move_to_end(t)
+        return found

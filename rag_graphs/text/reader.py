@@ -49,6 +49,16 @@ WEIGHTS_PATH = Path(__file__).parents[1] / "data" / "reader_weights.json"
 MAX_SIMILARITY_SENTENCES = 16
 """Sentences whose similarity is measured per question at most (the ones with the most question
 words); of those, only the contenders' are embedded (``_with_similarity``)."""
+COSINE_SPREAD = 1.3
+"""How far apart two sentences' cosines with one question are taken to be at most
+(``_with_similarity``'s reach): 2 in principle, 1.30 the widest seen with MiniLM (its cosines of
+792 dev questions with 10,793 dev sentences and questions run from -0.32 to 0.98), and the smallest
+spread under which no tune-half answer differs from the 2's (``bench/reader_fit.py``; BENCHMARKS.md,
+issue 51 round 6)."""
+LONE_COSINE = 0.42
+"""The similarity given, without a model call, to the one sentence all contenders stand in
+(``_with_similarity``): the mean MiniLM cosine of such sentences with their question on the dev
+sets (0.42; 0.3 to 0.5 give the same tune-half answers, BENCHMARKS.md, issue 51 round 6)."""
 _SIMILARITY = FEATURES.index("similarity")
 _WORD = re.compile(r"\w+")
 FOCUS_SENTENCES = 4
@@ -200,18 +210,28 @@ def _with_similarity(
     weights: Weights,
 ) -> list[Candidate]:
     """``candidates`` with their sentence's similarity, measured only where it can change the
-    answer: a cosine moves a score by at most ``2 * |w|`` (w the similarity weight, cosines in
-    [-1, 1]), so only the sentences of candidates scoring within that of the best without it
-    are embedded (the rest keep 0, as sentences beyond ``MAX_SIMILARITY_SENTENCES`` always did).
-    The winner is the one embedding every measured sentence would give; embedding is most of the
-    reader's cost with an embedder (issue 51: < 50 ms a question)."""
+    answer: the similarity moves a candidate past another by at most ``COSINE_SPREAD * |w|`` (w
+    its weight, the spread the most two cosines with the question differ), so only the sentences
+    of candidates scoring within that of the best without it are embedded (the rest keep 0, as
+    sentences beyond ``MAX_SIMILARITY_SENTENCES`` always did). The winner is the one embedding
+    every measured sentence would give while the cosines keep within the spread; embedding is most
+    of the reader's cost with an embedder (issue 51: < 50 ms a question).
+
+    When every contender stands in one sentence (about half the reads), its cosine moves them all
+    alike and cannot change the winner, only the winner's share against the candidates out of
+    reach (the confidence): that sentence takes ``LONE_COSINE``, the cosine such a sentence has on
+    average, and no model is called."""
     w = weights.weights[_SIMILARITY]
     scores = np.asarray([c.features for c in candidates]) @ np.asarray(weights.weights)
-    reach = scores.max() - 2 * abs(w)
+    reach = scores.max() - COSINE_SPREAD * abs(w)
     contenders = {
         (c.doc_index, c.sentence) for c, score in zip(candidates, scores, strict=True) if score >= reach
     }
-    similarities = sentence_similarities(question, passages, embeddings, only=contenders)
+    if len(contenders) == 1:
+        measured = set(similarity_sentences(question, passages))
+        similarities = {at: LONE_COSINE for at in contenders if at in measured}
+    else:
+        similarities = sentence_similarities(question, passages, embeddings, only=contenders)
     return [
         dataclasses.replace(
             c,
