@@ -46,7 +46,10 @@ def store(tmp_path_factory, demo_corpus):
     tree = build_tree(index, load_chat_model("embedded"), progress=False)
     assert tree.nodes_per_level[0] == report.chunks and len(tree.nodes_per_level) >= 2
     build_graph(index, load_extractor("spacy"), progress=False)  # hipporag refuses a collection without one
-    reports = build_reports(index, load_chat_model("embedded"), ask=invoke_structured, progress=False)
+    # min_chunks=2: the reports of the two communities of two passages or more (2 LLM calls, not 4)
+    reports = build_reports(
+        index, load_chat_model("embedded"), ask=invoke_structured, min_chunks=2, progress=False
+    )
     assert reports.written >= 1, reports.summary()  # graphrag refuses a collection without reports
     return uri, report
 

@@ -64,7 +64,8 @@ def ctx(llama_server, tmp_path_factory, demo_corpus) -> RagContext:
     assert str(model.root_client.base_url).rstrip("/") == llama_server.base_url  # from OPENAI_BASE_URL
     index = open_index(uri, "demo", load_embeddings("embedded"))
     build_graph(index, load_extractor("spacy"), progress=False)  # hipporag refuses a collection without one
-    build_reports(index, model, ask=invoke_structured, progress=False)  # graphrag: community reports
+    # graphrag: community reports, on communities of two passages or more (2 calls, not 4)
+    build_reports(index, model, ask=invoke_structured, min_chunks=2, progress=False)
     return ctx
 
 
