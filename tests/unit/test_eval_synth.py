@@ -162,10 +162,13 @@ def test_synth_writes_checked_rows_the_evaluator_runs_on(loaded, make_context, t
     result = synthesize(loaded, model, tmp_path / "q.jsonl", n=6, seed=0, progress=False)
     rows = [json.loads(line) for line in (tmp_path / "q.jsonl").read_text().splitlines()]
     assert result.written == len(rows) == 6
-    # the scripted give-aways and off-topic questions were drawn and dropped (and a question
-    # written again for an answer two seeds share)
-    scripted = {"answer given in the question", "the reader answers otherwise"}
-    assert scripted <= set(result.rejected) <= scripted | {"repeated question"}
+    # the scripted give-aways and off-topic questions were drawn and dropped (below: every kept
+    # question is a canned one), as were repeats and seeds without an answer. Which seeds are
+    # drawn depends on the chunk ids, which hash the corpus's path (the checkout's place), so the
+    # reasons are checked as a set the drafts may fall in, not as counts
+    assert any(a in ECHO or a not in CANNED for a in model.asked)
+    reasons = {"answer given in the question", "the reader answers otherwise", "repeated question"}
+    assert result.rejected and set(result.rejected) <= reasons | {"no answer in the passages"}
     assert len({r["question"] for r in rows}) == 6
     texts = {d.id: d for d in loaded.get([i for r in rows for i in r["supporting_ids"]])}
     for r in rows:
