@@ -70,7 +70,7 @@ class GraphSearchOptions:
     LightGBM lambdarank trees over the walk's, dense, BM25, hybrid and entity signals), whose order
     is final: hybrid's top is one of its signals, not kept by force. On the check halves of MuSiQue,
     2Wiki and HotpotQA dev R@5 69.3 / 95.0 / 93.5 against 67.9 / 90.7 / 88.8 without it, R@2
-    above hybrid on all three, ~25 ms more per search under load (BENCHMARKS.md, issue 47).
+    above hybrid on all three, p50 9-22 ms more per search under load (BENCHMARKS.md, issue 47).
     False: the walk's order under ``keep_first`` and ``keep_in_top``."""
 
     def protects_hybrid(self) -> bool:
