@@ -67,13 +67,14 @@ def _rrf(place: int | None) -> float:
     return 0.0 if place is None else 1.0 / (RRF_K + place + 1)
 
 
-def pool_of(order: Sequence[str], dense: Sequence[str], hybrid: Sequence[str]) -> list[str]:
-    """The ids to rank: today's first ``POOL`` then the first hits not among them, no repeats.
+def pool_of(order: Sequence[str], dense: Sequence[str], hybrid: Sequence[str], *, k: int = 0) -> list[str]:
+    """The ids to rank: today's first ``POOL`` (or ``k``, when a search asks for more) then the
+    first hits not among them, no repeats.
 
     >>> pool_of(["a", "b"], ["c", "a"], ["d"])
     ['a', 'b', 'c', 'd']
     """
-    return list(dict.fromkeys([*order[:POOL], *dense, *hybrid]))
+    return list(dict.fromkeys([*order[: max(POOL, k)], *dense, *hybrid]))
 
 
 def candidate_features(

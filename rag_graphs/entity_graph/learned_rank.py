@@ -151,7 +151,8 @@ def learned_ranking(
     assert walked.probabilities is not None
     protect = {"keep_first": keep_first, "keep_in_top": keep_in_top}
     order = full_order(walked.chunks, walked.probabilities, protected, k=k, **protect)
-    pool = pool_of(order, [str(d.id) for d, _ in first.dense], [str(d.id) for d, _ in first.hybrid or []])
+    dense, hybrid = [str(d.id) for d, _ in first.dense], [str(d.id) for d, _ in first.hybrid or []]
+    pool = pool_of(order, dense, hybrid, k=k)
     cosines, texts = read_pool(index, pool, vector, expr)
     x = candidate_features(
         pool,

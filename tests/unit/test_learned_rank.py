@@ -105,6 +105,7 @@ def test_the_pool_is_todays_top_then_the_first_hits():
     order = [f"w{i}" for i in range(40)]
     pool = pool_of(order, ["d1", "w0"], ["h1", "d1"])
     assert pool == [*order[:30], "d1", "h1"]
+    assert pool_of(order, [], [], k=35) == order[:35]  # a search asking for more than 30 gets them
 
 
 def test_features_read_the_walk_the_first_searches_and_the_neighbourhood():
