@@ -62,6 +62,7 @@ def capture_stages() -> dict:
 
 
 def dump(args) -> None:
+    import rag_graphs.entity_graph.candidates as candidates
     from rag_graphs.config.graph_search import GraphSearchOptions
     from rag_graphs.entity_graph.candidates import candidate_features, pool_of, read_pool
     from rag_graphs.entity_graph.graph_search import graph_search
@@ -71,6 +72,7 @@ def dump(args) -> None:
     from rag_graphs.eval.halves import half_of
     from rag_graphs.store import load_embeddings, open_index
 
+    candidates.POOL = args.pool  # the pool's depth in today's order (a measurement knob, not an option)
     seen = capture_stages()
     options = GraphSearchOptions()
     embeddings = load_embeddings("embedded")
@@ -493,6 +495,7 @@ def main() -> None:
     d.add_argument("--eval", required=True, help="the eval data folder (e.g. /work/shared/eval)")
     d.add_argument("--collection", default=None, help="default: the evaluator's name for the corpus")
     d.add_argument("--limit", type=int, default=None)
+    d.add_argument("--pool", type=int, default=30, help="today's first N join the pool (candidates.POOL)")
     d.add_argument("--out", required=True)
     q = sub.add_parser("search", help="graph search with the ranker off and on, alternating")
     q.add_argument("--dataset", required=True)
