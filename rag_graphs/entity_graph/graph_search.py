@@ -140,6 +140,7 @@ def graph_search(
         )
     else:
         ranked = rank(walked.chunks, walked.probabilities, protected, k=k, **keep)
+    laps("rank")  # the learned ranker's read, features and trees, when on
     found.hits = documents_of(index, ranked, first.documents())
     laps("fetch")
     return found
