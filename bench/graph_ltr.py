@@ -74,7 +74,7 @@ def dump(args) -> None:
 
     candidates.POOL = args.pool  # the pool's depth in today's order (a measurement knob, not an option)
     seen = capture_stages()
-    options = GraphSearchOptions()
+    options = GraphSearchOptions(learned_rank=False)  # today: the walk under hybrid's top
     embeddings = load_embeddings("embedded")
     dataset = load_dataset(Path(args.eval) / args.dataset)
     name = args.collection or collection_name(dataset, "embedded")
