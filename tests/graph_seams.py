@@ -15,8 +15,8 @@ from rag_graphs.entity_graph.entities import Extractor
 
 Hits = list[tuple[Document, float]]
 
-WALK_ONLY = GraphSearchOptions(keep_first=0, keep_in_top=0, title_weight=1.0)
-"""The walk's own ranking: nothing of hybrid's kept on top, every edge weighing 1."""
+WALK_ONLY = GraphSearchOptions(keep_first=0, keep_in_top=0, title_weight=1.0, learned_rank=False)
+"""The walk's own ranking: nothing of hybrid's kept on top, every edge weighing 1, no learned ranker."""
 
 
 def use_extractor(monkeypatch, extractor: Extractor | None) -> None:

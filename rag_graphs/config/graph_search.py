@@ -64,10 +64,20 @@ class GraphSearchOptions:
     "directed by Henry King" to the page "Henry King (director)". 1: off. 5 chosen on the tune
     halves (mean R@5 +2.4 over 1, from 2, 3, 4, 5, 8); check halves in BENCHMARKS.md."""
 
+    learned_rank: bool = _env("RAG_GRAPHS_GRAPH_LEARNED_RANK", True)
+    """Order the candidates (today's first 30 by the walk under ``keep_first`` and ``keep_in_top``,
+    and the first hits) by the shipped learned ranker (``rag_graphs.entity_graph.learned_rank``:
+    LightGBM lambdarank trees over the walk's, dense, BM25, hybrid and entity signals), whose order
+    is final: hybrid's top is one of its signals, not kept by force. On the check halves of MuSiQue,
+    2Wiki and HotpotQA dev R@5 69.3 / 95.0 / 93.5 against 67.9 / 90.7 / 88.8 without it, R@2
+    above hybrid on all three, p50 9-22 ms more per search under load (BENCHMARKS.md, issue 47).
+    False: the walk's order under ``keep_first`` and ``keep_in_top``."""
+
     def protects_hybrid(self) -> bool:
-        """True when hybrid search's top is kept (``keep_first`` or ``keep_in_top``): graph search
-        then ranks the first hits as hybrid search does, beside the dense hits that seed it."""
-        return self.keep_first > 0 or self.keep_in_top > 0
+        """True when hybrid search's ranking is needed (``keep_first``, ``keep_in_top`` or the learned
+        ranker, which reads it): graph search then ranks the first hits as hybrid search does, beside
+        the dense hits that seed it."""
+        return self.keep_first > 0 or self.keep_in_top > 0 or self.learned_rank
 
     @classmethod
     def env_vars(cls) -> dict[str, str]:

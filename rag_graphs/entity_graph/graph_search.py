@@ -15,7 +15,9 @@ holds one):
 3. **Walk** (``walk.walk`` -> ``Walk``): PPR restarting at the seeds by specificity and, a little,
    at the dense hits.
 4. **Rank** (``rank.rank``): by the walk, hybrid's first hits kept on top and inside the top
-   ``k``; the top ``k`` as ``(Document, score)``.
+   ``k``; then, by default, the learned ranker re-orders that ranking's first 30 and the first
+   hits (``learned_rank.learned_ranking`` over ``candidates.FEATURES``); the top ``k`` as
+   ``(Document, score)``.
 
 Without an entity graph, or with no seed the caller can see, the result is the first ranking
 (hybrid's when protected, else dense).
@@ -30,6 +32,7 @@ from langchain_core.documents import Document
 
 from rag_graphs.config.graph_search import GraphSearchOptions
 from rag_graphs.entity_graph.first_search import first_searches, plain_ranking
+from rag_graphs.entity_graph.learned_rank import learned_ranking, shipped_ranker
 from rag_graphs.entity_graph.linking import link_question
 from rag_graphs.entity_graph.neighbourhood import fetch_neighbourhood
 from rag_graphs.entity_graph.rank import documents_of, rank
@@ -120,7 +123,24 @@ def graph_search(
     protected = [str(d.id) for d, _ in first.ranking]
     keep_in_top = max(min(options.keep_in_top, k - 1), 0)  # the walk always keeps a place
     keep = {"keep_first": options.keep_first, "keep_in_top": keep_in_top}
-    ranked = rank(walked.chunks, walked.probabilities, protected, k=k, **keep)
+    if options.learned_rank:
+        ranked = learned_ranking(
+            index,
+            shipped_ranker(),
+            query=query,
+            vector=vector,
+            first=first,
+            seeds=question.seeds,
+            hood=hood,
+            walked=walked,
+            protected=protected,
+            k=k,
+            expr=expr,
+            **keep,
+        )
+    else:
+        ranked = rank(walked.chunks, walked.probabilities, protected, k=k, **keep)
+    laps("rank")  # the learned ranker's read, features and trees, when on
     found.hits = documents_of(index, ranked, first.documents())
     laps("fetch")
     return found

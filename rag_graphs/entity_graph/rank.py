@@ -75,6 +75,28 @@ def rank(
     return [(cid, float(score)) for cid, score in zip(ranked[:k], final[order][:k], strict=False)]
 
 
+def full_order(
+    chunks: list[str],
+    probabilities: np.ndarray,
+    protected: Sequence[str],
+    *,
+    k: int,
+    keep_first: int,
+    keep_in_top: int,
+) -> list[str]:
+    """Every walked chunk in ``rank``'s order: its top ``k``, then the walk's order under
+    ``keep_first`` (the candidates a learned ranker re-orders, ``rag_graphs.entity_graph.candidates``)."""
+    top = [
+        cid
+        for cid, _ in rank(
+            chunks, probabilities, protected, k=k, keep_first=keep_first, keep_in_top=keep_in_top
+        )
+    ]
+    held = set(top)
+    walked = [chunks[i] for i in np.argsort(-minmax(probabilities), kind="stable")]
+    return top + [cid for cid in protect_first(walked, protected, keep_first) if cid not in held]
+
+
 def documents_of(
     index: ChunkIndex, ranked: list[tuple[str, float]], known: dict[str, Document]
 ) -> list[tuple[Document, float]]:

@@ -115,13 +115,14 @@ def test_a_higher_dense_score_lifts_a_passage_in_the_walk():
 def test_keep_first_protects_hybrids_top_hit_and_the_walk_still_finds_the_second_hop(corpus, monkeypatch):
     """The issue's tiny corpus, one setting for both questions: the two-hop chain's second passage
     above the distractor, and the one-hop question's best hybrid hit first."""
-    options = GraphSearchOptions(keep_first=1, keep_in_top=0, title_weight=1.0)
+    options = GraphSearchOptions(keep_first=1, keep_in_top=0, title_weight=1.0, learned_rank=False)
     hybrid = corpus.search(TWO_HOP, k=6, mode="hybrid")
     script_first_hits(monkeypatch, hybrid)
     ranked = ids(graph_search(corpus, TWO_HOP, k=6, options=options).hits)
     assert ranked[0] == ids(hybrid)[0] == "p1" and ranked.index("p2") < ranked.index("d2")
     assert ids(hybrid).index("d2") < ids(hybrid).index("p2")
-    two = graph_search(corpus, TWO_HOP, k=6, options=GraphSearchOptions(keep_first=2, keep_in_top=0))
+    two_first = GraphSearchOptions(keep_first=2, keep_in_top=0, learned_rank=False)
+    two = graph_search(corpus, TWO_HOP, k=6, options=two_first)
     assert ids(two.hits)[:2] == ids(hybrid)[:2]
     scores = [s for _, s in two.hits]
     assert scores == sorted(scores, reverse=True)
@@ -167,7 +168,7 @@ def test_keep_in_top_on_the_built_corpus_leaves_the_walk_a_place(corpus, monkeyp
     script_first_hits(monkeypatch, hybrid)
     walk_only = ids(graph_search(corpus, TWO_HOP, k=6, options=WALK_ONLY).hits)
     assert walk_only.index(ids(hybrid)[1]) >= 3
-    keep = {"keep_first": 1, "title_weight": 1.0}
+    keep = {"keep_first": 1, "title_weight": 1.0, "learned_rank": False}
     two = ids(graph_search(corpus, TWO_HOP, k=3, options=GraphSearchOptions(keep_in_top=2, **keep)).hits)
     assert two[0] == ids(hybrid)[0] and set(ids(hybrid)[:2]) <= set(two)
     assert two[1] == walk_only[1] and walk_only[1] not in ids(hybrid)[:3]
@@ -212,3 +213,24 @@ def test_title_edges_rank_the_bridge_entitys_page_above_a_passage_that_only_ment
     titled = ids(graph_search(corpus, TWO_HOP, k=6, options=titled_edges).hits)
     assert plain.index("d4") < plain.index("p2")  # every edge alike: Tarn Guild mentions Korvik too
     assert titled.index("p2") < titled.index("d4")  # the page about Korvik, where hop two is
+
+
+def test_the_learned_ranker_orders_graph_searchs_candidates(corpus, monkeypatch):
+    """With ``learned_rank`` (the default) the ranker's scores decide the final order, over the
+    walk's candidates and the first hits; here a scripted ranker that puts the longest passage
+    first, so the order is the passages' word counts, whatever the walk said."""
+    from rag_graphs.entity_graph import graph_search as searching
+    from rag_graphs.entity_graph.candidates import FEATURES
+
+    class Longest:
+        def score(self, x):
+            return np.asarray(x)[:, FEATURES.index("length_log")]
+
+    monkeypatch.setattr(searching, "shipped_ranker", lambda: Longest())
+    hits = graph_search(corpus, TWO_HOP, k=6, options=GraphSearchOptions()).hits
+    words = [len(d.page_content.split()) for d, _ in hits]
+    assert words == sorted(words, reverse=True) and len(hits) == 6
+    walk = ids(graph_search(corpus, TWO_HOP, k=6, options=GraphSearchOptions(learned_rank=False)).hits)
+    assert ids(hits) != walk  # the ranker, not the walk, ordered them
+    scores = [s for _, s in hits]
+    assert scores == sorted(scores, reverse=True) and scores[0] == 1.0

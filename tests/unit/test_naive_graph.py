@@ -125,5 +125,6 @@ def test_keeping_hybrids_top_is_the_default_and_reaches_graph_search(monkeypatch
     assert seen == {"k": 3, "options": ctx.graph_search}
     assert PlanKey.of(RagContext(search_mode="hybrid")).graph is None  # not part of a hybrid plan
     monkeypatch.setenv("RAG_GRAPHS_GRAPH_KEEP_FIRST", "0")
-    off = PlanKey.of(RagContext(graph_search=GraphSearchOptions(keep_in_top=0))).graph
+    off = PlanKey.of(RagContext(graph_search=GraphSearchOptions(keep_in_top=0, learned_rank=False))).graph
     assert off is not None and (off.keep_first, off.keep_in_top) == (0, 0) and not off.protects_hybrid()
+    assert GraphSearchOptions(keep_in_top=0).protects_hybrid()  # the learned ranker reads hybrid's ranking

@@ -1,0 +1,530 @@
+"""Learned ranking over graph search's candidates (issue 47): dump features, train, evaluate.
+
+Three steps, each its own sub-command, so the (slow) searches run once and the (fast) fitting
+runs as often as needed:
+
+    # 1. every question's candidate pool with its features (rag_graphs.entity_graph.candidates),
+    #    one JSON line per question, from today's graph search on a store with the entity graph
+    PYTHONPATH=. nice -n 10 .venv/bin/python bench/graph_ltr.py dump --dataset musique \\
+        --store bench_runs/reader_musique.db --eval /work/shared/eval --out bench_runs/ltr_musique.jsonl
+    # 2. fit rankers on the tune halves of every dump (5-fold by question for choosing), write the
+    #    chosen ranker (LightGBM lambdarank, its trees flattened to JSON)
+    .venv/bin/python bench/graph_ltr.py train bench_runs/ltr_*.jsonl --out rag_graphs/data/graph_ranker.json
+    # 3. score a ranker file on both halves against today's graph search and hybrid search
+    .venv/bin/python bench/graph_ltr.py evaluate bench_runs/ltr_*.jsonl --ranker bench_runs/graph_ranker.json
+
+Labels are the dev sets' gold supporting passages. Only the tune halves are ever fitted on;
+``evaluate`` reports both. The dump times today's search per question and, apart, what a ranker
+would add (the pool's vector read, the features, the scoring): ``ms_features``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+# ---------------------------------------------------------------- dump
+
+
+def capture_stages() -> dict:
+    """Wrap graph search's stages so that each search leaves what it formed in the returned dict."""
+    import rag_graphs.entity_graph.first_search as first_search
+    import rag_graphs.entity_graph.graph_search as searching
+
+    seen: dict = {}
+
+    def keep(name, function):
+        def wrapper(*args, **kwargs):
+            out = function(*args, **kwargs)
+            seen[name] = (args, kwargs, out)
+            return out
+
+        return wrapper
+
+    first_search.search_first_hits = keep("first", first_search.search_first_hits)
+    for name in ("link_question", "fetch_neighbourhood", "walk", "embed_queries"):
+        setattr(searching, name, keep(name, getattr(searching, name)))
+    return seen
+
+
+def dump(args) -> None:
+    import rag_graphs.entity_graph.candidates as candidates
+    from rag_graphs.config.graph_search import GraphSearchOptions
+    from rag_graphs.entity_graph.candidates import candidate_features, pool_of, read_pool
+    from rag_graphs.entity_graph.graph_search import graph_search
+    from rag_graphs.entity_graph.rank import full_order
+    from rag_graphs.eval.corpus import collection_name
+    from rag_graphs.eval.datasets import load_dataset
+    from rag_graphs.eval.halves import half_of
+    from rag_graphs.store import load_embeddings, open_index
+
+    candidates.POOL = args.pool  # the pool's depth in today's order (a measurement knob, not an option)
+    seen = capture_stages()
+    options = GraphSearchOptions(learned_rank=False)  # today: the walk under hybrid's top
+    embeddings = load_embeddings("embedded")
+    dataset = load_dataset(Path(args.eval) / args.dataset)
+    name = args.collection or collection_name(dataset, "embedded")
+    index = open_index(args.store, name, embeddings)
+    examples = dataset.examples[: args.limit]
+    graph_search(index, examples[0].question, k=5, options=options)  # warm up
+    with open(args.out, "w") as out:
+        for n, e in enumerate(examples):
+            seen.clear()
+            start = time.perf_counter()
+            found = graph_search(index, e.question, k=5, options=options)
+            ms_search = (time.perf_counter() - start) * 1000
+            hybrid5 = [str(d.id) for d, _ in index.search(e.question, k=5, mode="hybrid")]
+            record = {
+                "id": e.id,
+                "dataset": args.dataset,
+                "half": half_of(e.id),
+                "gold": list(e.supporting_ids),
+                "today": [str(d.id) for d, _ in found.hits],
+                "hybrid": hybrid5,
+                "ms_search": ms_search,
+            }
+            if "walk" in seen and seen["walk"][2].probabilities is not None:
+                walked = seen["walk"][2]
+                first = seen["first"][2]
+                protected = [str(d.id) for d, _ in first.ranking]
+                start = time.perf_counter()
+                order = full_order(
+                    walked.chunks,
+                    walked.probabilities,
+                    protected,
+                    k=5,
+                    keep_first=options.keep_first,
+                    keep_in_top=min(options.keep_in_top, 4),
+                )
+                pool = pool_of(
+                    order, [str(d.id) for d, _ in first.dense], [str(d.id) for d, _ in (first.hybrid or [])]
+                )
+                vector = seen["embed_queries"][2][0]
+                cosines, texts = read_pool(index, pool, vector, None)
+                features = candidate_features(
+                    pool,
+                    order=order,
+                    chunks=walked.chunks,
+                    probabilities=walked.probabilities,
+                    dense=first.dense,
+                    hybrid=first.hybrid,
+                    seeds=seen["link_question"][2].seeds,
+                    hood=seen["fetch_neighbourhood"][2],
+                    cosines=cosines,
+                    texts=texts,
+                    question=e.question,
+                )
+                record["ms_features"] = (time.perf_counter() - start) * 1000
+                record["pool"] = pool
+                record["x"] = np.round(features, 6).tolist()
+            out.write(json.dumps(record) + "\n")
+            if n % 50 == 0:
+                print(f"{args.dataset}: {n}/{len(examples)} {ms_search:.0f} ms", flush=True)
+
+
+def search(args) -> None:
+    """Graph search as shipped, the learned ranker off and on, alternating per question (one
+    process, one store, so load hits both arms alike): R@2 / R@5, losses, p50 / p90 ms."""
+    from rag_graphs.config.graph_search import GraphSearchOptions
+    from rag_graphs.entity_graph.graph_search import graph_search
+    from rag_graphs.eval.corpus import collection_name
+    from rag_graphs.eval.datasets import load_dataset
+    from rag_graphs.eval.halves import split
+    from rag_graphs.store import load_embeddings, open_index
+
+    arms = {"off": GraphSearchOptions(learned_rank=False), "on": GraphSearchOptions(learned_rank=True)}
+    dataset = load_dataset(Path(args.eval) / args.dataset)
+    index = open_index(
+        args.store, args.collection or collection_name(dataset, "embedded"), load_embeddings("embedded")
+    )
+    examples = split(dataset.examples, args.split)[: args.limit]
+    for options in arms.values():
+        graph_search(index, examples[0].question, k=5, options=options)  # warm up
+    got: dict[str, dict] = {arm: {} for arm in arms}
+    ms: dict[str, list[float]] = {arm: [] for arm in arms}
+    hybrid = {}
+    for n, e in enumerate(examples):
+        for arm in list(arms) if n % 2 == 0 else list(arms)[::-1]:
+            start = time.perf_counter()
+            hits = graph_search(index, e.question, k=5, options=arms[arm]).hits
+            ms[arm].append((time.perf_counter() - start) * 1000)
+            got[arm][e.id] = [recall([str(d.id) for d, _ in hits], list(e.supporting_ids), k) for k in (2, 5)]
+        ranked = [str(d.id) for d, _ in index.search(e.question, k=5, mode="hybrid")]
+        hybrid[e.id] = [recall(ranked, list(e.supporting_ids), k) for k in (2, 5)]
+    print(f"{args.dataset} {args.split} ({len(examples)} questions)")
+    print("| arm | R@2 / R@5 | p50 / p90 ms | R@5 lost / won vs off | R@2 below / above hybrid |")
+    print("|---|---|---|---|---|")
+    r = lambda arm, i: 100 * statistics.mean(v[i] for v in got[arm].values())  # noqa: E731
+    print(
+        f"| hybrid | {100 * statistics.mean(v[0] for v in hybrid.values()):.1f} / "
+        f"{100 * statistics.mean(v[1] for v in hybrid.values()):.1f} | | | |"
+    )
+    for arm in arms:
+        lost = sum(got[arm][q][1] < got["off"][q][1] for q in hybrid)
+        won = sum(got[arm][q][1] > got["off"][q][1] for q in hybrid)
+        below = sum(got[arm][q][0] < hybrid[q][0] for q in hybrid)
+        above = sum(got[arm][q][0] > hybrid[q][0] for q in hybrid)
+        p90 = sorted(ms[arm])[int(0.9 * len(ms[arm]))]
+        print(
+            f"| learned_rank {arm} | {r(arm, 0):.1f} / {r(arm, 1):.1f} | {statistics.median(ms[arm]):.0f} / "
+            f"{p90:.0f} | {lost} / {won} | {below} / {above} |",
+            flush=True,
+        )
+
+
+# ---------------------------------------------------------------- fit and score
+
+
+def load(paths: list[str]) -> list[dict]:
+    rows = []
+    for path in paths:
+        with open(path) as fh:
+            rows.extend(json.loads(line) for line in fh)
+    return rows
+
+
+def recall(ranked: list[str], gold: list[str], k: int) -> float:
+    return len(set(ranked[:k]) & set(gold)) / len(gold) if gold else 0.0
+
+
+def labels(row: dict) -> np.ndarray:
+    gold = set(row["gold"])
+    return np.asarray([float(cid in gold) for cid in row["pool"]])
+
+
+def ranked_by(row: dict, scores: np.ndarray, protect: tuple[int, int] = (0, 0)) -> list[str]:
+    """The pool by ``scores`` (ties: today's pool order), then hybrid's first ``protect[0]`` on top
+    and its first ``protect[1]`` inside the top 5, as graph search protects them."""
+    if "pool" not in row:
+        return row["today"]
+    from rag_graphs.entity_graph.rank import keep_within, protect_first
+
+    order = [row["pool"][i] for i in np.argsort(-scores, kind="stable")]
+    keep_first, keep_in_top = protect
+    if keep_first or keep_in_top:
+        order = keep_within(
+            protect_first(order, row["hybrid_first"], keep_first), row["hybrid_first"], keep_in_top, 5
+        )
+    return order
+
+
+def hybrid_first(row: dict) -> list[str]:
+    """Hybrid's ranking as graph search saw it (the pool rows flagged hybrid top 1/2, by rank)."""
+    from rag_graphs.entity_graph.candidates import FEATURES
+
+    column = FEATURES.index("hybrid_rrf")
+    x = np.asarray(row["x"])
+    held = [(x[i, column], cid) for i, cid in enumerate(row["pool"]) if x[i, column] > 0]
+    return [cid for _, cid in sorted(held, key=lambda t: -t[0])]
+
+
+class Linear:
+    """Standardised features, one weight each, pairwise or pointwise logistic (the light comparison)."""
+
+    def __init__(self, c: float = 1.0, pairwise: bool = True) -> None:
+        self.c, self.pairwise = c, pairwise
+
+    def fit(self, rows: list[dict]) -> Linear:
+        from sklearn.linear_model import LogisticRegression
+
+        x = np.vstack([np.asarray(r["x"]) for r in rows])
+        self.mean, self.scale = x.mean(axis=0), x.std(axis=0)
+        self.scale[self.scale == 0] = 1.0
+        xs, ys = [], []
+        for r in rows:
+            z = (np.asarray(r["x"]) - self.mean) / self.scale
+            y = labels(r)
+            if self.pairwise:
+                pos, neg = np.flatnonzero(y == 1), np.flatnonzero(y == 0)
+                if len(pos) and len(neg):
+                    diffs = (z[pos][:, None, :] - z[neg][None, :, :]).reshape(-1, z.shape[1])
+                    xs += [diffs, -diffs]
+                    ys += [np.ones(len(diffs)), np.zeros(len(diffs))]
+            else:
+                xs.append(z)
+                ys.append(y)
+        model = LogisticRegression(C=self.c, max_iter=2000, fit_intercept=not self.pairwise)
+        model.fit(np.vstack(xs), np.concatenate(ys))
+        self.weights = model.coef_[0]
+        return self
+
+    def score(self, x: np.ndarray) -> np.ndarray:
+        return ((x - self.mean) / self.scale) @ self.weights
+
+    def to_json(self, note: str) -> dict:
+        from rag_graphs.entity_graph.candidates import FEATURES
+
+        return {
+            "kind": "linear",
+            "note": note,
+            "features": list(FEATURES),
+            "mean": [round(float(v), 8) for v in self.mean],
+            "scale": [round(float(v), 8) for v in self.scale],
+            "weights": [round(float(v), 8) for v in self.weights],
+        }
+
+
+class Gbm:
+    """LightGBM's lambdarank (the measurement's comparison; not shipped unless it wins clearly)."""
+
+    def __init__(self, leaves: int = 15, trees: int = 200, rate: float = 0.05, min_leaf: int = 20) -> None:
+        self.params = {
+            "num_leaves": leaves,
+            "n_estimators": trees,
+            "learning_rate": rate,
+            "min_child_samples": min_leaf,
+        }
+
+    def fit(self, rows: list[dict]) -> Gbm:
+        import lightgbm
+
+        x = np.vstack([np.asarray(r["x"]) for r in rows])
+        y = np.concatenate([labels(r) for r in rows])
+        group = [len(r["pool"]) for r in rows]
+        self.model = lightgbm.LGBMRanker(
+            objective="lambdarank",
+            verbose=-1,
+            random_state=0,
+            subsample=0.8,
+            subsample_freq=1,
+            colsample_bytree=0.8,
+            lambdarank_truncation_level=10,
+            n_jobs=1,
+            deterministic=True,
+            force_row_wise=True,
+            **self.params,
+        )
+        self.model.fit(x, y, group=group)
+        return self
+
+    def score(self, x: np.ndarray) -> np.ndarray:
+        return self.model.predict(x)
+
+    def to_json(self, note: str) -> dict:
+        """The trees flattened as ``rag_graphs.entity_graph.learned_rank.TreeRanker`` reads them
+        (nodes in pre-order, so a split's children come after it)."""
+        from rag_graphs.entity_graph.candidates import FEATURES
+
+        nodes: dict[str, list] = {key: [] for key in ("feature", "threshold", "left", "right", "value")}
+
+        def add(node: dict) -> int:
+            at = len(nodes["feature"])
+            for key in nodes:
+                nodes[key].append(-1 if key in ("feature", "left", "right") else 0.0)
+            if "leaf_value" in node:
+                nodes["value"][at] = float(node["leaf_value"])
+                return at
+            assert node["decision_type"] == "<=", node["decision_type"]
+            nodes["feature"][at] = int(node["split_feature"])
+            nodes["threshold"][at] = float(node["threshold"])
+            nodes["left"][at] = add(node["left_child"])
+            nodes["right"][at] = add(node["right_child"])
+            return at
+
+        dumped = self.model.booster_.dump_model()
+        assert dumped["feature_names"] == [f"Column_{i}" for i in range(len(FEATURES))]
+        roots = [add(tree["tree_structure"]) for tree in dumped["tree_info"]]
+        return {"kind": "trees", "note": note, "features": list(FEATURES), "roots": roots, "nodes": nodes}
+
+
+def table(rows: list[dict], rank_of) -> dict[str, dict]:
+    """Per dataset: questions, R@2 / R@5 of hybrid, today, the ranker; questions lost at R@5 and R@2
+    against today, and the ranker's R@2 / R@5 wins and losses against hybrid."""
+    out: dict[str, dict] = {}
+    for name in sorted({r["dataset"] for r in rows}):
+        group = [r for r in rows if r["dataset"] == name]
+        cells: dict = {"questions": len(group)}
+        new = {r["id"]: rank_of(r) for r in group}
+        for label, get in (
+            ("hybrid", lambda r: r["hybrid"]),
+            ("today", lambda r: r["today"]),
+            ("ranker", lambda r, new=new: new[r["id"]]),
+        ):
+            cells[label] = [
+                100 * statistics.mean(recall(get(r), r["gold"], k) for r in group) for k in (2, 5)
+            ]
+        for k, tag in ((5, "R@5"), (2, "R@2")):
+            cells[f"lost {tag}"] = sum(
+                recall(new[r["id"]], r["gold"], k) < recall(r["today"], r["gold"], k) for r in group
+            )
+            cells[f"won {tag}"] = sum(
+                recall(new[r["id"]], r["gold"], k) > recall(r["today"], r["gold"], k) for r in group
+            )
+        out[name] = cells
+    return out
+
+
+def show(title: str, result: dict[str, dict]) -> None:
+    print(f"\n{title}")
+    print(
+        "| dataset | questions | hybrid R@2 / R@5 | today R@2 / R@5 | ranker R@2 / R@5 "
+        "| vs today R@5 won / lost | R@2 won / lost |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    for name, c in result.items():
+        print(
+            f"| {name} | {c['questions']} | {c['hybrid'][0]:.1f} / {c['hybrid'][1]:.1f} "
+            f"| {c['today'][0]:.1f} / {c['today'][1]:.1f} | {c['ranker'][0]:.1f} / {c['ranker'][1]:.1f} "
+            f"| {c['won R@5']} / {c['lost R@5']} | {c['won R@2']} / {c['lost R@2']} |",
+            flush=True,
+        )
+
+
+def folds(rows: list[dict], n: int = 5) -> list[tuple[list[dict], list[dict]]]:
+    """``n`` splits of ``rows`` by question id (a question is never in its own training fold)."""
+    import hashlib
+
+    part = [int(hashlib.sha1(r["id"].encode()).hexdigest()[2:6], 16) % n for r in rows]
+    return [
+        (
+            [r for r, p in zip(rows, part, strict=True) if p != f],
+            [r for r, p in zip(rows, part, strict=True) if p == f],
+        )
+        for f in range(n)
+    ]
+
+
+def cross_validated(rows: list[dict], make, protect=(0, 0)) -> dict[str, dict]:
+    """Every tune question ranked by a model fitted on the other folds."""
+    ranked: dict[str, list[str]] = {}
+    for train, held in folds(rows):
+        model = make().fit([r for r in train if "pool" in r])
+        for r in held:
+            ranked[r["id"]] = (
+                ranked_by(r, model.score(np.asarray(r["x"])), protect) if "pool" in r else r["today"]
+            )
+    return table(rows, lambda r: ranked[r["id"]])
+
+
+def prepare(rows: list[dict]) -> list[dict]:
+    for r in rows:
+        if "pool" in r:
+            r["hybrid_first"] = hybrid_first(r)
+    return rows
+
+
+CANDIDATES = {
+    "linear pairwise C=1": lambda: Linear(1.0),
+    "linear pairwise C=0.01": lambda: Linear(0.01),
+    "linear pointwise C=1": lambda: Linear(1.0, pairwise=False),
+    "gbm 15 leaves 200 trees": lambda: Gbm(),
+    "gbm 7 leaves 100 trees": lambda: Gbm(7, 100, 0.05, 50),
+}
+
+
+SHIPPED = "gbm 7 leaves 100 trees"
+"""The model ``train --out`` writes: chosen on the tune halves (BENCHMARKS.md, issue 47)."""
+
+
+def train(args) -> None:
+    rows = prepare(load(args.dumps))
+    tune = [r for r in rows if r["half"] == "tune"]
+    pools = [r for r in tune if "pool" in r]
+    reach = statistics.mean(recall(r["pool"], r["gold"], 100) for r in pools)
+    print(f"tune: {len(tune)} questions, {len(pools)} with a walk; gold in the pool {100 * reach:.1f}%")
+    for name in args.models or list(CANDIDATES):
+        for protect in [tuple(p) for p in args.protect]:
+            show(
+                f"5-fold on tune: {name}, protect {protect}", cross_validated(tune, CANDIDATES[name], protect)
+            )
+    if args.out:
+        from rag_graphs.entity_graph.learned_rank import load_ranker
+
+        model = CANDIDATES[SHIPPED]().fit(pools)
+        note = (
+            f"bench/graph_ltr.py train: LightGBM lambdarank ({SHIPPED}), fitted on the tune halves of "
+            f"{', '.join(sorted({r['dataset'] for r in tune}))} ({len(pools)} questions)"
+        )
+        Path(args.out).write_text(json.dumps(model.to_json(note)) + "\n")
+        shipped = load_ranker(Path(args.out))
+        x = np.vstack([np.asarray(r["x"]) for r in rows if "pool" in r])
+        assert np.allclose(shipped.score(x), model.score(x), atol=1e-9), "the flattened trees disagree"
+        print(f"wrote {args.out}: its scores equal LightGBM's on every dumped candidate ({len(x)})")
+
+
+def evaluate(args) -> None:
+    from rag_graphs.entity_graph.learned_rank import load_ranker
+
+    rows = prepare(load(args.dumps))
+    ranker = load_ranker(Path(args.ranker) if args.ranker else None)
+    protect = tuple(args.protect[0]) if args.protect else (0, 0)
+    for half in ("tune", "check"):
+        part = [r for r in rows if r["half"] == half]
+        show(
+            f"{half} halves, ranker {args.ranker or 'shipped'}, protect {protect}",
+            table(
+                part,
+                lambda r: ranked_by(r, ranker.score(np.asarray(r["x"])), protect) if "x" in r else r["today"],
+            ),
+        )
+    added = [r["ms_features"] for r in rows if "ms_features" in r]
+    searched = [r["ms_search"] for r in rows]
+    x = np.vstack([np.asarray(r["x"]) for r in rows if "pool" in r][:200])
+    start = time.perf_counter()
+    for r in [r for r in rows if "pool" in r][:200]:
+        ranker.score(np.asarray(r["x"]))
+    scoring = (time.perf_counter() - start) * 1000 / min(200, len(x))
+    print(
+        f"\ntoday's search p50 {statistics.median(searched):.1f} ms; the ranker adds p50 "
+        f"{statistics.median(added):.1f} ms (vectors, features) + {scoring:.2f} ms (scoring)"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    d = sub.add_parser("dump")
+    d.add_argument("--dataset", required=True)
+    d.add_argument("--store", required=True)
+    d.add_argument("--eval", required=True, help="the eval data folder (e.g. /work/shared/eval)")
+    d.add_argument("--collection", default=None, help="default: the evaluator's name for the corpus")
+    d.add_argument("--limit", type=int, default=None)
+    d.add_argument("--pool", type=int, default=30, help="today's first N join the pool (candidates.POOL)")
+    d.add_argument("--out", required=True)
+    q = sub.add_parser("search", help="graph search with the ranker off and on, alternating")
+    q.add_argument("--dataset", required=True)
+    q.add_argument("--store", required=True)
+    q.add_argument("--eval", required=True)
+    q.add_argument("--collection", default=None)
+    q.add_argument("--split", default="check", choices=["tune", "check", "all"])
+    q.add_argument("--limit", type=int, default=None)
+    t = sub.add_parser("train")
+    t.add_argument("dumps", nargs="+")
+    t.add_argument("--models", nargs="*", default=None, choices=sorted(CANDIDATES))
+    t.add_argument(
+        "--protect",
+        type=lambda s: [int(v) for v in s.split(",")],
+        action="append",
+        default=None,
+        help="keep_first,keep_in_top applied after the ranker (repeatable)",
+    )
+    t.add_argument("--out", default=None, help="write the chosen ranker, fitted on every tune row, here")
+    e = sub.add_parser("evaluate")
+    e.add_argument("dumps", nargs="+")
+    e.add_argument("--ranker", default=None, help="a ranker file (default: the shipped one)")
+    e.add_argument("--protect", type=lambda s: [int(v) for v in s.split(",")], action="append", default=None)
+    args = parser.parse_args()
+    if getattr(args, "protect", None) is None and args.command == "train":
+        args.protect = [[0, 0], [1, 2]]
+    sys.path.insert(0, str(ROOT))
+    {"dump": dump, "search": search, "train": train, "evaluate": evaluate}[args.command](args)
+
+
+if __name__ == "__main__":
+    main()

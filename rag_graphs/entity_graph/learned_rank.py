@@ -1,0 +1,173 @@
+"""A learned ranker over graph search's candidates: regression trees loaded from a data file.
+
+Graph search's last stage orders its candidates by the walk under hybrid search's top
+(``rank.rank``); its other signals (dense and BM25 ranks, the question's cosine, the seeds a passage
+holds, a title naming an entity of the first hop, word overlap) go unused there. Issue 47 asked
+whether a ranker trained on those signals (``rag_graphs.entity_graph.candidates.FEATURES``) orders
+them better: LightGBM's lambdarank, 100 trees of at most 7 leaves, beat every linear ranker on the
+tune halves of MuSiQue, 2Wiki and HotpotQA and raised R@5 on all three check halves
+(BENCHMARKS.md, "Learned ranking over graph search's candidates").
+
+The trees ship flattened as ``rag_graphs/data/graph_ranker.json``, written by
+``bench/graph_ltr.py train`` from the tune halves, and are evaluated here with numpy: search needs
+no LightGBM, and nothing is ever fitted at import or at search time.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from rag_graphs.config.errors import SetupError
+from rag_graphs.entity_graph.candidates import FEATURES, candidate_features, pool_of, read_pool
+from rag_graphs.entity_graph.first_search import FirstHits
+from rag_graphs.entity_graph.neighbourhood import Neighbourhood
+from rag_graphs.entity_graph.rank import full_order
+from rag_graphs.entity_graph.walk import Walk, minmax
+from rag_graphs.store.index import ChunkIndex
+
+RANKER_PATH = Path(__file__).parents[1] / "data" / "graph_ranker.json"
+
+
+@dataclass(frozen=True)
+class TreeRanker:
+    """A sum of regression trees over the candidates' features (a gradient-boosted ranker's trees,
+    flattened): node ``i`` splits on ``feature[i]`` (``x <= threshold[i]`` goes to ``left[i]``, else
+    ``right[i]``) or, with ``feature[i] == -1``, is a leaf worth ``value[i]``; ``roots`` are the trees'
+    first nodes. Higher scores rank first."""
+
+    features: tuple[str, ...]
+    feature: np.ndarray
+    threshold: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
+    value: np.ndarray
+    roots: np.ndarray
+
+    def score(self, x: np.ndarray) -> np.ndarray:
+        """One score per row of ``x`` (columns in ``self.features``' order): every tree descended
+        for every row at once, one level per step."""
+        x = np.asarray(x, dtype=float).reshape(-1, len(self.features))
+        nodes = np.repeat(self.roots[:, None], len(x), axis=1)  # trees x rows
+        rows = np.arange(len(x))[None, :]
+        while True:
+            split = self.feature[nodes]
+            inner = split >= 0
+            if not inner.any():
+                return self.value[nodes].sum(axis=0)
+            goes_left = x[rows, np.where(inner, split, 0)] <= self.threshold[nodes]
+            nodes = np.where(inner, np.where(goes_left, self.left[nodes], self.right[nodes]), nodes)
+
+    def order(self, x: np.ndarray) -> np.ndarray:
+        """Row indices of ``x``, best first (ties keep the given order)."""
+        return np.argsort(-self.score(x), kind="stable")
+
+
+NODE_FIELDS = ("feature", "threshold", "left", "right", "value")
+
+
+def load_ranker(path: Path | None = None) -> TreeRanker:
+    """The ranker in ``path`` (default: the shipped ``RANKER_PATH``).
+
+    Raises:
+        SetupError: the file is missing, is not a ranker's JSON, or was written for other features
+            than ``candidates.FEATURES`` (the message names the file).
+    """
+    path = RANKER_PATH if path is None else Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SetupError(
+            f"graph ranker file {path} does not exist (bench/graph_ltr.py train writes it)"
+        ) from None
+    except (OSError, ValueError) as exc:
+        raise SetupError(f"graph ranker file {path} is not readable JSON: {exc}") from None
+    try:
+        features = tuple(str(f) for f in data["features"])
+        nodes = {key: np.asarray(data["nodes"][key], dtype=float) for key in NODE_FIELDS}
+        roots = np.asarray(data["roots"], dtype=int)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise SetupError(
+            f"graph ranker file {path} lacks a field or has a bad value ({exc}): it needs "
+            f"'features', 'roots' and 'nodes' with {', '.join(NODE_FIELDS)}"
+        ) from None
+    if features != FEATURES:
+        raise SetupError(
+            f"graph ranker file {path} was written for the features {list(features)}, "
+            f"graph search computes {list(FEATURES)}: fit it again with bench/graph_ltr.py train"
+        )
+    size = len(nodes["feature"])
+    feature, left, right = (nodes[key].astype(int) for key in ("feature", "left", "right"))
+    inner = feature >= 0
+    if (
+        any(len(column) != size or not np.isfinite(column).all() for column in nodes.values())
+        or not len(roots)
+        or ((roots < 0) | (roots >= size)).any()
+        or (feature >= len(FEATURES)).any()
+        or ((left[inner] <= np.flatnonzero(inner)) | (left[inner] >= size)).any()
+        or ((right[inner] <= np.flatnonzero(inner)) | (right[inner] >= size)).any()
+    ):
+        raise SetupError(
+            f"graph ranker file {path}: its trees are malformed (every node list needs one finite "
+            "number per node; a split's children come after it, inside the node lists)"
+        )
+    return TreeRanker(features, feature, nodes["threshold"], left, right, nodes["value"], roots)
+
+
+@lru_cache(maxsize=1)
+def shipped_ranker() -> TreeRanker:
+    """The shipped ranker, read once per process."""
+    return load_ranker()
+
+
+def learned_ranking(
+    index: ChunkIndex,
+    ranker: TreeRanker,
+    *,
+    query: str,
+    vector: Sequence[float],
+    first: FirstHits,
+    seeds: Mapping[str, Mapping],
+    hood: Neighbourhood,
+    walked: Walk,
+    protected: Sequence[str],
+    k: int,
+    keep_first: int,
+    keep_in_top: int,
+    expr: str | None,
+) -> list[tuple[str, float]]:
+    """The top ``k`` of graph search's candidates by ``ranker``, with its scores min-max normalised
+    over the pool and handed out best first.
+
+    The candidates and their signals are those of ``rank.rank``'s order under ``keep_first`` and
+    ``keep_in_top`` (the order the ranker was trained beside); the ranker's order is final, since on
+    the tune halves forcing hybrid's top back in afterwards cost R@2 and gained no R@5.
+    """
+    assert walked.probabilities is not None
+    protect = {"keep_first": keep_first, "keep_in_top": keep_in_top}
+    order = full_order(walked.chunks, walked.probabilities, protected, k=k, **protect)
+    dense, hybrid = [str(d.id) for d, _ in first.dense], [str(d.id) for d, _ in first.hybrid or []]
+    pool = pool_of(order, dense, hybrid, k=k)
+    cosines, texts = read_pool(index, pool, vector, expr)
+    x = candidate_features(
+        pool,
+        order=order,
+        chunks=walked.chunks,
+        probabilities=walked.probabilities,
+        dense=first.dense,
+        hybrid=first.hybrid,
+        seeds=seeds,
+        hood=hood,
+        cosines=cosines,
+        texts=texts,
+        question=query,
+    )
+    scores = ranker.score(x)
+    ranked = [pool[i] for i in np.argsort(-scores, kind="stable")]
+    handed = np.sort(minmax(scores))[::-1]
+    return [(cid, float(score)) for cid, score in zip(ranked[:k], handed[:k], strict=False)]
