@@ -9,8 +9,8 @@ changed file has both versions stored, a record of the writer's own on the colle
 (``store.replacing``) lets every search see one version, on a Milvus server too, whenever the
 writer is killed; the next writer or the next process to open the collection finishes it.
 With an entity extractor, entity rows are written before the chunks that name them, and the
-group's chunks are embedded in a second thread meanwhile (MiniLM on one torch thread while spaCy
-runs on the other core: the same vectors, bit for bit, as one call on torch's two threads).
+group's chunks are embedded in a thread of their own meanwhile (MiniLM on one torch thread while
+spaCy runs on the other core: the chunks' vectors came out bit for bit as on torch's two threads).
 """
 
 from __future__ import annotations
@@ -71,9 +71,9 @@ def _annotate_and_embed(index: ChunkIndex, group: Group, extractor: Extractor) -
 
     Two threads of their own embed, each on one torch thread (``embed_on_one_thread``): one the
     chunks, from the start (while spaCy runs here), the other the new entities' names once spaCy
-    has found them. Every store call stays on this thread. Entity rows are written before any chunk: a chunk stored with its ``entities``
-    is then always in the graph, even after a ``kill -9`` (an entity row listing a chunk never
-    stored is harmless).
+    has found them. Every store call stays on this thread. Entity rows are written before any
+    chunk: a chunk stored with its ``entities`` is then always in the graph, even after a
+    ``kill -9`` (an entity row listing a chunk never stored is harmless).
     """
     chunks = [c for _, chunks in group for c in chunks]
     known = index.existing_ids([str(c.id) for c in chunks])
