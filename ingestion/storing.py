@@ -8,14 +8,19 @@ the stored files are removed afterwards, in one query for the group; while a
 changed file has both versions stored, a record of the writer's own on the collection
 (``store.replacing``) lets every search see one version, on a Milvus server too, whenever the
 writer is killed; the next writer or the next process to open the collection finishes it.
-With an entity extractor, entity rows are written before the chunks that name them.
+With an entity extractor, entity rows are written before the chunks that name them, and the
+group's chunks are embedded in a thread of their own meanwhile (MiniLM on one torch thread while
+spaCy runs on the other core: the chunks' vectors came out bit for bit as on torch's two threads).
 """
 
 from __future__ import annotations
 
-from langchain_core.documents import Document
+from concurrent.futures import ThreadPoolExecutor
 
-from rag_graphs.entity_graph.build import add_entities
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+
+from rag_graphs.entity_graph.build import add_entities, embed_on_one_thread
 from rag_graphs.entity_graph.entities import Extractor, annotate
 from rag_graphs.ingestion.report import FileResult
 from rag_graphs.store.fields import ENTITIES_FIELD
@@ -36,16 +41,14 @@ def store_group(index: ChunkIndex, group: Group, extractor: Extractor | None = N
     recorded in the entity collection, so graph search sees them at once.
     """
     if extractor:
-        names = _annotate_new(index, group, extractor)
-        # Entity rows first: a chunk stored with its ``entities`` is then always in the graph,
-        # even after a ``kill -9`` (an entity row listing a chunk never stored is harmless).
-        add_entities(index, [c for _, chunks in group for c in chunks if ENTITIES_FIELD in c.metadata], names)
+        vectors = _annotate_and_embed(index, group, extractor)
+    else:
+        vectors = embed_new(index, [c for _, chunks in group for c in chunks])
     finish_committed(index)  # what a writer killed after its commit left (on a server: any time)
     changed = index.changed_sources(_versions(group))
     replacement = Replacement(index, changed)
     if changed:
         replacement.begin()  # the new versions stay hidden until all stored (store.replacing)
-    vectors = embed_new(index, [c for _, chunks in group for c in chunks])
     if vectors is None or not _store_together(index, group, vectors):
         _store_each(index, group, vectors)
     stored = [(r, c) for r, c in group if r.error is None and c]
@@ -62,21 +65,49 @@ def _versions(group: Group) -> dict[str, str]:
     return {c[0].metadata["source"]: c[0].metadata["doc_hash"] for _, c in group if c}
 
 
-def _annotate_new(index: ChunkIndex, group: Group, extractor: Extractor) -> dict[str, str]:
-    """Entities for the group's chunks not stored yet (stored ones have theirs); a surface form per key."""
+def _annotate_and_embed(index: ChunkIndex, group: Group, extractor: Extractor) -> Vectors | None:
+    """Entities for the group's new chunks (stored ones have theirs) recorded in the entity rows;
+    the new chunks' vectors (None if embedding failed).
+
+    Two threads of their own embed, each on one torch thread (``embed_on_one_thread``): one the
+    chunks, from the start (while spaCy runs here), the other the new entities' names once spaCy
+    has found them. Every store call stays on this thread. Entity rows are written before any
+    chunk: a chunk stored with its ``entities`` is then always in the graph, even after a
+    ``kill -9`` (an entity row listing a chunk never stored is harmless).
+    """
     chunks = [c for _, chunks in group for c in chunks]
     known = index.existing_ids([str(c.id) for c in chunks])
-    return annotate([c for c in chunks if str(c.id) not in known], extractor)
+    fresh = [c for c in chunks if str(c.id) not in known]
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="ingest-embed") as embedder:
+        vectors = embedder.submit(_embed, index.embeddings, {str(c.id): c.page_content for c in fresh}, True)
+        names = annotate(fresh, extractor)
+        add_entities(
+            index,
+            [c for c in chunks if ENTITIES_FIELD in c.metadata],
+            names,
+            embed=lambda labels: embedder.submit(embed_on_one_thread, index.embeddings, labels).result(),
+        )
+        return vectors.result()
 
 
 def embed_new(index: ChunkIndex, chunks: list[Document]) -> Vectors | None:
     """Vectors of the chunks not stored yet, by chunk id, in one embedding call (None if it failed)."""
     known = index.existing_ids([str(c.id) for c in chunks])
-    fresh = {str(c.id): c.page_content for c in chunks if str(c.id) not in known}
-    if not fresh:
+    return _embed(index.embeddings, {str(c.id): c.page_content for c in chunks if str(c.id) not in known})
+
+
+def _embed(embeddings: Embeddings, texts: dict[str, str], one_thread: bool = False) -> Vectors | None:
+    """Chunk id -> vector of ``texts`` (id -> text) in one call, on one torch thread with
+    ``one_thread`` (``embed_on_one_thread``); None if it failed."""
+    if not texts:
         return {}
     try:
-        return dict(zip(fresh, index.embeddings.embed_documents(list(fresh.values())), strict=True))
+        vectors = (
+            embed_on_one_thread(embeddings, list(texts.values()))
+            if one_thread
+            else embeddings.embed_documents(list(texts.values()))
+        )
+        return dict(zip(texts, vectors, strict=True))
     except Exception:  # noqa: BLE001 - retried file by file, where the error gets a name
         return None
 

@@ -38,10 +38,14 @@ carry them but are in no entity row, left by older versions, are re-recorded).
 
 from __future__ import annotations
 
+import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
 
 from rag_graphs.entity_graph.entities import Extractor, extract, title_mentions
 from rag_graphs.entity_graph.rows import (
@@ -61,14 +65,20 @@ from rag_graphs.support.progress import progress_bar
 
 
 def add_entities(
-    index: ChunkIndex, chunks: list[Document], names: dict[str, str] | None = None, *, batch: int = 1024
+    index: ChunkIndex,
+    chunks: list[Document],
+    names: dict[str, str] | None = None,
+    *,
+    batch: int = 1024,
+    embed: Callable[[list[str]], list[list[float]]] | None = None,
 ) -> int:
     """Record the annotated ``chunks`` in the entity collection; return how many entities were new.
 
     Chunks carry ``metadata["entities"]`` (``rag_graphs.entity_graph.entities.annotate``,
     whose return value is ``names``: a surface form per key; the key itself is
     the name otherwise). New entities are embedded with the collection's model
-    and inserted; known ones get the chunks appended to their list.
+    and inserted (by ``embed`` when given, else ``embed_on_one_thread``); known ones get the
+    chunks appended to their list.
     """
     ensure_entity_collection(index)
     table = entity_table(index)
@@ -98,7 +108,7 @@ def add_entities(
     for i in range(0, len(missing), batch):
         part = missing[i : i + batch]
         labels = [names.get(k, k) for k in part]
-        vectors = index.embeddings.embed_documents(labels)
+        vectors = (embed or partial(embed_on_one_thread, index.embeddings))(labels)
         rows = []
         for key, label, vector in zip(part, labels, vectors, strict=True):
             ids = list(dict.fromkeys(postings[key]))
@@ -114,6 +124,34 @@ def add_entities(
         table.insert(rows)
     index.mark_changed()  # cached graph rankings (any process) are stale now
     return len(missing)
+
+
+def embed_on_one_thread(embeddings: Embeddings, texts: list[str]) -> list[list[float]]:
+    """``embeddings.embed_documents(texts)``, the embedded model (``LocalEmbeddings``) on one
+    torch thread in the calling thread; any other model as is.
+
+    Entity names are a few tokens each, so embedding them is hundreds of tiny forward passes, and
+    torch's two threads wait on each other at every one of them whenever anything else runs on
+    the machine: 871 names took 10-15 s on two threads and 4-5 s on one (2.2 s of CPU against
+    10-14) with the 2 cores shared (BENCHMARKS.md, "Ingest throughput (issue 47)"). Ingest embeds
+    a group's chunks this way too, in a thread of their own while spaCy finds their entities, so
+    the two use one core each. torch's thread count (OpenMP's) is the calling thread's own: set
+    and restored here, it changes no other thread's. Names embed to the same vectors on any
+    machine within ~3e-7 (one thread rounds differently from two on inputs this short; chunks'
+    vectors came out bit for bit the same). The model's module is not imported to check: a
+    model of that class means it is imported already.
+    """
+    local = sys.modules.get("rag_graphs.store.local_embeddings")
+    if local is None or not isinstance(embeddings, local.LocalEmbeddings):
+        return embeddings.embed_documents(texts)
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return embeddings.embed_documents(texts)
+    finally:
+        torch.set_num_threads(before)
 
 
 @dataclass
