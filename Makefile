@@ -44,7 +44,8 @@ $(STAMP): pyproject.toml constraints.txt
 	       exit 1; } ;; esac
 	touch $@
 
-# About 4 minutes on 2 cores after install: ingest, a RAPTOR tree, every method on one question.
+# About 9 minutes on 2 idle cores after install: ingest, community reports, a RAPTOR tree, every
+# method on a four-hop and a two-hop question, GraphRAG's global search.
 demo: install
 	$(BIN)/rag-graphs demo
 

@@ -83,15 +83,15 @@ ANSWER_TOKENS = 128
 sentences. The 256 default doubles the slowest calls, the RAPTOR build most of all."""
 
 # What each step should take on an idle 2-core machine after install, shown beside each step so
-# a newcomer knows what to wait for. Derived from the last uncontended demo measurement
-# (BENCHMARKS.md: ingest ~25 s, ~8 s per method run at 256 tokens) with the 128-token budget;
-# on a busy machine every step takes several times longer.
+# a newcomer knows what to wait for: the last uncontended demo (fresh clone, 2026-11-28, nothing
+# else running: ingest 27 s, reports 62 s for 4 calls, tree 18 s, the questions 222 s and 182 s,
+# IterDRAG's SmolLM2 follow-ups 75 s of each); on a busy machine every step takes several times longer.
 STEP_ESTIMATES = {
-    "ingest": "35 s; seconds when already ingested",
-    "raptor": "40 s the first time; re-runs resume",
-    "communities": "15 s the first time (one call per community); re-runs resume",
-    "methods": "150 s",
-    "two_hop": "120 s",
+    "ingest": "30 s; seconds when already ingested",
+    "raptor": "20 s the first time; re-runs resume",
+    "communities": "60 s the first time (one call per community); re-runs resume",
+    "methods": "220 s",
+    "two_hop": "180 s",
 }
 
 SMALL_MODEL_NOTE = (
