@@ -64,9 +64,8 @@ def capture_stages() -> dict:
 def dump(args) -> None:
     import rag_graphs.entity_graph.candidates as candidates
     from rag_graphs.config.graph_search import GraphSearchOptions
-    from rag_graphs.entity_graph.candidates import candidate_features, pool_of, read_pool
     from rag_graphs.entity_graph.graph_search import graph_search
-    from rag_graphs.entity_graph.rank import full_order
+    from rag_graphs.entity_graph.learned_rank import RankInputs, pool_features
     from rag_graphs.eval.corpus import collection_name
     from rag_graphs.eval.datasets import load_dataset
     from rag_graphs.eval.halves import half_of
@@ -102,31 +101,22 @@ def dump(args) -> None:
                 first = seen["first"][2]
                 protected = [str(d.id) for d, _ in first.ranking]
                 start = time.perf_counter()
-                order = full_order(
-                    walked.chunks,
-                    walked.probabilities,
+                held = RankInputs(
+                    e.question,
+                    seen["embed_queries"][2][0],
+                    first,
+                    seen["link_question"][2].seeds,
+                    seen["fetch_neighbourhood"][2],
+                    walked,
                     protected,
+                )
+                pool, features = pool_features(
+                    index,
+                    held,
                     k=5,
                     keep_first=options.keep_first,
                     keep_in_top=min(options.keep_in_top, 4),
-                )
-                pool = pool_of(
-                    order, [str(d.id) for d, _ in first.dense], [str(d.id) for d, _ in (first.hybrid or [])]
-                )
-                vector = seen["embed_queries"][2][0]
-                cosines, texts = read_pool(index, pool, vector, None)
-                features = candidate_features(
-                    pool,
-                    order=order,
-                    chunks=walked.chunks,
-                    probabilities=walked.probabilities,
-                    dense=first.dense,
-                    hybrid=first.hybrid,
-                    seeds=seen["link_question"][2].seeds,
-                    hood=seen["fetch_neighbourhood"][2],
-                    cosines=cosines,
-                    texts=texts,
-                    question=e.question,
+                    expr=None,
                 )
                 record["ms_features"] = (time.perf_counter() - start) * 1000
                 record["pool"] = pool

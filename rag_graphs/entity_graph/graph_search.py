@@ -32,7 +32,7 @@ from langchain_core.documents import Document
 
 from rag_graphs.config.graph_search import GraphSearchOptions
 from rag_graphs.entity_graph.first_search import first_searches, plain_ranking
-from rag_graphs.entity_graph.learned_rank import learned_ranking, shipped_ranker
+from rag_graphs.entity_graph.learned_rank import RankInputs, learned_ranking, shipped_ranker
 from rag_graphs.entity_graph.linking import link_question
 from rag_graphs.entity_graph.neighbourhood import fetch_neighbourhood
 from rag_graphs.entity_graph.rank import documents_of, rank
@@ -124,20 +124,8 @@ def graph_search(
     keep_in_top = max(min(options.keep_in_top, k - 1), 0)  # the walk always keeps a place
     keep = {"keep_first": options.keep_first, "keep_in_top": keep_in_top}
     if options.learned_rank:
-        ranked = learned_ranking(
-            index,
-            shipped_ranker(),
-            query=query,
-            vector=vector,
-            first=first,
-            seeds=question.seeds,
-            hood=hood,
-            walked=walked,
-            protected=protected,
-            k=k,
-            expr=expr,
-            **keep,
-        )
+        held = RankInputs(query, vector, first, question.seeds, hood, walked, protected)
+        ranked = learned_ranking(index, shipped_ranker(), held, k=k, expr=expr, **keep)
     else:
         ranked = rank(walked.chunks, walked.probabilities, protected, k=k, **keep)
     laps("rank")  # the learned ranker's read, features and trees, when on

@@ -125,35 +125,40 @@ def shipped_ranker() -> TreeRanker:
     return load_ranker()
 
 
-def learned_ranking(
-    index: ChunkIndex,
-    ranker: TreeRanker,
-    *,
-    query: str,
-    vector: Sequence[float],
-    first: FirstHits,
-    seeds: Mapping[str, Mapping],
-    hood: Neighbourhood,
-    walked: Walk,
-    protected: Sequence[str],
-    k: int,
-    keep_first: int,
-    keep_in_top: int,
-    expr: str | None,
-) -> list[tuple[str, float]]:
-    """The top ``k`` of graph search's candidates by ``ranker``, with its scores min-max normalised
-    over the pool and handed out best first.
+@dataclass(frozen=True)
+class RankInputs:
+    """What graph search holds when it ranks: the question and its vector, the first searches, the
+    linked seeds, the neighbourhood, the walk and hybrid's ranking (``protected``)."""
 
-    The candidates and their signals are those of ``rank.rank``'s order under ``keep_first`` and
-    ``keep_in_top`` (the order the ranker was trained beside); the ranker's order is final, since on
-    the tune halves forcing hybrid's top back in afterwards cost R@2 and gained no R@5.
-    """
+    query: str
+    vector: Sequence[float]
+    first: FirstHits
+    seeds: Mapping[str, Mapping]
+    hood: Neighbourhood
+    walked: Walk
+    protected: Sequence[str]
+
+
+def pool_features(
+    index: ChunkIndex, held: RankInputs, *, k: int, keep_first: int, keep_in_top: int, expr: str | None
+) -> tuple[list[str], np.ndarray]:
+    """The candidates to rank and their signals (``candidates.FEATURES``, one row each): those of
+    ``rank.rank``'s order under ``keep_first`` and ``keep_in_top`` (the order the ranker was
+    trained beside), with the first hits. ``bench/graph_ltr.py`` dumps exactly these."""
+    walked = held.walked
     assert walked.probabilities is not None
-    protect = {"keep_first": keep_first, "keep_in_top": keep_in_top}
-    order = full_order(walked.chunks, walked.probabilities, protected, k=k, **protect)
+    order = full_order(
+        walked.chunks,
+        walked.probabilities,
+        held.protected,
+        k=k,
+        keep_first=keep_first,
+        keep_in_top=keep_in_top,
+    )
+    first = held.first
     dense, hybrid = [str(d.id) for d, _ in first.dense], [str(d.id) for d, _ in first.hybrid or []]
     pool = pool_of(order, dense, hybrid, k=k)
-    cosines, texts = read_pool(index, pool, vector, expr)
+    cosines, texts = read_pool(index, pool, held.vector, expr)
     x = candidate_features(
         pool,
         order=order,
@@ -161,12 +166,32 @@ def learned_ranking(
         probabilities=walked.probabilities,
         dense=first.dense,
         hybrid=first.hybrid,
-        seeds=seeds,
-        hood=hood,
+        seeds=held.seeds,
+        hood=held.hood,
         cosines=cosines,
         texts=texts,
-        question=query,
+        question=held.query,
     )
+    return pool, x
+
+
+def learned_ranking(
+    index: ChunkIndex,
+    ranker: TreeRanker,
+    held: RankInputs,
+    *,
+    k: int,
+    keep_first: int,
+    keep_in_top: int,
+    expr: str | None,
+) -> list[tuple[str, float]]:
+    """The top ``k`` of graph search's candidates (``pool_features``) by ``ranker``, with its scores
+    min-max normalised over the pool and handed out best first.
+
+    The ranker's order is final, since on the tune halves forcing hybrid's top back in afterwards
+    cost R@2 and gained no R@5.
+    """
+    pool, x = pool_features(index, held, k=k, keep_first=keep_first, keep_in_top=keep_in_top, expr=expr)
     scores = ranker.score(x)
     ranked = [pool[i] for i in np.argsort(-scores, kind="stable")]
     handed = np.sort(minmax(scores))[::-1]
