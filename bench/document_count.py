@@ -46,14 +46,14 @@ def main() -> None:
     from langchain_core.messages import AIMessage
 
     from rag_graphs.config.context import RagContext
-    from rag_graphs.ingestion import ingest
+    from rag_graphs.ingestion import IngestOptions, ingest
     from rag_graphs.methods import get_graph
     from rag_graphs.store import open_index
 
     store = str(Path(tempfile.mkdtemp()) / "milvus.db")
     index = open_index(store, "bench", DeterministicFakeEmbedding(size=32))  # the index runs use
     corpus = Path(str(resources.files("rag_graphs").joinpath("demo_corpus")))
-    ingest([corpus], uri=store, collection="bench", index=index, progress=False)
+    ingest([corpus], index=index, options=IngestOptions(progress=False))
     for _ in range(args.runs):  # a later run: same settings, search cache warm
         ctx = RagContext(
             chat_model=GenericFakeChatModel(messages=iter(AIMessage(content=r) for r in REPLIES)),

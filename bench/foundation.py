@@ -108,8 +108,9 @@ def _ingest_ratio(emb, rounds: int = 3) -> dict[str, float]:
     ``rounds`` rounds and each side takes its median: on a noisy 2-core machine
     one pair varies by +-5%. Target (issue 3): end to end >= 0.8 of raw embedding.
     """
+    from rag_graphs.config.context import RagContext
     from rag_graphs.eval.datasets import load_dataset
-    from rag_graphs.ingestion import ingest
+    from rag_graphs.ingestion import IngestOptions, ingest
     from rag_graphs.store import open_index
 
     dataset = load_dataset(Path(__file__).resolve().parent.parent.parent / "shared" / "eval" / "hotpotqa")
@@ -124,7 +125,11 @@ def _ingest_ratio(emb, rounds: int = 3) -> dict[str, float]:
             (folder / f"doc{i:03d}.md").write_text(f"# Notes {i}\n\n{text}\n", encoding="utf-8")
         for round_ in range(rounds):
             uri = str(Path(tmp) / f"ingest{round_}.db")
-            report = ingest([folder], uri=uri, collection="ingest", progress=False)
+            report = ingest(
+                [folder],
+                index=RagContext(store_uri=uri, collection="ingest"),
+                options=IngestOptions(progress=False),
+            )
             end_to_end.append(report.chunks / report.seconds)
             texts = [d.page_content for d, _ in open_index(uri, "ingest", emb).iter_chunks()]
             t = time.perf_counter()
@@ -140,7 +145,7 @@ def _ingest_ratio(emb, rounds: int = 3) -> dict[str, float]:
 
 def main() -> None:
     from rag_graphs.config.context import RagContext
-    from rag_graphs.ingestion import ingest
+    from rag_graphs.ingestion import IngestOptions, ingest
     from rag_graphs.llm.models import load_chat_model
     from rag_graphs.methods.naive import graph
     from rag_graphs.store import load_embeddings, open_index
@@ -163,10 +168,18 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         uri = str(Path(tmp) / "bench.db")
-        report = ingest([corpus], uri=uri, collection="bench", progress=False)
+        report = ingest(
+            [corpus],
+            index=RagContext(store_uri=uri, collection="bench"),
+            options=IngestOptions(progress=False),
+        )
         rows["demo ingest into a new store: convert + chunk + embed + insert + flush (s)"] = report.seconds
         rows["demo chunks"] = report.chunks
-        again = ingest([corpus], uri=uri, collection="bench", progress=False)
+        again = ingest(
+            [corpus],
+            index=RagContext(store_uri=uri, collection="bench"),
+            options=IngestOptions(progress=False),
+        )
         rows["demo re-ingest, nothing new (s)"] = again.seconds
 
         index = open_index(uri, "bench", emb)

@@ -156,7 +156,7 @@ def run_worker(args: argparse.Namespace) -> None:
     import rag_graphs.ingestion.pipeline as pipeline
     import rag_graphs.ingestion.storing as storing
     from rag_graphs.entity_graph.entities import SpacyExtractor, load_spacy
-    from rag_graphs.ingestion import ingest
+    from rag_graphs.ingestion import IngestOptions, ingest
     from rag_graphs.store import ChunkIndex, load_embeddings
     from rag_graphs.store.embeddings import chunk_tokenizer
 
@@ -185,7 +185,7 @@ def run_worker(args: argparse.Namespace) -> None:
     load = os.getloadavg()[0]
     cpu = time.process_time()
     start = time.perf_counter()
-    report = ingest([Path(args.corpus)], index=index, progress=False, entities="auto")
+    report = ingest([Path(args.corpus)], index=index, options=IngestOptions(progress=False, entities="auto"))
     seconds = time.perf_counter() - start
     cpu = time.process_time() - cpu
     if report.failed:

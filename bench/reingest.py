@@ -44,7 +44,7 @@ def write_folder(folder: Path, count: int) -> None:
 def measure(count: int, work: Path, embeddings_spec: str, graph: bool) -> dict:
     from langchain_core.embeddings import DeterministicFakeEmbedding
 
-    from rag_graphs.ingestion import ingest
+    from rag_graphs.ingestion import IngestOptions, ingest
     from rag_graphs.store import ChunkIndex, load_embeddings
 
     root = work / f"n{count}"
@@ -58,7 +58,9 @@ def measure(count: int, work: Path, embeddings_spec: str, graph: bool) -> dict:
     times = {}
     for run in ("first", "again"):
         start = time.perf_counter()
-        report = ingest([root / "docs"], index=index, progress=False, entities=entities)
+        report = ingest(
+            [root / "docs"], index=index, options=IngestOptions(progress=False, entities=entities)
+        )
         times[run] = time.perf_counter() - start
         assert not report.failed, report.summary()
     assert len(report.unchanged) == count, report.summary()

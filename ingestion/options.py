@@ -1,33 +1,40 @@
 """``IngestOptions``: what an ingest does with its files, as one typed, checked value.
 
-Which files to take, how to convert, caption and label them: a dozen settings
-that used to be separate keyword arguments threaded through ``ingest``. As
-one frozen object they can be built once (from CLI flags, a config, a
-notebook cell), reused across calls and compared, and they are checked when
-built, so a bad label fails before any file is read. ``ingest`` still takes
-each setting as a keyword (``options_with``) for callers that name one or two.
+Which files to take, how to convert, caption and label them, how to report: every setting of
+``ingest(sources, *, index, options)`` but the store. As one frozen object they can be built once
+(from CLI flags, a config, a notebook cell), reused across calls and compared, and they are checked
+when built, so a bad label fails before any file is read and a misspelt setting is a ``TypeError``
+naming it.
+
+The access labels (``tenant``, ``tags``) start ``Unset`` (``rag_graphs.state.Unset``, the marker
+state fields use): an ingest fills them from its context or the environment, while a label the
+caller gave, ``tenant=None`` (public) included, is the call's own and wins. Before, ``ingest`` took
+each setting as a keyword and told the two apart by which keywords were passed.
 """
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import math
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, fields, replace
-from typing import Any
+from typing import Any, Self
 
 from rag_graphs.entity_graph.entities import Extractor
 from rag_graphs.ingestion.convert.captioning import Captioner, CaptionPrompt
 from rag_graphs.ingestion.convert.converter import TIMEOUT_SECONDS, ConvertOptions
 from rag_graphs.ingestion.convert.guards import MAX_FILE_BYTES
+from rag_graphs.ingestion.report import FileResult
+from rag_graphs.state import Unset
 from rag_graphs.store.fields import TAGS_FIELD, TENANT_FIELD
 
 
 @dataclass(frozen=True)
 class IngestOptions:
-    """How ``ingest`` turns files into stored chunks (where they go is ``ingest``'s own arguments).
+    """How ``ingest`` turns files into stored chunks (where they go is ``ingest``'s ``index``).
 
     Attributes:
         include: glob patterns of the only files to take (all when empty).
@@ -44,9 +51,11 @@ class IngestOptions:
             killed and replaced when a file overruns: the file is reported, the batch goes on);
             None converts in this process with no limit.
         tenant: access label stored on every chunk; searches with ``RagContext(tenant=...)``
-            see only their tenant's chunks.
+            see only their tenant's chunks. Unset (the default): the ingest's context's
+            (``RagContext.tenant``, ``RAG_GRAPHS_TENANT``); ``None`` says public, whatever they say.
         tags: access labels stored on every chunk (``RagContext(tags=...)`` admits a chunk
-            carrying any of them). Re-ingesting with other labels replaces the file's chunks.
+            carrying any of them); unset as ``tenant`` is, ``()`` says none. Re-ingesting with
+            other labels replaces the file's chunks.
         entities: who finds each chunk's entities for graph search (what ``search_mode="auto"``,
             the default, searches with when the collection has them; the ``hipporag`` method):
             ``auto`` (the default: spaCy NER offline, for a new collection or one that has a graph
@@ -58,6 +67,9 @@ class IngestOptions:
         force: convert every file even when it is unchanged since it was stored (off: a file
             whose bytes and chunk settings match what the collection holds is skipped before
             conversion; see ``rag_graphs.store.files``).
+        progress: show a progress bar.
+        on_file: called with each file's result as soon as it is stored or has failed (live
+            reporting; ``tests/crash_worker.py`` counts stored files with it).
 
     ``include``, ``exclude`` and ``tags`` accept any iterable of strings (or one string)
     and are kept as tuples.
@@ -77,22 +89,38 @@ class IngestOptions:
     max_file_bytes: int = MAX_FILE_BYTES
     docling_serve: str | None = None
     timeout: float | None = TIMEOUT_SECONDS
-    tenant: str | None = None
-    tags: Sequence[str] = ()
+    tenant: str | None | Unset = Unset(None)
+    tags: Sequence[str] | Unset = Unset(())
     entities: str | Extractor | None = "auto"
     force: bool = False
+    progress: bool = True
+    on_file: Callable[[FileResult], None] | None = None
+
+    def __new__(cls, *args: Any, **settings: Any) -> Self:
+        """Refuse a setting ``IngestOptions`` has not, naming it, the closest one and every one."""
+        names = [f.name for f in fields(cls)]
+        unknown = [name for name in settings if name not in names]
+        if unknown:
+            guess = difflib.get_close_matches(unknown[0], names, n=1)
+            raise TypeError(
+                f"IngestOptions: unknown setting{'s' if len(unknown) > 1 else ''} "
+                f"{', '.join(map(repr, unknown))}{f' (did you mean {guess[0]!r}?)' if guess else ''}; "
+                f"its settings are {', '.join(names)}"
+            )
+        return super().__new__(cls)
 
     def __post_init__(self) -> None:
         for name in ("include", "exclude", "tags"):
-            value: Iterable[str] = getattr(self, name)
-            object.__setattr__(self, name, (value,) if isinstance(value, str) else tuple(value))
-        access_labels(self.tenant, self.tags)
+            value: Iterable[str] | Unset = getattr(self, name)
+            if not isinstance(value, Unset):
+                object.__setattr__(self, name, (value,) if isinstance(value, str) else tuple(value))
+        access_labels(_value(self.tenant), _value(self.tags))  # checked now, before any file is read
         check_bounds(self.max_file_bytes, self.timeout)
 
     @property
     def labels(self) -> dict[str, Any]:
-        """The access labels stored on every chunk (see ``access_labels``)."""
-        return access_labels(self.tenant, self.tags)
+        """The access labels stored on every chunk (see ``access_labels``; an unset one as none)."""
+        return access_labels(_value(self.tenant), _value(self.tags))
 
     def convert_options(self) -> ConvertOptions:
         """The conversion settings among these options."""
@@ -146,57 +174,38 @@ class IngestOptions:
 CHUNKS_VERSION = 1
 """Bump when chunking changes what a file gives: files recorded before then convert again."""
 
-OPTION_NAMES: tuple[str, ...] = tuple(f.name for f in fields(IngestOptions))
-
-
-def options_with(options: IngestOptions | None, overrides: Mapping[str, Any]) -> IngestOptions:
-    """``options`` (default: ``IngestOptions()``) with the settings named in ``overrides`` replaced.
-
-    Raises:
-        TypeError: an override names no ``IngestOptions`` field (the message names it).
-    """
-    unknown = sorted(set(overrides) - set(OPTION_NAMES))
-    if unknown:
-        raise TypeError(
-            f"ingest() got unexpected keyword argument(s) {', '.join(map(repr, unknown))}; "
-            f"its settings are {', '.join(OPTION_NAMES)} (or pass options=IngestOptions(...))"
-        )
-    return replace(options or IngestOptions(), **overrides)
-
-
 LABEL_ENV = {"tenant": "RAG_GRAPHS_TENANT", "tags": "RAG_GRAPHS_TAGS"}
 """The environment variables that restrict a run's reads to labels (``RagContext.tenant``/``tags``)."""
 
 
-def with_context_labels(options: IngestOptions, named: Iterable[str], context: Any) -> IngestOptions:
-    """``options`` with each access label the call leaves unset (not a keyword in ``named``, empty
-    in ``options``) taken from ``context`` (a ``RagContext``), or, without one, from
-    ``RAG_GRAPHS_TENANT``/``RAG_GRAPHS_TAGS`` read as ``RagContext()`` reads them.
+def with_context_labels(options: IngestOptions, context: Any) -> IngestOptions:
+    """``options`` with each access label it leaves ``Unset`` taken from ``context`` (a
+    ``RagContext``), or, without one, from ``RAG_GRAPHS_TENANT``/``RAG_GRAPHS_TAGS`` read as
+    ``RagContext()`` reads them; a label neither gives is none. The result has no unset label.
 
     The variables that restrict every search to a tenant used to be ignored by ingest: its chunks
-    were stored unlabelled, out of reach of that tenant's searches, without a word. A keyword
-    (``tenant=None`` included) or a label in ``options`` is the call's own and wins, as ``ask
-    --tenant`` wins over the environment.
+    were stored unlabelled, out of reach of that tenant's searches, without a word. A label the
+    options give (``tenant=None`` included) is the call's own and wins, as ``ask --tenant`` wins
+    over the environment.
 
     Raises:
         pydantic.ValidationError: a variable set but naming nothing (``RAG_GRAPHS_TENANT=``), as
             ``RagContext()`` refuses it.
     """
-    unset = {
-        name
-        for name in LABEL_ENV
-        if name not in named and not getattr(options, name)  # tenant None, tags ()
-    }
-    if not unset:
-        return options
-    if context is None:
-        if not any(os.environ.get(LABEL_ENV[name]) is not None for name in unset):
-            return options
+    unset = [name for name in LABEL_ENV if isinstance(getattr(options, name), Unset)]
+    if context is None and any(os.environ.get(LABEL_ENV[name]) is not None for name in unset):
         from rag_graphs.config.context import RagContext
 
         context = RagContext()
     found = {name: getattr(context, name, None) for name in unset}
-    return replace(options, **{name: value for name, value in found.items() if value})
+    return replace(
+        options, **{name: value or _value(getattr(options, name)) for name, value in found.items()}
+    )
+
+
+def _value(label: Any) -> Any:
+    """A label as it reads: an unset one as its default (no tenant, no tags)."""
+    return label.value if isinstance(label, Unset) else label
 
 
 def check_bounds(max_file_bytes: Any, timeout: Any) -> None:

@@ -1,10 +1,11 @@
-"""``ingest(paths)``: convert, chunk, embed and store, with a progress bar and a report.
+"""``ingest(sources, *, index, options)``: convert, chunk, embed and store, with a progress bar
+and a report.
 
 A bad file never stops the batch and never half-writes: each file's chunks
 are built completely before any of them is stored, and a failure is recorded
-in the report with the file's name. What to do with the files is one
-``IngestOptions``; where their chunks go (store, collection, embedding model)
-is ``ingest``'s own arguments.
+in the report with the file's name. One entry, three parts: what to ingest (paths, URLs,
+in-memory ``Text``s), where it goes (an open ``ChunkIndex``, or a ``RagContext`` naming a store,
+collection and embedding model), and what to do with the files (one ``IngestOptions``).
 """
 
 from __future__ import annotations
@@ -16,11 +17,11 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from langchain_core.documents import Document
-from langchain_core.embeddings import Embeddings
 
+from rag_graphs.config.context import RagContext
 from rag_graphs.config.fields import DEFAULT_STORE_URI
 from rag_graphs.entity_graph.entities import Extractor, load_extractor
 from rag_graphs.entity_graph.rows import has_graph
@@ -28,9 +29,9 @@ from rag_graphs.ingestion.convert.captioning import load_captioner
 from rag_graphs.ingestion.convert.chunking import chunk_document
 from rag_graphs.ingestion.convert.discover import find_files
 from rag_graphs.ingestion.convert.entry import convert
-from rag_graphs.ingestion.options import IngestOptions, access_labels, options_with, with_context_labels
+from rag_graphs.ingestion.options import IngestOptions, access_labels, with_context_labels
 from rag_graphs.ingestion.report import FileResult, IngestReport
-from rag_graphs.ingestion.sources import Source, Sources
+from rag_graphs.ingestion.sources import Source, Sources, Text
 from rag_graphs.ingestion.storing import Group, store_group
 from rag_graphs.ingestion.unchanged import UnchangedFiles
 from rag_graphs.store.embeddings import (
@@ -38,6 +39,7 @@ from rag_graphs.store.embeddings import (
     chunk_tokenizer,
     embeddings_identity,
     load_embeddings,
+    loaded_spec,
 )
 from rag_graphs.store.files import FileRecord, FileRecords
 from rag_graphs.store.index import ChunkIndex, open_index
@@ -54,71 +56,60 @@ AHEAD_FILES = 16  # files converted and chunked ahead while a group is embedded
 
 
 def ingest(
-    paths: Iterable[Source],
+    sources: Source | Iterable[Source],
     *,
-    uri: str | None = None,
-    collection: str | None = None,
-    embeddings: str = EMBEDDED,
-    hybrid: bool = True,
-    index: ChunkIndex | None = None,
-    context: Any = None,
-    progress: bool = True,
-    on_file: Callable[[FileResult], None] | None = None,
+    index: ChunkIndex | RagContext | None = None,
     options: IngestOptions | None = None,
-    **settings: Any,
 ) -> IngestReport:
-    """Ingest files and folders into the Milvus collection ``collection`` at ``uri``.
+    """Ingest files, folders, URLs and in-memory texts into one Milvus collection.
 
     Args:
-        paths: files or folders (folders recurse; hidden files skipped), ``http(s)://`` URLs
-            (fetched first under an SSRF guard, ``rag_graphs.ingestion.convert.urls``), or texts
-            held in memory (``Text``, stored as ``text://<name>``): ``rag_graphs.ingestion.sources``.
-        uri: Milvus Lite path or Milvus server URI.
-        collection: collection name.
-        embeddings: embedding model spec (see ``rag_graphs.store.embeddings``); its
-            tokenizer also bounds chunk size.
-        hybrid: create the collection with BM25 + dense (only when new).
-        index: an already-open index (overrides uri/collection/embeddings).
-        context: an object with ``store_uri``, ``collection`` and ``embeddings``
-            (a ``RagContext``) supplying what ``uri``/``collection``/``embeddings`` leave out.
-        progress: show a progress bar.
-        on_file: called after each file, for live reporting.
-        options: which files to take and how to convert, caption and label them
-            (``IngestOptions``; its defaults when not given). An access label neither it nor a
-            keyword sets is ``context``'s (``RagContext.tenant``/``tags``), or without a context
-            ``RAG_GRAPHS_TENANT``/``RAG_GRAPHS_TAGS``'s: the chunks are stored where the
-            searches of that setting look (``options.with_context_labels``).
-        **settings: any ``IngestOptions`` field by name (``include``, ``exclude``,
-            ``follow_links``, ``captioner``, ``caption_prompt``, ``allow_fetch``, ``max_file_bytes``,
-            ``docling_serve``, ``timeout``, ``tenant``, ``tags``, ``entities``), replacing that
-            field of ``options``.
+        sources: one source or several: files or folders (folders recurse; hidden files
+            skipped), ``http(s)://`` URLs (fetched first under an SSRF guard,
+            ``rag_graphs.ingestion.convert.urls``), or texts held in memory (``Text``, stored as
+            ``text://<name>``): ``rag_graphs.ingestion.sources``.
+        index: where the chunks go: an open ``ChunkIndex`` (the spec ``load_embeddings`` loaded
+            its model from, else the embedded model's, names the tokenizer bounding chunks), or a
+            ``RagContext`` (its ``store_uri``, ``collection`` and ``embeddings``: the collection is
+            opened, with BM25 + dense when new); None: ``RagContext()``, the store the environment
+            names (``RAG_GRAPHS_STORE_URI``...) or the default one.
+        options: which files to take, how to convert, caption and label them, how to report
+            (``IngestOptions``; its defaults when not given). An access label it leaves unset is
+            the context's (``RagContext.tenant``/``tags``: ``index``, or ``RAG_GRAPHS_TENANT``/
+            ``RAG_GRAPHS_TAGS`` for a ``ChunkIndex``): the chunks are stored where the searches
+            of that setting look (``options.with_context_labels``).
 
     Raises:
-        TypeError: a keyword names neither an argument nor an ``IngestOptions`` field.
-        ValueError: no store to write to (``uri`` and ``collection``, ``index`` or ``context``),
-            or an access label is not a non-empty string.
+        TypeError: ``options`` is not an ``IngestOptions`` or ``index`` neither a ``ChunkIndex``
+            nor a ``RagContext`` (a misspelt option is ``IngestOptions``' own ``TypeError``).
+        ValueError: an access label is not a non-empty string.
         FileNotFoundError: a path does not exist (checked before any work).
         ingestion.store.lite.StoreLockedError: another process holds the store.
     """
     start = time.perf_counter()
-    options = with_context_labels(options_with(options, settings), settings, context)
-    sources = Sources.gather(paths, max_bytes=options.max_file_bytes, allow_private=options.allow_fetch)
-    uri, collection, embeddings, model = _store_settings(uri, collection, embeddings, context)
+    options = options if options is not None else IngestOptions()
+    if not isinstance(options, IngestOptions):
+        raise TypeError(f"ingest: options={options!r}: expected IngestOptions(...)")
+    if index is None:
+        index = RagContext()
+    if not isinstance(index, ChunkIndex | RagContext):
+        raise TypeError(f"ingest: index={index!r}: expected a ChunkIndex or a RagContext")
+    options = with_context_labels(options, index if isinstance(index, RagContext) else None)
+    if isinstance(sources, str | Path | Text):
+        sources = [sources]
+    gathered = Sources.gather(sources, max_bytes=options.max_file_bytes, allow_private=options.allow_fetch)
     found = find_files(
-        sources.paths,  # URLs and texts replaced by their files
+        gathered.paths,  # URLs and texts replaced by their files
         exclude=options.exclude,
         include=options.include,
         follow_links=options.follow_links,
-        avoid=own_folders(index.uri if index is not None else uri),
+        avoid=own_folders(index.uri if isinstance(index, ChunkIndex) else index.store_uri),
     )
     files = found.files
     report = IngestReport()
     wanted = options.entities
     chosen = load_extractor(wanted) if wanted not in (None, "auto") else None  # bad spec: now
-    if index is None:
-        if not uri or not collection:
-            raise ValueError("ingest needs uri and collection (or context=RagContext(...))")
-        index = open_index(uri, collection, model or load_embeddings(embeddings), hybrid=hybrid)
+    index, embeddings = _opened(index)
     extractor: Extractor | None = chosen
     if chosen is not None:
         named = wanted if isinstance(wanted, str) else "your extractor"
@@ -126,29 +117,32 @@ def ingest(
     else:
         extractor, report.graph = _graph_extractor(index, auto=wanted == "auto")
     records = FileRecords(index, options.chunk_settings(embeddings, embeddings_identity(index.embeddings)))
-    lookup = UnchangedFiles(files, records, sources.source, options.max_file_bytes, skip_check=options.force)
-    prepare = _preparer(options, embeddings, sources.source, lookup)
+    lookup = UnchangedFiles(files, records, gathered.source, options.max_file_bytes, skip_check=options.force)
+    prepare = _preparer(options, embeddings, gathered.source, lookup)
     # One thread converts locally (Docling's converter is used by one thread at a time), several
     # when a Docling Serve instance does the work.
     workers = 4 if options.docling_serve else 1
     report.skipped = found.skipped
     unchanged = 0
-    with progress_bar(total=len(files), desc="ingest", unit="file", disable=not progress) as bar:
+    with progress_bar(total=len(files), desc="ingest", unit="file", disable=not options.progress) as bar:
         for result in _ingest_files(index, files, prepare, workers, extractor, records):
             report.files.append(result)
             if result.unchanged:  # counted here: report.unchanged lists every file (quadratic)
                 unchanged += 1
                 bar.set_postfix_str(f"{unchanged} unchanged", refresh=False)
             bar.update(1)
-            if on_file:
-                on_file(result)
+            if options.on_file:
+                options.on_file(result)
     position = {str(path): i for i, path in enumerate(files)}
     report.files.sort(key=lambda r: position[r.path])
     report.files += [FileResult(path=r.path, error=str(r)) for r in found.refused]
-    report.files += [FileResult(path=url, error=why) for url, why in sources.failed.items()]
+    report.files += [FileResult(path=url, error=why) for url, why in gathered.failed.items()]
     for result in report.files:  # a fetched page shows as its URL, a text as its text:// name
-        result.path, result.error = sources.origin.get(result.path, result.path), sources.named(result.error)
-    sources.close()
+        result.path, result.error = (
+            gathered.origin.get(result.path, result.path),
+            gathered.named(result.error),
+        )
+    gathered.close()
     index.flush()
     report.total_chunks_in_store = index.count()
     if extractor is not None and not has_graph(index):  # nothing was stored to find entities in
@@ -166,19 +160,16 @@ def own_folders(uri: str | None) -> dict[Path, str]:
     return own
 
 
-def _store_settings(
-    uri: str | None, collection: str | None, embeddings: str, context: Any
-) -> tuple[str | None, str | None, str, Embeddings | None]:
-    """``uri``, ``collection``, the embeddings spec and model instance, with ``context`` filling
-    what the arguments leave out (an Embeddings instance in it is used as is; chunk sizes then
-    still use the embedded tokenizer)."""
-    if context is None:
-        return uri, collection, embeddings, None
-    given = getattr(context, "embeddings", None)
-    if isinstance(given, str) and embeddings == EMBEDDED:
-        embeddings = given
-    model = given if given is not None and not isinstance(given, str) else None
-    return uri or context.store_uri, collection or context.collection, embeddings, model
+def _opened(index: ChunkIndex | RagContext) -> tuple[ChunkIndex, str]:
+    """The index to write and the embeddings spec whose tokenizer bounds chunk sizes: a
+    ``RagContext``'s collection opened (once per process, ``open_index``) with its model (a spec
+    loaded, an instance used as is); for a model that is no spec, the embedded tokenizer counts."""
+    if isinstance(index, ChunkIndex):
+        return index, loaded_spec(index.embeddings) or EMBEDDED
+    given = index.embeddings
+    model = load_embeddings(given) if isinstance(given, str) else given
+    opened = open_index(index.store_uri, index.collection, model)
+    return opened, given if isinstance(given, str) else EMBEDDED
 
 
 @dataclass

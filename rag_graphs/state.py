@@ -137,7 +137,9 @@ class Unset:
     """What a field of a method's own state reads as before any node of the run wrote it, declared
     on the field: ``needs_retrieval: Annotated[bool, Unset(True)]``. ``begin``
     (``rag_graphs.nodes.fresh``) puts it back for every new question on a thread. LangGraph
-    takes the field as a plain value (the marker is no reducer); fields without one read as None."""
+    takes the field as a plain value (the marker is no reducer); fields without one read as None.
+    ``IngestOptions``' access labels use it too, as their default: unset (filled from the context)
+    is then told apart from a label the caller gave, ``None`` included."""
 
     value: Any
 

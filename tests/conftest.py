@@ -76,9 +76,9 @@ def index(store_uri: str, fake_embeddings) -> ChunkIndex:
 @pytest.fixture
 def loaded(demo_corpus: Path, index: ChunkIndex) -> ChunkIndex:
     """The temporary index holding the demo corpus."""
-    from rag_graphs.ingestion import ingest
+    from rag_graphs.ingestion import IngestOptions, ingest
 
-    ingest([demo_corpus], uri=index.uri, collection=index.collection, index=index, progress=False)
+    ingest([demo_corpus], index=index, options=IngestOptions(progress=False))
     return index
 
 

@@ -116,13 +116,13 @@ class PromptScriptedChat(BaseChatModel):
 
 def ensure_demo_store(store: str) -> None:
     """Ingest the demo corpus into ``store`` unless it already holds it."""
-    from rag_graphs.ingestion import ingest
+    from rag_graphs.ingestion import IngestOptions, ingest
     from rag_graphs.store import open_index
 
     index = open_index(store, COLLECTION, embeddings())
     if index.count() == 0:
         corpus = Path(str(resources.files("rag_graphs").joinpath("demo_corpus")))
-        report = ingest([corpus], uri=store, collection=COLLECTION, index=index, progress=False)
+        report = ingest([corpus], index=index, options=IngestOptions(progress=False))
         if report.failed or not report.added:
             raise RuntimeError(report.summary())
 
@@ -221,7 +221,7 @@ def run_ingest(
     """Ingest ``folder`` into ``store``, ``group`` chunks per embedding call; hang in embedding call
     ``hang_at`` or after storing file number ``hang_after_file`` (0: never)."""
     import rag_graphs.ingestion.pipeline as pipeline
-    from rag_graphs.ingestion import FileResult, ingest
+    from rag_graphs.ingestion import FileResult, IngestOptions, ingest
     from rag_graphs.store import ChunkIndex
 
     if not hasattr(pipeline, "EMBED_GROUP"):
@@ -242,15 +242,7 @@ def run_ingest(
             _hang(progress, {"pid": os.getpid(), "file": len(stored)})
 
     # no entity graph: its entity-name embedding calls would shift the call the run hangs in
-    ingest(
-        [folder],
-        uri=store,
-        collection=COLLECTION,
-        index=index,
-        progress=False,
-        on_file=on_file,
-        entities=None,
-    )
+    ingest([folder], index=index, options=IngestOptions(progress=False, on_file=on_file, entities=None))
     _append(progress, {"event": "done"})
 
 

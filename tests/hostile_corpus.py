@@ -294,7 +294,7 @@ def worker_overhead(folder: Path, rounds: int = 3) -> dict[str, float]:
 
     from langchain_core.embeddings import DeterministicFakeEmbedding
 
-    from rag_graphs.ingestion import ingest
+    from rag_graphs.ingestion import IngestOptions, ingest
     from rag_graphs.store import ChunkIndex
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -308,7 +308,7 @@ def worker_overhead(folder: Path, rounds: int = 3) -> dict[str, float]:
 
     def run(timeout: float | None) -> float:
         start = time.perf_counter()
-        report = ingest([folder], index=index, progress=False, timeout=timeout)
+        report = ingest([folder], index=index, options=IngestOptions(progress=False, timeout=timeout))
         assert len(report.ok) == 10, report.summary()
         return time.perf_counter() - start
 

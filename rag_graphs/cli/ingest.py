@@ -23,7 +23,8 @@ from rag_graphs.search.sources import delete_sources
 from rag_graphs.support.terminal import safe
 
 if TYPE_CHECKING:
-    pass
+    from rag_graphs.config.context import RagContext
+    from rag_graphs.store import ChunkIndex
 
 
 @app.command()
@@ -111,9 +112,11 @@ def ingest(
     `ask --tenant/--tag/--source` searches only what carries those labels.
     Without --tenant/--tag, RAG_GRAPHS_TENANT/RAG_GRAPHS_TAGS label the chunks.
     """
+    from rag_graphs.ingestion import IngestOptions
     from rag_graphs.ingestion import ingest as run_ingest
     from rag_graphs.ingestion.options import megabytes
-    from rag_graphs.store import StoreLockedError
+    from rag_graphs.search.retrieval import embeddings_for
+    from rag_graphs.store import StoreLockedError, open_index
     from rag_graphs.store.sentences import build_sentences
 
     if not paths and not delete:
@@ -135,12 +138,7 @@ def ingest(
         if not paths:
             return
     try:
-        report = run_ingest(
-            paths or [],
-            uri=ctx.store_uri,
-            collection=ctx.collection,
-            embeddings=ctx.embeddings,
-            hybrid=not dense_only,
+        options = IngestOptions(
             exclude=exclude or (),
             include=include or (),
             follow_links=follow_links,
@@ -155,6 +153,10 @@ def ingest(
             entities=(entities or "auto") if graph else None,
             force=force,
         )
+        where: RagContext | ChunkIndex = ctx
+        if dense_only:  # a new collection without BM25 (ingest opens a context's with it)
+            where = open_index(ctx.store_uri, ctx.collection, embeddings_for(ctx), hybrid=False)
+        report = run_ingest(paths or [], index=where, options=options)
     except (FileNotFoundError, StoreLockedError, ValueError, ImportError, RuntimeError) as exc:
         _fail(str(exc))
     _print_summary(report.summary())

@@ -107,7 +107,7 @@ def relabel(state: IndexState, runtime: Runtime[RagContext]) -> dict[str, Any]:
 
 def add(state: IndexState, runtime: Runtime[RagContext]) -> dict[str, Any]:
     """Ingest the files, URLs and texts under the caller's labels; report as ``rag-graphs ingest``."""
-    from rag_graphs.ingestion import Text, ingest
+    from rag_graphs.ingestion import IngestOptions, Text, ingest
     from rag_graphs.search.retrieval import index_for
 
     ctx, request = _plan(state, runtime)
@@ -118,11 +118,9 @@ def add(state: IndexState, runtime: Runtime[RagContext]) -> dict[str, Any]:
         report = ingest(
             [*request.files, *request.urls, *(Text(t.source, t.text, t.format) for t in request.texts)],
             index=index,
-            context=ctx,
-            progress=False,
-            tenant=labels["tenant"],
-            tags=tuple(labels["tags"]),
-            force=request.force,
+            options=IngestOptions(
+                progress=False, tenant=labels["tenant"], tags=tuple(labels["tags"]), force=request.force
+            ),
         )
         out["added"] = AddReport(
             files=[asdict(f) for f in report.files],  # type: ignore[misc]

@@ -91,8 +91,8 @@ def embeddings_identity(model: Embeddings | str) -> str:
     loaded; for another instance, its class and model name (``module.Class:model``)."""
     if isinstance(model, str):
         return model.strip()
-    if (known := _SPECS.get(id(model))) is not None and known[0] is model:
-        return known[1]
+    if (spec := loaded_spec(model)) is not None:
+        return spec
     kind = f"{type(model).__module__}.{type(model).__qualname__}"
     name = next(
         (str(v) for a in ("model_name", "model", "model_id", "size") if (v := getattr(model, a, None))),
@@ -109,6 +109,12 @@ def max_tokens_for(spec: str) -> int:
         if cfg.is_file():
             return int(json.loads(cfg.read_text()).get("max_seq_length", _DEFAULT_MAX_TOKENS))
     return _DEFAULT_MAX_TOKENS
+
+
+def loaded_spec(model: Embeddings) -> str | None:
+    """The spec ``load_embeddings`` loaded ``model`` from; None for an instance it did not load."""
+    known = _SPECS.get(id(model))
+    return known[1] if known is not None and known[0] is model else None
 
 
 @lru_cache(maxsize=8)

@@ -19,7 +19,7 @@ from rag_graphs.cli import app
 from rag_graphs.config.context import RagContext
 from rag_graphs.entity_graph.build import build_graph
 from rag_graphs.entity_graph.entities import load_extractor
-from rag_graphs.ingestion import ingest
+from rag_graphs.ingestion import IngestOptions, ingest
 from rag_graphs.ingestion.community_reports import build_reports
 from rag_graphs.ingestion.raptor import build_tree
 from rag_graphs.llm.models import load_chat_model
@@ -40,7 +40,11 @@ QUESTION = "Where was Ilsa Brandt born?"
 @pytest.fixture(scope="module")
 def store(tmp_path_factory, demo_corpus):
     uri = str(tmp_path_factory.mktemp("e2e") / "milvus.db")
-    report = ingest([demo_corpus], uri=uri, collection="demo", progress=False)
+    report = ingest(
+        [demo_corpus],
+        index=RagContext(store_uri=uri, collection="demo"),
+        options=IngestOptions(progress=False),
+    )
     assert not report.failed, report.summary()
     index = open_index(uri, "demo", load_embeddings("embedded"))
     tree = build_tree(index, load_chat_model("embedded"), progress=False)
@@ -62,7 +66,11 @@ def ctx(store) -> RagContext:
 def test_ingest_then_reingest_is_idempotent(store, demo_corpus):
     uri, first = store
     assert first.added == first.chunks == first.total_chunks_in_store > 5
-    again = ingest([demo_corpus], uri=uri, collection="demo", progress=False)
+    again = ingest(
+        [demo_corpus],
+        index=RagContext(store_uri=uri, collection="demo"),
+        options=IngestOptions(progress=False),
+    )
     assert again.added == 0 and again.total_chunks_in_store == first.total_chunks_in_store
 
 
@@ -132,7 +140,7 @@ def test_cli_ingest_reports_a_missing_path_clearly(tmp_path):
 def test_graph_runs_in_a_plain_python_process_with_settings_from_the_environment(tmp_path, demo_corpus):
     code = f"""
 import json
-from rag_graphs.ingestion import ingest
+from rag_graphs.ingestion import IngestOptions, ingest
 from rag_graphs.config.context import RagContext
 from rag_graphs.catalog import METHODS
 from rag_graphs.methods import get_graph

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rag_graphs.ingestion import ingest
+from rag_graphs import RagContext
+from rag_graphs.ingestion import IngestOptions, ingest
 from rag_graphs.store import load_embeddings, open_index
 from tests import doc_fixtures as fx
 
@@ -19,7 +20,9 @@ def index(tmp_path_factory):
     fx.picture(docs / "sea.png")
     (docs / "notes.md").write_text("# Crew\n\nThe Kestrel crew is led by Mara Voss, a hydrographer.\n")
     uri = str(tmp_path_factory.mktemp("store") / "milvus.db")
-    report = ingest([docs], uri=uri, collection="mixed", progress=False)
+    report = ingest(
+        [docs], index=RagContext(store_uri=uri, collection="mixed"), options=IngestOptions(progress=False)
+    )
     assert not report.failed, report.summary()
     assert set(report.kinds) == {"text", "table", "picture"}
     return open_index(uri, "mixed", load_embeddings("embedded"))

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from rag_graphs import RagContext
 from rag_graphs.config.fields import DEFAULT_COLLECTION, DEFAULT_STORE_URI
-from rag_graphs.ingestion import ingest
+from rag_graphs.ingestion import IngestOptions, ingest
 from tests.snippets import README, snippets
 
 SNIPPETS = snippets("python")
@@ -27,7 +28,11 @@ def test_the_readme_and_the_guides_have_python_snippets():
 def test_a_doc_snippet_runs(snippet, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # the default store is relative: .rag-graphs/milvus.db here
     corpus = Path(str(resources.files("rag_graphs").joinpath("demo_corpus")))
-    report = ingest([corpus], uri=DEFAULT_STORE_URI, collection=DEFAULT_COLLECTION, progress=False)
+    report = ingest(
+        [corpus],
+        index=RagContext(store_uri=DEFAULT_STORE_URI, collection=DEFAULT_COLLECTION),
+        options=IngestOptions(progress=False),
+    )
     assert not report.failed
     namespace: dict = {}
     exec(compile(snippet.code, snippet.name, "exec"), namespace)  # noqa: S102 - our own docs

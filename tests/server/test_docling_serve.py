@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from rag_graphs.ingestion import ingest
+from rag_graphs.ingestion import IngestOptions, ingest
 from tests import doc_fixtures as fx
 from tests.server.loopback import free_port, serving
 
@@ -82,8 +82,10 @@ def test_docling_serve_converts_like_docling_in_process(
     source: Path = make(tmp_path)
     here = ChunkIndex(uri=str(tmp_path / "here.db"), collection="c", embeddings=fake_embeddings)
     served = ChunkIndex(uri=str(tmp_path / "served.db"), collection="c", embeddings=fake_embeddings)
-    local = ingest([source], index=here, progress=False)
-    remote = ingest([source], index=served, progress=False, docling_serve=docling_serve)
+    local = ingest([source], index=here, options=IngestOptions(progress=False))
+    remote = ingest(
+        [source], index=served, options=IngestOptions(progress=False, docling_serve=docling_serve)
+    )
     assert not local.failed and not remote.failed, remote.summary()
     assert remote.chunks == local.chunks > 0
     assert _chunks(served) == _chunks(here)

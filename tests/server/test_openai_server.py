@@ -19,7 +19,7 @@ from pydantic import BaseModel
 from rag_graphs.config.context import RagContext
 from rag_graphs.entity_graph.build import build_graph
 from rag_graphs.entity_graph.entities import load_extractor
-from rag_graphs.ingestion import ingest
+from rag_graphs.ingestion import IngestOptions, ingest
 from rag_graphs.ingestion.community_reports import build_reports
 from rag_graphs.llm.faults import RunFailed
 from rag_graphs.llm.models import capabilities, load_chat_model
@@ -44,7 +44,11 @@ def ctx(llama_server, tmp_path_factory, demo_corpus) -> RagContext:
     No RAPTOR tree: no method here reads one (``raptor`` keeps its contract in
     ``tests/e2e/test_embedded.py``), and summarising it through the server cost ~30 s."""
     uri = str(tmp_path_factory.mktemp("server") / "milvus.db")
-    report = ingest([demo_corpus], uri=uri, collection="demo", progress=False)
+    report = ingest(
+        [demo_corpus],
+        index=RagContext(store_uri=uri, collection="demo"),
+        options=IngestOptions(progress=False),
+    )
     assert not report.failed, report.summary()
     with pytest.MonkeyPatch.context() as env:
         env.setenv("RAG_GRAPHS_CHAT_MODEL", SPEC)

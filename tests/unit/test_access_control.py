@@ -16,7 +16,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 
 from rag_graphs.catalog import METHODS
 from rag_graphs.entity_graph.build import build_graph
-from rag_graphs.ingestion import ingest
+from rag_graphs.ingestion import IngestOptions, ingest
 from rag_graphs.ingestion.community_reports import build_reports
 from rag_graphs.ingestion.raptor import build_tree, shared_labels
 from rag_graphs.llm.structured import invoke_structured
@@ -46,17 +46,17 @@ class Echo(BaseChatModel):
 @pytest.fixture
 def shared(demo_corpus: Path, index, tmp_path: Path):
     """One collection, three owners: acme (the demo corpus), globex (a secret), nobody (unlabelled)."""
-    ingest([demo_corpus], index=index, tenant="acme", tags=["public"], progress=False)
+    ingest([demo_corpus], index=index, options=IngestOptions(tenant="acme", tags=["public"], progress=False))
     secret = tmp_path / "globex"
     secret.mkdir()
     (secret / "payroll.md").write_text(
         f"# Ilsa Brandt\n\nIlsa Brandt was born in Zurich, says {SECRET}. Ilsa Brandt's salary is 9,000.\n"
     )
-    ingest([secret], index=index, tenant="globex", tags=["hr"], progress=False)
+    ingest([secret], index=index, options=IngestOptions(tenant="globex", tags=["hr"], progress=False))
     loose = tmp_path / "loose"
     loose.mkdir()
     (loose / "note.md").write_text(f"# Ilsa Brandt\n\nIlsa Brandt note without labels {SECRET}-2.\n")
-    ingest([loose], index=index, progress=False)
+    ingest([loose], index=index, options=IngestOptions(progress=False))
     build_tree(index, Echo(), progress=False)  # summaries repeat their children: a leak would show
     build_graph(index, capitalised, progress=False)  # hipporag's graph search needs it
     build_reports(index, Echo(), ask=invoke_structured, progress=False)  # graphrag's, leaky too
@@ -148,8 +148,8 @@ def test_relabelling_a_file_replaces_its_chunks(index, tmp_path, make_context):
     folder = tmp_path / "docs"
     folder.mkdir()
     (folder / "memo.md").write_text("# Memo\n\nIlsa Brandt was born in Korvik.\n")
-    first = ingest([folder], index=index, tenant="acme", progress=False)
-    second = ingest([folder], index=index, tenant="globex", progress=False)
+    first = ingest([folder], index=index, options=IngestOptions(tenant="acme", progress=False))
+    second = ingest([folder], index=index, options=IngestOptions(tenant="globex", progress=False))
     assert second.files[0].removed_stale == first.chunks == second.chunks
     assert search(make_context(tenant="acme"), "Ilsa Brandt") == []
     assert [d.metadata["tenant"] for d in search(make_context(tenant="globex"), "Ilsa Brandt")] == ["globex"]
@@ -158,7 +158,7 @@ def test_relabelling_a_file_replaces_its_chunks(index, tmp_path, make_context):
 def test_bad_labels_are_refused_before_anything_is_stored(index, tmp_path):
     (tmp_path / "a.md").write_text("# A\n\ntext\n")
     with pytest.raises(ValueError, match="ingest: tenant=''"):
-        ingest([tmp_path], index=index, tenant="", progress=False)
+        ingest([tmp_path], index=index, options=IngestOptions(tenant="", progress=False))
     with pytest.raises(ValueError, match="ingest: tags="):
-        ingest([tmp_path], index=index, tags=["ok", 3], progress=False)
+        ingest([tmp_path], index=index, options=IngestOptions(tags=["ok", 3], progress=False))
     assert index.count() == 0

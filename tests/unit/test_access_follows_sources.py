@@ -13,7 +13,7 @@ import pytest
 from pydantic import ValidationError
 
 from rag_graphs.config.context import RagContext
-from rag_graphs.ingestion import ingest
+from rag_graphs.ingestion import IngestOptions, ingest
 from rag_graphs.ingestion.raptor import build_tree, tree_collection
 from rag_graphs.methods import get_graph
 from rag_graphs.search.retrieval import search
@@ -37,7 +37,7 @@ def memo_tree(index, tmp_path: Path):
     memo.write_text(f"# Memo\n\nIlsa Brandt memo: {SECRET}, the board's private note.\n")
     (folder / "public.md").write_text("# Public\n\nIlsa Brandt was born in Korvik, a harbour town.\n")
     (folder / "more.md").write_text("# More\n\nKorvik is a granite town on the northern coast.\n")
-    ingest([folder], index=index, tenant="acme", progress=False)
+    ingest([folder], index=index, options=IngestOptions(tenant="acme", progress=False))
     build_tree(index, Echo(), progress=False)
     return index, memo
 
@@ -54,7 +54,7 @@ def _tree_nodes(index):
 def test_a_relabelled_file_leaves_the_tree_for_its_old_tenant(memo_tree, make_context):
     index, memo = memo_tree
     assert SECRET in _tree_text(make_context, tenant="acme")  # the attack's premise
-    ingest([memo], index=index, tenant="globex", progress=False)
+    ingest([memo], index=index, options=IngestOptions(tenant="globex", progress=False))
     assert SECRET not in _tree_text(make_context, tenant="acme")
     out = get_graph("raptor").invoke({"question": QUESTION}, context=make_context("ok", tenant="acme", k=50))
     assert all(SECRET not in d.page_content for d in out["documents"]) and out["documents"]
@@ -101,7 +101,7 @@ def test_expansion_adds_only_chunks_the_search_filter_admits(index, tmp_path, ma
         "| person | salary |\n|---|---|\n| Ilsa Brandt | 9000 |\n\n"
         "Ilsa Brandt later moved to the capital for work.\n"
     )
-    ingest([doc], index=index, progress=False)
+    ingest([doc], index=index, options=IngestOptions(progress=False))
     assert {d.metadata["kind"] for d in index.where('source like "%mixed.md"')} >= {"text", "table"}
 
     def kinds(expand: str = "neighbours:2", **overrides) -> set[str]:

@@ -97,11 +97,11 @@ def test_eval_limit_and_sample_below_one_are_refused(tiny, bad):
 def test_identical_rows_are_counted_as_what_the_store_gained(index, tmp_path: Path):
     table = tmp_path / "same.csv"
     table.write_text("name,town\n" + "Ilsa Brandt,Korvik\n" * 3000)
-    report = ingest([table], index=index, progress=False)
+    report = ingest([table], index=index, options=IngestOptions(progress=False))
     stored = index.count()
     assert report.added == report.chunks == stored  # before: 125 new, 1 stored
     (result,) = report.files
     assert result.merged > 0
     assert f"{stored} new" in report.summary() and "identical chunk(s) stored once" in report.summary()
-    again = ingest([table], index=index, progress=False)
+    again = ingest([table], index=index, options=IngestOptions(progress=False))
     assert again.added == 0 and again.chunks == stored

@@ -25,7 +25,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 
 from rag_graphs.catalog import METHODS
 from rag_graphs.config.context import RagContext
-from rag_graphs.ingestion import ingest
+from rag_graphs.ingestion import IngestOptions, ingest
 from rag_graphs.ingestion.raptor import build_tree, tree_collection
 from rag_graphs.methods import get_graph
 from rag_graphs.prompts import list_prompts, load_prompt
@@ -210,7 +210,7 @@ def store(tmp_path_factory: pytest.TempPathFactory, demo_corpus, fake_embeddings
     """The demo corpus and its RAPTOR tree, ingested once for the module (runs only read it)."""
     uri = str(tmp_path_factory.mktemp("numbering") / "milvus.db")
     index = ChunkIndex(uri=uri, collection="test", embeddings=fake_embeddings)
-    ingest([demo_corpus], uri=index.uri, collection=index.collection, index=index, progress=False)
+    ingest([demo_corpus], index=index, options=IngestOptions(progress=False))
     build_tree(index, citing(), progress=False)
     prepare(index, "graphrag")  # graph search needs the entity graph, graphrag its reports
     return index

@@ -211,7 +211,7 @@ def test_the_cli_builds_the_reports_and_prints_the_counts(stored, monkeypatch):
 
 def test_re_ingesting_a_folder_under_another_tenant_drops_its_reports_only(tmp_path, index):
     """The relabel path end to end: Docling, spaCy entities, ingest's replace of a changed version."""
-    from rag_graphs.ingestion import ingest
+    from rag_graphs.ingestion import IngestOptions, ingest
 
     ada, korvik = tmp_path / "ada", tmp_path / "korvik"
     ada.mkdir()
@@ -221,12 +221,16 @@ def test_re_ingesting_a_folder_under_another_tenant_drops_its_reports_only(tmp_p
         "# Ilsa Brandt\n\nIlsa Brandt was born in Korvik and studied in Lunmar."
     )
     for folder in (ada, korvik):
-        ingest([folder], index=index, entities="spacy", tenant="A", progress=False, timeout=None)
+        ingest(
+            [folder],
+            index=index,
+            options=IngestOptions(entities="spacy", tenant="A", progress=False, timeout=None),
+        )
     first = _build(index)
     assert first.written == 2 and {d.metadata["tenant"] for d in _reports(index).values()} == {"A"}
     ada_report = next(i for i, d in _reports(index).items() if "ada lovelace" in d.metadata["entities"])
 
-    ingest([korvik], index=index, tenant="B", progress=False, timeout=None)
+    ingest([korvik], index=index, options=IngestOptions(tenant="B", progress=False, timeout=None))
     assert list(_reports(index)) == [ada_report]  # Brandt's report went with its tenant-A chunk
     rebuilt = _build(index)
     assert (rebuilt.written, rebuilt.kept, rebuilt.llm_calls) == (1, 1, 1)

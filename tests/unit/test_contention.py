@@ -13,7 +13,7 @@ from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 
 import rag_graphs.store.index as store_index
-from rag_graphs.ingestion import ingest
+from rag_graphs.ingestion import IngestOptions, ingest
 from rag_graphs.methods import get_graph
 
 N = 48
@@ -22,11 +22,11 @@ METHODS = ("naive", "multi_query", "rag_fusion", "iterative")
 
 
 def test_parallel_ainvokes_share_one_client_and_never_mix_results(demo_corpus, index, make_context, tmp_path):
-    ingest([demo_corpus], index=index, tenant="acme", progress=False)
+    ingest([demo_corpus], index=index, options=IngestOptions(tenant="acme", progress=False))
     other = tmp_path / "globex"
     other.mkdir()
     (other / "ilsa.md").write_text("# Ilsa Brandt\n\nIlsa Brandt of Globex was born in Zurich.\n")
-    ingest([other], index=index, tenant="globex", progress=False)
+    ingest([other], index=index, options=IngestOptions(tenant="globex", progress=False))
 
     def context(i: int):
         reply = AIMessage(content=f"Answer {i} [1].")

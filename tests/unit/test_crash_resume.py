@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from rag_graphs.ingestion import ingest
+from rag_graphs.ingestion import IngestOptions, ingest
 from rag_graphs.store import ChunkIndex
 from rag_graphs.store.fields import PRIMARY_FIELD
 from tests import crash_worker as worker
@@ -253,17 +253,11 @@ def test_a_killed_ingest_run_again_stores_every_chunk_exactly_once(
     assert stored <= survivors and len(survivors) <= len(stored) + 1
     assert len(survived) == 2 * len(survivors)
 
-    report = ingest([folder], uri=index.uri, collection=index.collection, index=index, progress=False)
+    report = ingest([folder], index=index, options=IngestOptions(progress=False))
     reference_index = ChunkIndex(
         uri=str(tmp_path / "reference.db"), collection=worker.COLLECTION, embeddings=worker.embeddings()
     )
-    reference = ingest(
-        [folder],
-        uri=reference_index.uri,
-        collection=reference_index.collection,
-        index=reference_index,
-        progress=False,
-    )
+    reference = ingest([folder], index=reference_index, options=IngestOptions(progress=False))
     assert not report.failed and not reference.failed, report.summary()
     rows, expected = _rows(index), _rows(reference_index)
     duplicates = {cid: n for cid, n in Counter(cid for cid, _, _ in rows).items() if n > 1}

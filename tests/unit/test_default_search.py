@@ -12,7 +12,7 @@ from rag_graphs.config.context import RagContext
 from rag_graphs.entity_graph.build import build_graph
 from rag_graphs.entity_graph.entities import load_extractor
 from rag_graphs.entity_graph.rows import has_graph
-from rag_graphs.ingestion import ingest
+from rag_graphs.ingestion import IngestOptions, ingest
 from rag_graphs.methods import get_graph
 from rag_graphs.search.retrieval import search_plan
 from rag_graphs.store import ChunkIndex
@@ -40,7 +40,9 @@ def test_search_mode_defaults_to_auto():
 
 
 def test_ingest_builds_the_graph_of_a_new_collection_and_auto_walks_it(tmp_path, index, make_context):
-    report = ingest([_docs(tmp_path / "docs")], index=index, progress=False, timeout=None)
+    report = ingest(
+        [_docs(tmp_path / "docs")], index=index, options=IngestOptions(progress=False, timeout=None)
+    )
     assert has_graph(index)
     assert "entity graph: built" in report.summary()
     ctx = make_context("Ilsa Brandt [1].", collection=index.collection)
@@ -53,7 +55,11 @@ def test_ingest_builds_the_graph_of_a_new_collection_and_auto_walks_it(tmp_path,
 
 
 def test_without_a_graph_auto_searches_hybrid_and_says_how_to_get_one(tmp_path, index, make_context):
-    report = ingest([_docs(tmp_path / "docs")], index=index, entities=None, progress=False, timeout=None)
+    report = ingest(
+        [_docs(tmp_path / "docs")],
+        index=index,
+        options=IngestOptions(entities=None, progress=False, timeout=None),
+    )
     assert not has_graph(index)
     assert "entity graph: none (--no-graph" in report.summary()
     ctx = make_context("Ilsa Brandt [1].", collection=index.collection)
@@ -68,9 +74,9 @@ def test_a_collection_stored_without_a_graph_is_not_given_part_of_one(tmp_path, 
     part of a collection ranks the rest out: the collection stays without, and the report says
     how to build the whole graph."""
     folder = _docs(tmp_path / "docs")
-    ingest([folder], index=index, entities=None, progress=False, timeout=None)
+    ingest([folder], index=index, options=IngestOptions(entities=None, progress=False, timeout=None))
     (folder / "more.md").write_text("# Korvik\n\nKorvik is a harbour town in the north.")
-    report = ingest([folder], index=index, progress=False, timeout=None)
+    report = ingest([folder], index=index, options=IngestOptions(progress=False, timeout=None))
     assert not has_graph(index)
     assert "stored without one" in report.graph and "rag-graphs graph build" in report.graph
 
@@ -78,7 +84,11 @@ def test_a_collection_stored_without_a_graph_is_not_given_part_of_one(tmp_path, 
 def test_a_graph_built_after_the_first_search_is_walked_by_the_next(tmp_path, index, make_context):
     """An ``auto`` plan resolved to hybrid search is resolved again once this process builds
     the collection's graph: a notebook that ingests, searches, then builds the graph walks it."""
-    ingest([_docs(tmp_path / "docs")], index=index, entities=None, progress=False, timeout=None)
+    ingest(
+        [_docs(tmp_path / "docs")],
+        index=index,
+        options=IngestOptions(entities=None, progress=False, timeout=None),
+    )
     ctx = make_context(collection=index.collection)
     assert search_plan(ctx).mode == "hybrid"
     build_graph(index, load_extractor("spacy"), progress=False)
@@ -86,7 +96,7 @@ def test_a_graph_built_after_the_first_search_is_walked_by_the_next(tmp_path, in
 
 
 def test_later_rounds_do_not_repeat_which_search_ran(tmp_path, index, make_context):
-    ingest([_docs(tmp_path / "docs")], index=index, progress=False, timeout=None)
+    ingest([_docs(tmp_path / "docs")], index=index, options=IngestOptions(progress=False, timeout=None))
     replies = ("Velmora founder", "Ilsa Brandt", "Where was Ilsa Brandt born?", "Korvik", "Korvik [2].")
     ctx = make_context(*replies, collection=index.collection, fixed_hops=2)
     out = get_graph("fixed_step").invoke({"question": "Who founded the Velmora Institute?"}, context=ctx)
@@ -97,7 +107,7 @@ def test_later_rounds_do_not_repeat_which_search_ran(tmp_path, index, make_conte
 
 @pytest.mark.parametrize("mode", ["dense", "hybrid"])
 def test_an_explicit_mode_runs_as_asked_and_says_so(tmp_path, index, make_context, mode):
-    ingest([_docs(tmp_path / "docs")], index=index, progress=False, timeout=None)
+    ingest([_docs(tmp_path / "docs")], index=index, options=IngestOptions(progress=False, timeout=None))
     plan = search_plan(make_context(collection=index.collection, search_mode=mode))
     assert (plan.mode, plan.why) == (mode, f"{mode} search (search_mode={mode})")
 
@@ -132,7 +142,7 @@ def test_the_default_walk_finds_hop_two_and_keeps_a_one_hop_questions_best_hit_f
     for name, text in CHAIN.items():
         (folder / name).write_text(text)
     words_index = ChunkIndex(uri=index.uri, collection="chain", embeddings=BagOfWords())
-    ingest([folder], index=words_index, progress=False, timeout=None)
+    ingest([folder], index=words_index, options=IngestOptions(progress=False, timeout=None))
     same = {"collection": "chain", "embeddings": words_index.embeddings, "k": 4, "search_cache": 0}
     graph_ctx = make_context(**same)
     hybrid_ctx = make_context(**same, search_mode="hybrid")

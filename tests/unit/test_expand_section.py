@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from rag_graphs.config.context import RagContext
-from rag_graphs.ingestion import ingest
+from rag_graphs.ingestion import IngestOptions, ingest
 from rag_graphs.search.neighbours import SectionExpander, expander_for
 from rag_graphs.store import ChunkIndex
 
@@ -29,7 +29,7 @@ def manual(folder: Path) -> Path:
 
 @pytest.fixture
 def sections(tmp_path: Path, index: ChunkIndex) -> ChunkIndex:
-    ingest([manual(tmp_path)], uri=index.uri, collection=index.collection, index=index, progress=False)
+    ingest([manual(tmp_path)], index=index, options=IngestOptions(progress=False))
     return index
 
 

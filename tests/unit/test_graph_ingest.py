@@ -10,7 +10,7 @@ import pytest
 from rag_graphs.config.graph_search import GraphSearchOptions
 from rag_graphs.entity_graph.graph_search import graph_search
 from rag_graphs.entity_graph.rows import has_graph
-from rag_graphs.ingestion import ingest
+from rag_graphs.ingestion import IngestOptions, ingest
 from rag_graphs.methods import get_graph
 from rag_graphs.store.fields import ENTITIES_FIELD
 
@@ -38,7 +38,7 @@ def _entities(index) -> dict[str, list[str]]:
 
 def test_ingest_with_entities_stores_them_and_keeps_the_graph_current(tmp_path, index):
     folder = _write(tmp_path / "docs", FILES)
-    ingest([folder], index=index, entities="spacy", progress=False, timeout=None)
+    ingest([folder], index=index, options=IngestOptions(entities="spacy", progress=False, timeout=None))
     stored = _entities(index)
     assert has_graph(index)
     assert "ilsa brandt" in stored["institute.md"] and "ilsa brandt" in stored["brandt.md"]
@@ -47,7 +47,7 @@ def test_ingest_with_entities_stores_them_and_keeps_the_graph_current(tmp_path, 
     # A changed file is re-annotated (no option needed: the collection has a graph) and its old
     # links go with its old chunks; a deleted source's links go with it.
     (folder / "brandt.md").write_text("# Ilsa Brandt\n\nIlsa Brandt was born in Dunmore.")
-    ingest([folder], index=index, progress=False, timeout=None)
+    ingest([folder], index=index, options=IngestOptions(progress=False, timeout=None))
     stored = _entities(index)
     assert "dunmore" in stored["brandt.md"] and "korvik" not in stored["brandt.md"]
     index.delete_source(str((folder / "harbour.md").resolve()))
@@ -59,13 +59,13 @@ def test_ingest_with_entities_stores_them_and_keeps_the_graph_current(tmp_path, 
 def test_a_bad_extractor_spec_fails_before_anything_is_stored(tmp_path, index):
     folder = _write(tmp_path / "docs", {"a.md": "# A\n\nAda Lovelace wrote notes."})
     with pytest.raises(ValueError, match="entity extractor 'nope'"):
-        ingest([folder], index=index, entities="nope", progress=False, timeout=None)
+        ingest([folder], index=index, options=IngestOptions(entities="nope", progress=False, timeout=None))
     assert index.count() == 0
 
 
 def test_hipporag_reaches_the_second_hop_through_a_shared_entity(tmp_path, index, make_context):
     folder = _write(tmp_path / "docs", FILES)
-    ingest([folder], index=index, entities="spacy", progress=False, timeout=None)
+    ingest([folder], index=index, options=IngestOptions(entities="spacy", progress=False, timeout=None))
     # Fake embeddings make the dense half of the blend random: rank by the walk alone (nothing
     # of hybrid's order kept on top).
     ctx = make_context(

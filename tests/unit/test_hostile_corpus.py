@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from rag_graphs.ingestion import ingest
+from rag_graphs.ingestion import IngestOptions, ingest
 from rag_graphs.ingestion.convert.entry import ConvertOptions, convert
 from tests.entities import capitalised
 from tests.hostile_corpus import HANG, _office_zip, make_hostile_corpus
@@ -27,13 +27,10 @@ def _ingest(folder: Path, index):
     three quarters of this file's time, and reading entities is not what these files test."""
     return ingest(
         [folder],
-        uri=index.uri,
-        collection=index.collection,
         index=index,
-        progress=False,
-        max_file_bytes=MAX_FILE_BYTES,
-        timeout=TIMEOUT,
-        entities=capitalised,
+        options=IngestOptions(
+            progress=False, max_file_bytes=MAX_FILE_BYTES, timeout=TIMEOUT, entities=capitalised
+        ),
     )
 
 
@@ -119,7 +116,7 @@ def test_a_run_without_spaces_is_split_to_fit_the_store(tmp_path, index):
     folder = tmp_path / "long"
     folder.mkdir()
     (folder / "blob.md").write_text("# Blob\n\n" + "a" * 200_000 + "\n")
-    report = ingest([folder], index=index, progress=False, timeout=None)
+    report = ingest([folder], index=index, options=IngestOptions(progress=False, timeout=None))
     assert not report.failed, report.summary()
     stored = [doc.page_content for doc, _ in index.iter_chunks()]
     assert len(stored) >= 13 and max(map(len, stored)) <= 16_000

@@ -13,7 +13,7 @@ import pytest
 
 from rag_graphs.config.context import RagContext
 from rag_graphs.config.specs import all_of
-from rag_graphs.ingestion import ingest
+from rag_graphs.ingestion import IngestOptions, ingest
 from rag_graphs.search.retrieval import search
 from rag_graphs.store import ChunkIndex, access_filter
 
@@ -56,7 +56,7 @@ def two_tenants(tmp_path_factory: pytest.TempPathFactory, fake_embeddings) -> Ch
             (folder / f"{owner} {i}.md").write_text(
                 f"# {owner} {i}\n\nThe {owner} glider dive {i} reached depth.\n"
             )
-        ingest([folder], index=index, progress=False, timeout=None, **labels)
+        ingest([folder], index=index, options=IngestOptions(progress=False, timeout=None, **labels))
     index.flush()
     return index
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from rag_graphs.ingestion import ingest
+from rag_graphs.ingestion import IngestOptions, ingest
 from rag_graphs.store import ChunkIndex
 from tests.hostile_corpus import OUTSIDE_CANARY, HostilePaths, make_hostile_paths
 
@@ -39,7 +39,7 @@ def _ingest_checked(index: ChunkIndex, paths: list[str | Path], **settings) -> t
     """Ingest; check nothing from outside was stored and "new" is what the store gained.
     Returns the stored sources and the report's summary."""
     before = index.count()
-    report = ingest(paths, index=index, progress=False, timeout=None, **settings)
+    report = ingest(paths, index=index, options=IngestOptions(progress=False, timeout=None, **settings))
     text = _texts(index)
     assert OUTSIDE_CANARY not in text and PASSWD_LINE not in text
     assert report.added == index.count() - before, report.summary()  # "new" is what the store gained
@@ -113,7 +113,9 @@ def test_two_self_links_do_not_expand_a_glob(tmp_path):
 
 
 def test_following_links_is_an_opt_in_that_still_never_loops_or_reads_a_device(tree, index):
-    report = ingest([tree.root], index=index, progress=False, timeout=None, follow_links=True)
+    report = ingest(
+        [tree.root], index=index, options=IngestOptions(progress=False, timeout=None, follow_links=True)
+    )
     summary = report.summary()
     assert str((tree.outside / "canary.md").resolve()) in _stored_sources(index)
     assert "zero.md: not a regular file" in summary  # /dev/zero: refused, not read for ever
@@ -121,7 +123,7 @@ def test_following_links_is_an_opt_in_that_still_never_loops_or_reads_a_device(t
 
 
 def test_a_fifo_named_explicitly_is_refused_not_read(tree, index):
-    report = ingest([tree.root / "fifo.md"], index=index, progress=False, timeout=None)
+    report = ingest([tree.root / "fifo.md"], index=index, options=IngestOptions(progress=False, timeout=None))
     assert report.failed and "not a regular file" in (report.failed[0].error or "")
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from rag_graphs.ingestion import ingest
+from rag_graphs.ingestion import IngestOptions, ingest
 from rag_graphs.search.retrieval import search
 from rag_graphs.serve.indexing import FILES_ROOTS, _check_file, graph
 from rag_graphs.serve.requests import IndexRequestError
@@ -71,9 +71,9 @@ def test_a_relabelled_file_converts_again_on_its_next_ingest(index, make_context
     """The file's ingest record names its old labels: a re-ingest must not trust it."""
     path = tmp_path / "memo.md"
     path.write_text(MEMO)
-    ingest([path], index=index, tenant="acme", progress=False)
+    ingest([path], index=index, options=IngestOptions(tenant="acme", progress=False))
     _run(make_context, {"relabel": [{"source": str(path), "tenant": "globex"}]})
-    report = ingest([path], index=index, tenant="acme", progress=False)
+    report = ingest([path], index=index, options=IngestOptions(tenant="acme", progress=False))
     assert not report.unchanged and report.added == 1
     assert [r.metadata["tenant"] for r in _rows(index, str(path))] == ["acme"]
 

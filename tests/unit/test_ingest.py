@@ -11,12 +11,11 @@ import pytest
 from rag_graphs.ingestion import IngestOptions, ingest
 from rag_graphs.ingestion.convert.chunking import chunk_document
 from rag_graphs.ingestion.convert.entry import UnsupportedFormatError, convert, discover
-from rag_graphs.ingestion.options import options_with
 from rag_graphs.store.embeddings import chunk_tokenizer
 
 
 def _ingest(paths, index, **kw):
-    return ingest(paths, uri=index.uri, collection=index.collection, index=index, progress=False, **kw)
+    return ingest(paths, index=index, options=IngestOptions(progress=False, **kw))
 
 
 def test_demo_corpus_ingests_every_file_with_provenance(demo_corpus, index):
@@ -164,28 +163,34 @@ def test_discover_takes_globs_and_include_patterns(tmp_path):
         list(discover([tmp_path / "*.docx"]))
 
 
-def test_ingest_options_object_and_keywords_build_the_same_settings(tmp_path, index):
+def test_ingest_options_object_is_checked_when_built_and_replace_keeps_the_rest(tmp_path, index):
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "keep.md").write_text("# Keep\n\nThe glider surfaced at noon.\n")
     (docs / "skip.html").write_text("<p>Skipped by the include pattern.</p>")
-    options = IngestOptions(include="*.md", tenant="acme", tags=["public"], timeout=None)
+    options = IngestOptions(include="*.md", tenant="acme", tags=["public"], timeout=None, progress=False)
     assert options.include == ("*.md",) and options.tags == ("public",)  # one pattern, not its letters
-    report = _ingest([docs], index, options=options)
+    report = ingest([docs], index=index, options=options)
     assert [Path(f.path).name for f in report.ok] == ["keep.md"] and not report.failed
     (stored,) = [d for d, _ in index.search("glider")]
     assert stored.metadata["tenant"] == "acme" and stored.metadata["tags"] == ["public"]
-    # A keyword overrides that field of the options and keeps the rest.
-    again = _ingest([docs], index, options=options, include=["*.html"])
+    # One field replaced keeps the rest (and is normalised as when built).
+    again = ingest([docs], index=index, options=replace(options, include=["*.html"]))
     assert [Path(f.path).name for f in again.ok] == ["skip.html"]
-    assert options_with(options, {"include": ["*.html"]}) == replace(options, include=("*.html",))
+    assert replace(options, include=["*.html"]).include == ("*.html",)
 
 
-def test_ingest_names_unknown_keywords_and_checks_options_when_built(tmp_path, index):
-    with pytest.raises(TypeError, match=r"'captoiner'.*captioner"):
-        _ingest([tmp_path], index, captoiner="fallback")
-    with pytest.raises(TypeError, match=r"'bogus', 'other'"):
-        _ingest([tmp_path], index, bogus=1, other=2)
+def test_ingest_names_unknown_settings_and_checks_options_when_built(tmp_path, index):
+    with pytest.raises(
+        TypeError, match=r"IngestOptions: unknown setting 'captoiner' \(did you mean 'captioner'\?\)"
+    ):
+        IngestOptions(captoiner="fallback")
+    with pytest.raises(TypeError, match=r"unknown settings 'bogus', 'other'; its settings are include, "):
+        IngestOptions(bogus=1, other=2)
+    with pytest.raises(TypeError, match=r"unexpected keyword argument 'tenant'"):  # the old keywords
+        ingest([tmp_path], index=index, tenant="acme")  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match=r"ingest: options=\{'tenant': 'acme'\}: expected IngestOptions"):
+        ingest([tmp_path], index=index, options={"tenant": "acme"})  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="ingest: tenant='': expected a non-empty string"):
         IngestOptions(tenant="")
     with pytest.raises(ValueError, match="ingest: tags=.*expected non-empty strings"):

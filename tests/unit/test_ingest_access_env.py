@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from typer.testing import CliRunner
 
 from rag_graphs import RagContext, RagRetriever
-from rag_graphs.ingestion import ingest
+from rag_graphs.ingestion import IngestOptions, ingest
 from rag_graphs.store import ChunkIndex
 
 QUESTION = "Where was Ilsa Brandt born?"
@@ -42,7 +42,7 @@ def test_the_environments_tenant_and_tags_label_what_ingest_stores(
     monkeypatch.setenv("RAG_GRAPHS_TENANT", "acme")
     monkeypatch.setenv("RAG_GRAPHS_TAGS", "hr,public")
     ctx = RagContext(store_uri=store, collection="labels", embeddings=fake_embeddings)  # reads them
-    report = ingest([doc], context=ctx, progress=False, timeout=None, entities=None)
+    report = ingest([doc], index=ctx, options=IngestOptions(progress=False, timeout=None, entities=None))
     assert report.chunks == 1 and not report.failed
     monkeypatch.delenv("RAG_GRAPHS_TENANT")
     monkeypatch.delenv("RAG_GRAPHS_TAGS")
@@ -58,15 +58,21 @@ def test_without_a_context_ingest_reads_the_variables_and_a_keyword_wins(
     store = str(tmp_path / "milvus.db")
     index = ChunkIndex(uri=store, collection="labels", embeddings=fake_embeddings)
     monkeypatch.setenv("RAG_GRAPHS_TENANT", "acme")
-    ingest([doc], index=index, progress=False, timeout=None, entities=None)
+    ingest([doc], index=index, options=IngestOptions(progress=False, timeout=None, entities=None))
     assert [h["tenant"] for h in _found(store, fake_embeddings, tenant="acme")] == ["acme"]
-    ingest([doc], index=index, progress=False, timeout=None, entities=None, tenant="globex")
+    ingest(
+        [doc],
+        index=index,
+        options=IngestOptions(progress=False, timeout=None, entities=None, tenant="globex"),
+    )
     assert [h["tenant"] for h in _found(store, fake_embeddings, tenant="globex")] == ["globex"]
-    ingest([doc], index=index, progress=False, timeout=None, entities=None, tenant=None)  # said so
+    ingest(
+        [doc], index=index, options=IngestOptions(progress=False, timeout=None, entities=None, tenant=None)
+    )  # said so
     assert [h.get("tenant") for h in _found(store, fake_embeddings, tenant=None)] == [None]
     monkeypatch.setenv("RAG_GRAPHS_TENANT", "")  # set but naming nothing: refused, as for a search
     with pytest.raises(ValidationError, match="RAG_GRAPHS_TENANT='' is set but names no value"):
-        ingest([doc], index=index, progress=False, timeout=None, entities=None)
+        ingest([doc], index=index, options=IngestOptions(progress=False, timeout=None, entities=None))
 
 
 def test_the_cli_ingest_labels_with_the_variables_unless_a_flag_is_given(

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from rag_graphs.ingestion import ingest
+from rag_graphs.ingestion import IngestOptions, ingest
 from rag_graphs.ingestion.convert.discover import NOT_UTF8, find_files
 from rag_graphs.support.terminal import visible
 
@@ -95,13 +95,17 @@ def test_no_store_folder_is_read_however_it_is_named(tmp_path, fake_embeddings, 
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "a.txt").write_text("The lighthouse is white.\n")
     other = ChunkIndex(uri=str(tmp_path / "docs" / "old.db"), collection="c", embeddings=fake_embeddings)
-    ingest([tmp_path / "docs"], index=other, progress=False, entities=None)  # a store inside docs
+    ingest(
+        [tmp_path / "docs"], index=other, options=IngestOptions(progress=False, entities=None)
+    )  # a store inside docs
     default = Path(".rag-graphs")
     default.mkdir()
     (default / "checkpoints.sqlite").write_text("not a document")
     index = ChunkIndex(uri=str(tmp_path / "new.db"), collection="c", embeddings=fake_embeddings)
     report = ingest(
-        [tmp_path / "docs", default, "new.db/**/*.json"], index=index, progress=False, entities=None
+        [tmp_path / "docs", default, "new.db/**/*.json"],
+        index=index,
+        options=IngestOptions(progress=False, entities=None),
     )
     assert [Path(f.path).name for f in report.files] == ["a.txt"] and not report.failed
     assert sorted(Path(s.path).name for s in report.skipped) == [".rag-graphs", "new.db", "old.db"]

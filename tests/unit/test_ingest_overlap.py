@@ -14,7 +14,7 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from rag_graphs.entity_graph.build import embed_on_one_thread
 from rag_graphs.entity_graph.rows import entity_table
-from rag_graphs.ingestion import ingest
+from rag_graphs.ingestion import IngestOptions, ingest
 from rag_graphs.store import ChunkIndex
 from rag_graphs.store.fields import ENTITIES_FIELD
 from rag_graphs.store.local_embeddings import LocalEmbeddings
@@ -87,7 +87,7 @@ def test_chunks_are_embedded_in_their_own_thread_while_the_extractor_runs(tmp_pa
         return mentions(texts)
 
     index = ChunkIndex(uri=str(tmp_path / "m.db"), collection="t", embeddings=model)
-    report = ingest([_folder(tmp_path)], index=index, entities=waiting, progress=False)
+    report = ingest([_folder(tmp_path)], index=index, options=IngestOptions(entities=waiting, progress=False))
     assert not report.failed and seen == [True]
     chunk_calls = [(thread, texts) for thread, texts in model.calls if len(texts) == len(FILES)]
     assert chunk_calls and all(thread.startswith("ingest-embed") for thread, _ in chunk_calls)
@@ -98,7 +98,7 @@ def test_the_store_holds_what_the_sequential_order_stored(tmp_path):
     vectors for the same texts, entity rows naming the chunks, each chunk carrying its keys."""
     model = _model()
     index = ChunkIndex(uri=str(tmp_path / "m.db"), collection="t", embeddings=model)
-    ingest([_folder(tmp_path)], index=index, entities=mentions, progress=False)
+    ingest([_folder(tmp_path)], index=index, options=IngestOptions(entities=mentions, progress=False))
     chunks, entities = _rows(index)
     plain = DeterministicFakeEmbedding(size=16)
     assert len(chunks) == len(FILES)
@@ -115,7 +115,9 @@ def test_the_store_holds_what_the_sequential_order_stored(tmp_path):
 def test_a_failed_group_embedding_beside_the_extractor_falls_back_to_file_by_file(tmp_path):
     model = _model(fail_on="Osterby is busy")
     index = ChunkIndex(uri=str(tmp_path / "m.db"), collection="t", embeddings=model)
-    report = ingest([_folder(tmp_path)], index=index, entities=mentions, progress=False)
+    report = ingest(
+        [_folder(tmp_path)], index=index, options=IngestOptions(entities=mentions, progress=False)
+    )
     assert index.count() == len(FILES)  # one text a call file by file: the model copes
     assert not report.failed
     assert any(len(texts) == len(FILES) for _, texts in model.calls)  # the group's call did fail

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from rag_graphs.ingestion import Text, ingest
+from rag_graphs.ingestion import IngestOptions, Text, ingest
 
 NOTE = "# Harbour notes\n\nThe harbour master keeps the keys of the north gate.\n"
 
@@ -26,8 +26,7 @@ def test_a_text_is_stored_and_reported_under_its_name(index, tmp_path):
     report = ingest(
         [tmp_path / "gate.md", Text("harbour notes", NOTE), Text("plain", "Keys hang by the door.", "text")],
         index=index,
-        progress=False,
-        timeout=None,
+        options=IngestOptions(progress=False, timeout=None),
     )
     assert [f.path for f in report.files] == [
         str(tmp_path / "gate.md"),
@@ -42,11 +41,13 @@ def test_a_text_is_stored_and_reported_under_its_name(index, tmp_path):
 
 
 def test_the_same_name_again_replaces_the_texts_chunks(index):
-    ingest([Text("notes", NOTE)], index=index, progress=False, timeout=None)
-    again = ingest([Text("notes", NOTE)], index=index, progress=False, timeout=None)
+    ingest([Text("notes", NOTE)], index=index, options=IngestOptions(progress=False, timeout=None))
+    again = ingest([Text("notes", NOTE)], index=index, options=IngestOptions(progress=False, timeout=None))
     assert again.added == 0  # unchanged text: nothing stored twice
     ingest(
-        [Text("notes", "# Harbour notes\n\nThe keys moved to the lighthouse.\n")], index=index, progress=False
+        [Text("notes", "# Harbour notes\n\nThe keys moved to the lighthouse.\n")],
+        index=index,
+        options=IngestOptions(progress=False),
     )
     [texts] = _sources(index).values()
     assert any("lighthouse" in t for t in texts) and not any("north gate" in t for t in texts)
@@ -54,7 +55,9 @@ def test_the_same_name_again_replaces_the_texts_chunks(index):
 
 def test_a_refused_text_is_named_by_its_name_not_a_temporary_file(index):
     report = ingest(
-        [Text("big", "word " * 400)], index=index, progress=False, timeout=None, max_file_bytes=100
+        [Text("big", "word " * 400)],
+        index=index,
+        options=IngestOptions(progress=False, timeout=None, max_file_bytes=100),
     )
     [failed] = report.files
     assert failed.path == "text://big" and failed.error and failed.error.startswith("text://big: "), failed
@@ -77,5 +80,9 @@ def test_a_bad_text_is_refused_naming_the_field(make, message):
 
 def test_two_texts_of_one_name_are_refused_before_anything_is_stored(index):
     with pytest.raises(ValueError, match="text://notes: given twice in one ingest"):
-        ingest([Text("notes", NOTE), Text("text://notes", "Other.")], index=index, progress=False)
+        ingest(
+            [Text("notes", NOTE), Text("text://notes", "Other.")],
+            index=index,
+            options=IngestOptions(progress=False),
+        )
     assert index.count() == 0

@@ -14,7 +14,7 @@ from langchain_core.documents import Document
 
 from rag_graphs.entity_graph.build import build_graph
 from rag_graphs.entity_graph.rows import CHUNKS_FIELD, entity_collection, entity_rows
-from rag_graphs.ingestion import ingest
+from rag_graphs.ingestion import IngestOptions, ingest
 from rag_graphs.store import ChunkIndex
 from rag_graphs.store.fields import ENTITIES_FIELD, PRIMARY_FIELD
 from rag_graphs.store.index import file_batches
@@ -70,8 +70,14 @@ def test_a_kill_between_chunk_rows_and_entity_rows_leaves_no_edge_missing(
     with monkeypatch.context() as patch:
         patch.setattr(where, killed)
         with pytest.raises(Killed):
-            ingest([folder], index=index, entities=capitalised, progress=False, timeout=None)
-    ingest([folder], index=index, entities=capitalised, progress=False, timeout=None)  # the next ingest
+            ingest(
+                [folder],
+                index=index,
+                options=IngestOptions(entities=capitalised, progress=False, timeout=None),
+            )
+    ingest(
+        [folder], index=index, options=IngestOptions(entities=capitalised, progress=False, timeout=None)
+    )  # the next ingest
     assert index.count() == 2
     assert _unrecorded(index) == []
 
@@ -79,7 +85,9 @@ def test_a_kill_between_chunk_rows_and_entity_rows_leaves_no_edge_missing(
 def test_graph_build_re_records_chunks_whose_entity_rows_are_missing(tmp_path, index):
     """A store damaged by an older version: chunks carry ``entities`` the entity collection lacks."""
     ingest(
-        [_write(tmp_path / "docs", FILES)], index=index, entities=capitalised, progress=False, timeout=None
+        [_write(tmp_path / "docs", FILES)],
+        index=index,
+        options=IngestOptions(entities=capitalised, progress=False, timeout=None),
     )
     name = entity_collection(index.collection)
     keys = [r[PRIMARY_FIELD] for r in index.client.query(name, filter="", output_fields=[PRIMARY_FIELD])]
@@ -130,7 +138,7 @@ def _kill_a_replace(tmp_path: Path, index: ChunkIndex, monkeypatch, where: str) 
     """Ingest a one-chunk file (keeper Ansel), change it (keeper Brita) and ingest it again, killed
     at ``where``, after the new version's insert; the folder."""
     folder = _write(tmp_path / "docs", {"a.md": "# Harbour\n\nThe keeper is Ansel."})
-    ingest([folder], index=index, progress=False, timeout=None)
+    ingest([folder], index=index, options=IngestOptions(progress=False, timeout=None))
     (folder / "a.md").write_text("# Harbour\n\nThe keeper is Brita.")
 
     def killed(*args, **kwargs):
@@ -139,7 +147,7 @@ def _kill_a_replace(tmp_path: Path, index: ChunkIndex, monkeypatch, where: str) 
     with monkeypatch.context() as patch:
         patch.setattr(where, killed)
         with pytest.raises(Killed):
-            ingest([folder], index=index, progress=False, timeout=None)
+            ingest([folder], index=index, options=IngestOptions(progress=False, timeout=None))
     return folder
 
 
@@ -157,7 +165,7 @@ def test_a_kill_between_new_version_and_old_delete_never_serves_both(
     )  # next process
     texts = [d.page_content for d, _ in reader.search("Who is the keeper?", k=10)]
     assert any("Brita" in t for t in texts) and not any("Ansel" in t for t in texts)
-    ingest([folder], index=reader, progress=False, timeout=None)
+    ingest([folder], index=reader, options=IngestOptions(progress=False, timeout=None))
     assert reader.count() == 1
 
 
@@ -197,7 +205,7 @@ def test_a_kill_before_the_commit_on_a_lite_path_rolls_the_new_version_back(
     reader = ChunkIndex(uri=index.uri, collection=index.collection, embeddings=fake_embeddings)
     stored = [r["text"] for r in reader.client.query(reader.collection, filter="", output_fields=["text"])]
     assert len(stored) == 1 and "Ansel" in stored[0]  # rolled back at open: the old version serves
-    ingest([folder], index=reader, progress=False, timeout=None)
+    ingest([folder], index=reader, options=IngestOptions(progress=False, timeout=None))
     assert [d.page_content for d, _ in reader.search("Who is the keeper?", k=10)] == [
         r["text"] for r in reader.client.query(reader.collection, filter="", output_fields=["text"])
     ]

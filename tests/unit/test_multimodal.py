@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from rag_graphs.cli import app
-from rag_graphs.ingestion import ingest
+from rag_graphs.ingestion import IngestOptions, ingest
 from rag_graphs.ingestion.convert.captioning import (
     ChatCaptioner,
     FallbackCaptioner,
@@ -42,7 +42,7 @@ def _by_kind(chunks):
 
 
 def _ingest(paths, index, **kw):
-    return ingest(paths, uri=index.uri, collection=index.collection, index=index, progress=False, **kw)
+    return ingest(paths, index=index, options=IngestOptions(progress=False, **kw))
 
 
 # -- formats -----------------------------------------------------------------------
@@ -295,7 +295,7 @@ def test_cli_sources_lists_kinds_and_delete_removes_a_source(tmp_path):
 
 def test_ingest_takes_a_rag_context(tmp_path, make_context, demo_corpus):
     ctx = make_context()
-    report = ingest([demo_corpus], context=ctx, progress=False)
+    report = ingest([demo_corpus], index=ctx, options=IngestOptions(progress=False))
     assert not report.failed and report.total_chunks_in_store == report.chunks > 5
     from rag_graphs.search.retrieval import search
 

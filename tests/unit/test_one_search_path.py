@@ -20,7 +20,7 @@ from langchain_core.messages import AIMessage
 from rag_graphs.eval import EvalOptions
 from rag_graphs.eval.rows import read_rows
 from rag_graphs.eval.runner import evaluate
-from rag_graphs.ingestion import ingest
+from rag_graphs.ingestion import IngestOptions, ingest
 from rag_graphs.methods import get_graph
 from rag_graphs.search import retrieval
 from rag_graphs.search.cache import SEARCHES
@@ -86,18 +86,22 @@ def test_a_delete_between_two_asks_misses_the_cache(loaded, make_context):
 
 def test_a_relabel_between_two_asks_misses_the_cache(loaded, make_context, demo_corpus: Path):
     ctx = make_context(chat_model=_constant(), k=3, tags=("public",))
-    ingest([demo_corpus], index=loaded, tags=["public"], progress=False, timeout=None)
+    ingest([demo_corpus], index=loaded, options=IngestOptions(tags=["public"], progress=False, timeout=None))
     first = _ask(ctx)
     assert first["documents"] and _ask(ctx) and _said_cached(_ask(ctx))
     relabelled = first["documents"][0].metadata["source"]
-    ingest([relabelled], index=loaded, tags=["private"], progress=False, timeout=None)
+    ingest([relabelled], index=loaded, options=IngestOptions(tags=["private"], progress=False, timeout=None))
     again = _ask(ctx)
     assert not _said_cached(again)
     assert relabelled not in {d.metadata["source"] for d in again["documents"]}
 
 
 def test_another_tenant_never_gets_a_cached_ranking(loaded, make_context, demo_corpus: Path):
-    ingest([demo_corpus / "korvik.txt"], index=loaded, tenant="acme", progress=False, timeout=None)
+    ingest(
+        [demo_corpus / "korvik.txt"],
+        index=loaded,
+        options=IngestOptions(tenant="acme", progress=False, timeout=None),
+    )
     acme = make_context(chat_model=_constant(), k=3, tenant="acme")
     globex = make_context(chat_model=_constant(), k=3, tenant="globex")
     assert _ask(acme)["documents"]
@@ -165,7 +169,7 @@ def test_a_delete_by_another_process_misses_the_cache_of_a_long_running_one(
     from rag_graphs.store import ChunkIndex
 
     index = ChunkIndex(uri=server_uri, collection="shared", embeddings=fake_embeddings)
-    ingest([demo_corpus], index=index, progress=False, timeout=None)
+    ingest([demo_corpus], index=index, options=IngestOptions(progress=False, timeout=None))
     for mode in ("hybrid", "graph"):
         ctx = make_context(
             chat_model=_constant(), k=3, store_uri=server_uri, collection="shared", search_mode=mode

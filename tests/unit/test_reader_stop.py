@@ -95,11 +95,11 @@ def test_the_stop_rule_comes_from_the_environment(monkeypatch):
 def test_iterative_on_the_extract_path_stops_after_one_model_call(tmp_path, index, make_context):
     # The whole loop: retrieve, the intermediate answer (the one model call), the reader finds
     # 1815 so decide asks nothing, and the extract reader answers (no call either).
-    from rag_graphs.ingestion import ingest
+    from rag_graphs.ingestion import IngestOptions, ingest
     from rag_graphs.methods import get_graph
 
     (tmp_path / "ada.txt").write_text("Ada Lovelace was born in 1815 in London.\n", encoding="utf-8")
-    ingest([tmp_path / "ada.txt"], uri=index.uri, collection=index.collection, index=index, progress=False)
+    ingest([tmp_path / "ada.txt"], index=index, options=IngestOptions(progress=False))
     model = recording_chat("Ada Lovelace was born in 1815.")
     out = get_graph("iterative").invoke(
         {"question": QUESTION}, context=make_context(chat_model=model, reader="extract", k=1)

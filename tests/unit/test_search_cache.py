@@ -10,7 +10,7 @@ from langchain_core.documents import Document
 from pydantic import ValidationError
 
 from rag_graphs.config.context import RagContext
-from rag_graphs.ingestion import ingest
+from rag_graphs.ingestion import IngestOptions, ingest
 from rag_graphs.methods.naive import graph
 from rag_graphs.search.cache import SEARCHES, SearchCache
 from rag_graphs.search.retrieval import search_many
@@ -67,7 +67,7 @@ def test_rerun_hits_cache_and_ingest_invalidates_it(make_context, loaded, tmp_pa
     extra = tmp_path / "extra" / "brandt.md"
     extra.parent.mkdir()
     extra.write_text("# Ilsa Brandt\n\nIlsa Brandt was born in the harbour town of Quellmark.\n")
-    ingest([extra], uri=loaded.uri, collection=loaded.collection, index=loaded, progress=False)
+    ingest([extra], index=loaded, options=IngestOptions(progress=False))
     after = search_many(ctx, ["Quellmark harbour town"])[0]
     assert not any(d.metadata.get("cached") for d in after)  # the ingest invalidated the entry
     assert any("Quellmark" in d.page_content for d in after)

@@ -83,9 +83,9 @@ def test_ingest_and_delete_invalidate_it(make_context, loaded, tmp_path, monkeyp
     note = tmp_path / "docs" / "note.txt"
     note.parent.mkdir()
     note.write_text("Ilsa Brandt later moved to Lunmar.")
-    from rag_graphs.ingestion import ingest
+    from rag_graphs.ingestion import IngestOptions, ingest
 
-    ingest([note], index=loaded, uri=loaded.uri, collection=loaded.collection, progress=False)
+    ingest([note], index=loaded, options=IngestOptions(progress=False))
     new_process()
     search_many(ctx, [QUESTION])
     assert searched == [QUESTION, QUESTION]  # the ingest made the stored ranking unreachable

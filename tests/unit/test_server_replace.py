@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from rag_graphs.ingestion import ingest
+from rag_graphs.ingestion import IngestOptions, ingest
 from rag_graphs.store import ChunkIndex
 from rag_graphs.store.filters import quote
 from rag_graphs.store.replacing import hidden_filter, pending
@@ -61,7 +61,7 @@ def test_a_writer_killed_mid_replace_on_a_server_never_serves_both_versions(
 ) -> None:
     files = crash._write_notes(tmp_path / "notes", 4)
     reader = ChunkIndex(uri=server_uri, collection=COLLECTION, embeddings=worker.embeddings())
-    ingest([tmp_path / "notes"], uri=server_uri, collection=COLLECTION, index=reader, progress=False)
+    ingest([tmp_path / "notes"], index=reader, options=IngestOptions(progress=False))
     changed, source = files[0], str(files[0].resolve())
     (old,) = _versions(reader, source)
     changed.write_text("# Note 0\n\nHarbour 0 ships basalt now.\n\n## Detail 0\n\nThe keeper is Brita.\n")
@@ -92,7 +92,7 @@ def test_a_writer_killed_mid_replace_on_a_server_never_serves_both_versions(
     else:  # an uncommitted one cannot be told from a live writer's: it stays, its version hidden
         assert _versions(reader, source) == {old, new} and hidden_filter(properties)
 
-    report = ingest([tmp_path / "notes"], uri=server_uri, collection=COLLECTION, index=reader, progress=False)
+    report = ingest([tmp_path / "notes"], index=reader, options=IngestOptions(progress=False))
     assert not report.failed, report.summary()
     assert _versions(reader, source) == _seen(reader, source) == {new}
     assert not pending(reader.client.describe_collection(COLLECTION).get("properties"))

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from rag_graphs.ingestion import ingest
+from rag_graphs.ingestion import IngestOptions, ingest
 from rag_graphs.store import ChunkIndex
 
 
 def test_a_server_uri_ingests_searches_and_serves_two_clients(server_uri, demo_corpus, fake_embeddings):
     first = ChunkIndex(uri=server_uri, collection="shared", embeddings=fake_embeddings)
-    report = ingest([demo_corpus], uri=server_uri, collection="shared", index=first, progress=False)
+    report = ingest([demo_corpus], index=first, options=IngestOptions(progress=False))
     assert not report.failed and report.added == report.chunks > 5
     # A second client (what a second process would open) sees the same chunks; no lock applies.
     second = ChunkIndex(uri=server_uri, collection="shared", embeddings=fake_embeddings)

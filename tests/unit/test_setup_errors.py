@@ -55,9 +55,9 @@ def test_an_unknown_collection_is_refused_naming_the_ones_there_are(loaded, make
 
 
 def test_graph_search_without_an_entity_graph_is_refused(demo_corpus, index, make_context):
-    from rag_graphs.ingestion import ingest
+    from rag_graphs.ingestion import IngestOptions, ingest
 
-    ingest([demo_corpus], index=index, entities=None, progress=False)  # --no-graph
+    ingest([demo_corpus], index=index, options=IngestOptions(entities=None, progress=False))  # --no-graph
     assert not has_graph(index)
     with pytest.raises(Exception) as error:
         get_graph("hipporag").invoke({"question": QUESTION}, context=make_context(chat_model=silent()))

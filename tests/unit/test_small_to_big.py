@@ -106,11 +106,11 @@ def test_a_deleted_parent_is_skipped(small: ChunkIndex) -> None:
 
 
 def test_ingest_keeps_the_sentences_of_a_collection_that_has_them(index: ChunkIndex, tmp_path) -> None:
-    from rag_graphs.ingestion import ingest
+    from rag_graphs.ingestion import IngestOptions, ingest
 
     def put(text: str) -> None:
         note.write_text(text)
-        ingest([note], uri=index.uri, collection=index.collection, index=index, progress=False)
+        ingest([note], index=index, options=IngestOptions(progress=False))
 
     note = tmp_path / "note.txt"
     put(LONG)

@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from rag_graphs.cli import ask as cli  # ask looks up _context here
-from rag_graphs.ingestion import ingest
+from rag_graphs.ingestion import IngestOptions, ingest
 from rag_graphs.support.terminal import safe, visible
 
 HOSTILE = {
@@ -47,7 +47,7 @@ def test_visible_keeps_text_on_one_line_and_safe_escapes_markup(text):
 def test_ask_prints_hostile_chunk_question_and_answer_as_text(tmp_path, index, make_context, monkeypatch):
     body = " ".join(HOSTILE.values())
     (tmp_path / "note.md").write_text(f"# Harbour [/]\n\nThe keeper is Ansel. {body}\n")
-    ingest([tmp_path / "note.md"], index=index, progress=False)
+    ingest([tmp_path / "note.md"], index=index, options=IngestOptions(progress=False))
     answer = f"Ansel {body} [1]."
     monkeypatch.setattr(cli, "_context", lambda *a, **kw: make_context(answer, k=1))
     question = f"Who keeps the harbour [/]? {HOSTILE['osc']}"

@@ -11,7 +11,7 @@ import pytest
 from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 
-from rag_graphs.ingestion import ingest
+from rag_graphs.ingestion import IngestOptions, ingest
 from rag_graphs.run import Resumed, ThreadConflict, run, stream
 from rag_graphs.store import ChunkIndex
 
@@ -35,7 +35,11 @@ def db(tmp_path):
 
 @pytest.fixture
 def tenants(loaded, demo_corpus):
-    ingest([demo_corpus / "ilsa_brandt.html"], index=loaded, tenant="acme", progress=False, timeout=None)
+    ingest(
+        [demo_corpus / "ilsa_brandt.html"],
+        index=loaded,
+        options=IngestOptions(tenant="acme", progress=False, timeout=None),
+    )
     return loaded
 
 
@@ -68,7 +72,7 @@ def test_another_method_or_store_on_the_thread_runs_anew(loaded, make_context, d
     _replayed("naive", ctx, db)
     assert _replayed("hyde", ctx, db)[0] is False
     other = ChunkIndex(uri=str(tmp_path / "other.db"), collection="test", embeddings=loaded.embeddings)
-    ingest([demo_corpus / "korvik.txt"], index=other, progress=False, timeout=None)
+    ingest([demo_corpus / "korvik.txt"], index=other, options=IngestOptions(progress=False, timeout=None))
     replay, result = _replayed("hyde", make_context(chat_model=_model(), k=2, store_uri=other.uri), db)
     assert not replay and {d.metadata["source"] for d in result["documents"]} <= {
         d.metadata["source"] for d, _ in other.iter_chunks()

@@ -9,7 +9,7 @@ import pytest
 from langchain_core.documents import Document
 
 import rag_graphs.ingestion.pipeline as pipeline
-from rag_graphs.ingestion import ingest
+from rag_graphs.ingestion import IngestOptions, ingest
 from rag_graphs.store.files import files_collection
 
 
@@ -37,7 +37,7 @@ def folder(tmp_path: Path) -> Path:
 
 
 def _ingest(paths, index, **kw):
-    return ingest(paths, uri=index.uri, collection=index.collection, index=index, progress=False, **kw)
+    return ingest(paths, index=index, options=IngestOptions(progress=False, **kw))
 
 
 def _stored(index) -> dict[str, str]:

@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from rag_graphs.ingestion import ingest
+from rag_graphs.ingestion import IngestOptions, ingest
 from rag_graphs.ingestion.convert.urls import check_url, fetch_url
 
 PAGE = b"""<html><head><title>Ilsa Brandt</title></head><body>
@@ -83,7 +83,7 @@ def test_the_guard_refuses_other_schemes_and_credentials_and_passes_public_addre
 
 def test_a_url_source_is_refused_by_default_and_nothing_is_fetched(site, index):
     base, requested = site
-    report = ingest([f"{base}/brandt"], index=index, progress=False)
+    report = ingest([f"{base}/brandt"], index=index, options=IngestOptions(progress=False))
     assert requested == [] and index.count() == 0
     [failed] = report.files
     assert failed.path == f"{base}/brandt" and "non-public address" in (failed.error or "")
@@ -91,20 +91,22 @@ def test_a_url_source_is_refused_by_default_and_nothing_is_fetched(site, index):
 
 def test_an_allowed_url_is_fetched_through_redirects_and_cited_by_its_url(site, index):
     base, requested = site
-    report = ingest([f"{base}/moved"], index=index, progress=False, allow_fetch=True)
+    report = ingest([f"{base}/moved"], index=index, options=IngestOptions(progress=False, allow_fetch=True))
     assert requested == ["/moved", "/brandt"]
     [page] = report.files
     assert page.error is None and page.path == f"{base}/moved" and page.chunks >= 1
     hits = index.search("Ilsa Brandt was born in Korvik", k=3)
     assert hits and {d.metadata["source"] for d, _ in hits} == {f"{base}/moved"}
     assert any("born in Korvik" in d.page_content for d, _ in hits)
-    again = ingest([f"{base}/moved"], index=index, progress=False, allow_fetch=True)
+    again = ingest([f"{base}/moved"], index=index, options=IngestOptions(progress=False, allow_fetch=True))
     assert again.files[0].added == 0 and again.total_chunks_in_store == report.total_chunks_in_store
 
 
 def test_a_page_that_fails_to_convert_is_named_by_its_url_not_the_file_it_was_fetched_into(site, index):
     base, _ = site
-    report = ingest([f"{base}/broken"], index=index, progress=False, allow_fetch=True, timeout=None)
+    report = ingest(
+        [f"{base}/broken"], index=index, options=IngestOptions(progress=False, allow_fetch=True, timeout=None)
+    )
     [failed] = report.files
     assert failed.path == f"{base}/broken" and failed.error, failed
     assert failed.error.startswith(f"{base}/broken: ") and "rag-graphs-" not in failed.error, failed.error
