@@ -171,14 +171,14 @@ class RagContext:
     filter such as ``1==1) or (1==1`` that would close that parenthesis is refused."""
 
     tenant: Label | None = _env("RAG_GRAPHS_TENANT", None, restricts=True)
-    """Access control: search only chunks ingested with this tenant (``ingest(tenant=...)``);
+    """Access control: search only chunks ingested with this tenant (``IngestOptions(tenant=...)``);
     chunks without one are then out of reach. None: no tenant restriction. An empty or blank
     value is refused, also from ``RAG_GRAPHS_TENANT=`` (unset it for no restriction), as are
     empty ``RAG_GRAPHS_TAGS``/``RAG_GRAPHS_SOURCES`` (``,``): an access setting fails closed."""
 
     tags: Labels = _env("RAG_GRAPHS_TAGS", (), _names, restricts=True)
     """Access control: search only chunks carrying at least one of these tags
-    (``ingest(tags=...)``; env: comma-separated). Empty: no tag restriction."""
+    (``IngestOptions(tags=...)``; env: comma-separated). Empty: no tag restriction."""
 
     sources: Labels = _env("RAG_GRAPHS_SOURCES", (), _names, restricts=True)
     """Access control: search only chunks of these sources (the stored ``source``: a resolved

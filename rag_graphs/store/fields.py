@@ -10,7 +10,7 @@ SearchMode = Literal["dense", "hybrid"]
 TEXT_FIELD = "text"
 PRIMARY_FIELD = "pk"
 DENSE_FIELD = "dense"
-TENANT_FIELD = "tenant"  # access labels set by ingest(tenant=..., tags=...), dynamic fields
+TENANT_FIELD = "tenant"  # access labels set by IngestOptions(tenant=..., tags=...), dynamic fields
 TAGS_FIELD = "tags"
 ENTITIES_FIELD = "entities"  # the entity keys a chunk names (entity_graph.entities.annotate)
 SPARSE_FIELD = "sparse"

@@ -1,0 +1,124 @@
+"""One ingest entry, ``ingest(sources, *, index, options)`` (issue 48 item 3).
+
+``ingest`` had three doors to a store (``uri``/``collection``/``embeddings``, ``index``,
+``context``) and took every setting as an open-ended keyword; which label keywords were passed
+decided whether the environment's tenant applied. Now a source is a path, a URL or a ``Text``,
+``index`` is a ``ChunkIndex`` or a ``RagContext``, and every setting is an ``IngestOptions``
+field whose access labels start ``Unset``: ``tenant=None`` (public) differs from not saying.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import replace
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from rag_graphs import RagContext
+from rag_graphs.ingestion import IngestOptions, Text, ingest
+from rag_graphs.ingestion.options import with_context_labels
+from rag_graphs.state import Unset
+
+PAGE = b"<html><head><title>Korvik</title></head><body><p>Korvik lies on the north shore.</p></body></html>"
+
+
+@pytest.fixture
+def page_url():
+    """A loopback page (the SSRF guard refuses loopback unless ``allow_fetch``, as a user opts in)."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(PAGE)))
+            self.end_headers()
+            self.wfile.write(PAGE)
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_port}/korvik"
+    server.shutdown()
+
+
+def _stored(ctx: RagContext) -> dict[str, dict]:
+    from rag_graphs.search.retrieval import index_for
+
+    return {d.metadata["source"]: d.metadata for d, _ in index_for(ctx).iter_chunks()}
+
+
+def test_a_path_a_url_and_a_text_go_through_one_call_into_a_contexts_store(
+    tmp_path, fake_embeddings, page_url
+):
+    (tmp_path / "gate.md").write_text("# Gate\n\nThe north gate opens at dawn.\n")
+    ctx = RagContext(store_uri=str(tmp_path / "milvus.db"), collection="entry", embeddings=fake_embeddings)
+    seen = []
+    report = ingest(
+        [tmp_path / "gate.md", page_url, Text("notes", "# Notes\n\nThe keys hang by the door.\n")],
+        index=ctx,
+        options=IngestOptions(
+            allow_fetch=True, timeout=None, entities=None, progress=False, on_file=seen.append
+        ),
+    )
+    assert not report.failed, report.summary()
+    assert {f.path for f in report.files} == {str(tmp_path / "gate.md"), page_url, "text://notes"}
+    assert [f.path for f in seen] == [f.path for f in report.files]  # on_file is an option now
+    assert set(_stored(ctx)) == {str((tmp_path / "gate.md").resolve()), page_url, "text://notes"}
+
+
+def test_one_source_alone_and_no_index_the_store_the_environment_names(
+    tmp_path, fake_embeddings, monkeypatch
+):
+    import rag_graphs.ingestion.pipeline as pipeline
+
+    monkeypatch.setattr(pipeline, "load_embeddings", lambda spec: fake_embeddings)
+    monkeypatch.setenv("RAG_GRAPHS_STORE_URI", str(tmp_path / "env.db"))
+    monkeypatch.setenv("RAG_GRAPHS_COLLECTION", "from_env")
+    report = ingest(
+        Text("alone", "One text, not in a list."), options=IngestOptions(entities=None, progress=False)
+    )
+    assert [f.path for f in report.files] == ["text://alone"] and report.chunks == 1
+    assert list(_stored(RagContext(embeddings=fake_embeddings))) == ["text://alone"]
+
+
+def test_an_explicit_public_tenant_differs_from_an_unset_one():
+    ctx = RagContext(tenant="acme", tags=("hr",))
+    assert IngestOptions().tenant == Unset(None) and IngestOptions().tags == Unset(())
+    unset = with_context_labels(IngestOptions(), ctx)
+    assert (unset.tenant, unset.tags) == ("acme", ("hr",))  # not said: the context's
+    public = with_context_labels(IngestOptions(tenant=None, tags=()), ctx)
+    assert (public.tenant, public.tags) == (None, ())  # said: the call's own, public
+    mixed = with_context_labels(IngestOptions(tenant="globex"), ctx)
+    assert (mixed.tenant, mixed.tags) == ("globex", ("hr",))
+    assert replace(IngestOptions(tenant="x"), tenant=None).labels == {}  # replaced by None: public
+    assert with_context_labels(IngestOptions(), None).labels == {}  # nothing anywhere: no labels
+
+
+def test_an_explicit_public_tenant_wins_over_the_environment_in_a_real_ingest(
+    tmp_path, fake_embeddings, monkeypatch
+):
+    ctx = RagContext(store_uri=str(tmp_path / "milvus.db"), collection="labels", embeddings=fake_embeddings)
+    monkeypatch.setenv("RAG_GRAPHS_TENANT", "acme")
+    quiet = IngestOptions(entities=None, progress=False, timeout=None)
+    from rag_graphs.search.retrieval import index_for
+
+    index = index_for(ctx)  # a ChunkIndex: the labels it leaves unset come from the environment
+    ingest(Text("said", "Said public."), index=index, options=replace(quiet, tenant=None))
+    ingest(Text("unsaid", "Not said."), index=index, options=quiet)
+    stored = _stored(ctx)
+    assert stored["text://said"].get("tenant") is None and stored["text://unsaid"]["tenant"] == "acme"
+
+
+def test_misspelt_options_and_old_keywords_are_named(tmp_path):
+    with pytest.raises(TypeError, match=r"unknown setting 'tenat' \(did you mean 'tenant'\?\)"):
+        IngestOptions(tenat="acme")
+    for old in ({"uri": "x.db"}, {"context": RagContext()}, {"progress": False}):
+        with pytest.raises(TypeError, match=f"unexpected keyword argument '{next(iter(old))}'"):
+            ingest([tmp_path], **old)
+    with pytest.raises(TypeError, match=r"ingest: index='x\.db': expected a ChunkIndex or a RagContext"):
+        ingest([tmp_path], index="x.db")  # type: ignore[arg-type]
+    assert not any(Path(tmp_path).iterdir())  # refused before any store was made
