@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, cast
 
 import typer
 
@@ -24,6 +24,7 @@ from rag_graphs.support.terminal import safe
 
 if TYPE_CHECKING:
     from rag_graphs.config.context import RagContext
+    from rag_graphs.ingestion.convert.captioning import CaptionPrompt
     from rag_graphs.store import ChunkIndex
 
 
@@ -143,7 +144,7 @@ def ingest(
             include=include or (),
             follow_links=follow_links,
             captioner=captioner,
-            caption_prompt=caption_prompt,
+            caption_prompt=cast("CaptionPrompt", caption_prompt),  # checked by the captioner
             allow_fetch=allow_fetch,
             max_file_bytes=megabytes(max_file_mb),
             docling_serve=docling_serve,
