@@ -69,12 +69,13 @@ class IngestOptions:
             conversion; see ``rag_graphs.store.files``).
         progress: show a progress bar.
         on_file: called with each file's result as soon as it is stored or has failed (live
-            reporting; ``tests/crash_worker.py`` counts stored files with it).
+            reporting, a log of what is stored so far).
 
     ``include``, ``exclude`` and ``tags`` accept any iterable of strings (or one string)
     and are kept as tuples.
 
     Raises:
+        TypeError: a setting it has not (the message names it, the closest one and every one).
         ValueError: ``tenant`` is not a non-empty string, or a tag is not one; ``max_file_bytes``
             is not a whole number of bytes >= 1; ``timeout`` is not None or a finite number
             of seconds > 0 (NaN would disable the hang guard, a negative one refuse every file).

@@ -146,7 +146,7 @@ from rag_graphs.catalog import METHODS
 from rag_graphs.methods import get_graph
 from rag_graphs.methods.naive import graph
 ctx = RagContext()
-ingest([{str(demo_corpus)!r}], uri=ctx.store_uri, collection=ctx.collection, progress=False)
+ingest({str(demo_corpus)!r}, index=ctx, options=IngestOptions(progress=False))
 out = graph.invoke({{"question": {QUESTION!r}}})
 print(json.dumps({{"store": ctx.store_uri, "n": len(out["citations"]), "answer": out["answer"]}}))
 """

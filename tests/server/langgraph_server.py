@@ -46,7 +46,7 @@ nothing, so every loop stops on its first decision (``no_query``, ``no_form``)."
 
 @dataclass(frozen=True)
 class Batch:
-    """Files ingested with one set of access labels (``ingest``'s ``tenant`` and ``tags``)."""
+    """Files ingested with one set of access labels (``IngestOptions``' ``tenant`` and ``tags``)."""
 
     paths: Sequence[str]
     tenant: str | None = None
@@ -56,7 +56,7 @@ class Batch:
 _BUILD_STORE = textwrap.dedent(
     """
     import json, sys
-    from rag_graphs.ingestion import ingest
+    from rag_graphs.ingestion import IngestOptions, ingest
     from rag_graphs.store import load_embeddings, open_index
     from rag_graphs.ingestion.raptor import build_tree
     from rag_graphs.ingestion.community_reports import build_reports
@@ -65,8 +65,8 @@ _BUILD_STORE = textwrap.dedent(
     spec = json.loads(sys.argv[1])
     index = open_index(spec["uri"], "rag_graphs", load_embeddings("embedded"))
     for batch in spec["batches"]:  # entities: hipporag needs the graph
-        ingest(batch["paths"], index=index, entities="spacy", progress=False,
-               tenant=batch["tenant"], tags=tuple(batch["tags"]))
+        ingest(batch["paths"], index=index, options=IngestOptions(
+            entities="spacy", progress=False, tenant=batch["tenant"], tags=tuple(batch["tags"])))
     if spec["raptor"]:  # the methods that read derived rows: raptor's tree, graphrag's reports
         build_tree(index, load_chat_model("openai:scripted"), progress=False)
         build_reports(index, load_chat_model("openai:scripted"), ask=invoke_structured, progress=False)

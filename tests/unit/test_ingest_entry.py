@@ -9,9 +9,7 @@ field whose access labels start ``Unset``: ``tenant=None`` (public) differs from
 
 from __future__ import annotations
 
-import threading
 from dataclasses import replace
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -21,29 +19,6 @@ from rag_graphs.ingestion import IngestOptions, Text, ingest
 from rag_graphs.ingestion.options import with_context_labels
 from rag_graphs.state import Unset
 
-PAGE = b"<html><head><title>Korvik</title></head><body><p>Korvik lies on the north shore.</p></body></html>"
-
-
-@pytest.fixture
-def page_url():
-    """A loopback page (the SSRF guard refuses loopback unless ``allow_fetch``, as a user opts in)."""
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            self.send_response(200)
-            self.send_header("Content-Type", "text/html; charset=utf-8")
-            self.send_header("Content-Length", str(len(PAGE)))
-            self.end_headers()
-            self.wfile.write(PAGE)
-
-        def log_message(self, *args) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_port}/korvik"
-    server.shutdown()
-
 
 def _stored(ctx: RagContext) -> dict[str, dict]:
     from rag_graphs.search.retrieval import index_for
@@ -51,9 +26,10 @@ def _stored(ctx: RagContext) -> dict[str, dict]:
     return {d.metadata["source"]: d.metadata for d, _ in index_for(ctx).iter_chunks()}
 
 
-def test_a_path_a_url_and_a_text_go_through_one_call_into_a_contexts_store(
-    tmp_path, fake_embeddings, page_url
-):
+def test_a_path_a_url_and_a_text_go_through_one_call_into_a_contexts_store(tmp_path, fake_embeddings, site):
+    page_url = (
+        f"{site[0]}/brandt"  # loopback: the SSRF guard lets it through with allow_fetch, as a user opts in
+    )
     (tmp_path / "gate.md").write_text("# Gate\n\nThe north gate opens at dawn.\n")
     ctx = RagContext(store_uri=str(tmp_path / "milvus.db"), collection="entry", embeddings=fake_embeddings)
     seen = []

@@ -1,56 +1,15 @@
 """``http(s)://`` sources: fetched under the SSRF guard, converted like files, cited by URL.
 
-Every page is served by a loopback HTTP server started here; loopback is exactly what the
+Every page is served by a loopback HTTP server (``site``, tests/conftest.py); loopback is exactly what the
 guard refuses by default, so the tests that ingest opt in with ``allow_fetch`` as a user would.
 """
 
 from __future__ import annotations
 
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
 import pytest
 
 from rag_graphs.ingestion import IngestOptions, ingest
 from rag_graphs.ingestion.convert.urls import check_url, fetch_url
-
-PAGE = b"""<html><head><title>Ilsa Brandt</title></head><body>
-<h1>Ilsa Brandt</h1><p>Ilsa Brandt, the founder of the Velmora Institute, was born in Korvik.</p>
-</body></html>"""
-
-
-@pytest.fixture
-def site():
-    """A loopback site: /brandt (HTML, no suffix), /moved (redirects to it), /loop (redirects
-    to itself), /huge (2 MB), /broken (a PDF that is not one). Yields its base URL and the paths
-    requested."""
-    requested: list[str] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            requested.append(self.path)
-            if self.path in ("/moved", "/loop"):
-                self.send_response(302)
-                self.send_header("Location", "/brandt" if self.path == "/moved" else "/loop")
-                self.end_headers()
-                return
-            body = PAGE if self.path == "/brandt" else b"x" * 2_000_000
-            kind = "text/html; charset=utf-8"
-            if self.path == "/broken":
-                body, kind = b"%PDF-1.7\n not a PDF after all\n", "application/pdf"
-            self.send_response(200 if self.path in ("/brandt", "/huge", "/broken") else 404)
-            self.send_header("Content-Type", kind)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_port}", requested
-    server.shutdown()
 
 
 @pytest.mark.parametrize(
