@@ -98,3 +98,25 @@ def test_misspelt_options_and_old_keywords_are_named(tmp_path):
     with pytest.raises(TypeError, match=r"ingest: index='x\.db': expected a ChunkIndex or a RagContext"):
         ingest([tmp_path], index="x.db")  # type: ignore[arg-type]
     assert not any(Path(tmp_path).iterdir())  # refused before any store was made
+
+
+def test_the_cli_dense_only_flag_still_creates_a_collection_without_bm25(
+    tmp_path, fake_embeddings, monkeypatch
+):
+    """``hybrid`` left ``ingest``'s keywords: the CLI opens the index dense-only itself."""
+    from typer.testing import CliRunner
+
+    from rag_graphs.cli import app
+    from rag_graphs.store import ChunkIndex
+
+    monkeypatch.setattr("rag_graphs.ingestion.pipeline.load_embeddings", lambda spec: fake_embeddings)
+    monkeypatch.setattr("rag_graphs.search.retrieval.load_embeddings", lambda spec: fake_embeddings)
+    (tmp_path / "gate.md").write_text("# Gate\n\nThe north gate opens at dawn.\n")
+    store = str(tmp_path / "milvus.db")
+    for collection, flags in (("dense", ["--dense-only"]), ("both", [])):
+        args = ["ingest", str(tmp_path / "gate.md"), "--store", store, "--collection", collection]
+        result = CliRunner().invoke(app, [*args, "--no-graph", "--timeout", "0", *flags])
+        assert result.exit_code == 0, result.output
+    dense = ChunkIndex(uri=store, collection="dense", embeddings=fake_embeddings)  # asks for hybrid
+    both = ChunkIndex(uri=store, collection="both", embeddings=fake_embeddings)
+    assert dense.hybrid is False and both.hybrid is True and dense.count() == both.count() == 1
