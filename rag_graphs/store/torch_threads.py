@@ -21,65 +21,37 @@ second on its own count and restored the first caller's count from the wrong thr
 in a thread created inside another thread's block read 1 as its own count and, leaving last, left
 the process-wide value at 1, so every thread created afterwards ran large batches on one thread.
 
-So, per thread: the outermost ``one_thread`` of a thread reads that thread's count, sets 1, and
-restores what it read; nested blocks do nothing. The process-wide value is guarded: the count the
-process had when ``one_thread`` was first used (``_configured``, read once, before this module set
-anything) is written back whenever a thread leaves with a count of its own that differs from it
-(a thread created inside another's block leaves with 1), from a short-lived thread of this
-module's (``set_num_threads`` in the leaving thread would change that thread's count too; ~1 ms,
-and only then). Each block's last write is its restore or that reset, so once all blocks have
-returned, new threads start on the configured count. Without torch imported nothing is set: no
-torch model runs in the process.
+So, per thread: ``one_thread`` reads the calling thread's count and, unless it is 1 already, sets 1
+and restores what it read. A thread on 1 writes nothing: a block nested in another, and a thread
+created inside another thread's block (its first call found 1), leave torch alone, so no restore
+ever writes a value it did not read from its own thread, and the only writes of 1 are entries that
+the same thread's restore (not 1) follows. Once all blocks have returned, the count new threads
+start on is the last restore's, the count its thread had before: never the blocks' 1. The
+process's configured count needs no remembering. Without torch imported nothing is set: no torch
+model runs in the process.
 
 Left as torch has it: a thread that first calls torch while a block is open elsewhere starts on 1
 and keeps 1 for its calls outside ``one_thread`` (torch sets no thread's count without setting the
-process-wide value), so a large batch in such a thread runs on one thread. A count the application
-sets after the first use is its thread's; threads created later start on the first one.
+process-wide value), so a large batch in such a thread runs on one thread.
 """
 
 from __future__ import annotations
 
 import sys
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-
-_configured: int | None = None
-"""torch's count when ``one_thread`` was first used: what threads created later must start on."""
-_first_use = threading.Lock()
-_local = threading.local()
-"""``depth``: how many ``one_thread`` blocks the thread is in."""
 
 
 @contextmanager
 def one_thread() -> Iterator[None]:
     """The block's torch calls in this thread on one intra-op thread; the thread's own count after."""
-    global _configured
     torch = sys.modules.get("torch")
-    depth = getattr(_local, "depth", 0)
-    _local.depth = depth + 1
+    own = torch.get_num_threads() if torch is not None else 1
+    if torch is None or own == 1:  # on one thread already: nothing to set, nothing to restore
+        yield
+        return
+    torch.set_num_threads(1)
     try:
-        if torch is None or depth:
-            yield
-            return
-        with _first_use:
-            if _configured is None:
-                _configured = torch.get_num_threads()
-            default = _configured
-        own = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
-            yield
-        finally:
-            torch.set_num_threads(own)
-            if own != default:
-                _reset_default(torch.set_num_threads, default)
+        yield
     finally:
-        _local.depth = depth
-
-
-def _reset_default(set_num_threads: Callable[[int], None], count: int) -> None:
-    """torch's process-wide count put back to ``count`` from a thread of its own (which ends)."""
-    helper = threading.Thread(target=set_num_threads, args=(count,), name="torch-threads-default")
-    helper.start()
-    helper.join()
+        torch.set_num_threads(own)

@@ -17,7 +17,7 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 from rag_graphs.entity_graph.build import embed_on_one_thread
 from rag_graphs.entity_graph.rows import entity_table
 from rag_graphs.ingestion import ingest
-from rag_graphs.store import ChunkIndex, torch_threads
+from rag_graphs.store import ChunkIndex
 from rag_graphs.store.fields import ENTITIES_FIELD
 from rag_graphs.store.local_embeddings import SMALL_CALL, LocalEmbeddings
 
@@ -137,11 +137,10 @@ def test_embed_on_one_thread_runs_the_embedded_model_on_one_torch_thread_and_res
 
 
 @pytest.fixture
-def two_threads(monkeypatch):
-    """torch on two threads for the test (the count the process is configured with), restored after."""
+def two_threads():
+    """torch on two threads for the test (whatever the worker's share), restored after."""
     before = torch.get_num_threads()
     torch.set_num_threads(2)
-    monkeypatch.setattr(torch_threads, "_configured", None)
     yield
     torch.set_num_threads(before)
 

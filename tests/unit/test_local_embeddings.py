@@ -9,18 +9,16 @@ import pytest
 import torch
 from langchain_huggingface import HuggingFaceEmbeddings
 
-from rag_graphs.store import local_embeddings, torch_threads
+from rag_graphs.store import local_embeddings
 from rag_graphs.store.local_embeddings import SMALL_CALL, LocalEmbeddings
 from rag_graphs.store.torch_threads import one_thread
 
 
 @pytest.fixture
-def threads(monkeypatch):
-    """torch on two threads for the test (whatever the worker's share), the count ``one_thread``
-    remembers as the process's read afresh, both restored after."""
+def threads():
+    """torch on two threads for the test (whatever the worker's share), restored after."""
     before = torch.get_num_threads()
     torch.set_num_threads(2)
-    monkeypatch.setattr(torch_threads, "_configured", None)
     yield
     torch.set_num_threads(before)
 
@@ -120,7 +118,7 @@ def test_overlapping_calls_in_two_threads_each_run_on_one_thread_and_each_get_th
     assert inside == {"first?": 1, "second?": 1}
     assert after == {"first?": 2, "second?": 3}
     assert torch.get_num_threads() == 2  # this thread made no call: untouched
-    assert new_thread_count() == 2  # the count the process had, not the second thread's 3
+    assert new_thread_count() == 3  # the last thread out's own count, never the blocks' 1
 
 
 def test_a_block_inside_a_block_leaves_the_thread_on_one_until_the_outer_one_ends(threads):
