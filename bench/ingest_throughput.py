@@ -14,7 +14,10 @@ new code): ``convert`` and ``chunk`` (the background thread, overlapped with the
 entity names), ``entity_rows`` (reading and writing entity rows, without their embedding),
 ``insert`` (``ChunkIndex.add``), ``wait`` (the main thread waiting for a converted file) and
 ``other`` (the rest of the main thread: existence checks, stale-version deletes, file records,
-flush). Each stage's seconds are exclusive of the stages nested in it, per thread.
+flush). Each stage's seconds are exclusive of the stages nested in it, per thread. After the call
+each run prints torch's thread count in its main thread and in a thread created then: what ingest
+leaves for the threads that come after it (issue 47's torch-thread switch must leave the
+process's count, not 1).
 
 With ``--old DIR`` (a checkout of the old code; its tree layout must match: ``rag_graphs``,
 ``ingestion``, ``prompts``) old and new alternate run by run, and every store is compared with the
@@ -152,6 +155,8 @@ def _dump(index) -> dict[str, Any]:
 def run_worker(args: argparse.Namespace) -> None:
     if args.code:
         sys.meta_path.insert(0, _Tree(Path(args.code).resolve()))
+    import torch
+
     import rag_graphs
     import rag_graphs.ingestion.pipeline as pipeline
     import rag_graphs.ingestion.storing as storing
@@ -190,6 +195,7 @@ def run_worker(args: argparse.Namespace) -> None:
     cpu = time.process_time() - cpu
     if report.failed:
         raise SystemExit(report.summary())
+    threads_after = {"main": torch.get_num_threads(), "new thread": _new_thread_count(torch)}
     laps.seconds["other"] = seconds - laps.main
     # entity names are embedded inside add_entities (in this thread, or waited for in another)
     laps.seconds["entity_rows"] = laps.seconds.get("entity_rows", 0.0) - laps.seconds.get("entity_embed", 0.0)
@@ -206,11 +212,21 @@ def run_worker(args: argparse.Namespace) -> None:
                 "cpu_seconds": cpu,
                 "passages_per_s": files / seconds,
                 "stages": laps.seconds,
+                "torch_threads_after": threads_after,
                 "load_before": load,
                 "load_after": os.getloadavg()[0],
             }
         )
     )
+
+
+def _new_thread_count(torch: Any) -> int:
+    """torch's thread count a thread created now starts on (what ingest left behind)."""
+    seen: list[int] = []
+    thread = threading.Thread(target=lambda: seen.append(torch.get_num_threads()))
+    thread.start()
+    thread.join()
+    return seen[0]
 
 
 # -- comparing two stores ------------------------------------------------------------------------
@@ -310,7 +326,8 @@ def main() -> None:
                 f"CPU {result['cpu_seconds']:.1f} s, "
                 f"{result['chunks']} chunks, {len(stored['entities'])} entities; load "
                 f"{result['load_before']:.1f} -> {result['load_after']:.1f}); same store: "
-                f"{result['identical']}; {split}; code {result['code']['pipeline']}",
+                f"{result['identical']}; {split}; torch threads after (main, a new thread): "
+                f"{tuple(result['torch_threads_after'].values())}; code {result['code']['pipeline']}",
                 flush=True,
             )
             dump.unlink()

@@ -38,7 +38,6 @@ carry them but are in no entity row, left by older versions, are re-recorded).
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -61,6 +60,7 @@ from rag_graphs.entity_graph.rows import (
 from rag_graphs.store.collection import LOOKUP_BATCH
 from rag_graphs.store.fields import DENSE_FIELD, ENTITIES_FIELD, PRIMARY_FIELD, TEXT_FIELD
 from rag_graphs.store.index import ChunkIndex
+from rag_graphs.store.torch_threads import one_thread
 from rag_graphs.support.progress import progress_bar
 
 
@@ -127,31 +127,20 @@ def add_entities(
 
 
 def embed_on_one_thread(embeddings: Embeddings, texts: list[str]) -> list[list[float]]:
-    """``embeddings.embed_documents(texts)``, the embedded model (``LocalEmbeddings``) on one
-    torch thread in the calling thread; any other model as is.
+    """``embeddings.embed_documents(texts)`` on one torch thread in the calling thread
+    (``store.torch_threads.one_thread``: that thread's count only, and its own back after).
 
     Entity names are a few tokens each, so embedding them is hundreds of tiny forward passes, and
     torch's two threads wait on each other at every one of them whenever anything else runs on
     the machine: 871 names took 10-15 s on two threads and 4-5 s on one (2.2 s of CPU against
     10-14) with the 2 cores shared (BENCHMARKS.md, "Ingest throughput (issue 47)"). Ingest embeds
     a group's chunks this way too, in a thread of their own while spaCy finds their entities, so
-    the two use one core each. torch's thread count (OpenMP's) is the calling thread's own: set
-    and restored here, it changes no other thread's. Names embed to the same vectors on any
-    machine within ~3e-7 (one thread rounds differently from two on inputs this short; chunks'
-    vectors came out bit for bit the same). The model's module is not imported to check: a
-    model of that class means it is imported already.
+    the two use one core each. Names embed to the same vectors on any machine within ~3e-7 (one
+    thread rounds differently from two on inputs this short; chunks' vectors came out bit for bit
+    the same). A model that is not torch's runs as it is (the count is set, never used).
     """
-    local = sys.modules.get("rag_graphs.store.local_embeddings")
-    if local is None or not isinstance(embeddings, local.LocalEmbeddings):
+    with one_thread():
         return embeddings.embed_documents(texts)
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        return embeddings.embed_documents(texts)
-    finally:
-        torch.set_num_threads(before)
 
 
 @dataclass

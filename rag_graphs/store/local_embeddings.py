@@ -14,9 +14,9 @@ query as a passage (no ``query_encode_kwargs``: MiniLM, the default), a small ba
 texts it holds from there and embeds only the rest, so the reader pays for its sentences alone
 and retrieval's vector is reused without being passed through the graph's state.
 
-torch's thread count is one setting for the whole process, so the switch is counted: the first
-small call in sets one thread, the last one out restores the setting it found. A batch running
-meanwhile in another thread runs on one thread for that moment (slower, never wrong).
+Each call sets and restores its own thread's count only (``store.torch_threads.one_thread``): a
+batch running meanwhile in another thread keeps its count, and calls overlapping in two threads
+each run on one thread and each get their own count back.
 """
 
 from __future__ import annotations
@@ -24,45 +24,17 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
-from contextlib import contextmanager
 
 from langchain_huggingface import HuggingFaceEmbeddings
 from pydantic import PrivateAttr
+
+from rag_graphs.store.torch_threads import one_thread
 
 SMALL_CALL = 32
 """Texts up to which a call runs on one thread: queries, the reader's sentences, a reranker's
 top passages."""
 QUERY_CACHE = 256
 """Query vectors kept (by text, least recently used out): ~3 MB for MiniLM (384 Python floats each)."""
-
-
-class _OneThread:
-    """torch on one intra-op thread while at least one small call runs."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._inside = 0
-        self._restore = 0
-
-    @contextmanager
-    def __call__(self) -> Iterator[None]:
-        import torch
-
-        with self._lock:
-            if self._inside == 0:
-                self._restore = torch.get_num_threads()
-                torch.set_num_threads(1)
-            self._inside += 1
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._inside -= 1
-                if self._inside == 0:
-                    torch.set_num_threads(self._restore)
-
-
-one_thread = _OneThread()
 
 
 class LocalEmbeddings(HuggingFaceEmbeddings):

@@ -1,6 +1,7 @@
 """Ingest's embedding beside entity extraction (issue 47): a group's chunks are embedded in a
 thread of their own while the extractor runs, every embedding of the embedded model on one torch
-thread, and what is stored is what the sequential order stored (scripted fakes, no timing)."""
+thread, and what is stored is what the sequential order stored (scripted fakes, no timing); the
+threads this leaves behind start on the process's torch count, not on one."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 from typing import ClassVar
 
 import numpy
+import pytest
 import torch
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
@@ -17,7 +19,7 @@ from rag_graphs.entity_graph.rows import entity_table
 from rag_graphs.ingestion import IngestOptions, ingest
 from rag_graphs.store import ChunkIndex
 from rag_graphs.store.fields import ENTITIES_FIELD
-from rag_graphs.store.local_embeddings import LocalEmbeddings
+from rag_graphs.store.local_embeddings import SMALL_CALL, LocalEmbeddings
 
 FILES = {
     "institute.txt": "Velmora Institute\n\nThe Velmora Institute was founded by Ilsa Brandt in Korvik.",
@@ -134,3 +136,56 @@ def test_embed_on_one_thread_runs_the_embedded_model_on_one_torch_thread_and_res
     assert torch.get_num_threads() == before
     other = DeterministicFakeEmbedding(size=4)  # any other model: called as it is
     assert embed_on_one_thread(other, ["a"]) == other.embed_documents(["a"])
+
+
+@pytest.fixture
+def two_threads():
+    """torch on two threads for the test (whatever the worker's share), restored after."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    yield
+    torch.set_num_threads(before)
+
+
+def test_a_thread_created_inside_another_threads_embedding_leaves_later_threads_on_the_configured_count(
+    two_threads,
+):
+    """Ingest's two embedding threads: the names' thread is created while the chunks' thread is
+    inside its block, so its first torch call finds torch's process-wide count at 1 (its own count
+    is 1), and it leaves after the chunks' thread. A save/restore per call then left that 1 as the
+    count every later thread starts on: the next large batch in a new thread ran on one thread."""
+    chunks_in, names_in, chunks_out = threading.Event(), threading.Event(), threading.Event()
+    counts: dict[str, int] = {}
+    waited: list[bool] = []
+
+    class Probe(LocalEmbeddings):
+        def embed_documents(self, texts: list[str]) -> list[list[float]]:
+            if texts == ["chunk"]:
+                chunks_in.set()
+                waited.append(names_in.wait(10))
+            elif texts == ["name"]:
+                names_in.set()
+                waited.append(chunks_out.wait(10))  # the chunks' block has ended
+            counts[texts[0]] = torch.get_num_threads()
+            return [[0.0] for _ in texts]
+
+    model = Probe.model_construct()
+
+    def chunks() -> None:
+        embed_on_one_thread(model, ["chunk"])
+        chunks_out.set()
+
+    def run(target) -> None:
+        worker = threading.Thread(target=target)
+        worker.start()
+        worker.join(20)
+
+    chunk_thread = threading.Thread(target=chunks)
+    chunk_thread.start()
+    waited.append(chunks_in.wait(10))
+    run(lambda: embed_on_one_thread(model, ["name"]))  # created inside the chunks' block
+    chunk_thread.join(20)
+    run(lambda: model.embed_documents(["passage"] * (SMALL_CALL + 1)))  # a large batch, later
+    assert waited == [True] * 3  # the calls did overlap as scripted
+    assert counts == {"chunk": 1, "name": 1, "passage": 2}
+    assert torch.get_num_threads() == 2

@@ -1,5 +1,5 @@
 """``LocalEmbeddings``: queries and small batches run on one torch thread, large batches on
-torch's setting, and the setting a caller had comes back however the calls overlap."""
+torch's setting, and the count each calling thread had comes back however the calls overlap."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import torch
 from langchain_huggingface import HuggingFaceEmbeddings
 
 from rag_graphs.store import local_embeddings
-from rag_graphs.store.local_embeddings import SMALL_CALL, LocalEmbeddings, one_thread
+from rag_graphs.store.local_embeddings import SMALL_CALL, LocalEmbeddings
+from rag_graphs.store.torch_threads import one_thread
 
 
 @pytest.fixture
@@ -20,6 +21,15 @@ def threads():
     torch.set_num_threads(2)
     yield
     torch.set_num_threads(before)
+
+
+def new_thread_count() -> int:
+    """The count a thread created now starts on (torch's process-wide value)."""
+    seen: list[int] = []
+    worker = threading.Thread(target=lambda: seen.append(torch.get_num_threads()))
+    worker.start()
+    worker.join()
+    return seen[0]
 
 
 @pytest.fixture
@@ -59,32 +69,67 @@ def test_the_setting_comes_back_when_a_call_fails(threads, monkeypatch):
     assert torch.get_num_threads() == 2
 
 
-def test_overlapping_calls_restore_the_setting_only_when_the_last_one_leaves(threads):
-    """Two threads' calls overlapping in either order: a naive save/restore per call would leave
-    torch on one thread for good (the second saved the first's 1)."""
+def test_overlapping_calls_in_two_threads_each_run_on_one_thread_and_each_get_their_own_count_back(
+    threads, monkeypatch
+):
+    """Two threads with counts of their own (2 and 3), the second's query starting while the
+    first's runs and still running when the first's returns. torch's count is each thread's own:
+    a switch counted across threads (the first in sets 1, the last out restores) left the second
+    on its 3 and the first on 1, and restored the first's 2 in the second thread."""
     first_in, second_in, first_out = threading.Event(), threading.Event(), threading.Event()
-    during: list[int] = []
+    ready = threading.Barrier(2)
+    inside: dict[str, int] = {}
+    after: dict[str, int] = {}
+    waited: list[bool] = []
 
-    def first():
-        with one_thread():
+    def query(self, text):
+        inside[text] = torch.get_num_threads()
+        if text == "first?":
             first_in.set()
-            second_in.wait(5)
-        first_out.set()
-
-    def second():
-        first_in.wait(5)
-        with one_thread():
+            waited.append(second_in.wait(10))
+        else:
             second_in.set()
-            first_out.wait(5)
-            during.append(torch.get_num_threads())
+            waited.append(first_out.wait(10))
+        return [0.0]
 
-    workers = [threading.Thread(target=first), threading.Thread(target=second)]
+    monkeypatch.setattr(HuggingFaceEmbeddings, "embed_query", query)
+    model = LocalEmbeddings.model_construct()
+
+    def caller(text: str, own: int, start: threading.Event | None) -> None:
+        torch.get_num_threads()  # the thread's first torch call sets its count to the process's
+        torch.set_num_threads(own)
+        ready.wait(10)  # both threads hold their own count before either call
+        if start:
+            waited.append(start.wait(10))
+        model.embed_query(text)
+        after[text] = torch.get_num_threads()
+        if text == "first?":
+            first_out.set()
+
+    workers = [
+        threading.Thread(target=caller, args=("first?", 2, None)),
+        threading.Thread(target=caller, args=("second?", 3, first_in)),
+    ]
     for worker in workers:
         worker.start()
     for worker in workers:
-        worker.join(10)
-    assert during == [1]
+        worker.join(20)
+    assert waited == [True] * 3  # the calls did overlap as scripted
+    assert inside == {"first?": 1, "second?": 1}
+    assert after == {"first?": 2, "second?": 3}
+    assert torch.get_num_threads() == 2  # this thread made no call: untouched
+    assert new_thread_count() == 3  # the last thread out's own count, never the blocks' 1
+
+
+def test_a_block_inside_a_block_leaves_the_thread_on_one_until_the_outer_one_ends(threads):
+    """A small batch inside ingest's block (``embed_on_one_thread``): the inner block restores
+    nothing, so the outer block's call keeps one thread to its end."""
+    with one_thread():
+        with one_thread():
+            assert torch.get_num_threads() == 1
+        assert torch.get_num_threads() == 1
     assert torch.get_num_threads() == 2
+    assert new_thread_count() == 2
 
 
 @pytest.fixture
