@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from rag_graphs.config.errors import SetupError
-from rag_graphs.entity_graph.candidates import FEATURES, candidate_features, pool_of, read_pool
+from rag_graphs.entity_graph.candidates import FEATURES, bridge_hop, candidate_features, pool_of, read_pool
 from rag_graphs.entity_graph.first_search import FirstHits
 from rag_graphs.entity_graph.neighbourhood import Neighbourhood
 from rag_graphs.entity_graph.rank import full_order
@@ -144,7 +144,8 @@ def pool_features(
 ) -> tuple[list[str], np.ndarray]:
     """The candidates to rank and their signals (``candidates.FEATURES``, one row each): those of
     ``rank.rank``'s order under ``keep_first`` and ``keep_in_top`` (the order the ranker was
-    trained beside), with the first hits. ``bench/graph_ltr.py`` dumps exactly these."""
+    trained beside), with the first hits and the passages the bridge hop adds
+    (``candidates.bridge_hop``). ``bench/graph_ltr.py`` dumps exactly these."""
     walked = held.walked
     assert walked.probabilities is not None
     order = full_order(
@@ -158,6 +159,7 @@ def pool_features(
     first = held.first
     dense, hybrid = [str(d.id) for d, _ in first.dense], [str(d.id) for d, _ in first.hybrid or []]
     pool = pool_of(order, dense, hybrid, k=k)
+    pool += bridge_hop(pool, order, hybrid or dense, held.seeds, held.hood)
     cosines, texts = read_pool(index, pool, held.vector, expr)
     x = candidate_features(
         pool,
