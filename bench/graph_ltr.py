@@ -12,6 +12,13 @@ runs as often as needed:
     .venv/bin/python bench/graph_ltr.py train bench_runs/ltr_*.jsonl --out rag_graphs/data/graph_ranker.json
     # 3. score a ranker file on both halves against today's graph search and hybrid search
     .venv/bin/python bench/graph_ltr.py evaluate bench_runs/ltr_*.jsonl --ranker bench_runs/graph_ranker.json
+    # 4. graph search itself, the ranker off / on (/ a ranker file from before the bridge hop)
+    PYTHONPATH=. nice -n 10 .venv/bin/python bench/graph_ltr.py search --dataset musique \
+        --store bench_runs/reader_musique.db --eval /work/shared/eval --split tune --before OLD.json
+
+``dump --bridge 20`` keeps up to 20 bridge passages a pool; ``train`` / ``evaluate --bridge N`` keep
+the first N of them (as ``candidates.BRIDGE = N`` would) and ``train --before`` only the features
+before the bridge's, so one dump measures every width and both feature sets.
 
 Labels are the dev sets' gold supporting passages. Only the tune halves are ever fitted on;
 ``evaluate`` reports both. The dump times today's search per question and, apart, what a ranker
@@ -152,9 +159,10 @@ class Before:
 
 
 def search(args) -> None:
-    """Graph search as shipped, the learned ranker off and on, alternating per question (one
-    process, one store, so load hits both arms alike): R@2 / R@5, losses, p50 / p90 ms. With
-    ``--before FILE``, a third arm: the ranker before the bridge hop (that file, no bridge passages).
+    """Graph search as shipped, the learned ranker off and on, each arm first in turn per question
+    (one process, one store, so load hits the arms alike): R@2 / R@5, losses, p50 / p90 ms of the
+    whole search and of its rank stage. With ``--before FILE``, a third arm: the ranker before the
+    bridge hop (that file, written for the 24 features before the bridge's; no bridge passages).
     """
     import rag_graphs.entity_graph.candidates as candidates
     import rag_graphs.entity_graph.graph_search as searching
@@ -187,23 +195,30 @@ def search(args) -> None:
         graph_search(index, examples[0].question, k=5, options=options)  # warm up
     got: dict[str, dict] = {arm: {} for arm in arms}
     ms: dict[str, list[float]] = {arm: [] for arm in arms}
+    ranking: dict[str, list[float]] = {arm: [] for arm in arms}  # the rank stage's lap alone
     hybrid = {}
     for n, e in enumerate(examples):
-        for arm in list(arms) if n % 2 == 0 else list(arms)[::-1]:
+        turn = n % len(arms)  # each arm goes first in turn: the first search of a question reads cold rows
+        for arm in [*list(arms)[turn:], *list(arms)[:turn]]:
             arm_ranker(arm)
             start = time.perf_counter()
-            hits = graph_search(index, e.question, k=5, options=arms[arm]).hits
+            found = graph_search(index, e.question, k=5, options=arms[arm])
             ms[arm].append((time.perf_counter() - start) * 1000)
+            ranking[arm].append(found.milliseconds.get("rank", 0.0))
+            hits = found.hits
             got[arm][e.id] = [recall([str(d.id) for d, _ in hits], list(e.supporting_ids), k) for k in (2, 5)]
         ranked = [str(d.id) for d, _ in index.search(e.question, k=5, mode="hybrid")]
         hybrid[e.id] = [recall(ranked, list(e.supporting_ids), k) for k in (2, 5)]
     print(f"{args.dataset} {args.split} ({len(examples)} questions)")
-    print("| arm | R@2 / R@5 | p50 / p90 ms | R@5 lost / won vs off | R@2 below / above hybrid |")
-    print("|---|---|---|---|---|")
+    print(
+        "| arm | R@2 / R@5 | p50 / p90 ms | rank stage p50 / p90 ms | R@5 lost / won vs off "
+        "| R@2 below / above hybrid |"
+    )
+    print("|---|---|---|---|---|---|")
     r = lambda arm, i: 100 * statistics.mean(v[i] for v in got[arm].values())  # noqa: E731
     print(
         f"| hybrid | {100 * statistics.mean(v[0] for v in hybrid.values()):.1f} / "
-        f"{100 * statistics.mean(v[1] for v in hybrid.values()):.1f} | | | |"
+        f"{100 * statistics.mean(v[1] for v in hybrid.values()):.1f} | | | | |"
     )
     for arm in arms:
         lost = sum(got[arm][q][1] < got["off"][q][1] for q in hybrid)
@@ -211,9 +226,11 @@ def search(args) -> None:
         below = sum(got[arm][q][0] < hybrid[q][0] for q in hybrid)
         above = sum(got[arm][q][0] > hybrid[q][0] for q in hybrid)
         p90 = sorted(ms[arm])[int(0.9 * len(ms[arm]))]
+        rank90 = sorted(ranking[arm])[int(0.9 * len(ranking[arm]))]
         print(
             f"| learned_rank {arm} | {r(arm, 0):.1f} / {r(arm, 1):.1f} | {statistics.median(ms[arm]):.0f} / "
-            f"{p90:.0f} | {lost} / {won} | {below} / {above} |",
+            f"{p90:.0f} | {statistics.median(ranking[arm]):.1f} / {rank90:.1f} | {lost} / {won} "
+            f"| {below} / {above} |",
             flush=True,
         )
 

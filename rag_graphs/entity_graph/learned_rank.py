@@ -4,9 +4,11 @@ Graph search's last stage orders its candidates by the walk under hybrid search'
 (``rank.rank``); its other signals (dense and BM25 ranks, the question's cosine, the seeds a passage
 holds, a title naming an entity of the first hop, word overlap) go unused there. Issue 47 asked
 whether a ranker trained on those signals (``rag_graphs.entity_graph.candidates.FEATURES``) orders
-them better: LightGBM's lambdarank, 100 trees of at most 7 leaves, beat every linear ranker on the
-tune halves of MuSiQue, 2Wiki and HotpotQA and raised R@5 on all three check halves
-(BENCHMARKS.md, "Learned ranking over graph search's candidates").
+them better: LightGBM's lambdarank beat every linear ranker on the tune halves of MuSiQue, 2Wiki
+and HotpotQA and raised R@5 on all three check halves (BENCHMARKS.md, "Learned ranking over graph
+search's candidates"). Since the second hop (``candidates.bridge_hop``: up to 5 walked passages
+past the first 30 that hold a bridge entity of the first hop, and four features saying so) it is
+200 trees of at most 7 leaves (BENCHMARKS.md, "A second, LLM-free hop in the ranker's pool").
 
 The trees ship flattened as ``rag_graphs/data/graph_ranker.json``, written by
 ``bench/graph_ltr.py train`` from the tune halves, and are evaluated here with numpy: search needs
