@@ -12,6 +12,13 @@ runs as often as needed:
     .venv/bin/python bench/graph_ltr.py train bench_runs/ltr_*.jsonl --out rag_graphs/data/graph_ranker.json
     # 3. score a ranker file on both halves against today's graph search and hybrid search
     .venv/bin/python bench/graph_ltr.py evaluate bench_runs/ltr_*.jsonl --ranker bench_runs/graph_ranker.json
+    # 4. graph search itself, the ranker off / on (/ a ranker file from before the bridge hop)
+    PYTHONPATH=. nice -n 10 .venv/bin/python bench/graph_ltr.py search --dataset musique \
+        --store bench_runs/reader_musique.db --eval /work/shared/eval --split tune --before OLD.json
+
+``dump --bridge 20`` keeps up to 20 bridge passages a pool; ``train`` / ``evaluate --bridge N`` keep
+the first N of them (as ``candidates.BRIDGE = N`` would) and ``train --before`` only the features
+before the bridge's, so one dump measures every width and both feature sets.
 
 Labels are the dev sets' gold supporting passages. Only the tune halves are ever fitted on;
 ``evaluate`` reports both. The dump times today's search per question and, apart, what a ranker
@@ -72,6 +79,7 @@ def dump(args) -> None:
     from rag_graphs.store import load_embeddings, open_index
 
     candidates.POOL = args.pool  # the pool's depth in today's order (a measurement knob, not an option)
+    candidates.BRIDGE = args.bridge  # the bridge hop's most passages (train --bridge keeps fewer)
     seen = capture_stages()
     options = GraphSearchOptions(learned_rank=False)  # today: the walk under hybrid's top
     embeddings = load_embeddings("embedded")
@@ -126,42 +134,91 @@ def dump(args) -> None:
                 print(f"{args.dataset}: {n}/{len(examples)} {ms_search:.0f} ms", flush=True)
 
 
+class Before:
+    """A ranker file written for the features before the bridge's (``FEATURES[:n]``): scores the
+    first ``n`` columns, as graph search scored them before the bridge hop (``search --before``)."""
+
+    def __init__(self, path: str) -> None:
+        from rag_graphs.entity_graph import learned_rank
+
+        data = json.loads(Path(path).read_text())
+        self.n = len(data["features"])
+        nodes = {key: np.asarray(data["nodes"][key], dtype=float) for key in learned_rank.NODE_FIELDS}
+        self.trees = learned_rank.TreeRanker(
+            tuple(data["features"]),
+            nodes["feature"].astype(int),
+            nodes["threshold"],
+            nodes["left"].astype(int),
+            nodes["right"].astype(int),
+            nodes["value"],
+            np.asarray(data["roots"], dtype=int),
+        )
+
+    def score(self, x: np.ndarray) -> np.ndarray:
+        return self.trees.score(np.asarray(x)[:, : self.n])
+
+
 def search(args) -> None:
-    """Graph search as shipped, the learned ranker off and on, alternating per question (one
-    process, one store, so load hits both arms alike): R@2 / R@5, losses, p50 / p90 ms."""
+    """Graph search as shipped, the learned ranker off and on, each arm first in turn per question
+    (one process, one store, so load hits the arms alike): R@2 / R@5, losses, p50 / p90 ms of the
+    whole search and of its rank stage. With ``--before FILE``, a third arm: the ranker before the
+    bridge hop (that file, written for the 24 features before the bridge's; no bridge passages).
+    """
+    import rag_graphs.entity_graph.candidates as candidates
+    import rag_graphs.entity_graph.graph_search as searching
     from rag_graphs.config.graph_search import GraphSearchOptions
     from rag_graphs.entity_graph.graph_search import graph_search
+    from rag_graphs.entity_graph.learned_rank import shipped_ranker
     from rag_graphs.eval.corpus import collection_name
     from rag_graphs.eval.datasets import load_dataset
     from rag_graphs.eval.halves import split
     from rag_graphs.store import load_embeddings, open_index
 
     arms = {"off": GraphSearchOptions(learned_rank=False), "on": GraphSearchOptions(learned_rank=True)}
+    rankers = {"on": (shipped_ranker(), candidates.BRIDGE)}
+    if args.before:
+        arms["before"] = GraphSearchOptions(learned_rank=True)
+        rankers["before"] = (Before(args.before), 0)
+
+    def arm_ranker(arm: str) -> None:
+        if arm in rankers:
+            ranker, candidates.BRIDGE = rankers[arm]
+            searching.shipped_ranker = lambda: ranker
+
     dataset = load_dataset(Path(args.eval) / args.dataset)
     index = open_index(
         args.store, args.collection or collection_name(dataset, "embedded"), load_embeddings("embedded")
     )
     examples = split(dataset.examples, args.split)[: args.limit]
-    for options in arms.values():
+    for arm, options in arms.items():
+        arm_ranker(arm)
         graph_search(index, examples[0].question, k=5, options=options)  # warm up
     got: dict[str, dict] = {arm: {} for arm in arms}
     ms: dict[str, list[float]] = {arm: [] for arm in arms}
+    ranking: dict[str, list[float]] = {arm: [] for arm in arms}  # the rank stage's lap alone
     hybrid = {}
     for n, e in enumerate(examples):
-        for arm in list(arms) if n % 2 == 0 else list(arms)[::-1]:
+        turn = n % len(arms)  # each arm goes first in turn: the first search of a question reads cold rows
+        for arm in [*list(arms)[turn:], *list(arms)[:turn]]:
+            arm_ranker(arm)
             start = time.perf_counter()
-            hits = graph_search(index, e.question, k=5, options=arms[arm]).hits
+            found = graph_search(index, e.question, k=5, options=arms[arm])
             ms[arm].append((time.perf_counter() - start) * 1000)
+            ranking[arm].append(found.milliseconds.get("rank", 0.0))
+            hits = found.hits
             got[arm][e.id] = [recall([str(d.id) for d, _ in hits], list(e.supporting_ids), k) for k in (2, 5)]
         ranked = [str(d.id) for d, _ in index.search(e.question, k=5, mode="hybrid")]
         hybrid[e.id] = [recall(ranked, list(e.supporting_ids), k) for k in (2, 5)]
     print(f"{args.dataset} {args.split} ({len(examples)} questions)")
-    print("| arm | R@2 / R@5 | p50 / p90 ms | R@5 lost / won vs off | R@2 below / above hybrid |")
-    print("|---|---|---|---|---|")
+    print(
+        "| arm | R@2 / R@5 | p50 / p90 ms | rank stage p50 / p90 ms | R@5 lost / won vs off "
+        "| R@2 below / above hybrid |"
+    )
+    print("|---|---|---|---|---|---|")
     r = lambda arm, i: 100 * statistics.mean(v[i] for v in got[arm].values())  # noqa: E731
     print(
         f"| hybrid | {100 * statistics.mean(v[0] for v in hybrid.values()):.1f} / "
-        f"{100 * statistics.mean(v[1] for v in hybrid.values()):.1f} | | | |"
+        f"{100 * statistics.mean(v[1] for v in hybrid.values()):.1f} | | | | |"
     )
     for arm in arms:
         lost = sum(got[arm][q][1] < got["off"][q][1] for q in hybrid)
@@ -169,9 +226,11 @@ def search(args) -> None:
         below = sum(got[arm][q][0] < hybrid[q][0] for q in hybrid)
         above = sum(got[arm][q][0] > hybrid[q][0] for q in hybrid)
         p90 = sorted(ms[arm])[int(0.9 * len(ms[arm]))]
+        rank90 = sorted(ranking[arm])[int(0.9 * len(ranking[arm]))]
         print(
             f"| learned_rank {arm} | {r(arm, 0):.1f} / {r(arm, 1):.1f} | {statistics.median(ms[arm]):.0f} / "
-            f"{p90:.0f} | {lost} / {won} | {below} / {above} |",
+            f"{p90:.0f} | {statistics.median(ranking[arm]):.1f} / {rank90:.1f} | {lost} / {won} "
+            f"| {below} / {above} |",
             flush=True,
         )
 
@@ -374,11 +433,12 @@ def show(title: str, result: dict[str, dict]) -> None:
         )
 
 
-def folds(rows: list[dict], n: int = 5) -> list[tuple[list[dict], list[dict]]]:
-    """``n`` splits of ``rows`` by question id (a question is never in its own training fold)."""
+def folds(rows: list[dict], n: int = 5, salt: str = "") -> list[tuple[list[dict], list[dict]]]:
+    """``n`` splits of ``rows`` by question id (a question is never in its own training fold);
+    another ``salt``, other splits."""
     import hashlib
 
-    part = [int(hashlib.sha1(r["id"].encode()).hexdigest()[2:6], 16) % n for r in rows]
+    part = [int(hashlib.sha1((salt + r["id"]).encode()).hexdigest()[2:6], 16) % n for r in rows]
     return [
         (
             [r for r, p in zip(rows, part, strict=True) if p != f],
@@ -388,21 +448,47 @@ def folds(rows: list[dict], n: int = 5) -> list[tuple[list[dict], list[dict]]]:
     ]
 
 
-def cross_validated(rows: list[dict], make, protect=(0, 0)) -> dict[str, dict]:
-    """Every tune question ranked by a model fitted on the other folds."""
-    ranked: dict[str, list[str]] = {}
-    for train, held in folds(rows):
-        model = make().fit([r for r in train if "pool" in r])
-        for r in held:
-            ranked[r["id"]] = (
-                ranked_by(r, model.score(np.asarray(r["x"])), protect) if "pool" in r else r["today"]
-            )
-    return table(rows, lambda r: ranked[r["id"]])
+def cross_validated(rows: list[dict], make, protect=(0, 0), repeats: int = 1) -> dict[str, dict]:
+    """Every tune question ranked by a model fitted on the other folds; with ``repeats``, the
+    mean over that many different 5-fold splits (the first is the one-split figure)."""
+    results = []
+    for repeat in range(repeats):
+        ranked: dict[str, list[str]] = {}
+        for train, held in folds(rows, salt=str(repeat) if repeat else ""):
+            model = make().fit([r for r in train if "pool" in r])
+            for r in held:
+                ranked[r["id"]] = (
+                    ranked_by(r, model.score(np.asarray(r["x"])), protect) if "pool" in r else r["today"]
+                )
+        results.append(table(rows, lambda r, ranked=ranked: ranked[r["id"]]))
+    if repeats == 1:
+        return results[0]
+
+    def mean(cells: list):
+        if isinstance(cells[0], list):
+            return [statistics.mean(c[i] for c in cells) for i in range(len(cells[0]))]
+        return round(statistics.mean(cells), 1)
+
+    return {
+        name: {key: mean([result[name][key] for result in results]) for key in results[0][name]}
+        for name in results[0]
+    }
 
 
-def prepare(rows: list[dict]) -> list[dict]:
+def prepare(rows: list[dict], bridge: int | None = None, before: bool = False) -> list[dict]:
+    """The dumped rows with hybrid's ranking; with ``bridge``, at most that many of each pool's
+    bridge passages (the first, in the walk's order, as a smaller ``candidates.BRIDGE`` keeps);
+    with ``before``, only the features before the bridge's (the ranker as it was)."""
+    from rag_graphs.entity_graph.candidates import FEATURES
+
+    joined, n = FEATURES.index("bridge_joined"), FEATURES.index("bridge_log")
     for r in rows:
         if "pool" in r:
+            x = np.asarray(r["x"])
+            if bridge is not None:
+                keep = np.cumsum(x[:, joined]) * x[:, joined] <= bridge
+                r["pool"], x = [c for c, kept in zip(r["pool"], keep, strict=True) if kept], x[keep]
+            r["x"] = x[:, :n] if before else x
             r["hybrid_first"] = hybrid_first(r)
     return rows
 
@@ -413,23 +499,38 @@ CANDIDATES = {
     "linear pointwise C=1": lambda: Linear(1.0, pairwise=False),
     "gbm 15 leaves 200 trees": lambda: Gbm(),
     "gbm 7 leaves 100 trees": lambda: Gbm(7, 100, 0.05, 50),
+    "gbm 7 leaves 200 trees min 20": lambda: Gbm(7, 200, 0.05, 20),
+    "gbm 15 leaves 100 trees": lambda: Gbm(15, 100, 0.05, 50),
+    "gbm 4 leaves 200 trees min 20": lambda: Gbm(4, 200, 0.05, 20),
 }
 
 
-SHIPPED = "gbm 7 leaves 100 trees"
+SHIPPED = "gbm 7 leaves 200 trees min 20"
 """The model ``train --out`` writes: chosen on the tune halves (BENCHMARKS.md, issue 47)."""
 
 
 def train(args) -> None:
-    rows = prepare(load(args.dumps))
+    if args.before and args.out:
+        sys.exit("train --before measures the features before the bridge's; it writes no ranker file")
+    rows = prepare(load(args.dumps), args.bridge, args.before)
     tune = [r for r in rows if r["half"] == "tune"]
     pools = [r for r in tune if "pool" in r]
-    reach = statistics.mean(recall(r["pool"], r["gold"], 100) for r in pools)
+    reach = statistics.mean(recall(r["pool"], r["gold"], 1000) for r in pools)
+    size = statistics.mean(len(r["pool"]) for r in pools)
     print(f"tune: {len(tune)} questions, {len(pools)} with a walk; gold in the pool {100 * reach:.1f}%")
+    for name in sorted({r["dataset"] for r in pools}):
+        part = [r for r in pools if r["dataset"] == name]
+        print(
+            f"  {name}: gold in the pool "
+            f"{100 * statistics.mean(recall(r['pool'], r['gold'], 1000) for r in part):.1f}%"
+            f", {statistics.mean(len(r['pool']) for r in part):.1f} candidates"
+        )
+    print(f"  {size:.1f} candidates a question")
     for name in args.models or list(CANDIDATES):
         for protect in [tuple(p) for p in args.protect]:
             show(
-                f"5-fold on tune: {name}, protect {protect}", cross_validated(tune, CANDIDATES[name], protect)
+                f"5-fold on tune ({args.repeats} splits): {name}, protect {protect}",
+                cross_validated(tune, CANDIDATES[name], protect, args.repeats),
             )
     if args.out:
         from rag_graphs.entity_graph.learned_rank import load_ranker
@@ -449,7 +550,7 @@ def train(args) -> None:
 def evaluate(args) -> None:
     from rag_graphs.entity_graph.learned_rank import load_ranker
 
-    rows = prepare(load(args.dumps))
+    rows = prepare(load(args.dumps), args.bridge)
     ranker = load_ranker(Path(args.ranker) if args.ranker else None)
     protect = tuple(args.protect[0]) if args.protect else (0, 0)
     for half in ("tune", "check"):
@@ -486,6 +587,9 @@ def main() -> None:
     d.add_argument("--collection", default=None, help="default: the evaluator's name for the corpus")
     d.add_argument("--limit", type=int, default=None)
     d.add_argument("--pool", type=int, default=30, help="today's first N join the pool (candidates.POOL)")
+    d.add_argument(
+        "--bridge", type=int, default=10, help="the bridge hop's most passages (candidates.BRIDGE)"
+    )
     d.add_argument("--out", required=True)
     q = sub.add_parser("search", help="graph search with the ranker off and on, alternating")
     q.add_argument("--dataset", required=True)
@@ -494,6 +598,7 @@ def main() -> None:
     q.add_argument("--collection", default=None)
     q.add_argument("--split", default="check", choices=["tune", "check", "all"])
     q.add_argument("--limit", type=int, default=None)
+    q.add_argument("--before", default=None, help="a third arm: this ranker file, no bridge passages")
     t = sub.add_parser("train")
     t.add_argument("dumps", nargs="+")
     t.add_argument("--models", nargs="*", default=None, choices=sorted(CANDIDATES))
@@ -505,10 +610,14 @@ def main() -> None:
         help="keep_first,keep_in_top applied after the ranker (repeatable)",
     )
     t.add_argument("--out", default=None, help="write the chosen ranker, fitted on every tune row, here")
+    t.add_argument("--bridge", type=int, default=None, help="keep at most N bridge passages a pool")
+    t.add_argument("--before", action="store_true", help="only the features before the bridge's")
+    t.add_argument("--repeats", type=int, default=1, help="mean over this many 5-fold splits")
     e = sub.add_parser("evaluate")
     e.add_argument("dumps", nargs="+")
     e.add_argument("--ranker", default=None, help="a ranker file (default: the shipped one)")
     e.add_argument("--protect", type=lambda s: [int(v) for v in s.split(",")], action="append", default=None)
+    e.add_argument("--bridge", type=int, default=None, help="keep at most N bridge passages a pool")
     args = parser.parse_args()
     if getattr(args, "protect", None) is None and args.command == "train":
         args.protect = [[0, 0], [1, 2]]

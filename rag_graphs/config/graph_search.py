@@ -66,11 +66,12 @@ class GraphSearchOptions:
 
     learned_rank: bool = _env("RAG_GRAPHS_GRAPH_LEARNED_RANK", True)
     """Order the candidates (today's first 30 by the walk under ``keep_first`` and ``keep_in_top``,
-    and the first hits) by the shipped learned ranker (``rag_graphs.entity_graph.learned_rank``:
-    LightGBM lambdarank trees over the walk's, dense, BM25, hybrid and entity signals), whose order
-    is final: hybrid's top is one of its signals, not kept by force. On the check halves of MuSiQue,
-    2Wiki and HotpotQA dev R@5 69.3 / 95.0 / 93.5 against 67.9 / 90.7 / 88.8 without it, R@2
-    above hybrid on all three, p50 9-22 ms more per search under load (BENCHMARKS.md, issue 47).
+    the first hits and up to 5 walked passages holding a bridge entity of the first hop) by the
+    shipped learned ranker (``rag_graphs.entity_graph.learned_rank``: LightGBM lambdarank trees
+    over the walk's, dense, BM25, hybrid and entity signals), whose order is final: hybrid's top is
+    one of its signals, not kept by force. On the check halves of MuSiQue, 2Wiki and HotpotQA dev
+    R@5 74.7 / 94.4 / 93.5 against 67.9 / 90.7 / 88.8 without it, R@2 above hybrid on all three,
+    p50 9-22 ms more per search under load (BENCHMARKS.md, issue 47).
     False: the walk's order under ``keep_first`` and ``keep_in_top``."""
 
     def protects_hybrid(self) -> bool:

@@ -7,14 +7,16 @@ from what the search holds already (its first searches, the linked question, the
 neighbourhood, the walk, its own order) plus one read of the pool's stored rows (``read_pool``):
 the question's cosine to every candidate, not only to the first 20, and its words.
 
-The pool is today's top ``POOL`` (the walk's order under hybrid's protection) and every first hit:
-a ranker re-orders what graph search found, it does not search.
+The pool is today's top ``POOL`` (the walk's order under hybrid's protection), every first hit
+and, through the first hop's bridge entities, up to ``BRIDGE`` walked passages past that depth
+(``bridge_hop``): a ranker re-orders what graph search found, it does not search.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -58,9 +60,18 @@ FEATURES: tuple[str, ...] = (
     "title_words",  # share of its title's content words the question has
     "text_words",  # share of the question's content words the passage has
     "length_log",  # log1p of its words
+    "bridge_log",  # log1p of the bridge entities of the other first-hop passages it holds
+    "bridge_specific",  # 1 / the walked passages holding the rarest of them
+    "bridge_words",  # the largest share of a held bridge entity's words the question has
+    "bridge_joined",  # past today's first POOL, no first hit, holds a bridge entity (``bridge_hop``)
 )
 TOP = 2
 """Today's and hybrid's first ``TOP`` passages are the first hop a bridge passage follows from."""
+BRIDGE_FROM = 5
+"""Today's first ``BRIDGE_FROM`` passages (and hybrid's first ``TOP``) are the first hop whose
+other entities are the bridge (``bridge_keys``)."""
+BRIDGE = 5
+"""At most ``BRIDGE`` walked passages past the pool's depth join it through a bridge entity."""
 
 
 def _rrf(place: int | None) -> float:
@@ -75,6 +86,46 @@ def pool_of(order: Sequence[str], dense: Sequence[str], hybrid: Sequence[str], *
     ['a', 'b', 'c', 'd']
     """
     return list(dict.fromkeys([*order[: max(POOL, k)], *dense, *hybrid]))
+
+
+def bridge_keys(
+    order: Sequence[str], hybrid: Sequence[str], seeds: Mapping[str, Mapping], hood: Neighbourhood
+) -> dict[str, set[str]]:
+    """The first hop's bridge, by passage: the non-hub entities of each of today's first
+    ``BRIDGE_FROM`` passages and hybrid's first ``TOP`` that the question does not name (not a
+    seed). A multi-hop question's next passage holds one (IRCoT's second hop, without an LLM).
+
+    >>> hood = Neighbourhood({"a": ["q", "x"], "b": ["hub"]}, {"hub"}, {})
+    >>> bridge_keys(["a", "b"], [], {"q": {}}, hood)
+    {'a': {'x'}, 'b': set()}
+    """
+    named = set(seeds) | hood.hubs
+    first_hop = dict.fromkeys([*order[:BRIDGE_FROM], *hybrid[:TOP]])
+    return {cid: set(hood.edges.get(cid, ())) - named for cid in first_hop}
+
+
+def bridge_hop(
+    pool: Sequence[str],
+    order: Sequence[str],
+    hybrid: Sequence[str],
+    seeds: Mapping[str, Mapping],
+    hood: Neighbourhood,
+) -> list[str]:
+    """Up to ``BRIDGE`` passages the pool lacks that hold a bridge entity (``bridge_keys``), by
+    their place in today's ``order`` (the walk's): the walked neighbourhood already holds them, so
+    this second hop reads nothing. Today's first 30 miss ~10% of MuSiQue's gold passages, most of
+    them walked but ranked low (BENCHMARKS.md, issue 47).
+
+    >>> hood = Neighbourhood({"a": ["x"], "b": ["y"], "c": ["x"], "d": ["x"]}, set(), {})
+    >>> bridge_hop(["a", "b"], ["a", "b", "d", "c"], [], {}, hood)
+    ['d', 'c']
+    """
+    keys = set().union(*bridge_keys(order, hybrid, seeds, hood).values())
+    if not keys:
+        return []
+    held = set(pool)
+    reached = {cid for cid, entities in hood.edges.items() if cid not in held and keys.intersection(entities)}
+    return [cid for cid in order if cid in reached][:BRIDGE]
 
 
 def candidate_features(
@@ -117,10 +168,15 @@ def candidate_features(
         key: float(row.get("similarity") or 0.0) / max(int(row.get(COUNT_FIELD) or 0), 1)
         for key, row in seeds.items()
     }
+    hybrid_ids = [str(d.id) for d, _ in hybrid]
     tops = [
         (top, set(hood.edges.get(top, ())) - hood.hubs)
-        for top in dict.fromkeys([*order[:TOP], *(str(d.id) for d, _ in hybrid[:TOP])])
+        for top in dict.fromkeys([*order[:TOP], *hybrid_ids[:TOP]])
     ]
+    bridges = bridge_keys(order, hybrid_ids, seeds, hood)
+    bridge = set().union(*bridges.values())
+    holding = Counter(key for keys in hood.edges.values() for key in keys if key in bridge)
+    bridge_share = {key: len(content_words(key) & asked) / max(len(content_words(key)), 1) for key in bridge}
     rows = []
     for cid in pool:
         near = set().union(*(keys for top, keys in tops if top != cid))
@@ -132,6 +188,7 @@ def candidate_features(
         p = float(probability.get(cid, 0.0))
         h = hybrid_scores.get(cid)
         dense_share = _rrf(dense_place.get(cid))
+        bridged = keys & set().union(*(held for top, held in bridges.items() if top != cid))
         rows.append(
             [
                 _rrf(place.get(cid)),
@@ -158,6 +215,10 @@ def candidate_features(
                 len(named & asked) / len(named) if named else 0.0,
                 len(asked & set(words)) / len(asked) if asked else 0.0,
                 math.log1p(len(words)),
+                math.log1p(len(bridged)),
+                max((1.0 / holding[key] for key in bridged), default=0.0),
+                max((bridge_share[key] for key in bridged), default=0.0),
+                float(bool(bridged) and cid not in first and place.get(cid, 0) >= POOL),
             ]
         )
     return np.asarray(rows, dtype=float).reshape(len(pool), len(FEATURES))

@@ -15,8 +15,10 @@ holds one):
 3. **Walk** (``walk.walk`` -> ``Walk``): PPR restarting at the seeds by specificity and, a little,
    at the dense hits.
 4. **Rank** (``rank.rank``): by the walk, hybrid's first hits kept on top and inside the top
-   ``k``; then, by default, the learned ranker re-orders that ranking's first 30 and the first
-   hits (``learned_rank.learned_ranking`` over ``candidates.FEATURES``); the top ``k`` as
+   ``k``; then, by default, the learned ranker re-orders that ranking's first 30, the first hits
+   and a second, LLM-free hop's passages (``candidates.bridge_hop``: walked ones past the first 30
+   that hold an entity of the first hop's passages the question does not name)
+   (``learned_rank.learned_ranking`` over ``candidates.FEATURES``); the top ``k`` as
    ``(Document, score)``.
 
 Without an entity graph, or with no seed the caller can see, the result is the first ranking

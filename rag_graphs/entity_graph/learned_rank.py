@@ -4,9 +4,11 @@ Graph search's last stage orders its candidates by the walk under hybrid search'
 (``rank.rank``); its other signals (dense and BM25 ranks, the question's cosine, the seeds a passage
 holds, a title naming an entity of the first hop, word overlap) go unused there. Issue 47 asked
 whether a ranker trained on those signals (``rag_graphs.entity_graph.candidates.FEATURES``) orders
-them better: LightGBM's lambdarank, 100 trees of at most 7 leaves, beat every linear ranker on the
-tune halves of MuSiQue, 2Wiki and HotpotQA and raised R@5 on all three check halves
-(BENCHMARKS.md, "Learned ranking over graph search's candidates").
+them better: LightGBM's lambdarank beat every linear ranker on the tune halves of MuSiQue, 2Wiki
+and HotpotQA and raised R@5 on all three check halves (BENCHMARKS.md, "Learned ranking over graph
+search's candidates"). Since the second hop (``candidates.bridge_hop``: up to 5 walked passages
+past the first 30 that hold a bridge entity of the first hop, and four features saying so) it is
+200 trees of at most 7 leaves (BENCHMARKS.md, "A second, LLM-free hop in the ranker's pool").
 
 The trees ship flattened as ``rag_graphs/data/graph_ranker.json``, written by
 ``bench/graph_ltr.py train`` from the tune halves, and are evaluated here with numpy: search needs
@@ -24,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from rag_graphs.config.errors import SetupError
-from rag_graphs.entity_graph.candidates import FEATURES, candidate_features, pool_of, read_pool
+from rag_graphs.entity_graph.candidates import FEATURES, bridge_hop, candidate_features, pool_of, read_pool
 from rag_graphs.entity_graph.first_search import FirstHits
 from rag_graphs.entity_graph.neighbourhood import Neighbourhood
 from rag_graphs.entity_graph.rank import full_order
@@ -144,7 +146,8 @@ def pool_features(
 ) -> tuple[list[str], np.ndarray]:
     """The candidates to rank and their signals (``candidates.FEATURES``, one row each): those of
     ``rank.rank``'s order under ``keep_first`` and ``keep_in_top`` (the order the ranker was
-    trained beside), with the first hits. ``bench/graph_ltr.py`` dumps exactly these."""
+    trained beside), with the first hits and the passages the bridge hop adds
+    (``candidates.bridge_hop``). ``bench/graph_ltr.py`` dumps exactly these."""
     walked = held.walked
     assert walked.probabilities is not None
     order = full_order(
@@ -158,6 +161,7 @@ def pool_features(
     first = held.first
     dense, hybrid = [str(d.id) for d, _ in first.dense], [str(d.id) for d, _ in first.hybrid or []]
     pool = pool_of(order, dense, hybrid, k=k)
+    pool += bridge_hop(pool, order, hybrid or dense, held.seeds, held.hood)
     cosines, texts = read_pool(index, pool, held.vector, expr)
     x = candidate_features(
         pool,

@@ -11,9 +11,17 @@ import pytest
 from langchain_core.documents import Document
 
 from rag_graphs.config.errors import SetupError
-from rag_graphs.entity_graph.candidates import FEATURES, candidate_features, cosines_of, pool_of
+from rag_graphs.entity_graph.candidates import (
+    FEATURES,
+    bridge_hop,
+    bridge_keys,
+    candidate_features,
+    cosines_of,
+    pool_of,
+)
 from rag_graphs.entity_graph.learned_rank import RANKER_PATH, load_ranker, shipped_ranker
 from rag_graphs.entity_graph.neighbourhood import Neighbourhood
+from rag_graphs.store.fields import DENSE_FIELD, TEXT_FIELD
 
 COS, TITLE = FEATURES.index("dense_cosine"), FEATURES.index("title_bridge")
 
@@ -158,3 +166,88 @@ def test_cosines_of_stored_vectors():
     got = cosines_of({"a": [1.0, 0.0], "b": [1.0, 1.0]}, [2.0, 0.0])
     assert got["a"] == pytest.approx(1.0) and got["b"] == pytest.approx(2**-0.5)
     assert cosines_of({}, [1.0]) == {}
+
+
+def bridge_hood() -> Neighbourhood:
+    """Today's first passage ``w0`` holds the seed ``korvik`` and ``osric`` (the bridge: the question
+    does not name him) and the hub ``coast``; past the pool's depth ``w33`` holds osric, ``w31`` only
+    the seed, ``w32`` only the hub, ``w34`` osric too."""
+    edges = {f"w{i}": [] for i in range(40)}
+    edges |= {
+        "w0": ["korvik", "osric", "coast"],
+        "w31": ["korvik"],
+        "w32": ["coast"],
+        "w33": ["osric", "lunmar"],
+        "w34": ["osric"],
+    }
+    return Neighbourhood(edges=edges, hubs={"coast"}, titled={"w33": {"osric"}})
+
+
+def test_the_bridge_is_the_first_hops_entities_the_question_does_not_name():
+    hood = bridge_hood()
+    seeds = {"korvik": {"similarity": 1.0, "n": 3}}
+    keys = bridge_keys([f"w{i}" for i in range(40)], ["w31"], seeds, hood)
+    assert keys["w0"] == {"osric"}  # not the seed, not the hub
+    assert keys["w31"] == set()  # hybrid's first hits are first hop too
+    assert set(keys) == {"w0", "w1", "w2", "w3", "w4", "w31"}
+
+
+def test_the_bridge_hop_adds_walked_passages_past_the_pool_that_hold_the_bridge(monkeypatch):
+    """The pool was today's first 30 and the first hits: w33 and w34 (holding osric) were walked
+    but never ranked; the second hop brings them in, by the walk's order, at most ``BRIDGE``."""
+    import rag_graphs.entity_graph.candidates as candidates
+
+    order = [f"w{i}" for i in range(40)]
+    seeds = {"korvik": {"similarity": 1.0, "n": 3}}
+    pool = pool_of(order, [], [])
+    assert bridge_hop(pool, order, [], seeds, bridge_hood()) == ["w33", "w34"]  # not w31, w32
+    monkeypatch.setattr(candidates, "BRIDGE", 1)
+    assert bridge_hop(pool, order, [], seeds, bridge_hood()) == ["w33"]
+    assert bridge_hop(pool, order, [], {"korvik": {}, "osric": {}}, bridge_hood()) == []  # no bridge
+
+
+class PoolStore:
+    """The one read ``pool_features`` makes (``index.chunks.get``): each asked id's vector, title and text."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+        self.chunks = self
+
+    def get(self, ids, fields, where=None):
+        self.asked += list(ids)
+        return {cid: {DENSE_FIELD: [1.0, 0.0], TEXT_FIELD: f"{cid} text", "title": cid} for cid in ids}
+
+
+def test_graph_searchs_pool_holds_the_bridge_passages_with_features_saying_so():
+    """What the search ranks (``pool_features``): today's 30, the first hits, then the bridge's
+    passages, each flagged as joined through the bridge, with the bridge entity's share of the
+    question's words and its rarity among the walked passages (osric: w0, w33, w34)."""
+    from rag_graphs.entity_graph.first_search import FirstHits
+    from rag_graphs.entity_graph.learned_rank import RankInputs, pool_features
+    from rag_graphs.entity_graph.walk import Walk
+
+    order = [f"w{i}" for i in range(40)]
+    hood = bridge_hood()
+    walked = Walk(order, np.linspace(1.0, 0.1, 40), [("korvik", 1.0)], 4)
+    first = FirstHits(
+        [(Document(page_content="w0", id="w0"), 0.9)], [(Document(page_content="w0", id="w0"), 0.5)]
+    )
+    held = RankInputs(
+        "Who did Osric Vale marry in Korvik?",
+        [1.0, 0.0],
+        first,
+        {"korvik": {"similarity": 1.0, "n": 3}},
+        hood,
+        walked,
+        ["w0"],
+    )
+    store = PoolStore()
+    pool, x = pool_features(store, held, k=5, keep_first=1, keep_in_top=2, expr=None)
+    assert pool == [*order[:30], "w33", "w34"] and store.asked == pool
+    col = {name: x[:, i] for i, name in enumerate(FEATURES)}
+    assert list(col["bridge_joined"][-3:]) == [0, 1, 1]  # w29 was in today's 30
+    assert col["bridge_joined"][:30].sum() == 0
+    assert list(col["bridge_log"][-2:]) == pytest.approx(np.log1p([1, 1]))
+    assert col["bridge_log"][0] == 0  # w0's own entities are no bridge for itself
+    assert list(col["bridge_specific"][-2:]) == pytest.approx([1 / 3, 1 / 3])
+    assert list(col["bridge_words"][-2:]) == [1.0, 1.0]  # "osric" is a question word
