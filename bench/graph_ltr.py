@@ -364,30 +364,35 @@ class Gbm:
         return self.model.predict(x)
 
     def to_json(self, note: str) -> dict:
-        """The trees flattened as ``rag_graphs.entity_graph.learned_rank.TreeRanker`` reads them
-        (nodes in pre-order, so a split's children come after it)."""
+        """The trees flattened as ``rag_graphs.entity_graph.learned_rank.TreeRanker`` reads them."""
         from rag_graphs.entity_graph.candidates import FEATURES
 
         nodes: dict[str, list] = {key: [] for key in ("feature", "threshold", "left", "right", "value")}
-
-        def add(node: dict) -> int:
-            at = len(nodes["feature"])
-            for key in nodes:
-                nodes[key].append(-1 if key in ("feature", "left", "right") else 0.0)
-            if "leaf_value" in node:
-                nodes["value"][at] = float(node["leaf_value"])
-                return at
-            assert node["decision_type"] == "<=", node["decision_type"]
-            nodes["feature"][at] = int(node["split_feature"])
-            nodes["threshold"][at] = float(node["threshold"])
-            nodes["left"][at] = add(node["left_child"])
-            nodes["right"][at] = add(node["right_child"])
-            return at
-
-        dumped = self.model.booster_.dump_model()
-        assert dumped["feature_names"] == [f"Column_{i}" for i in range(len(FEATURES))]
-        roots = [add(tree["tree_structure"]) for tree in dumped["tree_info"]]
+        roots = flatten_trees(self.model, nodes, len(FEATURES))
         return {"kind": "trees", "note": note, "features": list(FEATURES), "roots": roots, "nodes": nodes}
+
+
+def flatten_trees(model, nodes: dict[str, list], width: int, scale: float = 1.0) -> list[int]:
+    """Append a fitted LightGBM model's trees to ``nodes`` in pre-order (a split's children come
+    after it), every leaf times ``scale``; returns the trees' roots. ``width``: the feature count."""
+
+    def add(node: dict) -> int:
+        at = len(nodes["feature"])
+        for key in nodes:
+            nodes[key].append(-1 if key in ("feature", "left", "right") else 0.0)
+        if "leaf_value" in node:
+            nodes["value"][at] = float(node["leaf_value"]) * scale
+            return at
+        assert node["decision_type"] == "<=", node["decision_type"]
+        nodes["feature"][at] = int(node["split_feature"])
+        nodes["threshold"][at] = float(node["threshold"])
+        nodes["left"][at] = add(node["left_child"])
+        nodes["right"][at] = add(node["right_child"])
+        return at
+
+    dumped = model.booster_.dump_model()
+    assert dumped["feature_names"] == [f"Column_{i}" for i in range(width)]
+    return [add(tree["tree_structure"]) for tree in dumped["tree_info"]]
 
 
 def table(rows: list[dict], rank_of) -> dict[str, dict]:

@@ -81,27 +81,37 @@ def load_ranker(path: Path | None = None) -> TreeRanker:
             than ``candidates.FEATURES`` (the message names the file).
     """
     path = RANKER_PATH if path is None else Path(path)
+    return load_trees(path, FEATURES, "graph ranker", "bench/graph_ltr.py train")[0]
+
+
+def load_trees(path: Path, expected: Sequence[str], name: str, fitted_by: str) -> tuple[TreeRanker, dict]:
+    """The trees in ``path``, checked against the ``expected`` feature names, and the file's whole
+    JSON (a ranker file may carry more, e.g. the extract reader's threshold). ``name`` and
+    ``fitted_by`` (the command that writes the file) are for the messages.
+
+    Raises:
+        SetupError: the file is missing, is not a ranker's JSON, or was written for other features
+            than ``expected`` (the message names the file).
+    """
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise SetupError(
-            f"graph ranker file {path} does not exist (bench/graph_ltr.py train writes it)"
-        ) from None
+        raise SetupError(f"{name} file {path} does not exist ({fitted_by} writes it)") from None
     except (OSError, ValueError) as exc:
-        raise SetupError(f"graph ranker file {path} is not readable JSON: {exc}") from None
+        raise SetupError(f"{name} file {path} is not readable JSON: {exc}") from None
     try:
         features = tuple(str(f) for f in data["features"])
         nodes = {key: np.asarray(data["nodes"][key], dtype=float) for key in NODE_FIELDS}
         roots = np.asarray(data["roots"], dtype=int)
     except (KeyError, TypeError, ValueError) as exc:
         raise SetupError(
-            f"graph ranker file {path} lacks a field or has a bad value ({exc}): it needs "
+            f"{name} file {path} lacks a field or has a bad value ({exc}): it needs "
             f"'features', 'roots' and 'nodes' with {', '.join(NODE_FIELDS)}"
         ) from None
-    if features != FEATURES:
+    if features != tuple(expected):
         raise SetupError(
-            f"graph ranker file {path} was written for the features {list(features)}, "
-            f"graph search computes {list(FEATURES)}: fit it again with bench/graph_ltr.py train"
+            f"{name} file {path} was written for the features {list(features)}, "
+            f"the code computes {list(expected)}: fit it again with {fitted_by}"
         )
     size = len(nodes["feature"])
     feature, left, right = (nodes[key].astype(int) for key in ("feature", "left", "right"))
@@ -110,15 +120,16 @@ def load_ranker(path: Path | None = None) -> TreeRanker:
         any(len(column) != size or not np.isfinite(column).all() for column in nodes.values())
         or not len(roots)
         or ((roots < 0) | (roots >= size)).any()
-        or (feature >= len(FEATURES)).any()
+        or (feature >= len(features)).any()
         or ((left[inner] <= np.flatnonzero(inner)) | (left[inner] >= size)).any()
         or ((right[inner] <= np.flatnonzero(inner)) | (right[inner] >= size)).any()
     ):
         raise SetupError(
-            f"graph ranker file {path}: its trees are malformed (every node list needs one finite "
+            f"{name} file {path}: its trees are malformed (every node list needs one finite "
             "number per node; a split's children come after it, inside the node lists)"
         )
-    return TreeRanker(features, feature, nodes["threshold"], left, right, nodes["value"], roots)
+    trees = TreeRanker(features, feature, nodes["threshold"], left, right, nodes["value"], roots)
+    return trees, data
 
 
 @lru_cache(maxsize=1)

@@ -4,22 +4,21 @@ The embedded chat model (SmolLM2-135M) handed the gold passages gets 0 of 100 Ho
 2Wiki answers exactly right (issue 51): retrieval found the evidence, the generator threw it
 away. This reader answers the way extractive QA systems did before generators: it types
 the question (``answer_types``), proposes the spans of the passages that could be the answer
-(``candidates``), scores each with evidence features and a linear model, and returns the
-best span with the sentence it stands on. Which-of-two and yes/no questions, whose answer
-is not a span, are decided by comparing the two items' dates or numbers
-(``comparisons``).
+(``candidates``), scores each with evidence features and a linear model, lets regression trees
+pick among them (``reader_rank``), and returns the best span with the sentence it stands on.
+Which-of-two and yes/no questions, whose answer is not a span, are decided by comparing the
+two items' dates or numbers (``comparisons``).
 
 The features (``FEATURES``) are what a person checks: is the span of the asked type, is
 it not a restatement of the question, does its sentence hold the question's words and
 near it, is the sentence like the question (cosine with the run's embedding model, when
 given), is the passage ranked high, do other passages agree, and for a bridge question
-is its passage the one a question-like sentence elsewhere leads to. The weights are
-``rag_graphs/data/reader_weights.json``, fitted on the tune halves of the dev sets by
-``bench/reader_fit.py`` (its docstring and BENCHMARKS.md say how).
+is its passage the one a question-like sentence elsewhere leads to. The weights
+(``rag_graphs/data/reader_weights.json``) and the trees were fitted on the tune halves of the
+dev sets by ``bench/reader_fit.py`` and ``bench/reader_rank.py``.
 
-A candidate's confidence is its softmax share of all candidates' scores; when the best is
-under ``threshold`` (or there is no candidate at all) the reading is ``no_evidence`` with
-the reason, instead of a guess.
+A candidate's confidence is its softmax share of all candidates' scores; under the threshold
+(or with no candidate at all) the reading is ``no_evidence`` with the reason, not a guess.
 """
 
 from __future__ import annotations
@@ -43,6 +42,7 @@ from rag_graphs.text.answer_types import ASKS_YEAR, YEAR, AnswerType, answer_typ
 from rag_graphs.text.candidates import ParsedPassage, Selector, parse_passages, split_title, stems
 from rag_graphs.text.comparisons import compare_options, polar_answer
 from rag_graphs.text.reader_features import FEATURES, HEADING, Candidate, candidate_features, content_words
+from rag_graphs.text.reader_rank import tree_scores
 from rag_graphs.text.roles import ABOUT_THEM, QUALIFIER, unresolved_role
 
 WEIGHTS_PATH = Path(__file__).parents[1] / "data" / "reader_weights.json"
@@ -161,9 +161,8 @@ def sentence_similarities(
 def _symmetric(embeddings: Embeddings) -> bool:
     """True for a model that embeds a query exactly as a passage (a sentence-transformers model
     without query settings, MiniLM the default: ``store.reads.embed_queries``'s rule), so the
-    question can share the sentences' model call and their cache. Under a loaded machine a call
-    costs far more than its texts (torch's threads wait on each other: one question alone took
-    0.6 s, 16 sentences 1.8 s, BENCHMARKS.md issue 51 round 3)."""
+    question can share the sentences' model call and their cache (a call costs far more than its
+    texts: BENCHMARKS.md issue 51 round 3)."""
     from langchain_huggingface import HuggingFaceEmbeddings
 
     return isinstance(embeddings, HuggingFaceEmbeddings) and not embeddings.query_encode_kwargs
@@ -309,16 +308,16 @@ def read(
     *,
     embeddings: Embeddings | None = None,
     threshold: float | None = None,
+    rerank: bool = True,
 ) -> Reading:
     """The answer to ``question`` found in ``documents`` (best first), or ``no_evidence``.
 
-    ``embeddings`` (the run's model, already loaded) adds the sentence-question similarity;
-    without it the reader still works on the other features. ``threshold`` overrides the
-    shipped least confidence of an answer.
+    ``embeddings`` (the run's model, already loaded) adds the sentence-question similarity.
+    ``threshold`` overrides the least confidence of an answer. The trees (``reader_rank``) pick
+    among the linear model's candidates; ``rerank=False``: the linear model alone, as before them.
     """
     typed = answer_type(question)
     weights = load_weights()
-    least = weights.threshold if threshold is None else threshold
     if not documents:
         return _no_evidence(typed.kind, "no documents to read")
     passages = parsed_documents(documents, question)
@@ -333,7 +332,14 @@ def read(
         return _no_evidence(
             typed.kind, f"no {typed.kind} candidate in the passages that is not part of the question"
         )
-    winner, confidence = best_candidate(candidates, weights)
+    linear = np.asarray([c.features for c in candidates]) @ np.asarray(weights.weights)
+    scores, least = (
+        tree_scores(question, typed.kind, passages, candidates, linear)
+        if rerank
+        else (linear, weights.threshold)
+    )
+    winner, confidence = best_scored(candidates, scores)
+    least = least if threshold is None else threshold
     if confidence < least:
         return _no_evidence(
             typed.kind,
@@ -355,9 +361,13 @@ def read(
 
 
 def best_candidate(candidates: Sequence[Candidate], weights: Weights) -> tuple[Candidate, float]:
+    """The candidate the linear model scores highest and its confidence (``best_scored``)."""
+    return best_scored(candidates, np.asarray([c.features for c in candidates]) @ np.asarray(weights.weights))
+
+
+def best_scored(candidates: Sequence[Candidate], scores: np.ndarray) -> tuple[Candidate, float]:
     """The highest-scoring candidate and its confidence: its softmax share among the distinct
     answers (a span found several times counts once, at its best score)."""
-    scores = np.asarray([c.features for c in candidates]) @ np.asarray(weights.weights)
     best: dict[str, int] = {}
     for i, candidate in enumerate(candidates):
         if candidate.key not in best or scores[i] > scores[best[candidate.key]]:
