@@ -223,9 +223,14 @@ def choose_threshold(rows, embeddings, cost: float) -> float:
                 got = reader.read(row["question"], docs, embeddings=embeddings, threshold=0.0)
                 if got.answer_type not in ("which_of_two", "yes_no") and not got.no_evidence:
                     pairs.append((got.confidence, answer_scores(got.answer, golds(row))["f1"]))
-    pairs.sort()
+    return least_costly(pairs, cost)
+
+
+def least_costly(pairs: list[tuple[float, float]], cost: float) -> float:
+    """The highest confidence under which abstaining on every (confidence, F1) answer of ``pairs``
+    loses at most ``cost`` F1 per answer."""
     threshold, lost = 0.0, 0.0
-    for confidence, f1 in pairs:
+    for confidence, f1 in sorted(pairs):
         lost += f1
         if lost > cost * len(pairs):
             break

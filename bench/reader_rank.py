@@ -198,16 +198,13 @@ def bagged(records: list[dict]):
 
 
 def threshold_on(records: list[dict], score, cost: float = 0.01) -> float:
-    pairs = sorted(
-        pick(r, score(r))[1:] + (r["f1"][pick(r, score(r))[0]],) for r in records if r["x"] is not None
-    )
-    threshold, lost = 0.0, 0.0
-    for share, f1 in pairs:
-        lost += f1
-        if lost > cost * len(pairs):
-            break
-        threshold = share
-    return round(threshold, 4)
+    """``reader_fit``'s rule for the trees' confidence (softmax share of their scores)."""
+    pairs = []
+    for r in records:
+        if r["x"] is not None:
+            top, share = pick(r, score(r))
+            pairs.append((share, float(r["f1"][top])))
+    return reader_fit.least_costly(pairs, cost)
 
 
 def linear_score(record: dict) -> np.ndarray:

@@ -272,3 +272,14 @@ def server_uri(tmp_path):
     yield f"http://127.0.0.1:{port}"
     proc.terminate()
     proc.wait(timeout=30)
+
+
+@pytest.fixture
+def two_torch_threads():
+    """torch on two threads for the test (whatever the worker's share), restored after."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    yield
+    torch.set_num_threads(before)

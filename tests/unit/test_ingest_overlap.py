@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import ClassVar
 
 import numpy
-import pytest
 import torch
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
@@ -138,17 +137,8 @@ def test_embed_on_one_thread_runs_the_embedded_model_on_one_torch_thread_and_res
     assert embed_on_one_thread(other, ["a"]) == other.embed_documents(["a"])
 
 
-@pytest.fixture
-def two_threads():
-    """torch on two threads for the test (whatever the worker's share), restored after."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(2)
-    yield
-    torch.set_num_threads(before)
-
-
 def test_a_thread_created_inside_another_threads_embedding_leaves_later_threads_on_the_configured_count(
-    two_threads,
+    two_torch_threads,
 ):
     """Ingest's two embedding threads: the names' thread is created while the chunks' thread is
     inside its block, so its first torch call finds torch's process-wide count at 1 (its own count

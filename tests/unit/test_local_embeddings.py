@@ -14,15 +14,6 @@ from rag_graphs.store.local_embeddings import SMALL_CALL, LocalEmbeddings
 from rag_graphs.store.torch_threads import one_thread
 
 
-@pytest.fixture
-def threads():
-    """torch on two threads for the test (whatever the worker's share), restored after."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(2)
-    yield
-    torch.set_num_threads(before)
-
-
 def new_thread_count() -> int:
     """The count a thread created now starts on (torch's process-wide value)."""
     seen: list[int] = []
@@ -50,7 +41,7 @@ def seen(monkeypatch):
     return calls
 
 
-def test_queries_and_small_batches_run_on_one_thread_and_large_batches_do_not(threads, seen):
+def test_queries_and_small_batches_run_on_one_thread_and_large_batches_do_not(two_torch_threads, seen):
     model = LocalEmbeddings.model_construct()
     model.embed_query("who founded it?")
     model.embed_documents(["a sentence."] * SMALL_CALL)
@@ -59,7 +50,7 @@ def test_queries_and_small_batches_run_on_one_thread_and_large_batches_do_not(th
     assert torch.get_num_threads() == 2
 
 
-def test_the_setting_comes_back_when_a_call_fails(threads, monkeypatch):
+def test_the_setting_comes_back_when_a_call_fails(two_torch_threads, monkeypatch):
     def broken(self, text):
         raise RuntimeError("model failed")
 
@@ -70,7 +61,7 @@ def test_the_setting_comes_back_when_a_call_fails(threads, monkeypatch):
 
 
 def test_overlapping_calls_in_two_threads_each_run_on_one_thread_and_each_get_their_own_count_back(
-    threads, monkeypatch
+    two_torch_threads, monkeypatch
 ):
     """Two threads with counts of their own (2 and 3), the second's query starting while the
     first's runs and still running when the first's returns. torch's count is each thread's own:
@@ -121,7 +112,7 @@ def test_overlapping_calls_in_two_threads_each_run_on_one_thread_and_each_get_th
     assert new_thread_count() == 3  # the last thread out's own count, never the blocks' 1
 
 
-def test_a_block_inside_a_block_leaves_the_thread_on_one_until_the_outer_one_ends(threads):
+def test_a_block_inside_a_block_leaves_the_thread_on_one_until_the_outer_one_ends(two_torch_threads):
     """A small batch inside ingest's block (``embed_on_one_thread``): the inner block restores
     nothing, so the outer block's call keeps one thread to its end."""
     with one_thread():
