@@ -48,9 +48,9 @@ from rag_graphs.eval.halves import half_of  # noqa: E402
 from rag_graphs.eval.metrics import exact_match, f1_score  # noqa: E402
 from rag_graphs.text import candidates as candidates_module  # noqa: E402
 from rag_graphs.text import reader  # noqa: E402
-from rag_graphs.text.answer_types import ASKS_YEAR, YEAR, answer_type  # noqa: E402
+from rag_graphs.text.answer_types import answer_type  # noqa: E402
 from rag_graphs.text.reader_features import candidate_features  # noqa: E402
-from rag_graphs.text.reader_rank import RANK_FEATURES, held_to_contenders, rank_matrix  # noqa: E402
+from rag_graphs.text.reader_rank import RANK_FEATURES, held_to_contenders, rank_matrix, top_share  # noqa: E402
 from rag_graphs.text.roles import ABOUT_THEM, unresolved_role  # noqa: E402
 
 JOBS = (
@@ -112,28 +112,21 @@ def collect(args) -> None:
 def _record(row: dict, docs: list, embeddings, weights) -> dict:
     question, golds = row["question"], reader_fit.golds(row)
     typed = answer_type(question)
-    got = reader.read(question, docs, embeddings=embeddings, rerank=False, threshold=0.0)
-    record = {
-        "id": row["id"],
-        "half": half_of(row["id"]),
-        "question": question,
-        "golds": golds,
-        "rule": (exact_match(got.answer, golds), f1_score(got.answer, golds)),  # a question no rows answer
-        "rule_confidence": got.confidence,
-        "x": None,
-    }
-    if not docs or typed.kind in ("which_of_two", "yes_no"):
-        return record
-    passages = reader.parsed_documents(docs, question)
-    if typed.kind in ABOUT_THEM and unresolved_role(question, passages):
-        return record
-    found = candidate_features(question, typed, passages, {})
-    if not found:
+    record = {"id": row["id"], "half": half_of(row["id"]), "question": question, "golds": golds, "x": None}
+    found: list = []
+    if docs and typed.kind not in ("which_of_two", "yes_no"):
+        passages = reader.parsed_documents(docs, question)
+        if not (typed.kind in ABOUT_THEM and unresolved_role(question, passages)):
+            found = candidate_features(question, typed, passages, {})
+    if not found:  # the reader's rules answer (or abstain): no rows to rank
+        got = reader.read(question, docs, embeddings=embeddings, rerank=False, threshold=0.0)
+        record.update(
+            rule=(exact_match(got.answer, golds), f1_score(got.answer, golds)), rule_confidence=got.confidence
+        )
         return record
     found = reader._with_similarity(question, passages, found, embeddings, weights)
     linear = np.asarray([c.features for c in found]) @ np.asarray(weights.weights)
-    year = ASKS_YEAR.search(question)
-    answers = [(YEAR.search(c.text).group(0) if year and YEAR.search(c.text) else c.text) for c in found]  # type: ignore[union-attr]
+    answers = [reader.answer_text(question, c.text) for c in found]
     record.update(
         x=rank_matrix(question, typed.kind, passages, found, linear),
         linear=linear,
@@ -151,13 +144,7 @@ def load(folder: Path) -> dict[str, list[dict]]:
 
 def pick(record: dict, scores: np.ndarray) -> tuple[int, float]:
     """``reader.best_scored`` over a record: the winner's row and its softmax share."""
-    best: dict[str, int] = {}
-    for i, key in enumerate(record["keys"]):
-        if key not in best or scores[i] > scores[best[key]]:
-            best[key] = i
-    distinct = np.asarray([scores[i] for i in best.values()])
-    top = max(best.values(), key=lambda i: scores[i])
-    return top, float(1.0 / np.exp(distinct - distinct.max()).sum())
+    return top_share(record["keys"], scores)
 
 
 def quality(records: list[dict], score, threshold: float) -> tuple[float, float, int]:

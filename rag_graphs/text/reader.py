@@ -42,7 +42,7 @@ from rag_graphs.text.answer_types import ASKS_YEAR, YEAR, AnswerType, answer_typ
 from rag_graphs.text.candidates import ParsedPassage, Selector, parse_passages, split_title, stems
 from rag_graphs.text.comparisons import compare_options, polar_answer
 from rag_graphs.text.reader_features import FEATURES, HEADING, Candidate, candidate_features, content_words
-from rag_graphs.text.reader_rank import tree_scores
+from rag_graphs.text.reader_rank import top_share, tree_scores
 from rag_graphs.text.roles import ABOUT_THEM, QUALIFIER, unresolved_role
 
 WEIGHTS_PATH = Path(__file__).parents[1] / "data" / "reader_weights.json"
@@ -346,10 +346,8 @@ def read(
             f"best candidate {winner.text!r} has confidence {confidence:.2f}, under {least:.2f}",
         )
     chain = _bridge_evidence(winner, passages)
-    # a question asking for a year gets the winning date's year ("July 16, 1911" -> "1911")
-    year = YEAR.search(winner.text) if ASKS_YEAR.search(question) else None
     return Reading(
-        answer=year.group(0) if year else winner.text,
+        answer=answer_text(question, winner.text),
         answer_type=typed.kind,
         quote=" ".join(e.sentence for e in chain),
         doc_index=winner.doc_index,
@@ -366,16 +364,15 @@ def best_candidate(candidates: Sequence[Candidate], weights: Weights) -> tuple[C
 
 
 def best_scored(candidates: Sequence[Candidate], scores: np.ndarray) -> tuple[Candidate, float]:
-    """The highest-scoring candidate and its confidence: its softmax share among the distinct
-    answers (a span found several times counts once, at its best score)."""
-    best: dict[str, int] = {}
-    for i, candidate in enumerate(candidates):
-        if candidate.key not in best or scores[i] > scores[best[candidate.key]]:
-            best[candidate.key] = i
-    distinct = np.asarray([scores[i] for i in best.values()])
-    top = max(best.values(), key=lambda i: scores[i])
-    shares = np.exp(distinct - distinct.max())
-    return candidates[top], float(1.0 / shares.sum())
+    """The highest-scoring candidate and its confidence (``reader_rank.top_share``)."""
+    top, share = top_share([c.key for c in candidates], scores)
+    return candidates[top], share
+
+
+def answer_text(question: str, span: str) -> str:
+    """The answer ``span`` gives: a question asking for a year gets its year ("July 16, 1911" -> "1911")."""
+    year = YEAR.search(span) if ASKS_YEAR.search(question) else None
+    return year.group(0) if year else span
 
 
 def _decide(question: str, typed: AnswerType, passages: list[ParsedPassage]) -> Reading:

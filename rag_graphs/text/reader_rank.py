@@ -114,6 +114,18 @@ def tree_scores(
     return held_to_contenders([c.key for c in candidates], linear, scores), ranker.threshold
 
 
+def top_share(keys: Sequence[str], scores: np.ndarray) -> tuple[int, float]:
+    """The highest-scoring row and its confidence: its softmax share among the distinct answers
+    (``keys``: a span found several times counts once, at its best score)."""
+    best: dict[str, int] = {}
+    for i, key in enumerate(keys):
+        if key not in best or scores[i] > scores[best[key]]:
+            best[key] = i
+    distinct = np.asarray([scores[i] for i in best.values()])
+    top = max(best.values(), key=lambda i: scores[i])
+    return top, float(1.0 / np.exp(distinct - distinct.max()).sum())
+
+
 def held_to_contenders(keys: Sequence[str], linear: np.ndarray, scores: np.ndarray) -> np.ndarray:
     """``scores`` with every answer outside the linear model's ``CONTENDERS`` best distinct ones
     (``keys``) held just under the lowest contender's score."""
@@ -159,16 +171,20 @@ def _question_signals(
     share = [len(every & w) / max(len(every), 1) for w in said]
     best = int(np.argmax(share)) if share else -1
     lowered = [" ".join(s.text for s in p.sentences).lower() for p in passages]
+    titles = [content_words(p.title) for p in passages]
+    sentences: dict[tuple[int, int], frozenset[str]] = {}  # many candidates share a sentence
     rows = []
     for c in candidates:
-        passage = passages[c.doc_index]
-        sentence = content_words(passage.sentences[c.sentence].text)
+        at = (c.doc_index, c.sentence)
+        if at not in sentences:
+            sentences[at] = content_words(passages[c.doc_index].sentences[c.sentence].text)
+        sentence = sentences[at]
         span = c.text.lower()
         rows.append(
             [
                 *wh,
                 len(relation & sentence) / max(len(relation), 1),
-                len(entity & (sentence | content_words(passage.title))) / max(len(entity), 1),
+                len(entity & (sentence | titles[c.doc_index])) / max(len(entity), 1),
                 share[c.doc_index],
                 float(c.doc_index == best),
                 float(c.doc_index != best and span in lowered[best]),
