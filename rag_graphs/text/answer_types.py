@@ -101,6 +101,68 @@ def _polar_options(question: str) -> tuple[str, str] | None:
     return match.group("a").strip(), b.group(0).strip()
 
 
+_JOINERS = frozenset("of the and de du la von van del der & -".split())
+_ASKS_WHICH = re.compile(r"^(?:which|who|whose|what)\b", re.IGNORECASE)
+_LEADING = frozenset("which who whose what the of".split())
+
+
+def _named_run(words: list[str]) -> list[str]:
+    """The leading run of ``words`` that can be a name: capitalised or numeric words, and the
+    joining words between them ("Battle of the Bulge")."""
+    run: list[str] = []
+    for word in words:
+        if word[:1].isupper() or word[:1].isdigit() or (run and word.lower() in _JOINERS):
+            run.append(word)
+        else:
+            break
+    while run and run[-1].lower() in _JOINERS:
+        run.pop()
+    return run
+
+
+def _loose_options(question: str) -> tuple[str, str] | None:
+    """ "Which movie came out first Muppet Treasure Island or Million Dollar Arm?", "Who was born
+    first out of Nick Grinde and Karel Reisz?", "Which airport is closer to the ocean: Wilmington
+    Airport, or Texarkana Airport?": the two names either side of the last "or" (or, after "of"
+    or "between", "and") when no comma sets them apart. Each side is a run of capitalised words;
+    the wh-word and a leading year ("in 2015 Asheville Regional Airport") are not part of it. Only
+    a question that compares ("first", "more", "higher", ``_direction``), asks "which of", or
+    puts a colon before the names: "Who wrote Tom or Jerry?" names one title."""
+    text = re.sub(r"([,:;])(?=\S)", r"\1 ", question.strip().rstrip("?").strip())
+    if not _ASKS_WHICH.match(text):
+        return None
+    words = text.split()
+    bare = [w.strip(",:;") for w in words]
+    joints = [i for i, w in enumerate(bare) if w.lower() == "or"]
+    ending = not joints  # "... of A and B": B ends the question
+    if ending:
+        joints = [i for i, w in enumerate(bare) if w.lower() == "and" and 0 < i < len(words) - 1]
+        if not joints or not re.search(r"\b(?:of|between)\b", " ".join(bare[: joints[-1]]), re.I):
+            return None
+    at = joints[-1]
+    skip = int(bare[at + 1 : at + 2] == ["the"])
+    b = _named_run(bare[at + 1 + skip :])
+    a: list[str] = []
+    for i in range(at - 1, -1, -1):  # back from "or", to a comma or colon before the name
+        if i < at - 1 and words[i][-1] in ",:;":
+            break
+        a.insert(0, bare[i])
+    a = list(reversed(_named_run(list(reversed(a)))))
+    start = at - len(a)
+    while a and (
+        a[0].lower() in _JOINERS
+        or re.fullmatch(r"\d{1,4}", a[0])
+        or (start == 0 and a[0].lower() in _LEADING)
+    ):
+        a, start = a[1:], start + 1
+    compares = bool(_direction(text)) or re.match(r"^which of\b", text, re.I) or ":" in text
+    if ending and at + 1 + skip + len(b) != len(bare):
+        return None
+    if not compares or not a or not b or len(a) > 8 or len(b) > 8 or start == 0:
+        return None
+    return " ".join(a), " ".join(b)
+
+
 def _options(question: str) -> tuple[str, str] | None:
     """The two items "A or B" a question compares, or None."""
     match = _OPTIONS.match(question.strip())
@@ -171,7 +233,7 @@ def answer_type(question: str) -> AnswerType:
     """The answer type of ``question`` by its wh-word, head noun and "A or B" options."""
     text = " ".join(question.split())
     lower = text.lower()
-    options = _options(text) or _polar_options(text)
+    options = _options(text) or _polar_options(text) or _loose_options(text)
     head = _head(text)
     if options and not re.match(r"^(?:how many|how much)\b", lower):
         return AnswerType("which_of_two", frozenset(), head, options, _direction(text))

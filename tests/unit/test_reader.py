@@ -68,6 +68,48 @@ def test_the_right_candidate_wins_for_each_question_type(question, documents, ki
     assert 0.0 < reading.confidence <= 1.0
 
 
+@pytest.mark.parametrize(
+    ("question", "options"),
+    [
+        ("Which movie came out first Korvik Falls or Blue Harbour ?", ("Korvik Falls", "Blue Harbour")),
+        ("Who was born first out of Nick Grinde and Karel Reisz?", ("Nick Grinde", "Karel Reisz")),
+        ("Who was born first of Leslie S. Hiscott and James Rolfe", ("Leslie S. Hiscott", "James Rolfe")),
+        (
+            "Which airport served more people in 2015 Asheville Regional Airport or Orlando Airport ?",
+            ("Asheville Regional Airport", "Orlando Airport"),
+        ),
+        (
+            "Which was secretary to President Richard Nixon: Rose Mary Woods or H. R. Haldeman?",
+            ("Rose Mary Woods", "H. R. Haldeman"),
+        ),
+        ("Who was born more recent.y,Gunnar Nelson or Florence Welch?", ("Gunnar Nelson", "Florence Welch")),
+        ("Which body of water is longer the Dundee Canal or Lake Worth?", ("Dundee Canal", "Lake Worth")),
+    ],
+)
+def test_two_names_compared_without_a_comma_are_the_options(question, options):
+    """HotpotQA asks 2-3% of its comparisons without the comma before "A or B" (or as "of A and
+    B"): they were read as span questions, whose candidates never include both names."""
+    typed = answer_type(question)
+    assert (typed.kind, typed.options) == ("which_of_two", options)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Who wrote Tom or Jerry?",  # one title, nothing compared
+        "What US city between New York and Quebec Canada was the most affected by the storm?",
+        "Which club plays for Borussia Dortmund and the Belgium national team more often?",
+    ],
+)
+def test_an_or_that_compares_nothing_is_not_two_options(question):
+    assert answer_type(question).kind != "which_of_two"
+
+
+def test_a_comparison_without_a_comma_is_answered_with_one_of_its_names():
+    reading = read("Which film came out first Korvik Falls or Blue Harbour?", [KORVIK, HARBOUR])
+    assert (reading.answer_type, reading.answer) == ("which_of_two", "Blue Harbour"), reading.reason
+
+
 def test_a_death_date_is_the_second_date_of_a_biography_whole():
     """spaCy tags "12 March 1921 – 4 October 1988" as one date or drops the day of the second
     ("October 1988"); the reader splits the range and takes the day back, and a death question
