@@ -19,7 +19,8 @@ included), and is right when it is the gold answer or an alias (SQuAD normalisat
 
 The model: LightGBM lambdarank (binary relevance), 7 leaves, 100 trees, 5 bagged seeds (their
 trees in one file, each leaf divided by 5: the mean of the five). ``evaluate`` scores as ``read``
-does: the trees choose between the linear model's ``CONTENDERS`` best answers. The threshold: the highest
+does: the trees choose between the linear model's ``CONTENDERS`` best answers (among all of them for
+``FREE_KINDS``). The threshold: the highest
 softmax share under which abstaining on every tune-half span answer loses at most 0.01 F1 a
 question, as ``reader_fit.py`` chooses the linear model's.
 """
@@ -49,7 +50,7 @@ from rag_graphs.eval.metrics import exact_match, f1_score  # noqa: E402
 from rag_graphs.text import candidates as candidates_module  # noqa: E402
 from rag_graphs.text import reader  # noqa: E402
 from rag_graphs.text.answer_types import answer_type  # noqa: E402
-from rag_graphs.text.reader_features import candidate_features  # noqa: E402
+from rag_graphs.text.reader_features import asked_in, candidate_features  # noqa: E402
 from rag_graphs.text.reader_rank import RANK_FEATURES, held_to_contenders, rank_matrix, top_share  # noqa: E402
 from rag_graphs.text.roles import ABOUT_THEM, unresolved_role  # noqa: E402
 
@@ -113,10 +114,12 @@ def _record(row: dict, docs: list, embeddings, weights) -> dict:
     question, golds = row["question"], reader_fit.golds(row)
     typed = answer_type(question)
     record = {"id": row["id"], "half": half_of(row["id"]), "question": question, "golds": golds, "x": None}
+    record["kind"] = typed.kind
     found: list = []
     if docs and typed.kind not in ("which_of_two", "yes_no"):
         passages = reader.parsed_documents(docs, question)
-        if not (typed.kind in ABOUT_THEM and unresolved_role(question, passages)):
+        unasked = not asked_in(question, passages)
+        if not (unasked or (typed.kind in ABOUT_THEM and unresolved_role(question, passages))):
             found = candidate_features(question, typed, passages, {})
     if not found:  # the reader's rules answer (or abstain): no rows to rank
         got = reader.read(question, docs, embeddings=embeddings, rerank=False, threshold=0.0)
@@ -217,7 +220,8 @@ def fit(args) -> None:
         print(f"{name:34} {base[0]:6.1f}/{base[1]:5.1f}  {trees[0]:6.1f}/{trees[1]:5.1f}")
     if args.out:
         models, score = bagged([r for rows in tune.values() for r in rows])
-        threshold = threshold_on([r for rows in tune.values() for r in rows], score)
+        held = lambda r: held_to_contenders(r["kind"], r["keys"], r["linear"], score(r))  # noqa: E731
+        threshold = threshold_on([r for rows in tune.values() for r in rows], held)
         write(models, threshold, args.out, sum(len(rows) for rows in tune.values()))
         from rag_graphs.text.reader_rank import load_reader_ranker
 
@@ -250,6 +254,13 @@ def write(models: list, threshold: float, out: Path, questions: int) -> None:
     out.write_text(json.dumps(payload) + "\n", encoding="utf-8")
 
 
+def shipped(ranker, record: dict) -> np.ndarray:
+    """The shipped trees' scores of ``record``'s candidates, held as ``read`` holds them."""
+    return held_to_contenders(
+        record["kind"], record["keys"], record["linear"], ranker.trees.score(record["x"])
+    )
+
+
 def evaluate(args) -> None:
     from rag_graphs.text.reader_rank import shipped_reader_ranker
 
@@ -260,8 +271,7 @@ def evaluate(args) -> None:
         for half in ("tune", "check"):
             part = [r for r in rows if r["half"] == half]
             base = quality(part, linear_score, linear_threshold)
-            shipped = lambda r: held_to_contenders(r["keys"], r["linear"], ranker.trees.score(r["x"]))  # noqa: E731
-            trees = quality(part, shipped, ranker.threshold)
+            trees = quality(part, lambda r: shipped(ranker, r), ranker.threshold)
             print(
                 f"{name:34} {half:5} {len(part):4} {base[0]:6.1f}/{base[1]:5.1f}"
                 f"  {trees[0]:6.1f}/{trees[1]:5.1f}"

@@ -38,6 +38,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
 from rag_graphs.store.reads import embed_queries
+from rag_graphs.text import reader_features
 from rag_graphs.text.answer_types import ASKS_YEAR, YEAR, AnswerType, answer_type
 from rag_graphs.text.candidates import ParsedPassage, Selector, parse_passages, split_title, stems
 from rag_graphs.text.comparisons import compare_options, polar_answer
@@ -323,6 +324,8 @@ def read(
     passages = parsed_documents(documents, question)
     if typed.kind in ("which_of_two", "yes_no"):
         return _decide(question, typed, passages)
+    if not reader_features.asked_in(question, passages):
+        return _no_evidence(typed.kind, "the passages hold none of the question's words")
     if typed.kind in ABOUT_THEM and unresolved_role(question, passages):
         return _no_evidence(typed.kind, "the passages do not say who the question's role is held by")
     candidates = candidate_features(question, typed, passages, {})

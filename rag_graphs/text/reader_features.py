@@ -66,7 +66,7 @@ from rag_graphs.text.roles import (
     role_people,
     speaks_of,
 )
-from rag_graphs.text.spans import answer_spans, date_parts, shaped
+from rag_graphs.text.spans import DESCRIPTION, answer_spans, date_parts, description_spans, shaped
 
 FEATURES = (
     "type",
@@ -100,9 +100,22 @@ HEADING = re.compile(r"[^.!?:;]{1,80}")
 LOOSE_LABELS = {
     "person": frozenset({"PERSON", "ORG", "TITLE"}),
     "place": frozenset({"GPE", "LOC", "FAC", "ORG", "NORP", "PERSON"}),
-    "kind": frozenset({"NORP", "LANGUAGE", "ORG"}),
+    "kind": frozenset({"NORP", "LANGUAGE", "ORG", DESCRIPTION}),
     "other": frozenset(
-        {"ORG", "WORK_OF_ART", "EVENT", "PRODUCT", "LAW", "LANGUAGE", "NORP", "FAC", "GPE", "PERSON", "TITLE"}
+        {
+            "ORG",
+            "WORK_OF_ART",
+            "EVENT",
+            "PRODUCT",
+            "LAW",
+            "LANGUAGE",
+            "NORP",
+            "FAC",
+            "GPE",
+            "PERSON",
+            "TITLE",
+            DESCRIPTION,
+        }
     ),
 }
 CUES = {
@@ -116,6 +129,9 @@ CUES = {
 _HARD_TYPES = ("date", "number")
 """Types whose candidates must carry one of the type's labels: a "when" question over passages
 without a date has no answer in them."""
+_DESCRIBED = ("kind", "other")
+"""Types whose answer may be a common noun a lead sentence describes its subject by
+(``spans.description_spans``: "a genus of *flowering plants*")."""
 _NAMED_TYPES = ("person", "place")
 """Types whose candidates are never a date or a number ("which town": not "1941")."""
 
@@ -138,6 +154,16 @@ def content_words(text: str) -> frozenset[str]:
     """Stems of ``text``'s words that are not function words."""
     return frozenset(
         stem(w) for w in _WORD.findall(text.lower()) if w not in STOP_WORDS and w not in _EXTRA_STOP
+    )
+
+
+def asked_in(question: str, passages: list[ParsedPassage]) -> bool:
+    """Whether a passage (its title or a sentence) holds one of ``question``'s content words. A
+    question about something else ("What is the purpose of the passage?") has no answer in
+    passages that never say its words, whatever span scores highest there."""
+    words = content_words(question)
+    return not words or any(
+        words & p.title_stems or any(words & s.words for s in p.sentences) for p in passages
     )
 
 
@@ -291,6 +317,9 @@ def candidate_features(
             for whole in sentence.spans:
                 for span in answer_spans(whole, sentence.text):
                     raw.append((span.text, span.label, answer_key(span.text), d, s, span))
+        lead = passage.sentences[leads[d]] if typed.kind in _DESCRIBED and passage.sentences else None
+        for span in description_spans(lead.text) if lead is not None and not lead.header else ():
+            raw.append((span.text, span.label, answer_key(span.text), d, leads[d], span))
     raw = [r for r in raw if r[2] and f" {r[2]} " not in question_key]
     if typed.kind in _HARD_TYPES:
         raw = [r for r in raw if r[1] in typed.labels]

@@ -36,17 +36,24 @@ RANKER_PATH = Path(__file__).parents[1] / "data" / "reader_ranker.json"
 KINDS = ("person", "place", "date", "number", "kind", "other")
 LABELS = (
     "PERSON", "GPE", "ORG", "DATE", "CARDINAL", "NORP", "LOC", "FAC", "WORK_OF_ART", "EVENT",
-    "TITLE", "QUANTITY", "MONEY", "PERCENT", "PRODUCT", "LANGUAGE", "LAW", "ORDINAL", "TIME",
+    "TITLE", "QUANTITY", "MONEY", "PERCENT", "PRODUCT", "LANGUAGE", "LAW", "ORDINAL", "TIME", "DESC",
 )  # fmt: skip
 WH = ("what", "which", "who", "whom", "whose", "where", "when", "how", "in", "the")
 """The question's first word, lower case ("in" for "In which year", "the" for "The director of")."""
 CONTENDERS = 2
-"""The trees choose between the linear model's two best distinct answers. Unrestricted they scored
-more in the tune halves' 5-fold CV (mean EM over the nine sets 37.3 against 35.4 for two; the linear
-model 34.6), and the same on the check halves; but on short documents unlike Wikipedia's they let
-a span far down the linear order win ("Blue Harbour", a title spaCy calls a person, for "In which
-city was Ilsa Brandt born?" where spaCy calls Aarhus a nationality; ``tests/unit/test_reader.py``):
-BENCHMARKS.md, issue 51 "Round 7"."""
+"""The trees choose between the linear model's two best distinct answers to a person, place, date
+or number question. Unrestricted they scored no better on those in the tune halves' 5-fold CV
+(person 26.2 vs 25.6 EM, place 27.4 vs 25.4, date 39.4 vs 38.0, over 45-324 question-settings
+each), and on short documents unlike Wikipedia's they let a span far down the linear order win
+("Blue Harbour", a title spaCy calls a person, for "In which city was Ilsa Brandt born?" where
+spaCy calls Aarhus a nationality; ``tests/unit/test_reader.py``): there the linear model's type
+and cue features are the surer guide. BENCHMARKS.md, issue 51 "Round 7" and "Round 8"."""
+FREE_KINDS = frozenset({"kind", "other"})
+"""Question kinds whose answer the trees choose among every candidate: organisations, works and
+common nouns ("what kind of bug": moth), whose spaCy labels are spread over many kinds, so the
+linear model's type features rank them poorly. In the tune halves' CV, unrestricted against two
+contenders: other 15.5 vs 12.3 EM (26.2 vs 21.2 F1, 432 question-settings), kind 14.8 vs 14.8
+(23.0 vs 19.7 F1, 61)."""
 RANK_FEATURES = (
     *FEATURES,
     *(f"kind:{k}" for k in KINDS),
@@ -105,13 +112,13 @@ def tree_scores(
     candidates: Sequence[Candidate],
     linear: np.ndarray,
 ) -> tuple[np.ndarray, float]:
-    """The shipped trees' score of each candidate, and the least confidence of an answer. Only the
-    linear model's ``CONTENDERS`` best distinct answers can win: the others' scores are held just
-    under the lowest contender's, so they still weigh in the confidence (a softmax share) as the
-    trees see them, up to that cap."""
+    """The shipped trees' score of each candidate, and the least confidence of an answer. Unless
+    the question's ``kind`` is one of ``FREE_KINDS``, only the linear model's ``CONTENDERS`` best
+    distinct answers can win: the others' scores are held just under the lowest contender's, so
+    they still weigh in the confidence (a softmax share) as the trees see them, up to that cap."""
     ranker = shipped_reader_ranker()
     scores = ranker.trees.score(rank_matrix(question, kind, passages, candidates, linear))
-    return held_to_contenders([c.key for c in candidates], linear, scores), ranker.threshold
+    return held_to_contenders(kind, [c.key for c in candidates], linear, scores), ranker.threshold
 
 
 def top_share(keys: Sequence[str], scores: np.ndarray) -> tuple[int, float]:
@@ -126,9 +133,11 @@ def top_share(keys: Sequence[str], scores: np.ndarray) -> tuple[int, float]:
     return top, float(1.0 / np.exp(distinct - distinct.max()).sum())
 
 
-def held_to_contenders(keys: Sequence[str], linear: np.ndarray, scores: np.ndarray) -> np.ndarray:
+def held_to_contenders(kind: str, keys: Sequence[str], linear: np.ndarray, scores: np.ndarray) -> np.ndarray:
     """``scores`` with every answer outside the linear model's ``CONTENDERS`` best distinct ones
-    (``keys``) held just under the lowest contender's score."""
+    (``keys``) held just under the lowest contender's score; as they are for ``FREE_KINDS``."""
+    if kind in FREE_KINDS:
+        return scores
     best: dict[str, float] = {}
     for key, score in zip(keys, linear, strict=True):
         best[key] = max(score, best.get(key, -np.inf))

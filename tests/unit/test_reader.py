@@ -252,3 +252,13 @@ def test_an_ingested_document_in_several_chunks_is_one_person_for_the_role_hop()
     }
     assert not any("_" in text for text in offered)
     assert "Peter Holm" in offered  # the file's title, as the passage spells it
+
+
+def test_a_question_whose_words_no_passage_holds_has_no_answer_there():
+    """ "What is the purpose of the passage?" over passages that never say "purpose" or
+    "passage": any span would be a guess (``eval synth``'s round trip relies on it to drop a
+    question about something else)."""
+    reading = read("What is the purpose of the passage?", [KORVIK, BRANDT])
+    assert reading.no_evidence and reading.answer == ""
+    assert "none of the question's words" in reading.reason
+    assert not read("What is the purpose of the film Korvik Falls?", [KORVIK, BRANDT]).no_evidence

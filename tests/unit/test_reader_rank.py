@@ -17,7 +17,7 @@ from rag_graphs.config.errors import SetupError
 from rag_graphs.text import reader_rank
 from rag_graphs.text.answer_types import answer_type
 from rag_graphs.text.reader import load_weights, parsed_documents, read
-from rag_graphs.text.reader_features import FEATURES, candidate_features
+from rag_graphs.text.reader_features import FEATURES, answer_key, candidate_features
 from rag_graphs.text.reader_rank import RANK_FEATURES, load_reader_ranker, rank_matrix
 
 
@@ -147,3 +147,42 @@ def test_a_bad_ranker_file_is_refused_naming_it(tmp_path, change, said):
 def test_a_missing_ranker_file_is_refused_with_the_command_that_writes_it(tmp_path):
     with pytest.raises(SetupError, match="does not exist .*bench/reader_rank.py"):
         load_reader_ranker(tmp_path / "nothing.json")
+
+
+def test_only_an_other_or_kind_question_lets_the_trees_reach_past_two_contenders():
+    """``CONTENDERS`` bounds the trees' choice for typed questions (person, place, date, number);
+    for ``FREE_KINDS`` every candidate can win."""
+    keys = ["a", "b", "c", "a"]
+    linear = np.asarray([3.0, 2.0, 1.0, 0.5])
+    trees = np.asarray([0.1, 0.2, 0.9, 0.0])  # the trees prefer the linear model's third answer
+    assert reader_rank.held_to_contenders("other", keys, linear, trees) is trees
+    assert reader_rank.held_to_contenders("kind", keys, linear, trees) is trees
+    held = reader_rank.held_to_contenders("place", keys, linear, trees)
+    assert int(np.argmax(held)) == 1 and held[2] < held[0] and held[2] < held[1]
+    assert {"kind", "other"} == reader_rank.FREE_KINDS
+
+
+def third_place_tree(tmp_path):
+    """One tree worth 1 for a candidate the linear model ranks third or lower, 0 otherwise."""
+    at = RANK_FEATURES.index("linear_rank")
+    nodes = {"feature": [at, -1, -1], "threshold": [0.4, 0.0, 0.0], "left": [1, -1, -1], "right": [2, -1, -1]}
+    nodes["value"] = [0.0, 1.0, 0.0]
+    return tree_file(tmp_path, [0], nodes)
+
+
+def test_read_takes_the_trees_pick_past_the_contenders_for_an_other_question(tmp_path, shipped):
+    question = "What studio made the film Korvik Falls?"
+    docs = [
+        FILM,
+        doc("Nordlys Studio", "Nordlys Studio is a Norwegian film company that made Korvik Falls in 1999."),
+        PERSON,
+    ]
+    typed, _, found, scores = linear_order(question, docs)
+    assert typed.kind == "other"
+    shipped(third_place_tree(tmp_path))
+    answer = read(question, docs).answer
+    best = {}
+    for c, s in zip(found, scores, strict=True):
+        best[c.key] = max(s, best.get(c.key, -np.inf))
+    top_two = sorted(best, key=lambda k: -best[k])[:2]
+    assert answer_key(answer) not in top_two  # a typed question could not answer outside these

@@ -15,7 +15,7 @@ from rag_graphs.text.answer_types import answer_type
 from rag_graphs.text.candidates import Span
 from rag_graphs.text.reader import parsed_documents, read
 from rag_graphs.text.reader_features import candidate_features
-from rag_graphs.text.spans import answer_spans, shaped
+from rag_graphs.text.spans import DESCRIPTION, answer_spans, description_spans, shaped
 
 
 def doc(title: str, text: str) -> Document:
@@ -151,3 +151,49 @@ def test_the_party_not_the_man() -> None:
     )
     got = read("What party was the man who largely repealed the Black Act a member of?", [passage])
     assert got.answer == "the Conservative Party"
+
+
+@pytest.mark.parametrize(
+    ("sentence", "expected"),
+    [
+        (
+            "Aspidistra is a genus of flowering plants in the family Asparagaceae.",
+            {"genus", "genus of flowering plants", "flowering plants", "plants"},
+        ),
+        (
+            "Sicko is a 2007 American documentary film made by Michael Moore.",
+            {"documentary", "documentary film"},
+        ),
+        (
+            "Daniel Lee (born 1951) was an American stage/film director and producer.",
+            {"director and producer"},
+        ),
+        ("Justin Gimelstob is a retired American tennis player.", {"tennis", "tennis player", "player"}),
+    ],
+)
+def test_a_lead_sentence_offers_what_its_subject_is(sentence: str, expected: set[str]) -> None:
+    """The noun phrase after "is a", without its year, nationality or "retired": a "what kind"
+    answer is a common noun no entity span holds."""
+    found = description_spans(sentence)
+    assert expected <= {s.text for s in found}
+    assert all(s.label == DESCRIPTION and sentence[s.start : s.end] == s.text for s in found)
+    assert not {s.text for s in found} & {"American", "2007", "retired", "Asparagaceae", "of"}
+
+
+def test_no_copula_no_description() -> None:
+    assert description_spans("Born in Aarhus, she studied film in Copenhagen.") == []
+
+
+def test_a_what_kind_question_is_answered_by_a_lead_sentences_common_noun() -> None:
+    passages = [
+        doc("Aspidistra", "Aspidistra is a genus of flowering plants in the family Asparagaceae."),
+        doc(
+            "Arbutus",
+            "Arbutus is a genus of 11 accepted species of flowering plants in the family Ericaceae.",
+        ),
+    ]
+    question = "Arbutus and Aspidistra are what types of plants?"
+    assert ("flowering plants", DESCRIPTION) in offered(question, passages)
+    # a person's question gets no description: "director" is no one's name
+    person = [doc("Ilsa Brandt", "Ilsa Brandt is a Danish film director.")]
+    assert DESCRIPTION not in {label for _, label in offered("Who directed Korvik Falls?", person)}
