@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 from langchain_core.caches import InMemoryCache
-from langchain_core.globals import get_llm_cache, set_llm_cache
 from pydantic import BaseModel
 from typer.testing import CliRunner
 
@@ -32,6 +31,7 @@ from rag_graphs.methods.naive import graph
 from rag_graphs.nodes.reading import reader_of
 from rag_graphs.prompts import load_prompt
 from rag_graphs.store import load_embeddings, open_index
+from tests.conftest import replies_from
 from tests.contract import check_contract
 
 # one worker sets up this file's server or store (xdist_group: tests/conftest.py)
@@ -217,12 +217,8 @@ def each_prompt_answered_once(replies: InMemoryCache) -> Iterator[None]:
     answer its reader writes (``auto``: nothing, the method it routes to ran before it). Measured
     with ``-n 0`` on these ten runs at load 4: 388 s of calls before, 198 s after (IterDRAG
     ``generate`` 122 -> 14 s)."""
-    before = get_llm_cache()
-    set_llm_cache(replies)
-    try:
+    with replies_from(replies):
         yield
-    finally:
-        set_llm_cache(before)
 
 
 @pytest.mark.usefixtures("each_prompt_answered_once")
