@@ -29,11 +29,15 @@ import socket  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
+from collections.abc import Iterator  # noqa: E402
+from contextlib import contextmanager  # noqa: E402
 from importlib import resources  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
+from langchain_core.caches import BaseCache  # noqa: E402
 from langchain_core.embeddings import DeterministicFakeEmbedding  # noqa: E402
+from langchain_core.globals import get_llm_cache, set_llm_cache  # noqa: E402
 from langchain_core.language_models import GenericFakeChatModel  # noqa: E402
 from langchain_core.messages import AIMessage  # noqa: E402
 
@@ -135,6 +139,24 @@ def make_context(store_uri: str, fake_embeddings):
         return RagContext(**values)
 
     return factory
+
+
+@contextmanager
+def replies_from(cache: BaseCache) -> Iterator[BaseCache]:
+    """While inside, a chat model answers a prompt it was sent before from ``cache`` (LangChain's
+    global LLM cache, keyed by the messages and the model's settings), without a model call.
+
+    For the embedded model's runs, where a reply depends on its prompt alone (``LlamaChat``
+    evaluates each prompt afresh, pinned by ``tests/unit/test_llama_chat.py`` and
+    ``tests/e2e/test_embedded.py::test_embedded_model_is_deterministic_and_loaded_once``), so a
+    cached reply is the one the model would give again. Never around a test of that determinism.
+    ``stream`` does not read the cache: a streamed reply is always the model's."""
+    before = get_llm_cache()
+    set_llm_cache(cache)
+    try:
+        yield cache
+    finally:
+        set_llm_cache(before)
 
 
 def write_jsonl(path: Path, rows: list[dict]) -> Path:
