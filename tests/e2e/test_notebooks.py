@@ -54,6 +54,9 @@ SHOWS = {
         "image/png",
         "no difference detected at n=4",
         "**Frontier**",
+        "6 questions written from the store",
+        "bridge (2 hop): Where was the founder of the",
+        "| hipporag | 6 |",
     ],
 }
 
