@@ -113,15 +113,13 @@ def shaped(span: Span, sentence: str) -> Span:
             a = 0
     if b <= a or (a, b) == (span.start, span.end):
         return span
-    return Span(
-        sentence[a:b],
-        span.label,
-        a,
-        b,
-        len(_WORD.findall(sentence[:a])),
-        max(len(_WORD.findall(sentence[:b])), len(_WORD.findall(sentence[:a])) + 1),
-        span.column,
-    )
+    return _sliced(sentence, a, b, span.label, span.column)
+
+
+def _sliced(sentence: str, a: int, b: int, label: str, column: str = "") -> Span:
+    """The span of ``sentence[a:b]``, its word positions counted as the parse counts them."""
+    token = len(_WORD.findall(sentence[:a]))
+    return Span(sentence[a:b], label, a, b, token, max(len(_WORD.findall(sentence[:b])), token + 1), column)
 
 
 def answer_spans(span: Span, sentence: str) -> list[Span]:
@@ -147,6 +145,7 @@ _PREDICATE_END = re.compile(
     r"operated|developed|designed|made|set|starring|featuring|and\s+(?:is|was|has|had|the|a|an))\b"
     r"|\s*[,;:()\[\]\"“”]|\s*\.(?:\s|$)|$"
 )
+_PHRASE_WORD = re.compile(r"[\w'/-]+")
 _NOT_KIND = frozenset("retired former late famous noted prominent well-known leading popular notable".split())
 _FUNCTION = frozenset("of and or the a an in to for with by from".split())
 DESCRIPTION = "DESC"
@@ -165,11 +164,8 @@ def description_spans(sentence: str) -> list[Span]:
     if copula is None:
         return []
     end = _PREDICATE_END.search(sentence, copula.end())
-    words = [
-        (m.start(), m.end())
-        for m in re.finditer(r"[\w'/-]+", sentence[copula.end() : end.start() if end else len(sentence)])
-    ]
-    words = [(a + copula.end(), b + copula.end()) for a, b in words]
+    stop = end.start() if end else len(sentence)
+    words = [m.span() for m in _PHRASE_WORD.finditer(sentence, copula.end(), stop)]
     while words and (
         sentence[words[0][0]].isupper()
         or any(c.isdigit() for c in sentence[words[0][0] : words[0][1]])
@@ -190,9 +186,5 @@ def description_spans(sentence: str) -> list[Span]:
         )
         if first in _FUNCTION or last in _FUNCTION:
             continue
-        a, b = words[i][0], words[j - 1][1]
-        token = len(_WORD.findall(sentence[:a]))
-        spans.append(
-            Span(sentence[a:b], DESCRIPTION, a, b, token, max(len(_WORD.findall(sentence[:b])), token + 1))
-        )
+        spans.append(_sliced(sentence, words[i][0], words[j - 1][1], DESCRIPTION))
     return spans
