@@ -31,12 +31,13 @@ from rag_graphs.config.errors import SetupError
 from rag_graphs.entity_graph.learned_rank import TreeRanker, load_trees
 from rag_graphs.text.candidates import ParsedPassage
 from rag_graphs.text.reader_features import FEATURES, Candidate, content_words
+from rag_graphs.text.spans import DESCRIPTION
 
 RANKER_PATH = Path(__file__).parents[1] / "data" / "reader_ranker.json"
 KINDS = ("person", "place", "date", "number", "kind", "other")
 LABELS = (
     "PERSON", "GPE", "ORG", "DATE", "CARDINAL", "NORP", "LOC", "FAC", "WORK_OF_ART", "EVENT",
-    "TITLE", "QUANTITY", "MONEY", "PERCENT", "PRODUCT", "LANGUAGE", "LAW", "ORDINAL", "TIME", "DESC",
+    "TITLE", "QUANTITY", "MONEY", "PERCENT", "PRODUCT", "LANGUAGE", "LAW", "ORDINAL", "TIME", DESCRIPTION,
 )  # fmt: skip
 WH = ("what", "which", "who", "whom", "whose", "where", "when", "how", "in", "the")
 """The question's first word, lower case ("in" for "In which year", "the" for "The director of")."""
