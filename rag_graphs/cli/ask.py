@@ -258,7 +258,7 @@ def ask(
     search: dict[str, Any],
 ) -> None:
     """Answer a question with one method; print the answer, citations and steps."""
-    from rag_graphs.llm.faults import RunFailed
+    from rag_graphs.nodes.failures import RunFailed
     from rag_graphs.nodes.fresh import check_question
     from rag_graphs.store import StoreLockedError
 

@@ -29,7 +29,9 @@ def get_graph(
     With a ``checkpointer`` (``InMemorySaver``, ``SqliteSaver``...), a fresh
     compilation that saves every step under the caller's ``thread_id``; the
     shared module-level graph carries none, as LangGraph Server expects. A
-    ``retry_policy`` replaces ``rag_graphs.llm.faults.RETRY`` (attempts, backoff).
+    ``retry_policy`` replaces ``rag_graphs.nodes.failures.RETRY`` (attempts, backoff); its
+    ``retry_on`` sees the failing node's ``RunFailed``, so build it on
+    ``rag_graphs.nodes.failures.retryable``.
     """
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; available: {', '.join(METHODS)}")

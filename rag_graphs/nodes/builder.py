@@ -1,6 +1,6 @@
 """The method builder: the graph every method wires its nodes into, and its compilation.
 
-``MethodGraph`` wraps function nodes in ``rag_graphs.llm.faults.guard`` and adds a ``ModelNode``
+``MethodGraph`` wraps function nodes in ``rag_graphs.nodes.failures.guard`` and adds a ``ModelNode``
 with native sync and async entry points; ``new_builder`` and ``linear_builder`` start a method's
 graph with the shared state and contract; ``compile_method`` names it, sets retries and tracing.
 """
@@ -19,8 +19,8 @@ from langgraph.types import RetryPolicy
 
 from rag_graphs.config.context import RagContext
 from rag_graphs.config.runtime import get_context
-from rag_graphs.llm.faults import RETRY, guard
 from rag_graphs.llm.models import check_chat_model
+from rag_graphs.nodes.failures import RETRY, guard
 from rag_graphs.nodes.fresh import BEGIN, check_question, make_begin
 from rag_graphs.nodes.model_node import ModelNode
 from rag_graphs.state import InputState, OutputState, RagState
@@ -37,8 +37,8 @@ def compile_method(
     """Compile ``builder`` as method ``name``.
 
     Every node retries transient errors (``retry_policy``, default
-    ``rag_graphs.llm.faults.RETRY``); a node that still fails ends the run with
-    ``RunFailed``, carrying the reasoning chain so far (see ``rag_graphs.llm.faults``).
+    ``rag_graphs.nodes.failures.RETRY``); a node that still fails ends the run with
+    ``RunFailed``, carrying the reasoning chain so far (see ``rag_graphs.nodes.failures``).
     Traced runs carry the method's name in metadata and tags.
     """
     from rag_graphs.config.tracing import method_config
@@ -86,7 +86,7 @@ def begin_node(schema: type) -> Callable[..., dict[str, Any]]:
 
 
 class MethodGraph(StateGraph[Any, Any, Any, Any]):
-    """A ``StateGraph`` whose function nodes are wrapped by ``rag_graphs.llm.faults.guard``,
+    """A ``StateGraph`` whose function nodes are wrapped by ``rag_graphs.nodes.failures.guard``,
     so a failure anywhere ends the run with ``RunFailed`` and the chain so far.
 
     A ``ModelNode`` (a body that yields its calls) is added with both entry

@@ -19,7 +19,7 @@ from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import StateSnapshot
 
-from rag_graphs.llm.faults import guard
+from rag_graphs.nodes.failures import guard
 from rag_graphs.state import OutputState, RagState
 
 INTERRUPT_SUBGRAPHS_BEFORE = "rag_graphs_interrupt_subgraphs_before"

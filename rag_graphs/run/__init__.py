@@ -63,7 +63,7 @@ if TYPE_CHECKING:
     from langgraph.graph.state import CompiledStateGraph
     from langgraph.types import StateSnapshot
 
-    from rag_graphs.llm.faults import RunFailed
+    from rag_graphs.nodes.failures import RunFailed
 
 ANSWER_NODES = ("generate", "answer_directly")
 """The nodes that write a method's answer (the same names in every method): where
@@ -307,7 +307,7 @@ class _Run:
 def _events(run: _Run) -> Iterator[RunEvent]:
     from langgraph.errors import GraphRecursionError
 
-    from rag_graphs.llm.faults import RunFailed, recursion_failure  # imported when a run starts
+    from rag_graphs.nodes.failures import RunFailed, recursion_failure  # imported when a run starts
 
     with saver(run) as checkpointer:
         graph = run.graph(checkpointer)
@@ -331,7 +331,7 @@ def _events(run: _Run) -> Iterator[RunEvent]:
 async def _aevents(run: _Run) -> AsyncIterator[RunEvent]:
     from langgraph.errors import GraphRecursionError
 
-    from rag_graphs.llm.faults import RunFailed, recursion_failure
+    from rag_graphs.nodes.failures import RunFailed, recursion_failure
 
     async with asaver(run) as checkpointer:
         graph = run.graph(checkpointer)

@@ -21,10 +21,10 @@ from rag_graphs.entity_graph.build import build_graph
 from rag_graphs.entity_graph.entities import load_extractor
 from rag_graphs.ingestion import IngestOptions, ingest
 from rag_graphs.ingestion.community_reports import build_reports
-from rag_graphs.llm.faults import RunFailed
 from rag_graphs.llm.models import capabilities, load_chat_model
 from rag_graphs.llm.structured import invoke_structured
 from rag_graphs.methods import get_graph
+from rag_graphs.nodes.failures import RunFailed
 from rag_graphs.run import Finished, StepEvent, stream
 from rag_graphs.store import load_embeddings, open_index
 from tests.contract import check_contract

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from rag_graphs.config.threads import CheckpointFileError
-from rag_graphs.llm.faults import RunFailed
+from rag_graphs.nodes.failures import RunFailed
 from rag_graphs.run import Finished, Resumed, arun, run, stream
 from rag_graphs.run.checkpointers import thread_saver
 from rag_graphs.run.threads import ThreadBusy

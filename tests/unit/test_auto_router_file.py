@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from rag_graphs.config.runtime import ContextRefused, get_context
-from rag_graphs.llm.faults import RunFailed
+from rag_graphs.nodes.failures import RunFailed
 from rag_graphs.run import run
 from tests.unit.test_run import QUESTION
 

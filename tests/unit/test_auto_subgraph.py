@@ -24,9 +24,9 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from rag_graphs.catalog import METHODS
 from rag_graphs.eval import EvalOptions, evaluate
 from rag_graphs.eval.rows import read_rows
-from rag_graphs.llm.faults import RunFailed
 from rag_graphs.methods import get_graph
 from rag_graphs.methods.auto import route_kind
+from rag_graphs.nodes.failures import RunFailed
 from rag_graphs.run import Progress, Resumed, StepEvent, arun, run, stream
 from tests import crash_worker as worker
 from tests.unit import test_crash_resume as crash

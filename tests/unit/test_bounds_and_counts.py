@@ -17,7 +17,7 @@ from rag_graphs.config.fields import MAX_LOOP
 from rag_graphs.eval.datasets import load_dataset
 from rag_graphs.ingestion import ingest
 from rag_graphs.ingestion.options import IngestOptions, megabytes
-from rag_graphs.llm.faults import RunFailed
+from rag_graphs.nodes.failures import RunFailed
 from rag_graphs.run import run
 
 

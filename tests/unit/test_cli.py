@@ -45,7 +45,7 @@ def test_methods_command_lists_every_method():
 
 
 def test_a_thread_id_continues_a_failed_run_from_its_failed_step(loaded, make_context, tmp_path):
-    from rag_graphs.llm.faults import RunFailed
+    from rag_graphs.nodes.failures import RunFailed
     from tests.unit.test_faults import StatusError, scripted
 
     db = tmp_path / "checkpoints.sqlite"

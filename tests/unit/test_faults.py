@@ -14,15 +14,16 @@ from langgraph.types import RetryPolicy
 
 from rag_graphs.catalog import METHODS
 from rag_graphs.ingestion.raptor import build_tree
-from rag_graphs.llm.faults import RETRY, RunFailed, is_transient
+from rag_graphs.llm.faults import is_transient
 from rag_graphs.methods import get_graph
+from rag_graphs.nodes.failures import RETRY, RunFailed, retryable
 from rag_graphs.search.retrieval import index_for
 from tests.conftest import FakeToolChat
 from tests.graphs import prepare
 
 QUESTION = "Where was Ilsa Brandt born?"
 CONTRACT = {"answer", "citations", "documents", "steps", "usage"}
-FAST = RetryPolicy(initial_interval=0.01, max_interval=0.05, max_attempts=3, retry_on=is_transient)
+FAST = RetryPolicy(initial_interval=0.01, max_interval=0.05, max_attempts=3, retry_on=retryable)
 
 
 class StatusError(Exception):
@@ -83,7 +84,7 @@ def test_transient_model_errors_are_retried_then_the_run_succeeds(loaded, make_c
 
 def test_retries_back_off_and_are_bounded(loaded, make_context):
     policy = RetryPolicy(
-        initial_interval=0.05, backoff_factor=2.0, max_attempts=3, jitter=False, retry_on=is_transient
+        initial_interval=0.05, backoff_factor=2.0, max_attempts=3, jitter=False, retry_on=retryable
     )
     model = scripted(TimeoutError("read timed out"))  # times out forever
     with pytest.raises(RunFailed) as failed:
@@ -232,3 +233,12 @@ def test_a_tool_call_to_an_unknown_tool_runs_nothing_and_is_answered(loaded, mak
     observation = next(s for s in out["steps"] if s["node"] == "act")
     assert observation["text"] == "unknown tool 'rm_rf'; available: search, calculator"
     assert out["answer"] == "Korvik." and out["usage"].get("retrievals", 0) == 0
+
+
+def test_a_failed_run_inside_a_node_is_retried_only_when_its_cause_was_transient():
+    """``auto`` runs its routed method inside a node: the ``RunFailed`` that reaches the retry
+    policy is retried as its cause would be (the model-call classification knows no runs)."""
+    assert RETRY.retry_on is retryable
+    assert retryable(RunFailed("generate failed", {}, transient=True))
+    assert not retryable(RunFailed("generate failed", {}, transient=False))
+    assert retryable(TimeoutError()) and not retryable(StatusError(401, ""))

@@ -13,9 +13,9 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 
 from rag_graphs.entity_graph.build import add_entities
 from rag_graphs.entity_graph.entities import annotate, normalize
-from rag_graphs.llm.faults import RunFailed
 from rag_graphs.methods import get_graph
 from rag_graphs.methods.graphrag import interleave, route_search, within
+from rag_graphs.nodes.failures import RunFailed
 from rag_graphs.store import ChunkIndex
 from rag_graphs.store.reports import REPORT_KIND, add_reports, report_id, report_text
 from tests.contract import check_contract

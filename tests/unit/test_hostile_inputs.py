@@ -98,8 +98,8 @@ def test_a_megabyte_question_is_refused_in_one_line_before_anything_heavy(
     """A 1 MB question took 95 s and 3.3 GB in graph search before spaCy refused it with its raw
     E088 error (attack round 3): it is refused before any model, store search or tagger sees it,
     through the CLI and a graph alike."""
-    from rag_graphs.llm.faults import RunFailed
     from rag_graphs.methods import get_graph
+    from rag_graphs.nodes.failures import RunFailed
     from rag_graphs.nodes.fresh import MAX_QUESTION_CHARS
     from rag_graphs.search import retrieval
 

@@ -150,7 +150,7 @@ def test_a_hanging_own_retriever_fails_the_run_in_one_line_naming_the_limit(tmp_
     ``retriever_timeout`` the run fails, naming the setting, and is not retried."""
     import threading
 
-    from rag_graphs.llm.faults import RunFailed
+    from rag_graphs.nodes.failures import RunFailed
 
     release = threading.Event()
     try:

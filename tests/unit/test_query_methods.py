@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from langchain_core.documents import Document
 
-from rag_graphs.llm.faults import RunFailed
 from rag_graphs.methods import get_graph
 from rag_graphs.nodes.expand import parse_queries
+from rag_graphs.nodes.failures import RunFailed
 from rag_graphs.nodes.plan import fill_references
 from rag_graphs.search.fusion import reciprocal_rank_fusion, unique_union
 from rag_graphs.search.retrieval import search, search_many

@@ -10,8 +10,8 @@ from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 
 from rag_graphs.ingestion.raptor import build_tree, cluster, leaves_of, pack, tree_collection
-from rag_graphs.llm.faults import RunFailed
 from rag_graphs.methods import get_graph
+from rag_graphs.nodes.failures import RunFailed
 from rag_graphs.store import open_index
 from tests.conftest import recording_chat
 

@@ -11,7 +11,7 @@ import asyncio
 
 import pytest
 
-from rag_graphs.llm.faults import RunFailed
+from rag_graphs.nodes.failures import RunFailed
 from rag_graphs.run import (
     Finished,
     Progress,

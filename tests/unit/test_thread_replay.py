@@ -80,7 +80,7 @@ def test_another_method_or_store_on_the_thread_runs_anew(loaded, make_context, d
 
 
 def test_an_unfinished_run_is_not_resumed_under_another_tenant(tenants, make_context, db):
-    from rag_graphs.llm.faults import RunFailed
+    from rag_graphs.nodes.failures import RunFailed
 
     broken = GenericFakeChatModel(messages=iter([]))  # fails at the answer: the run stays unfinished
     with pytest.raises(RunFailed):
