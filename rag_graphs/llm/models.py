@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import threading
+import weakref
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -280,13 +281,24 @@ def model_key(model: BaseChatModel) -> str:
 
 def capabilities(model: BaseChatModel) -> Capabilities:
     """The capabilities learned so far for ``model`` (shared by every instance of the same
-    class, endpoint and model name in this process)."""
+    class, endpoint and model name in this process).
+
+    A model without a name is known by its instance (``model_key``), and what was learned of it
+    goes with it: a later model at the same address (CPython reuses them) starts afresh instead of
+    inheriting "tools do not work" from a stranger."""
     key = model_key(model)
     with _CAPS_LOCK:
         if key not in _CAPS:
             modes = STRUCTURED_MODES if is_openai_compatible(model) else ("with_structured_output",)
             _CAPS[key] = Capabilities(modes=modes)
+            if model_name(model) == type(model).__name__:  # keyed by the instance
+                weakref.finalize(model, _forget, key)
         return _CAPS[key]
+
+
+def _forget(key: str) -> None:
+    with _CAPS_LOCK:
+        _CAPS.pop(key, None)
 
 
 PROVIDER_PACKAGES = {

@@ -176,3 +176,21 @@ def test_react_forces_a_search_on_the_first_native_step_only(loaded, make_contex
         {"question": "Where was Ilsa Brandt born?"}, context=make_context(chat_model=model)
     )
     assert model.choices == ["search", None] and out["answer"] == "Korvik [1]."
+
+
+def test_what_was_learned_of_an_unnamed_model_goes_with_it():
+    """An unnamed model is known by its address; CPython hands a freed address to the next object,
+    so a later model there must not inherit what a stranger's server refused."""
+    import gc
+
+    from langchain_core.language_models import GenericFakeChatModel
+
+    from rag_graphs.llm import models
+
+    model = GenericFakeChatModel(messages=iter([]))
+    key = models.model_key(model)
+    capabilities(model).no_tools("the server never called a tool")
+    assert key in models._CAPS
+    del model
+    gc.collect()
+    assert key not in models._CAPS
