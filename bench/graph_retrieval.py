@@ -85,11 +85,9 @@ def graph_index(base, variant: str, *, rebuild: bool, n_process: int, timings: d
     from rag_graphs.store import open_index
 
     name = f"{base.collection}_{variant.replace('+', '_')}"
-    client = base.client
     if rebuild:
         for coll in (name, entity_collection(name)):
-            if client.has_collection(coll):
-                client.drop_collection(coll)
+            base.derived(coll).drop()
     index = open_index(base.uri, name, base.embeddings)
     if index.count() < base.count():
         rows = base.iter_chunks()
@@ -251,9 +249,7 @@ def main() -> None:
             entry["build"] = timings["build"]
             if not args.no_embed_timing:
                 entry["embed_seconds"] = embed_seconds(dataset, embeddings)
-        entry["entities"] = graph.client.query(
-            entity_collection(graph.collection), filter="", output_fields=["count(*)"]
-        )[0]["count(*)"]
+        entry["entities"] = graph.derived(entity_collection(graph.collection)).count()
         entry["passages"] = base.count()
         scores = evaluate(base, graph, examples, options, modes=args.modes)
         entry["scores"] = scores

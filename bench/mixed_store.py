@@ -363,17 +363,16 @@ def main() -> None:
         timed = latency(index, sample, options, warmup)
         print(json.dumps({"passages": index.count(), "load": [before, load_average()], **timed}, indent=1))
         return
-    if args.fresh and index.client.has_collection(COLLECTION):
+    if args.fresh and index.stored.exists():
         for coll in (COLLECTION, entity_collection(COLLECTION)):
-            if index.client.has_collection(coll):
-                index.client.drop_collection(coll)
+            index.derived(coll).drop()
         saved = {}
         index = open_index(args.store, COLLECTION, embeddings)
     rows = [r for r in saved.get("steps", [])]
     cumulative = rows[-1]["cumulative"] if rows else {"embed": 0.0, "insert": 0.0, "build": 0.0}
     targets = [s for s in args.steps if s < len(order)] + [len(order)]
     for target in targets:
-        have = index.count() if index.client.has_collection(COLLECTION) else 0
+        have = index.count() if index.stored.exists() else 0
         if have >= target:
             print(f"{target}: stored already ({have}), step kept from {out_path.name}", flush=True)
             continue
@@ -411,9 +410,7 @@ def main() -> None:
             cumulative[key] += step[key]
         step["cumulative"] = dict(cumulative)
         step["build_over_embed"] = cumulative["build"] / cumulative["embed"]
-        step["entities"] = index.client.query(
-            entity_collection(COLLECTION), filter="", output_fields=["count(*)"]
-        )[0]["count(*)"]
+        step["entities"] = index.derived(entity_collection(COLLECTION)).count()
         step["latency"] = latency(index, sample, options, warmup)
         step["questions"] = len(sample)
         step["load_end"] = load_average()

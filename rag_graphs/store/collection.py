@@ -221,6 +221,11 @@ class Collection:
     def drop_properties(self, keys: Sequence[str]) -> None:
         self.client.drop_collection_properties(self.name, property_keys=list(keys))
 
+    def drop(self) -> None:
+        """Drop the collection with its rows, if it exists (a benchmark rebuilding a store)."""
+        if self.exists():
+            self.client.drop_collection(self.name)
+
     def insert(self, rows: list[dict]) -> None:
         if rows:
             self.client.insert(self.name, rows)

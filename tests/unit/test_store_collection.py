@@ -59,3 +59,12 @@ def test_a_local_path_and_a_derived_collection_read_without_the_filter(index: Ch
     absent = index.derived(f"{index.collection}_absent")
     assert not absent.exists() and absent.count() == 0 and list(absent.scan(["pk"])) == []
     assert [r["pk"] for r in index.chunks.rows("", ["pk"], limit=QUERY_LIMIT * 4)] == ["a"]
+
+
+def test_drop_removes_a_collection_and_a_missing_one_is_a_no_op(index: ChunkIndex) -> None:
+    """``drop`` (what a benchmark rebuilding a store calls instead of the client's own) removes one
+    collection with its rows; a collection that is not there drops as a no-op."""
+    index.add([chunk("a", "h", "Harbour ships salt.")])
+    index.derived(f"{index.collection}_absent").drop()
+    index.stored.drop()
+    assert not index.stored.exists() and index.count() == 0
