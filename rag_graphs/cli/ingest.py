@@ -172,13 +172,15 @@ def sources(store: StoreOpt = None, collection: CollOpt = None) -> None:
     """List the indexed sources with their chunk counts per kind."""
     from rich.table import Table
 
-    from rag_graphs.search.retrieval import index_for
-    from rag_graphs.store import StoreLockedError
+    from rag_graphs.store import StoreLockedError, open_index
+    from rag_graphs.store.embeddings import DeferredEmbeddings
     from rag_graphs.support.redaction import redact_url
 
     ctx = _context(store, collection)
-    try:
-        indexed = index_for(ctx).sources()
+    if not isinstance(ctx.embeddings, str):  # pragma: no cover - env gives strings
+        _fail("embeddings must be a spec string on the command line")
+    try:  # listing embeds nothing: the model is never loaded
+        indexed = open_index(ctx.store_uri, ctx.collection, DeferredEmbeddings(ctx.embeddings)).sources()
     except (StoreLockedError, ValueError) as exc:
         _fail(str(exc))
     if not indexed:

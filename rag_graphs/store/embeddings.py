@@ -111,8 +111,33 @@ def max_tokens_for(spec: str) -> int:
     return _DEFAULT_MAX_TOKENS
 
 
+class DeferredEmbeddings(Embeddings):
+    """The model of ``spec``, loaded (by ``load_embeddings``) on its first embedding call.
+
+    For a command that opens a store but may embed nothing (``rag-graphs sources``): loading
+    MiniLM imports torch and transformers (3-12 s), which listing the files, or saying that the
+    server cannot be reached, does not need. Its identity is its spec, as the loaded model's is.
+    """
+
+    def __init__(self, spec: str) -> None:
+        self.spec = spec.strip()
+
+    @property
+    def model(self) -> Embeddings:
+        return load_embeddings(self.spec)
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return self.model.embed_documents(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.model.embed_query(text)
+
+
 def loaded_spec(model: Embeddings) -> str | None:
-    """The spec ``load_embeddings`` loaded ``model`` from; None for an instance it did not load."""
+    """The spec ``load_embeddings`` loaded ``model`` from (a ``DeferredEmbeddings``'s own);
+    None for an instance it did not load."""
+    if isinstance(model, DeferredEmbeddings):
+        return model.spec
     known = _SPECS.get(id(model))
     return known[1] if known is not None and known[0] is model else None
 

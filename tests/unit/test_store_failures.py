@@ -135,3 +135,31 @@ def test_an_empty_folder_and_an_existing_store_are_still_stores(tmp_path, fake_e
     check_store_path(str(tmp_path / "empty.db"))
     ChunkIndex(uri=str(tmp_path / "made.db"), collection="c", embeddings=fake_embeddings)
     check_store_path(str(tmp_path / "made.db"))
+
+
+def test_listing_a_store_loads_no_embedding_model(tmp_path):
+    """``sources`` embeds nothing, so it opens the store with the model deferred: listing, or
+    saying the server cannot be reached, costs no torch import (3-12 s on these machines)."""
+    store = str(tmp_path / "made.db")
+    make = (
+        "from langchain_core.documents import Document\n"
+        "from langchain_core.embeddings import DeterministicFakeEmbedding\n"
+        "from rag_graphs.store import ChunkIndex\n"
+        f"index = ChunkIndex(uri={store!r}, collection='c', embeddings=DeterministicFakeEmbedding(size=8))\n"
+        "meta = {'source': '/x/harbour.md', 'chunk_id': 'h1'}\n"
+        "index.add([Document(page_content='The harbour ships salt.', metadata=meta)])\n"
+    )
+    listing = (
+        "import atexit, runpy, sys\n"
+        f"sys.argv = ['rag-graphs', 'sources', '--store', {store!r}, '--collection', 'c']\n"
+        "heavy = ('torch', 'sentence_transformers')\n"
+        "atexit.register(lambda: print('LOADED', [m for m in heavy if m in sys.modules]))\n"
+        "runpy.run_module('rag_graphs.cli', run_name='__main__')\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAG_GRAPHS_", "MILVUS_"))}
+    for script in (make, listing):
+        result = subprocess.run(
+            [sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+    assert "harbour.md" in result.stdout and "LOADED []" in result.stdout, result.stdout + result.stderr
