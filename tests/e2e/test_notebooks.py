@@ -32,6 +32,7 @@ SHOWS = {
         "== react",
         "== ircot",
         "== auto",
+        "single_hop -> naive",  # the single-hop question goes to the cheap method, as the text says
         "== hipporag",
         "graph seeds:",
         "graph search (search_mode=auto: collection 'demo' has an entity graph)",  # ingest built it
