@@ -62,14 +62,16 @@ def _embedded(max_tokens: int) -> BaseChatModel:
         # value) does not, at the price of occasional number drift ("320.57 m").
         repeat_penalty=1.1,
         n_threads=llama_threads(),
-        # ChatLlamaCpp's numbers, kept so that the replies the tests and benchmarks saw stay as
-        # they were: a RoPE base of 10000 where the GGUF says 100000 (perplexity on
+        # ChatLlamaCpp's RoPE numbers, kept so that the replies the tests and benchmarks saw stay
+        # as they were: a base of 10000 where the GGUF says 100000 (perplexity on
         # docs/architecture.md, tokens 1024-2048: 77.6 against 57.4 with the file's own; past
-        # 2048: 1323 against 31), and prompts evaluated 8 tokens at a time. The file's own values
-        # (LlamaChat's defaults) change SmolLM2's grades enough that Self-RAG drafts from no
-        # passage and answers without a citation (tests/e2e/test_embedded.py, self_rag-generate):
-        # drop these once that branch is fixed.
-        model_kwargs={"n_batch": 8, "rope_freq_base": 10000.0, "rope_freq_scale": 1.0},
+        # 2048: 1323 against 31). The file's own (LlamaChat's defaults) change SmolLM2's grades
+        # enough that Self-RAG drafts from no passage and answers without a citation
+        # (tests/e2e/test_embedded.py, self_rag-generate): drop them once that branch is fixed.
+        # Prompts are evaluated in llama.cpp's default batches of 512 tokens, not ChatLlamaCpp's 8:
+        # an 851-token prompt took 21-30 s against 134-186 s (BENCHMARKS.md, "The embedded model's
+        # prompt batch"), with the same greedy reply.
+        model_kwargs={"rope_freq_base": 10000.0, "rope_freq_scale": 1.0},
     )
 
 
