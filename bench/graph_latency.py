@@ -12,7 +12,8 @@ a question's first, cold reads hit the arms alike), and never to both at once.
 Per question and arm it keeps the whole search's milliseconds, graph search's laps
 (``GraphHits.milliseconds``) and the top-5 ids and scores, and prints p50 / p90, the laps' p50s
 and how many questions got the same top-5 ids (and scores) from both. The new arm also reports its
-row cache (``entity_graph.rows.GraphRows``): rows held and their size in MB.
+row cache (``entity_graph.rows.GraphRows``): rows held and their size in MB, and with ``--fill``
+what the whole store's rows take (every entity and chunk row read through it after the run).
 
     git clone -q /work/main /tmp/lat_old
     cp -r STORE.db bench_runs/lat_old.db; cp -r STORE.db bench_runs/lat_new.db
@@ -74,7 +75,10 @@ def worker(args) -> None:
     for line in sys.stdin:
         asked = json.loads(line)
         if "question" not in asked:
-            print(f"{REPLY}{json.dumps(cache_report())}", flush=True)
+            report = cache_report()
+            if asked.get("fill"):
+                report["filled"] = fill_cache(ctx)
+            print(f"{REPLY}{json.dumps(report)}", flush=True)
             continue
         laps.clear()
         start = time.perf_counter()
@@ -103,6 +107,25 @@ def cache_report() -> dict:
             "mb": round((deep_size(cache.entities) + deep_size(cache.chunks)) / 1e6, 1),
         }
     return report
+
+
+def fill_cache(ctx) -> dict:
+    """Every entity row and chunk row of the store read through the row cache, then its report:
+    what the whole store costs in memory."""
+    from rag_graphs.entity_graph.rows import CHUNK_ROW_FIELDS, ENTITY_ROW_FIELDS, entity_table, graph_rows
+    from rag_graphs.search.retrieval import index_for
+    from rag_graphs.store.fields import PRIMARY_FIELD
+
+    index = index_for(ctx)
+    rows = graph_rows(index)
+    for table, read in ((entity_table(index), rows.entities), (index.chunks, None)):
+        for batch in table.iterate([PRIMARY_FIELD], batch_size=5000):
+            keys = [r[PRIMARY_FIELD] for r in batch]
+            if read is not None:
+                read(keys, list(ENTITY_ROW_FIELDS))
+            else:
+                rows.chunks(keys, list(CHUNK_ROW_FIELDS), None)
+    return {**cache_report(), "passages": index.count()}
 
 
 def deep_size(value, seen: set | None = None) -> int:
@@ -192,6 +215,7 @@ def main() -> None:
     parser.add_argument("--questions-from", nargs="+", default=None, help="default: --dataset")
     parser.add_argument("--questions", type=int, default=200, help="questions (of each dev set)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--fill", action="store_true", help="then read the whole store through the cache")
     parser.add_argument("--out", default=None, help="write every run and the summary here (JSON)")
     args = parser.parse_args()
     if args.worker:
@@ -223,7 +247,7 @@ def main() -> None:
             load.append(load_average())
             print(f"{n + 1} questions, load {load[-1]}", flush=True)
     load.append(load_average())
-    caches = arms["new"].ask({})
+    caches = arms["new"].ask({"fill": args.fill})
     for arm in arms.values():
         arm.close()
     pairs = list(zip(runs["old"], runs["new"], strict=True))

@@ -17,6 +17,7 @@ filtered read goes to the store, so the caller's filter alone decides which chun
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable, Sequence
@@ -114,25 +115,26 @@ ENTITY_ROW_FIELDS = (NAME_FIELD, CHUNKS_FIELD, COUNT_FIELD)
 """What the cache keeps of an entity row (whatever a search asks of one is among them)."""
 CHUNK_ROW_FIELDS = (ENTITIES_FIELD, "title", "headings")
 """What the cache keeps of a chunk row: what the walk needs (its entities, what it is about)."""
-MAX_CACHED_ROWS = 500_000
-"""Rows one state's cache keeps per kind (the oldest go first): about 20 MB of entity rows per
-10,000 passages (BENCHMARKS.md, "Graph search latency, round 2"), so a 100k-passage store's are
-bounded near 100 MB, not held whole."""
+MAX_CACHED_ROWS = 250_000
+"""Rows one state's cache keeps per kind (the oldest go first). A whole store's rows take ~26 MB
+per 10,000 passages (HotpotQA's 9,809 passages and 64,232 entities: 26 MB; BENCHMARKS.md, "Graph
+search latency, round 2"), so a store up to ~40,000 passages is held whole, in ~100 MB at most."""
 CACHED_STORES = 4
 """Collections whose row caches a process keeps (the least recently searched go first)."""
 
 
 @dataclass
 class RowCache:
-    """One store state's rows by key: a row as the store returned it (its key left out), or None
-    for a key the store did not have."""
+    """One store state's rows by key, packed (``_packed``: its kept fields' values in their order,
+    lists as tuples of interned strings, so a chunk id listed by many entities is held once), or
+    None for a key the store did not have."""
 
     state: Hashable
-    entities: dict[str, dict | None] = field(default_factory=dict)
-    chunks: dict[str, dict | None] = field(default_factory=dict)
+    entities: dict[str, tuple | None] = field(default_factory=dict)
+    chunks: dict[str, tuple | None] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def add(self, kind: dict[str, dict | None], rows: dict[str, dict | None]) -> None:
+    def add(self, kind: dict[str, tuple | None], rows: dict[str, tuple | None]) -> None:
         with self.lock:
             kind.update(rows)
             while len(kind) > MAX_CACHED_ROWS:
@@ -142,16 +144,30 @@ class RowCache:
 _CACHES: OrderedDict[tuple[str, str], RowCache] = OrderedDict()
 _CACHES_LOCK = threading.Lock()
 _UNREAD = object()
+_ABSENT = object()  # a field the stored row lacks (a dynamic field it was stored without)
 
 
-def _project(key: str, row: dict, fields: Sequence[str]) -> dict:
-    """The row as a read of ``fields`` returns it (its key first), lists copied: a caller that
-    edits it cannot change the cache."""
+def _packed(row: dict | None, kept: Sequence[str]) -> tuple | None:
+    """A stored row as the cache holds it: ``kept``'s values in order (``_ABSENT`` where it lacks
+    one), a list as a tuple, its strings interned."""
+    if row is None:
+        return None
+    return tuple(_frozen(row[name]) if name in row else _ABSENT for name in kept)
+
+
+def _frozen(value):
+    if not isinstance(value, list):
+        return value
+    return tuple(sys.intern(v) if type(v) is str else v for v in value)
+
+
+def _project(key: str, packed: tuple, kept: Sequence[str], fields: Sequence[str]) -> dict:
+    """The row as a read of ``fields`` returns it (its key first), each list a new one: a caller
+    that edits it cannot change the cache."""
     out: dict = {PRIMARY_FIELD: key}
     for name in fields:
-        if name in row:
-            value = row[name]
-            out[name] = list(value) if isinstance(value, list) else value
+        if name in kept and (value := packed[kept.index(name)]) is not _ABSENT:
+            out[name] = list(value) if isinstance(value, tuple) else value
     return out
 
 
@@ -175,7 +191,7 @@ class GraphRows:
         if self.cache is None or not set(fields) - {PRIMARY_FIELD} <= set(ENTITY_ROW_FIELDS):
             return _in_order(entity_rows(self.index, keys, fields), keys)
         read = lambda missing: entity_rows(self.index, missing, ENTITY_ROW_FIELDS)  # noqa: E731
-        return self._through(self.cache.entities, keys, fields, read)
+        return self._through(self.cache.entities, ENTITY_ROW_FIELDS, keys, fields, read)
 
     def chunks(self, ids: Sequence[str], fields: Sequence[str], expr: str | None) -> dict[str, dict]:
         """Chunk rows by id with ``fields`` that pass ``expr`` (deleted or hidden ones left out);
@@ -185,7 +201,7 @@ class GraphRows:
         if self.cache is None or expr is not None or not cached or not self.unfiltered():
             return _in_order(self.index.chunks.get(ids, fields, where=expr), ids)
         read = lambda missing: self.index.chunks.get(missing, CHUNK_ROW_FIELDS)  # noqa: E731
-        return self._through(self.cache.chunks, ids, fields, read)
+        return self._through(self.cache.chunks, CHUNK_ROW_FIELDS, ids, fields, read)
 
     def unfiltered(self) -> bool:
         """True when a read without a filter sees every stored chunk (on a server, no file is
@@ -194,20 +210,20 @@ class GraphRows:
             self._unfiltered = self.index.chunks.visible(None) is None
         return self._unfiltered
 
-    def _through(self, kind: dict, keys: list[str], fields: Sequence[str], read) -> dict[str, dict]:
+    def _through(
+        self, kind: dict, kept: Sequence[str], keys: list[str], fields: Sequence[str], read
+    ) -> dict[str, dict]:
+        """``keys``' rows with ``fields`` from ``kind`` (one of the cache's), the missing ones
+        read (with every ``kept`` field) and added to it."""
         known = {key: kind.get(key, _UNREAD) for key in keys}
         missing = [key for key, row in known.items() if row is _UNREAD]
         if missing:
             stored = read(missing)
-            fresh = {key: _stripped(stored.get(key)) for key in missing}
+            fresh = {key: _packed(stored.get(key), kept) for key in missing}
             assert self.cache is not None
             self.cache.add(kind, fresh)
             known.update(fresh)
-        return {key: _project(key, row, fields) for key, row in known.items() if row is not None}
-
-
-def _stripped(row: dict | None) -> dict | None:
-    return None if row is None else {name: value for name, value in row.items() if name != PRIMARY_FIELD}
+        return {key: _project(key, row, kept, fields) for key, row in known.items() if row is not None}
 
 
 def graph_rows(index: ChunkIndex) -> GraphRows:
