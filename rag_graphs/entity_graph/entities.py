@@ -278,13 +278,14 @@ def title_keys(metadata: dict) -> set[str]:
     the chunk is about, whose edges graph search weights by ``title_weight``.
 
     Graph search asks it of every chunk it walks (~300 a question, the same titles question after
-    question), so the keys of a title and headings are computed once (``_place_keys``)."""
+    question), so the keys of a title and headings are computed once (``_place_keys``: ~6 MB per
+    10,000 titles, 32,768 kept)."""
     title, headings = metadata.get("title"), metadata.get("headings") or []
     named = tuple(h for h in headings if isinstance(h, str))  # as title_mentions reads them
     return set(_place_keys(title if isinstance(title, str) else None, named))
 
 
-@lru_cache(maxsize=65_536)
+@lru_cache(maxsize=32_768)
 def _place_keys(title: str | None, headings: tuple[str, ...]) -> frozenset[str]:
     place = {"title": title, "headings": list(headings)}
     mentions = title_mentions(Document(page_content="", metadata=place))
