@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import pytest
 
+from rag_graphs.entity_graph import build
 from rag_graphs.entity_graph import graph_search as searching
 from rag_graphs.entity_graph import rows as rows_module
-from rag_graphs.entity_graph.build import add_entities
+from rag_graphs.entity_graph.build import add_entities, build_graph
 from rag_graphs.entity_graph.entities import title_keys, title_mentions
 from rag_graphs.entity_graph.graph_search import graph_search
 from rag_graphs.entity_graph.linking import ENTITY_FIELDS
@@ -151,6 +152,27 @@ def test_an_entity_row_written_after_a_search_is_seen_by_the_next_search(stored)
     fresh = graph_rows(stored)
     assert fresh.cache is not rows.cache
     assert fresh.entities(["lunmar"], [CHUNKS_FIELD])["lunmar"][CHUNKS_FIELD] == ["d1", "d2", "d3"]
+
+
+def test_a_graph_build_changes_the_state_after_its_last_chunk_write(index, monkeypatch):
+    """A search between a build's last entity rows and its chunks' entities must not keep what it
+    read: the chunks are written after ``add_entities`` marked the store, so the build marks it again."""
+    index.add([chunk(c) for c in PASSAGES])
+    after_rows = []
+    real = build.add_entities
+
+    def recorded(*args, **kwargs):
+        found = real(*args, **kwargs)
+        rows = graph_rows(index)
+        rows.chunks(list(PASSAGES), HOOD_FIELDS, None)  # a search's reads, before the chunks' entities
+        after_rows.append(rows.cache)
+        return found
+
+    monkeypatch.setattr(build, "add_entities", recorded)
+    build_graph(index, vocab_extractor, progress=False)
+    rows = graph_rows(index)
+    assert rows.cache is not after_rows[-1]
+    assert rows.chunks(["p2"], HOOD_FIELDS, None)["p2"][ENTITIES_FIELD] == ["korvik", "osric vale"]
 
 
 def test_a_cache_keeps_at_most_its_bound(stored, monkeypatch):
