@@ -84,13 +84,19 @@ def memoise_store_reads() -> None:
     first_search.search_first_hits = memo(
         first_search.search_first_hits, lambda index, query, vector, **kw: (query, _key(kw))
     )
-    linking.named_seeds = memo(linking.named_seeds, lambda index, q, mentions: (q, tuple(mentions)))
+    linking.named_seeds = memo(
+        linking.named_seeds, lambda index, q, mentions, rows=None: (q, tuple(mentions))
+    )
     linking.embed_queries = memo(linking.embed_queries, lambda embeddings, queries: tuple(queries))
     searching.embed_queries = memo(searching.embed_queries, lambda embeddings, queries: tuple(queries))
     linking.nearest_entities = memo(linking.nearest_entities, lambda index, *args: _key(args))
     searching.fetch_neighbourhood = memo(
         searching.fetch_neighbourhood,
-        lambda index, seeds, hits, **kw: (tuple(seeds), tuple(str(d.id) for d, _ in hits), _key(kw)),
+        lambda index, seeds, hits, rows=None, **kw: (
+            tuple(seeds),
+            tuple(str(d.id) for d, _ in hits),
+            _key(kw),
+        ),
     )
     extractor = linking.question_extractor()
     if extractor is not None:

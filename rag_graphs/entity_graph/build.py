@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass
 from functools import partial
 
@@ -225,8 +226,15 @@ def build_graph(
             report.write_seconds += time.perf_counter() - t
             report.annotated += len(docs)
             bar.update(len(docs))
+    except BaseException:
+        if report.annotated:  # as below, without hiding why the build stopped
+            with suppress(Exception):
+                index.mark_changed()
+        raise
     finally:
         bar.close()
+    if report.annotated:  # the chunks' entities were written after add_entities marked the store:
+        index.mark_changed()  # what a graph search read between the two is stale now
     if repair:
         report.repaired = repair_entities(index, batch=batch)
     index.flush()

@@ -275,9 +275,21 @@ def title_mentions(chunk: Document) -> list[str]:
 
 def title_keys(metadata: dict) -> set[str]:
     """Entity keys of what a chunk's title and headings name (``title_mentions``): the entities
-    the chunk is about, whose edges graph search weights by ``title_weight``."""
-    mentions = title_mentions(Document(page_content="", metadata=metadata))
-    return {key for mention in mentions if (key := normalize(mention))}
+    the chunk is about, whose edges graph search weights by ``title_weight``.
+
+    Graph search asks it of every chunk it walks (~300 a question, the same titles question after
+    question), so the keys of a title and headings are computed once (``_place_keys``: ~6 MB per
+    10,000 titles, 32,768 kept)."""
+    title, headings = metadata.get("title"), metadata.get("headings") or []
+    named = tuple(h for h in headings if isinstance(h, str))  # as title_mentions reads them
+    return set(_place_keys(title if isinstance(title, str) else None, named))
+
+
+@lru_cache(maxsize=32_768)
+def _place_keys(title: str | None, headings: tuple[str, ...]) -> frozenset[str]:
+    place = {"title": title, "headings": list(headings)}
+    mentions = title_mentions(Document(page_content="", metadata=place))
+    return frozenset(key for mention in mentions if (key := normalize(mention)))
 
 
 def extract(

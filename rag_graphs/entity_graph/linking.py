@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from rag_graphs.entity_graph.entities import Extractor, SpacyExtractor, normalize
-from rag_graphs.entity_graph.rows import CHUNKS_FIELD, COUNT_FIELD, NAME_FIELD, entity_rows, entity_table
+from rag_graphs.entity_graph.rows import CHUNKS_FIELD, COUNT_FIELD, NAME_FIELD, GraphRows, entity_table
 from rag_graphs.store.fields import _DENSE_SEARCH, DENSE_FIELD, PRIMARY_FIELD
 from rag_graphs.store.index import ChunkIndex
 from rag_graphs.store.keywords import STOP_WORDS
@@ -112,12 +112,15 @@ def nearest_entities(
     return found
 
 
-def named_seeds(index: ChunkIndex, query: str, mentions: list[str]) -> tuple[dict[str, dict], list[str]]:
+def named_seeds(
+    index: ChunkIndex, query: str, mentions: list[str], rows: GraphRows | None = None
+) -> tuple[dict[str, dict], list[str]]:
     """Entities the question names by key: its mentions' keys and its longest name-like
-    n-grams (``similarity`` 1.0); and the mentions no key matched (to match by meaning)."""
+    n-grams (``similarity`` 1.0); and the mentions no key matched (to match by meaning).
+    ``rows``: the search's reads (``rows.graph_rows``); None reads the store."""
     keys = [normalize(m) for m in mentions]
     spans = ngram_keys(query)
-    stored = entity_rows(index, [*keys, *spans], ENTITY_FIELDS)
+    stored = (rows if rows is not None else GraphRows(index)).entities([*keys, *spans], ENTITY_FIELDS)
     named = [k for k in keys if k in stored]
     named += longest_matches(spans, {k for k in spans if k in stored})
     seeds = {key: {**stored[key], "similarity": 1.0} for key in named}
@@ -141,13 +144,15 @@ def link_question(
     threshold: float,
     limit: int,
     lap: Callable[[str], None] = lambda name: None,
+    rows: GraphRows | None = None,
 ) -> LinkedQuestion:
     """The question's seeds: the entities it names by key (mentions and name n-grams), then the
     nearest names of the mentions no key matched (``threshold``), best match first, at most
-    ``limit``. ``lap`` is told ``"mentions"`` once the extractor and key look-ups are done."""
+    ``limit``. ``lap`` is told ``"mentions"`` once the extractor and key look-ups are done;
+    ``rows``: the search's key reads (``rows.graph_rows``), None reads the store."""
     extractor = question_extractor()
     mentions = [m for m in (extractor([query])[0] if extractor else []) if normalize(m)]
-    matched, unmatched = named_seeds(index, query, mentions)
+    matched, unmatched = named_seeds(index, query, mentions, rows)
     vectors = embed_queries(index.embeddings, unmatched) if unmatched else []
     lap("mentions")
     for key, row in nearest_entities(index, vectors, [LINK_K] * len(unmatched), threshold).items():

@@ -4,7 +4,9 @@ scanning, never the whole store).
 Graph search (``rag_graphs.entity_graph.graph_search``) walks only what these reads return: the seeds'
 chunks and the first hits with their entities, then the chunks one non-hub entity away (the second
 hop: without it a bridge passage's neighbour is never reached). Every chunk is read through the
-caller's filter ``expr``, so the walk never sees a chunk the caller may not.
+caller's filter ``expr``, so the walk never sees a chunk the caller may not (a search's reads go
+through its store state's cache, ``rows.GraphRows``, which serves chunk rows only to unfiltered
+reads).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import NamedTuple
 from langchain_core.documents import Document
 
 from rag_graphs.entity_graph.entities import title_keys
-from rag_graphs.entity_graph.rows import CHUNKS_FIELD, COUNT_FIELD, entity_rows
+from rag_graphs.entity_graph.rows import CHUNKS_FIELD, COUNT_FIELD, GraphRows
 from rag_graphs.store.fields import ENTITIES_FIELD, PRIMARY_FIELD
 from rag_graphs.store.index import ChunkIndex
 
@@ -23,12 +25,6 @@ HUB_CHUNKS = 100
 """An entity in more chunks than this is a hub, left out of the walk: it links everything (a
 country, a year), its specificity (1 / its chunk count) is ~0 anyway, and its chunks would fill
 the neighbourhood before the second hop."""
-
-
-def chunk_rows(index: ChunkIndex, ids: list[str], expr: str | None, fields: list[str]) -> dict[str, dict]:
-    """Stored chunks by id that pass ``expr`` (the rest: deleted, or hidden while their file is
-    replaced, are left out)."""
-    return index.chunks.get(ids, fields, where=expr)
 
 
 class Neighbourhood(NamedTuple):
@@ -47,23 +43,26 @@ def fetch_neighbourhood(
     *,
     expr: str | None,
     size: int,
+    rows: GraphRows | None = None,
 ) -> Neighbourhood:
     """The chunks to walk (chunk id -> its entity keys), the hub entities to leave out, and which
     of each chunk's entities its title or headings name.
 
     Read from the store by key, never by scanning: the first hits and the seeds' chunks (with
     all their entities), then the chunks that share a non-hub entity with those (with the
-    shared entities). Every chunk is read through ``expr``; at most ``size`` chunks.
+    shared entities). Every chunk is read through ``expr``; at most ``size`` chunks. ``rows``: the
+    search's reads (``rows.graph_rows``, its store state's cache); None reads the store.
     """
+    rows = rows if rows is not None else GraphRows(index)
     edges = {str(d.id): list(d.metadata.get(ENTITIES_FIELD) or []) for d, _ in first_hits}
     titled = {str(d.id): title_keys(d.metadata) for d, _ in first_hits}
     first = [c for row in seeds.values() for c in (row.get(CHUNKS_FIELD) or []) if c not in edges]
     first = list(dict.fromkeys(first))[: max(size - len(edges), 0)]
-    for cid, row in chunk_rows(index, first, expr, [PRIMARY_FIELD, ENTITIES_FIELD, *_TITLE_FIELDS]).items():
+    for cid, row in rows.chunks(first, [PRIMARY_FIELD, ENTITIES_FIELD, *_TITLE_FIELDS], expr).items():
         edges[cid] = list(row.get(ENTITIES_FIELD) or [])
         titled[cid] = title_keys(row)
     frontier = list(dict.fromkeys(e for ents in edges.values() for e in ents if e not in seeds))
-    info = entity_rows(index, frontier, [CHUNKS_FIELD, COUNT_FIELD]) if frontier else {}
+    info = rows.entities(frontier, [CHUNKS_FIELD, COUNT_FIELD]) if frontier else {}
     hubs = {key for key, row in info.items() if int(row.get(COUNT_FIELD) or 0) > HUB_CHUNKS}
     if len(edges) < size:
         second: dict[str, list[str]] = {}
@@ -73,7 +72,7 @@ def fetch_neighbourhood(
                     if cid not in edges:
                         second.setdefault(cid, []).append(key)
         ids = list(second)[: size - len(edges)]
-        for cid, row in chunk_rows(index, ids, expr, [PRIMARY_FIELD, *_TITLE_FIELDS]).items():
+        for cid, row in rows.chunks(ids, [PRIMARY_FIELD, *_TITLE_FIELDS], expr).items():
             edges[cid] = second[cid]
             titled[cid] = title_keys(row)
     about = {cid: kept for cid, keys in titled.items() if cid in edges and (kept := keys & set(edges[cid]))}

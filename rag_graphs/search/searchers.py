@@ -99,11 +99,9 @@ class GraphSearcher:
         return (_where(self.index), "graph", self.options, " ".join(sorted(self.index.bm25_stop_words)))
 
     def state(self) -> Hashable:
-        from rag_graphs.entity_graph.rows import entity_table
+        from rag_graphs.entity_graph.rows import graph_state
 
-        entities = entity_table(self.index).describe()
-        # entity rows change in place (a build, a prune) without touching the chunks' marker
-        return (self.index.fingerprint(), entities.get("num_rows"), entities.get("update_timestamp"))
+        return graph_state(self.index)  # graph search's row cache keys on it too
 
     def search(self, queries: list[str], *, k: int, expr: str | None) -> list[Ranking]:
         from rag_graphs.entity_graph.graph_search import graph_search
