@@ -19,10 +19,10 @@ included), and is right when it is the gold answer or an alias (SQuAD normalisat
 
 The model: LightGBM lambdarank (binary relevance), 7 leaves, 100 trees, 5 bagged seeds (their
 trees in one file, each leaf divided by 5: the mean of the five). ``evaluate`` scores as ``read``
-does: the trees choose between the linear model's ``CONTENDERS`` best answers (among all of them for
-``FREE_KINDS``). The threshold: the highest
-softmax share under which abstaining on every tune-half span answer loses at most 0.01 F1 a
-question, as ``reader_fit.py`` chooses the linear model's.
+does: the trees choose among the linear model's ``CONTENDERS`` best answers (three for a person
+question, two for a place, date or number one; among all of them for ``FREE_KINDS``). The
+threshold: the highest softmax share under which abstaining on every tune-half span answer loses
+at most 0.01 F1 a question, as ``reader_fit.py`` chooses the linear model's.
 """
 
 from __future__ import annotations

@@ -186,3 +186,17 @@ def test_read_takes_the_trees_pick_past_the_contenders_for_an_other_question(tmp
         best[c.key] = max(s, best.get(c.key, -np.inf))
     top_two = sorted(best, key=lambda k: -best[k])[:2]
     assert answer_key(answer) not in top_two  # a typed question could not answer outside these
+
+
+def test_a_person_question_lets_the_trees_reach_the_third_contender_and_no_further():
+    """``CONTENDERS``: a person question's answer may be the linear model's third (round 9: it was
+    in the tune halves' CV); a place, date or number question's stays within two."""
+    keys = ["a", "b", "c", "d", "a"]
+    linear = np.asarray([4.0, 3.0, 2.0, 1.0, 0.5])
+    third = np.asarray([0.1, 0.2, 0.9, 0.0, 0.0])  # the trees prefer the linear model's third answer
+    fourth = np.asarray([0.1, 0.2, 0.3, 0.9, 0.0])  # ... its fourth
+    assert int(np.argmax(reader_rank.held_to_contenders("person", keys, linear, third))) == 2
+    held = reader_rank.held_to_contenders("person", keys, linear, fourth)
+    assert int(np.argmax(held)) == 2 and held[3] < held[2]
+    for kind in ("place", "date", "number"):
+        assert int(np.argmax(reader_rank.held_to_contenders(kind, keys, linear, third))) == 1, kind
