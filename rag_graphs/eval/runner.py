@@ -201,13 +201,18 @@ def _postfix(row: dict) -> str:
 
 def warm_up(ctx: RagContext, methods: list[str], readers: Sequence[str] = ()) -> None:
     """Load graphs and models before the clock starts, so one-time loads don't count as overhead
-    (the extract reader's spaCy pipeline too, when a reader is ``extract``)."""
+    (the extract reader's spaCy pipeline too, when a reader is ``extract``; ``auto``'s router's,
+    when it runs)."""
     from rag_graphs.nodes.chat import chat_model
 
     for method in methods:
         get_graph(method)
     chat_model(ctx)
     embeddings_for(ctx).embed_query("warm up")
+    if "auto" in methods:  # its router's example vectors, file and spaCy
+        from rag_graphs.methods.auto import warm
+
+        warm(ctx)
     if "extract" in readers:
         warm_up_reader(ctx)
 
