@@ -192,8 +192,8 @@ def test_a_run_writes_one_scored_row_per_method_and_question(tiny, eval_ctx, tmp
         ("fixed_step", "q0"),
         ("fixed_step", "q1"),
         ("naive", "q1"),
+        ("fixed_step", "q2"),  # the second round of two questions runs the orders reversed
         ("naive", "q2"),
-        ("fixed_step", "q2"),
     ]
     first = rows[0]  # naive on q0, answered "Korvik [1]." for gold "Korvik"
     # EM and F1 score the short answer (citation marker and final period dropped); the row keeps both.
@@ -553,3 +553,20 @@ def test_cli_eval_judge_loads_the_judge_before_any_run_and_refuses_retrieval_onl
     refused = CliRunner().invoke(app, ["eval", "--dataset", str(tiny), "--judge", "x", "--retrieval-only"])
     assert refused.exit_code == 1 and "--judge scores answers" in refused.output
     assert len(calls) == 1  # refused before running
+
+
+@pytest.mark.parametrize("count", [2, 3, 4])
+def test_every_method_runs_before_every_other_half_the_time(count):
+    """A method run after another on the same question finds it warm: over 2n questions each
+    ordered pair is as often one way as the other (a plain rotation of three is not: a before b
+    on two of three questions)."""
+    from rag_graphs.eval.runner import rotated
+
+    methods = [f"m{i}" for i in range(count)]
+    orders = [rotated(methods, turn) for turn in range(2 * count)]
+    assert all(sorted(order) == methods for order in orders)
+    assert len({order[0] for order in orders[:count]}) == count  # each goes first once a round
+    for a in methods:
+        for b in methods:
+            if a != b:
+                assert sum(order.index(a) < order.index(b) for order in orders) == count
