@@ -47,7 +47,7 @@ from rag_graphs.eval.rows import (
     run_folder_lock,
 )
 from rag_graphs.eval.structures import build_needed
-from rag_graphs.eval.timing import Timer
+from rag_graphs.eval.timing import Timer, rotated
 from rag_graphs.methods import get_graph
 from rag_graphs.nodes.reading import reader_of, warm_up_reader
 from rag_graphs.run import run
@@ -180,22 +180,6 @@ def run_one(
     return row
 
 
-def rotated(methods: list[str], turn: int) -> list[str]:
-    """``methods`` in the order they run the ``turn``-th question: rotated by ``turn``, and reversed
-    every other round of ``len(methods)`` questions, so over ``2 * len(methods)`` questions each
-    method runs before each other one half the time. They run one after another on the same
-    question, and a later one finds what an earlier one left warm (the question's vector, which
-    the embedded model keeps; the store's pages; the search cache): in one fixed order the later
-    methods' seconds read low. ``auto`` run after ``hipporag``, routing every question to it, took
-    0.43 s a question against hipporag's own 0.65 s on MuSiQue, with the search cache off
-    (BENCHMARKS.md, issue 46)."""
-    if not methods:
-        return []
-    start = turn % len(methods)
-    order = methods[start:] + methods[:start]
-    return order[::-1] if (turn // len(methods)) % 2 else order
-
-
 def _postfix(row: dict) -> str:
     """The progress bar's note on the latest row: its answer F1, or its R@5 without an answer."""
     metric = "f1" if row["f1"] is not None else "recall_at_5"
@@ -205,8 +189,7 @@ def _postfix(row: dict) -> str:
 
 def warm_up(ctx: RagContext, methods: list[str], readers: Sequence[str] = ()) -> None:
     """Load graphs and models before the clock starts, so one-time loads don't count as overhead
-    (the extract reader's spaCy pipeline too, when a reader is ``extract``; ``auto``'s router's,
-    when it runs)."""
+    (the extract reader's spaCy pipeline too, when a reader is ``extract``; auto's router's)."""
     from rag_graphs.nodes.chat import chat_model
 
     for method in methods:

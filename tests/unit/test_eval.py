@@ -185,7 +185,7 @@ def _evaluate(tiny, ctx, tmp_path, **kwargs):
 def test_a_run_writes_one_scored_row_per_method_and_question(tiny, eval_ctx, tmp_path):
     run = _evaluate(tiny, eval_ctx(k=2), tmp_path)
     rows = read_rows(run)
-    # question by question, the method that goes first rotating (``runner.rotated``): a method run
+    # question by question, the method that goes first rotating (``timing.rotated``): a method run
     # second finds the question's vector and the store's pages warm, so no method is always second
     assert [(r["method"], r["id"]) for r in rows] == [
         ("naive", "q0"),
@@ -395,7 +395,7 @@ def test_retrieval_only_makes_no_answer_call_and_still_reports_r_at_k(tiny, eval
     full = read_rows(_evaluate(tiny, eval_ctx(full_model, k=2), tmp_path / "full", methods=methods))
     run = _evaluate(tiny, eval_ctx(retrieval_model, k=2), tmp_path, methods=methods, retrieval_only=True)
 
-    # the method run first rotates per question (runner.rotated): naive's rows first, then fixed_step's
+    # the method run first rotates per question (timing.rotated): naive's rows first, then fixed_step's
     def by_method(rs: list[dict]) -> list[dict]:
         return sorted(rs, key=lambda r: (r["method"] != "naive", r["id"]))
 
@@ -560,7 +560,7 @@ def test_every_method_runs_before_every_other_half_the_time(count):
     """A method run after another on the same question finds it warm: over 2n questions each
     ordered pair is as often one way as the other (a plain rotation of three is not: a before b
     on two of three questions)."""
-    from rag_graphs.eval.runner import rotated
+    from rag_graphs.eval.timing import rotated
 
     methods = [f"m{i}" for i in range(count)]
     orders = [rotated(methods, turn) for turn in range(2 * count)]
