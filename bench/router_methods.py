@@ -9,6 +9,8 @@ machine, two to three calls per ircot or iterative question).
 
 Run (then ``rag-graphs eval --report RUN --fit-router ... --half tune``, see BENCHMARKS.md):
 ``nice -n 10 .venv/bin/python bench/router_methods.py --per-half 22 --store bench_runs/method_choice_eval.db``
+With ``RAG_GRAPHS_ROUTER_FILE=router.json``, ``--methods hipporag,auto --half check`` runs the fitted
+router for real, interleaved with the method it is measured against (seconds compare within a run).
 """
 
 from __future__ import annotations
@@ -28,6 +30,9 @@ def main() -> None:
     parser.add_argument("--dataset", type=Path, default=EVAL / "2wikimultihopqa")
     parser.add_argument("--methods", default=METHODS)
     parser.add_argument("--per-half", type=int, help="the first N questions of each half [all]")
+    parser.add_argument(
+        "--half", choices=("both", "tune", "check"), default="both", help="one half only (e.g. auto on check)"
+    )
     parser.add_argument("--k", type=int, default=5)
     parser.add_argument("--search-mode", default="hybrid", help="every method's search (hipporag: graph)")
     parser.add_argument("--store", default=str(ROOT / "bench_runs" / "method_choice_eval.db"))
@@ -42,11 +47,16 @@ def main() -> None:
     from rag_graphs.eval.halves import split
 
     dataset = load_dataset(args.dataset)
-    tune, check = (split(dataset.examples, h)[: args.per_half] for h in ("tune", "check"))
+    tune, check = (
+        split(dataset.examples, h)[: args.per_half] if args.half in ("both", h) else []
+        for h in ("tune", "check")
+    )
     alternating = [e for e in chain.from_iterable(zip_longest(tune, check)) if e is not None]
     dataset = dataclasses.replace(dataset, examples=alternating)
     options = EvalOptions(readers=("extract",), eval_store=args.store, run_dir=args.run)
-    context = RagContext(k=args.k, search_mode=args.search_mode)
+    # no search cache: the methods run the same question one after another, and one whose search
+    # is another's (auto's routed method, ircot's first search and naive's) would get it free
+    context = RagContext(k=args.k, search_mode=args.search_mode, search_cache=0)
     evaluate(dataset, [m.strip() for m in args.methods.split(",")], context=context, options=options)
     print(write_report(args.run).read_text(), flush=True)
 

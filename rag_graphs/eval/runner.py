@@ -47,7 +47,7 @@ from rag_graphs.eval.rows import (
     run_folder_lock,
 )
 from rag_graphs.eval.structures import build_needed
-from rag_graphs.eval.timing import Timer
+from rag_graphs.eval.timing import Timer, rotated
 from rag_graphs.methods import get_graph
 from rag_graphs.nodes.reading import reader_of, warm_up_reader
 from rag_graphs.run import run
@@ -189,13 +189,17 @@ def _postfix(row: dict) -> str:
 
 def warm_up(ctx: RagContext, methods: list[str], readers: Sequence[str] = ()) -> None:
     """Load graphs and models before the clock starts, so one-time loads don't count as overhead
-    (the extract reader's spaCy pipeline too, when a reader is ``extract``)."""
+    (the extract reader's spaCy pipeline too, when a reader is ``extract``; auto's router's)."""
     from rag_graphs.nodes.chat import chat_model
 
     for method in methods:
         get_graph(method)
     chat_model(ctx)
     embeddings_for(ctx).embed_query("warm up")
+    if "auto" in methods:  # its router's example vectors, file and spaCy
+        from rag_graphs.methods.auto import warm
+
+        warm(ctx)
     if "extract" in readers:
         warm_up_reader(ctx)
 
@@ -352,8 +356,12 @@ def _fill(
     }
     warm_up(ctx, methods, readers)
     done = {(r["method"], row_reader(r), r["id"]) for r in read_rows(run_dir)}
-    todo = [  # question-major
-        (m, r, e) for e in examples for m in methods for r in readers if (m, r, e.id) not in done
+    todo = [  # question-major, the first method rotating
+        (m, r, e)
+        for i, e in enumerate(examples)
+        for m in rotated(methods, i)
+        for r in readers
+        if (m, r, e.id) not in done
     ]
     rows_path = run_dir / ROWS
     _repair_tail(rows_path)

@@ -7,6 +7,7 @@ import json
 from types import SimpleNamespace
 
 import pytest
+from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from rag_graphs.config.runtime import ContextRefused, get_context
 from rag_graphs.nodes.failures import RunFailed
@@ -92,3 +93,34 @@ def test_a_router_on_a_first_search_feature_searches_once_under_the_access_filte
         ),
     )
     assert ", top score 0.00, agreement 0.00;" in hidden["steps"][0]["text"]
+
+
+class _CountingEmbeddings(DeterministicFakeEmbedding):
+    """A fake model that counts the texts it embeds."""
+
+    texts: int = 0
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        self.texts += len(texts)
+        return super().embed_documents(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        self.texts += 1
+        return super().embed_query(text)
+
+
+def test_an_evaluation_warms_autos_router_before_its_clock_starts(make_context, tmp_path):
+    """The example questions' vectors are made once per process; left to the first question they
+    were timed as routing's cost (4.3 s on MuSiQue's first question, BENCHMARKS.md issue 46)."""
+    from rag_graphs.eval.runner import warm_up
+    from rag_graphs.text.question_kinds import classify_by_examples, examples_file
+
+    embeddings = _CountingEmbeddings(size=8)
+    ctx = make_context(embeddings=embeddings, router_file=_router_file(tmp_path))
+    warm_up(ctx, ["naive"])
+    cold = embeddings.texts
+    warm_up(ctx, ["naive", "auto"])
+    assert embeddings.texts - cold > 10  # the examples' vectors, made before any question is timed
+    warm = embeddings.texts
+    classify_by_examples("Who founded Korvik?", embeddings, examples_file(ctx.router_examples))
+    assert embeddings.texts - warm == 1  # the question alone

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
+from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
 from typer.testing import CliRunner
 
 from rag_graphs.cli import app
+from rag_graphs.cli.choose import _timed
 from rag_graphs.eval.halves import half_of
 from rag_graphs.text import routing
 from rag_graphs.text.routing import Features, load_router
@@ -34,7 +37,9 @@ def kinds(monkeypatch):
         return Features("multi_hop" if multi else "single_hop", 8, 1)
 
     monkeypatch.setattr(routing, "question_features", features)
-    monkeypatch.setattr("rag_graphs.search.retrieval.embeddings_for", lambda ctx: None)
+    monkeypatch.setattr(
+        "rag_graphs.search.retrieval.embeddings_for", lambda ctx: DeterministicFakeEmbedding(size=4)
+    )
 
 
 def test_compare_prints_the_paired_table_on_one_half(run):
@@ -86,3 +91,34 @@ def test_fit_router_on_the_tune_half_writes_a_file_auto_reads_and_scores_check(r
     assert router.margin == 0.05 and router.choose(Features("single_hop", 8, 1))[0] == "naive"
     raw = json.loads(out.read_text())
     assert raw["fitted_on"]["run"].endswith("(tune half)") and raw["held_out"]["questions"] > 0
+
+
+class _SlowEmbeddings(Embeddings):
+    """0.05 s a query vector; with ``keeps``, each text's vector is made once (as the embedded
+    model's ``store.local_embeddings`` keeps its queries')."""
+
+    def __init__(self, keeps: bool) -> None:
+        self.keeps, self.kept = keeps, {}
+
+    def embed_query(self, text: str) -> list[float]:
+        if not (self.keeps and text in self.kept):
+            time.sleep(0.05)
+            self.kept[text] = [float(len(text)), 1.0]
+        return self.kept[text]
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self.embed_query(t) for t in texts]
+
+
+@pytest.mark.parametrize("keeps", [True, False])
+def test_routing_is_charged_the_question_vector_only_when_the_method_cannot_reuse_it(keeps):
+    """auto's classification embeds the question, and the method it runs embeds it again for its
+    search: with a model that keeps query vectors the second is free, so the router's overhead
+    (``Overhead``, measured by --fit-router) must not count it; with one that keeps none, it must."""
+    from rag_graphs.store.reads import embed_queries
+
+    embeddings = _SlowEmbeddings(keeps)
+    questions = {f"q{i}": f"question number {i}" for i in range(3)}
+    found, seconds = _timed(lambda text: embed_queries(embeddings, [text])[0][0], questions, embeddings)
+    assert found == {q: float(len(text)) for q, text in questions.items()}
+    assert (seconds < 0.04) if keeps else (seconds >= 0.05)
