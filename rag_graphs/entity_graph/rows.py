@@ -80,7 +80,7 @@ def ensure_entity_collection(index: ChunkIndex) -> str:
     return table.name
 
 
-def entity_rows(index: ChunkIndex, keys: list[str], fields: list[str]) -> dict[str, dict]:
+def entity_rows(index: ChunkIndex, keys: Sequence[str], fields: Sequence[str]) -> dict[str, dict]:
     """Entity rows by key (primary-key lookups in batches); missing keys are left out."""
     return entity_table(index).get(keys, fields)
 
