@@ -65,7 +65,7 @@ from rag_graphs.eval.metrics import exact_match, normalize_answer
 from rag_graphs.llm.llama import LlamaChat
 from rag_graphs.prompts import load_prompt
 from rag_graphs.prompts.fencing import defuse, fence
-from rag_graphs.store.fields import PRIMARY_FIELD
+from rag_graphs.store.fields import PRIMARY_FIELD, TEXT_FIELD
 from rag_graphs.store.index import ChunkIndex
 from rag_graphs.support.progress import progress_bar
 from rag_graphs.text.candidates import ParsedPassage
@@ -142,11 +142,17 @@ class SynthResult:
 
 
 def _ids(index: ChunkIndex) -> list[str]:
-    return sorted(str(r[PRIMARY_FIELD]) for r in index.chunks.scan([PRIMARY_FIELD], batch_size=_BATCH))
+    """Every chunk id, ordered by the chunk's content (its file's content hash, then its text), not
+    by the id: an id hashes its file's path, so the same corpus in another folder (a fresh clone, a
+    colleague's checkout) would draw other seeds from the same ``seed``."""
+    rows = index.chunks.scan([PRIMARY_FIELD, "doc_hash", TEXT_FIELD], batch_size=_BATCH)
+    by_content = sorted(rows, key=lambda r: (str(r.get("doc_hash", "")), str(r.get(TEXT_FIELD, ""))))
+    return [str(r[PRIMARY_FIELD]) for r in by_content]
 
 
-def _links(index: ChunkIndex) -> list[tuple[str, list[str]]]:
-    """(entity name, its chunk ids) for the entities that 2 to ``MAX_BRIDGE`` chunks mention."""
+def _links(index: ChunkIndex, order: dict[str, int]) -> list[tuple[str, list[str]]]:
+    """(entity name, its chunk ids in ``order``) for the entities that 2 to ``MAX_BRIDGE`` chunks
+    mention."""
     if not has_graph(index):
         return []
     rows = entity_table(index).scan(
@@ -154,13 +160,19 @@ def _links(index: ChunkIndex) -> list[tuple[str, list[str]]]:
         where=f"{COUNT_FIELD} >= 2 and {COUNT_FIELD} <= {MAX_BRIDGE}",
         batch_size=_BATCH,
     )
-    return sorted((str(r[NAME_FIELD]), sorted(map(str, r[CHUNKS_FIELD]))) for r in rows)
+    last = len(order)
+    return sorted(
+        (str(r[NAME_FIELD]), sorted(map(str, r[CHUNKS_FIELD]), key=lambda c: order.get(c, last)))
+        for r in rows
+    )
 
 
 def seeds(index: ChunkIndex, count: int, *, seed: int = 0) -> Iterator[Seed]:
-    """Up to ``count`` seeds, bridge pairs and single passages alternating while both last."""
+    """Up to ``count`` seeds, bridge pairs and single passages alternating while both last; the
+    same store content and ``seed`` draw the same seeds wherever its files lie."""
     rng = random.Random(seed)
-    links, ids = _links(index), _ids(index)
+    ids = _ids(index)
+    links = _links(index, {cid: i for i, cid in enumerate(ids)})
     rng.shuffle(links)
     rng.shuffle(ids)
     bridges = round(count * BRIDGE_SHARE) if links else 0
