@@ -46,7 +46,9 @@ _KIND_NOUNS = frozenset(
     "instrument language religion position job role".split()
 )
 _EARLIER = re.compile(
-    r"\b(?:first|earlier|earliest|older|oldest|before|sooner|longer ago|born first|died first)\b", re.I
+    r"\b(?:first|earlier|earliest|older|oldest|before|sooner|longer ago|born first|died first"
+    r"|(?:been around|existed|in existence) longer)\b",
+    re.I,
 )
 _LATER = re.compile(
     r"\b(?:later|last|latest|younger|youngest|(?:more|most) recent(?:ly)?|after|newer|second)\b", re.I

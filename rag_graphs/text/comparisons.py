@@ -35,6 +35,7 @@ _WORD_NUMBERS = {
 }
 _DEATH = re.compile(r"\b(?:died|death|dead)\b", re.I)
 _RELATION_OF_PERSON = re.compile(r"\b(?:born|older|younger|died|death|age|lived)\b", re.I)
+_QUALIFIER = re.compile(r"\s*\([^)]*\)\s*$")
 
 
 @dataclass(frozen=True)
@@ -52,13 +53,20 @@ def _overlap(a: str, b: str) -> float:
     return len(wa & wb) / max(len(wa | wb), 1)
 
 
+def bare_title(title: str) -> str:
+    """``title`` without its trailing qualifier ("The Lady (magazine)" -> "The Lady"): a
+    question names the item, the encyclopedia's title also says which one."""
+    return _QUALIFIER.sub("", title) or title
+
+
 def find_passage(name: str, passages: list[ParsedPassage], exclude: int | None = None) -> int | None:
-    """The passage about ``name``: its title matching best (at least half its words), else None."""
+    """The passage about ``name``: its title (qualifier aside) matching best (at least half its
+    words), else None."""
     best, at = 0.5, None
     for d, passage in enumerate(passages):
         if d == exclude or not passage.title:
             continue
-        score = _overlap(name, passage.title)
+        score = _overlap(name, bare_title(passage.title))
         if score > best or (score == best and at is None and score > 0.5):
             best, at = score, d
     return at
@@ -172,7 +180,11 @@ def compare_options(question: str, typed: AnswerType, passages: list[ParsedPassa
 def _items(question: str, passages: list[ParsedPassage]) -> list[int]:
     """The passages whose titles the question names, in the question's order, at most two."""
     key = f" {normalize(question)} "
-    named = [(key.find(f" {normalize(p.title)} "), d) for d, p in enumerate(passages) if normalize(p.title)]
+    named = [
+        (key.find(f" {normalize(bare_title(p.title))} "), d)
+        for d, p in enumerate(passages)
+        if normalize(bare_title(p.title))
+    ]
     return [d for at, d in sorted(named) if at >= 0][:2]
 
 
