@@ -4,7 +4,8 @@
 director born earlier, A or B?" by the dates of the people A's and B's passages name (one
 hop further, through the passage titled with that person); "Who lived longer" by the
 spans between birth and death years; "Which is a comedy film, A or B?" (nothing to
-compare) by which item's passage holds more of the question's words. A polar question
+compare) by which item's passage holds more of the question's words (the words both passages
+hold cancel out), then by its best sentence's share of them. A polar question
 ("Are A and B both American?") is answered "yes" when every item it names has a passage
 holding the asked property, "no" when one has a passage without it.
 """
@@ -167,13 +168,17 @@ def compare_options(question: str, typed: AnswerType, passages: list[ParsedPassa
     words = content_words(question) - content_words(" ".join(typed.options))
     scored = []
     for option, d in present:
+        held = len(words & frozenset(w for sentence in passages[d].sentences for w in sentence.stems))
         s, share = _best_sentence(passages[d], words)
-        scored.append((share, -d, option, d, s))
+        scored.append((held, share, -d, option, d, s))
     scored.sort(reverse=True)
-    share, _, option, d, s = scored[0]
-    margin = share - (scored[1][0] if len(scored) > 1 else 0.0)
+    held, share, _, option, d, s = scored[0]
+    margin = share - (scored[1][1] if len(scored) > 1 else 0.0)
     return Decision(
-        option, 0.5 + margin / 2, ((d, s),), f"its passage holds {share:.0%} of the question's words"
+        option,
+        0.5 + abs(margin) / 2,
+        ((d, s),),
+        f"its passage holds {held} of the question's words, a sentence {share:.0%} of them",
     )
 
 

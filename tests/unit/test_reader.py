@@ -123,6 +123,25 @@ def test_an_item_is_found_under_a_title_that_says_which_one_it_is():
     assert {e.doc_index for e in polar.chain} == {0, 1}
 
 
+def test_with_nothing_to_compare_the_item_whose_passage_holds_the_asked_words_wins():
+    """ "Which was secretary to Nixon, A or B?": Haldeman's one sentence says most of the question's
+    words ("President Richard Nixon"), Woods' passage says all of them across two sentences. The
+    words both passages hold cancel out; the one only Woods' holds ("secretary") decides. The old
+    rule (the best sentence's share alone) answered Haldeman."""
+    woods = doc(
+        "Rose Mary Woods",
+        "Rose Mary Woods was an aide to Richard Nixon. She was his secretary, also while he was President.",
+    )
+    haldeman = doc(
+        "H. R. Haldeman",
+        "H. R. Haldeman was Chief of Staff to President Richard Nixon.",
+    )
+    question = "Which was secretary to President Richard Nixon: Rose Mary Woods or H. R. Haldeman?"
+    reading = read(question, [haldeman, woods])
+    assert reading.answer == "Rose Mary Woods", reading.reason
+    assert [e.doc_index for e in reading.chain] == [1]
+
+
 def test_what_has_been_around_longer_began_first():
     typed = answer_type("which board game has been around longer Obsession or Battle Sheep ?")
     assert (typed.options, typed.direction) == (("Obsession", "Battle Sheep"), "min")
