@@ -234,3 +234,33 @@ def test_a_search_behind_the_cache_reads_the_store_state_once_and_keys_its_rows_
     assert [(d.id, round(s, 9)) for d, s in ranking] == want[0]
     plain = GraphSearcher(stored, WALK_ONLY).search([QUESTION], k=6, expr=None)  # no cache: reads it
     assert len(reads) == 2 and handed[-1] == (None, want) and plain == [[(d, s) for d, s in ranking]]
+
+
+@pytest.mark.parametrize("mark_fails", [False, True])
+def test_a_graph_build_that_stops_on_an_error_marks_the_store_and_raises_its_own_error(
+    index, monkeypatch, mark_fails
+):
+    """A build stopping after some batches marks the store (their chunks' entities are written)
+    and raises why it stopped, even when that mark fails too."""
+    index.add([chunk(c) for c in PASSAGES])
+    batches = []
+
+    def extractor(texts):
+        batches.append(texts)
+        if len(batches) == 2:
+            raise RuntimeError("extractor broke")
+        return vocab_extractor(texts)
+
+    marks = []
+    real = type(index).mark_changed
+
+    def mark(self):
+        marks.append(len(batches))
+        if mark_fails and len(batches) == 2:
+            raise OSError("store gone")
+        return real(self)
+
+    monkeypatch.setattr(type(index), "mark_changed", mark)
+    with pytest.raises(RuntimeError, match="extractor broke"):
+        build_graph(index, extractor, batch=2, progress=False)
+    assert marks[-1] == 2 and marks.count(2) == 1  # marked once, after the failed batch
