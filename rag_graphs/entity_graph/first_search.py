@@ -14,17 +14,19 @@ process never ends: issue 41).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from langchain_core.documents import Document
 
 from rag_graphs.store.index import ChunkIndex
 
 THREAD_NAME = "graph-search"
-"""Name prefix of the first searches' worker thread (a test checks none outlives a search)."""
+"""Name prefix of graph search's worker threads (a test checks none outlives a search)."""
+T = TypeVar("T")
 
 Hits = list[tuple[Document, float]]
 
@@ -64,18 +66,24 @@ def search_first_hits(
 
 
 @contextmanager
-def first_searches(
-    index: ChunkIndex, query: str, vector: list[float], *, k: int, expr: str | None, hybrid: bool
-) -> Iterator[Future[FirstHits]]:
-    """``search_first_hits`` in a worker thread of its own while the ``with`` body runs; the
-    future gives the ``FirstHits``. On leaving the body, however it leaves, a search not yet
-    started is cancelled and a running one is waited for, so its thread has ended."""
+def beside(work: Callable[..., T], /, *args: Any, **kwargs: Any) -> Iterator[Future[T]]:
+    """``work(*args, **kwargs)`` in a worker thread of its own (named ``THREAD_NAME``...) while
+    the ``with`` body runs; the future gives its result. On leaving the body, however it leaves,
+    work not yet started is cancelled and running work is waited for, so its thread has ended."""
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix=THREAD_NAME) as worker:
-        future = worker.submit(search_first_hits, index, query, vector, k=k, expr=expr, hybrid=hybrid)
+        future = worker.submit(work, *args, **kwargs)
         try:
             yield future
         finally:
-            future.cancel()  # a running search cannot be cancelled: the executor's exit joins it
+            future.cancel()  # running work cannot be cancelled: the executor's exit joins it
+
+
+def first_searches(
+    index: ChunkIndex, query: str, vector: list[float], *, k: int, expr: str | None, hybrid: bool
+) -> AbstractContextManager[Future[FirstHits]]:
+    """``search_first_hits`` in a worker thread of its own while the ``with`` body runs
+    (``beside``); the future gives the ``FirstHits``."""
+    return beside(search_first_hits, index, query, vector, k=k, expr=expr, hybrid=hybrid)
 
 
 def plain_ranking(index: ChunkIndex, query: str, *, k: int, expr: str | None, hybrid: bool) -> Hits:

@@ -28,15 +28,17 @@ Without an entity graph, or with no seed the caller can see, the result is the f
 from __future__ import annotations
 
 import time
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
+from functools import partial
 
 from langchain_core.documents import Document
 
 from rag_graphs.config.graph_search import GraphSearchOptions
-from rag_graphs.entity_graph.first_search import first_searches, plain_ranking
+from rag_graphs.entity_graph import first_search
+from rag_graphs.entity_graph.first_search import beside, plain_ranking
 from rag_graphs.entity_graph.learned_rank import RankInputs, learned_ranking, shipped_ranker
-from rag_graphs.entity_graph.linking import link_question
+from rag_graphs.entity_graph.linking import LinkedQuestion, link_question
 from rag_graphs.entity_graph.neighbourhood import fetch_neighbourhood
 from rag_graphs.entity_graph.rank import documents_of, rank
 from rag_graphs.entity_graph.rows import graph_rows, has_graph
@@ -79,6 +81,16 @@ class Laps:
         self._clock = now
 
 
+def _timed_link(linking: Callable[..., LinkedQuestion], index: ChunkIndex, query: str):
+    """``linking(index, query)`` and its own laps, ``link.mentions`` (the question's NER and key
+    reads) and ``link.nearest`` (the names nearest the mentions no key matched), timed in the
+    worker it runs in, beside the question's embedding and first searches."""
+    laps = Laps()
+    question = linking(index, query, lap=lambda name: laps(f"link.{name}"))
+    laps("link.nearest")
+    return question, laps.milliseconds
+
+
 def graph_search(
     index: ChunkIndex,
     query: str,
@@ -108,17 +120,20 @@ def graph_search(
     if not has_graph(index):
         hits = plain_ranking(index, query, k=k, expr=expr, hybrid=hybrid)
         return GraphHits(hits=list(hits)[:k], milliseconds=laps.milliseconds)
-    # its reads by key, through its store state's cache; the state is read before the first
-    # searches start (read beside them, it waited for them in Milvus Lite: +7-12 ms)
+    # its reads by key, through its store state's cache; the state is read before the worker
+    # starts (read beside the first searches, it waited for them in Milvus Lite: +7-12 ms)
     rows = graph_rows(index, state)
-    vector = embed_queries(index.embeddings, [query])[0]
-    with first_searches(index, query, vector, k=max(k, DENSE_K), expr=expr, hybrid=hybrid) as pending:
-        question = link_question(
-            index, query, threshold=options.link_threshold, limit=options.seeds, lap=laps, rows=rows
+    linking = partial(link_question, threshold=options.link_threshold, limit=options.seeds, rows=rows)
+    with beside(_timed_link, linking, index, query) as linked:  # NER needs no vector: beside it
+        vector = embed_queries(index.embeddings, [query])[0]
+        laps("embed")
+        first = first_search.search_first_hits(  # the module's (tests script it there)
+            index, query, vector, k=max(k, DENSE_K), expr=expr, hybrid=hybrid
         )
-        laps("link")
-        first = pending.result()
-    laps("search")
+        laps("search")
+        question, link_laps = linked.result()
+    laps("link")  # what linking took past the first searches
+    laps.milliseconds.update(link_laps)
     found = GraphHits(hits=first.ranking[:k], mentions=question.mentions, milliseconds=laps.milliseconds)
     hood = fetch_neighbourhood(
         index, question.seeds, first.hits, expr=expr, size=options.neighbourhood, rows=rows
