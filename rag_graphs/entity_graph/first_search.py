@@ -55,12 +55,22 @@ class FirstHits:
 
 
 def search_first_hits(
-    index: ChunkIndex, query: str, vector: list[float], *, k: int, expr: str | None, hybrid: bool
+    index: ChunkIndex,
+    query: str,
+    vector: list[float],
+    *,
+    k: int,
+    expr: str | None,
+    hybrid: bool,
+    sparse: Future[list] | None = None,
 ) -> FirstHits:
     """The first searches, ``k`` hits each through ``expr``, with the question vector already
-    computed: dense and hybrid from one dense and one BM25 search when ``hybrid``, else dense."""
+    computed: dense and hybrid from one dense and one BM25 search when ``hybrid``, else dense.
+    ``sparse``: the BM25 search (``ChunkIndex.bm25_hits``, same ``k`` and ``expr``) started
+    before the question was embedded; None searches it here."""
     if hybrid:
-        dense, fused = index.search_legs(query, vector, k=k, expr=expr)
+        bm25 = sparse.result() if sparse is not None else None
+        dense, fused = index.search_legs(query, vector, k=k, expr=expr, sparse=bm25)
         return FirstHits(list(dense), list(fused))
     return FirstHits(index.search_many([query], k=k, mode="dense", expr=expr, vectors=[vector])[0])
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Hashable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -124,11 +125,14 @@ def graph_search(
     # starts (read beside the first searches, it waited for them in Milvus Lite: +7-12 ms)
     rows = graph_rows(index, state)
     linking = partial(link_question, threshold=options.link_threshold, limit=options.seeds, rows=rows)
-    with beside(_timed_link, linking, index, query) as linked:  # NER needs no vector: beside it
+    depth = max(k, DENSE_K)
+    bm25 = beside(index.bm25_hits, query, k=depth, expr=expr) if hybrid else nullcontext(None)
+    # linking and BM25 need no vector: they run beside the question's embedding
+    with beside(_timed_link, linking, index, query) as linked, bm25 as sparse:
         vector = embed_queries(index.embeddings, [query])[0]
         laps("embed")
         first = first_search.search_first_hits(  # the module's (tests script it there)
-            index, query, vector, k=max(k, DENSE_K), expr=expr, hybrid=hybrid
+            index, query, vector, k=depth, expr=expr, hybrid=hybrid, sparse=sparse
         )
         laps("search")
         question, link_laps = linked.result()
