@@ -148,7 +148,8 @@ class IndexReads:
         if not self.hybrid:
             return dense_hits, dense_hits
         if sparse is None:
-            sparse = self._search_field(SPARSE_FIELD, [keyword_query(query, self.bm25_stop_words)], k, expr)[0]
+            keywords = keyword_query(query, self.bm25_stop_words)
+            sparse = self._search_field(SPARSE_FIELD, [keywords], k, expr)[0]
         found: dict[str, Document] = {}
         scores: dict[str, float] = {}
         for hits in (dense, sparse):
