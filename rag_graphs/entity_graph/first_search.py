@@ -1,13 +1,13 @@
 """Graph search's first searches: the dense hits that seed the walk and the hybrid ranking it keeps.
 
-Both need only the question's vector, so graph search starts them before the question's NER and
-entity look-ups and they run beside those in a worker thread (as far as the GIL lets: Milvus Lite
-runs in this process; at 21k passages they are the longest part of a graph search). With hybrid's
-top protected (``GraphSearchOptions.protects_hybrid``) one dense and one BM25 search give both
-rankings (``ChunkIndex.search_legs``); without, one dense search.
+With hybrid's top protected (``GraphSearchOptions.protects_hybrid``) one dense and one BM25
+search give both rankings (``ChunkIndex.search_legs``); without, one dense search. Neither the
+question's linking (NER, key reads, nearest names) nor the BM25 search needs the question's
+vector, so graph search runs each in a worker thread of its own (``beside``), started before it
+embeds the question, and runs the dense search in its own thread once the vector is there.
 
-The worker is the search's own and ends with it: ``first_searches`` joins it on every way out,
-error or not. A worker left running past a failed graph search would, once the run closed the
+A worker is the search's own and ends with it: ``beside`` joins it on every way out, error or
+not. A worker left running past a failed graph search would, once the run closed the
 store, block on Milvus Lite's shut-down server, and the interpreter waits for it at exit (the
 process never ends: issue 41).
 """
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -86,14 +86,6 @@ def beside(work: Callable[..., T], /, *args: Any, **kwargs: Any) -> Iterator[Fut
             yield future
         finally:
             future.cancel()  # running work cannot be cancelled: the executor's exit joins it
-
-
-def first_searches(
-    index: ChunkIndex, query: str, vector: list[float], *, k: int, expr: str | None, hybrid: bool
-) -> AbstractContextManager[Future[FirstHits]]:
-    """``search_first_hits`` in a worker thread of its own while the ``with`` body runs
-    (``beside``); the future gives the ``FirstHits``."""
-    return beside(search_first_hits, index, query, vector, k=k, expr=expr, hybrid=hybrid)
 
 
 def plain_ranking(index: ChunkIndex, query: str, *, k: int, expr: str | None, hybrid: bool) -> Hits:

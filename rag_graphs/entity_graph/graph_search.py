@@ -5,10 +5,11 @@ own module, passing small typed values (``GraphSearchOptions`` says how; ``RagCo
 holds one):
 
 1. **Link the question** (``linking.link_question`` -> ``LinkedQuestion``): its entities by
-   mention (spaCy NER), by name-like n-gram and by meaning (nearest entity names). Meanwhile
-   the **first searches** run in a worker thread (``first_search.first_searches`` ->
+   mention (spaCy NER), by name-like n-gram and by meaning (nearest entity names), in a worker
+   thread (``first_search.beside``: linking needs no question vector). Meanwhile this thread
+   embeds the question and runs the **first searches** (``first_search.search_first_hits`` ->
    ``FirstHits``): the dense hits that seed the walk and, when hybrid's top is protected, hybrid
-   search's ranking.
+   search's ranking, whose BM25 leg (no vector either) started in a second worker first.
 2. **Read the neighbourhood** (``neighbourhood.fetch_neighbourhood`` -> ``Neighbourhood``): by
    key, through the caller's filter, the seeds' chunks and the first hits, then the chunks one
    non-hub entity away.
