@@ -1,32 +1,30 @@
 """Graph search's first searches: the dense hits that seed the walk and the hybrid ranking it keeps.
 
-With hybrid's top protected (``GraphSearchOptions.protects_hybrid``) one dense and one BM25
-search give both rankings (``ChunkIndex.search_legs``); without, one dense search. Neither the
-question's linking (NER, key reads, nearest names) nor the BM25 search needs the question's
-vector, so graph search runs each in a worker thread of its own (``beside``), started before it
-embeds the question, and runs the dense search in its own thread once the vector is there.
+Both need only the question's vector, so graph search starts them before the question's NER and
+entity look-ups and they run beside those in a worker thread (as far as the GIL lets: Milvus Lite
+runs in this process; at 21k passages they are the longest part of a graph search). With hybrid's
+top protected (``GraphSearchOptions.protects_hybrid``) one dense and one BM25 search give both
+rankings (``ChunkIndex.search_legs``); without, one dense search.
 
-A worker is the search's own and ends with it: ``beside`` joins it on every way out, error or
-not. A worker left running past a failed graph search would, once the run closed the
+The worker is the search's own and ends with it: ``first_searches`` joins it on every way out,
+error or not. A worker left running past a failed graph search would, once the run closed the
 store, block on Milvus Lite's shut-down server, and the interpreter waits for it at exit (the
 process never ends: issue 41).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, TypeVar
 
 from langchain_core.documents import Document
 
 from rag_graphs.store.index import ChunkIndex
 
 THREAD_NAME = "graph-search"
-"""Name prefix of graph search's worker threads (a test checks none outlives a search)."""
-T = TypeVar("T")
+"""Name prefix of the first searches' worker thread (a test checks none outlives a search)."""
 
 Hits = list[tuple[Document, float]]
 
@@ -55,37 +53,29 @@ class FirstHits:
 
 
 def search_first_hits(
-    index: ChunkIndex,
-    query: str,
-    vector: list[float],
-    *,
-    k: int,
-    expr: str | None,
-    hybrid: bool,
-    sparse: Future[list] | None = None,
+    index: ChunkIndex, query: str, vector: list[float], *, k: int, expr: str | None, hybrid: bool
 ) -> FirstHits:
     """The first searches, ``k`` hits each through ``expr``, with the question vector already
-    computed: dense and hybrid from one dense and one BM25 search when ``hybrid``, else dense.
-    ``sparse``: the BM25 search (``ChunkIndex.bm25_hits``, same ``k`` and ``expr``) started
-    before the question was embedded; None searches it here."""
+    computed: dense and hybrid from one dense and one BM25 search when ``hybrid``, else dense."""
     if hybrid:
-        bm25 = sparse.result() if sparse is not None else None
-        dense, fused = index.search_legs(query, vector, k=k, expr=expr, sparse=bm25)
+        dense, fused = index.search_legs(query, vector, k=k, expr=expr)
         return FirstHits(list(dense), list(fused))
     return FirstHits(index.search_many([query], k=k, mode="dense", expr=expr, vectors=[vector])[0])
 
 
 @contextmanager
-def beside(work: Callable[..., T], /, *args: Any, **kwargs: Any) -> Iterator[Future[T]]:
-    """``work(*args, **kwargs)`` in a worker thread of its own (named ``THREAD_NAME``...) while
-    the ``with`` body runs; the future gives its result. On leaving the body, however it leaves,
-    work not yet started is cancelled and running work is waited for, so its thread has ended."""
+def first_searches(
+    index: ChunkIndex, query: str, vector: list[float], *, k: int, expr: str | None, hybrid: bool
+) -> Iterator[Future[FirstHits]]:
+    """``search_first_hits`` in a worker thread of its own while the ``with`` body runs; the
+    future gives the ``FirstHits``. On leaving the body, however it leaves, a search not yet
+    started is cancelled and a running one is waited for, so its thread has ended."""
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix=THREAD_NAME) as worker:
-        future = worker.submit(work, *args, **kwargs)
+        future = worker.submit(search_first_hits, index, query, vector, k=k, expr=expr, hybrid=hybrid)
         try:
             yield future
         finally:
-            future.cancel()  # running work cannot be cancelled: the executor's exit joins it
+            future.cancel()  # a running search cannot be cancelled: the executor's exit joins it
 
 
 def plain_ranking(index: ChunkIndex, query: str, *, k: int, expr: str | None, hybrid: bool) -> Hits:

@@ -5,11 +5,10 @@ own module, passing small typed values (``GraphSearchOptions`` says how; ``RagCo
 holds one):
 
 1. **Link the question** (``linking.link_question`` -> ``LinkedQuestion``): its entities by
-   mention (spaCy NER), by name-like n-gram and by meaning (nearest entity names), in a worker
-   thread (``first_search.beside``: linking needs no question vector). Meanwhile this thread
-   embeds the question and runs the **first searches** (``first_search.search_first_hits`` ->
+   mention (spaCy NER), by name-like n-gram and by meaning (nearest entity names). Meanwhile
+   the **first searches** run in a worker thread (``first_search.first_searches`` ->
    ``FirstHits``): the dense hits that seed the walk and, when hybrid's top is protected, hybrid
-   search's ranking, whose BM25 leg (no vector either) started in a second worker first.
+   search's ranking.
 2. **Read the neighbourhood** (``neighbourhood.fetch_neighbourhood`` -> ``Neighbourhood``): by
    key, through the caller's filter, the seeds' chunks and the first hits, then the chunks one
    non-hub entity away.
@@ -29,18 +28,15 @@ Without an entity graph, or with no seed the caller can see, the result is the f
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Hashable
-from contextlib import nullcontext
+from collections.abc import Hashable
 from dataclasses import dataclass, field
-from functools import partial
 
 from langchain_core.documents import Document
 
 from rag_graphs.config.graph_search import GraphSearchOptions
-from rag_graphs.entity_graph import first_search
-from rag_graphs.entity_graph.first_search import beside, plain_ranking
+from rag_graphs.entity_graph.first_search import first_searches, plain_ranking
 from rag_graphs.entity_graph.learned_rank import RankInputs, learned_ranking, shipped_ranker
-from rag_graphs.entity_graph.linking import LinkedQuestion, link_question
+from rag_graphs.entity_graph.linking import link_question
 from rag_graphs.entity_graph.neighbourhood import fetch_neighbourhood
 from rag_graphs.entity_graph.rank import documents_of, rank
 from rag_graphs.entity_graph.rows import graph_rows, has_graph
@@ -83,16 +79,6 @@ class Laps:
         self._clock = now
 
 
-def _timed_link(linking: Callable[..., LinkedQuestion], index: ChunkIndex, query: str):
-    """``linking(index, query)`` and its own laps, ``link.mentions`` (the question's NER and key
-    reads) and ``link.nearest`` (the names nearest the mentions no key matched), timed in the
-    worker it runs in, beside the question's embedding and first searches."""
-    laps = Laps()
-    question = linking(index, query, lap=lambda name: laps(f"link.{name}"))
-    laps("link.nearest")
-    return question, laps.milliseconds
-
-
 def graph_search(
     index: ChunkIndex,
     query: str,
@@ -122,23 +108,17 @@ def graph_search(
     if not has_graph(index):
         hits = plain_ranking(index, query, k=k, expr=expr, hybrid=hybrid)
         return GraphHits(hits=list(hits)[:k], milliseconds=laps.milliseconds)
-    # its reads by key, through its store state's cache; the state is read before the worker
-    # starts (read beside the first searches, it waited for them in Milvus Lite: +7-12 ms)
+    # its reads by key, through its store state's cache; the state is read before the first
+    # searches start (read beside them, it waited for them in Milvus Lite: +7-12 ms)
     rows = graph_rows(index, state)
-    linking = partial(link_question, threshold=options.link_threshold, limit=options.seeds, rows=rows)
-    depth = max(k, DENSE_K)
-    bm25 = beside(index.bm25_hits, query, k=depth, expr=expr) if hybrid else nullcontext(None)
-    # linking and BM25 need no vector: they run beside the question's embedding
-    with beside(_timed_link, linking, index, query) as linked, bm25 as sparse:
-        vector = embed_queries(index.embeddings, [query])[0]
-        laps("embed")
-        first = first_search.search_first_hits(  # the module's (tests script it there)
-            index, query, vector, k=depth, expr=expr, hybrid=hybrid, sparse=sparse
+    vector = embed_queries(index.embeddings, [query])[0]
+    with first_searches(index, query, vector, k=max(k, DENSE_K), expr=expr, hybrid=hybrid) as pending:
+        question = link_question(
+            index, query, threshold=options.link_threshold, limit=options.seeds, lap=laps, rows=rows
         )
-        laps("search")
-        question, link_laps = linked.result()
-    laps("link")  # what linking took past the first searches
-    laps.milliseconds.update(link_laps)
+        laps("link")
+        first = pending.result()
+    laps("search")
     found = GraphHits(hits=first.ranking[:k], mentions=question.mentions, milliseconds=laps.milliseconds)
     hood = fetch_neighbourhood(
         index, question.seeds, first.hits, expr=expr, size=options.neighbourhood, rows=rows

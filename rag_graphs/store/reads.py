@@ -121,14 +121,7 @@ class IndexReads:
         return [self._scored(hits) for hits in results]
 
     def search_legs(
-        self,
-        query: str,
-        vector: list[float],
-        *,
-        k: int,
-        expr: str | None = None,
-        rrf_k: int = RRF_K,
-        sparse: list | None = None,
+        self, query: str, vector: list[float], *, k: int, expr: str | None = None, rrf_k: int = RRF_K
     ) -> tuple[list[tuple[Document, float]], list[tuple[Document, float]]]:
         """The dense ranking of ``query`` and its hybrid ranking, from one dense and one BM25 search.
 
@@ -136,9 +129,7 @@ class IndexReads:
         rank fusion in Milvus); fusing them here, in Milvus Lite's order (dense hits first, a
         stable sort), gives the same ranking and scores while the dense search runs once for
         both. Graph search wants both: dense hits seed its walk and hybrid's are the ones it
-        protects. On a dense-only collection the hybrid ranking is the dense one. ``sparse``: the
-        BM25 leg's hits when the caller searched it already (``bm25_hits``, same ``k`` and
-        ``expr``: it needs no vector, so graph search runs it while the question is embedded).
+        protects. On a dense-only collection the hybrid ranking is the dense one.
         """
         if not self._exists():
             return [], []
@@ -147,9 +138,7 @@ class IndexReads:
         dense_hits = self._scored(dense)
         if not self.hybrid:
             return dense_hits, dense_hits
-        if sparse is None:
-            keywords = keyword_query(query, self.bm25_stop_words)
-            sparse = self._search_field(SPARSE_FIELD, [keywords], k, expr)[0]
+        sparse = self._search_field(SPARSE_FIELD, [keyword_query(query, self.bm25_stop_words)], k, expr)[0]
         found: dict[str, Document] = {}
         scores: dict[str, float] = {}
         for hits in (dense, sparse):
@@ -159,14 +148,6 @@ class IndexReads:
                 scores[str(doc.id)] = scores.get(str(doc.id), 0.0) + 1.0 / (rrf_k + rank)
         fused = sorted(scores.items(), key=lambda item: -item[1])[:k]
         return dense_hits, [(found[cid], score) for cid, score in fused]
-
-    def bm25_hits(self, query: str, *, k: int, expr: str | None = None) -> list:
-        """Milvus's raw hits of the ``k``-deep BM25 search ``search_legs`` fuses (its ``sparse``),
-        through ``expr``; none on a dense-only collection or one that does not exist."""
-        if not self.hybrid or not self._exists():
-            return []
-        where = self.visible(expr)
-        return self._search_field(SPARSE_FIELD, [keyword_query(query, self.bm25_stop_words)], k, where)[0]
 
     @property
     def chunks(self) -> Collection:

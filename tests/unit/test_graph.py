@@ -20,7 +20,7 @@ from rag_graphs.entity_graph.rows import (
     has_graph,
 )
 from rag_graphs.entity_graph.walk import personalized_pagerank
-from rag_graphs.store import ChunkIndex, open_index
+from rag_graphs.store import ChunkIndex
 from rag_graphs.store.fields import ENTITIES_FIELD
 from tests.graph_seams import WALK_ONLY, script_first_hits, use_extractor
 
@@ -229,23 +229,6 @@ def test_one_dense_and_one_bm25_search_give_the_dense_and_the_hybrid_ranking(ind
         theirs = index.search(query, k=4, mode=mode)
         assert [d.id for d, _ in ours] == [d.id for d, _ in theirs]
         assert [s for _, s in ours] == pytest.approx([s for _, s in theirs])
-
-
-@pytest.mark.parametrize("expr", [None, 'tenant == "b"'])
-def test_a_bm25_leg_searched_ahead_gives_the_same_first_searches(index, expr):
-    """Graph search runs the BM25 leg (``bm25_hits``) while it embeds the question and hands it to
-    ``search_legs``: the same dense and hybrid rankings, ids and scores, as searching it there."""
-    index.add([chunk(c, tenant="b" if c in {"p2", "d2"} else "a") for c in PASSAGES])
-    query = "Who was the mayor of the harbour town?"
-    vector = index.embeddings.embed_query(query)
-    ahead = index.bm25_hits(query, k=4, expr=expr)
-    assert ahead
-    if expr:
-        assert {h["entity"]["tenant"] for h in ahead} == {"b"}
-    with_leg = index.search_legs(query, vector, k=4, expr=expr, sparse=ahead)
-    assert with_leg == index.search_legs(query, vector, k=4, expr=expr)
-    dense_only = open_index(index.uri, "dense_only", index.embeddings, hybrid=False)
-    assert dense_only.bm25_hits(query, k=4) == []  # nothing to fuse: hybrid is dense there
 
 
 def test_question_ngrams_find_names_ner_misses():
