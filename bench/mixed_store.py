@@ -55,6 +55,8 @@ from graph_retrieval import recall  # bench/ is this script's own directory on s
 
 ROOT = Path(__file__).resolve().parent.parent
 EVAL = ROOT.parent / "shared" / "eval"
+if not EVAL.exists():  # a worktree under /work/wt/<name>
+    EVAL = ROOT.parents[1] / "shared" / "eval"
 RESULTS = ROOT / "bench" / "results"
 DATASETS = ["hotpotqa", "musique", "2wikimultihopqa", "2wikimultihopqa_hippocorpus"]
 STEPS = [1000, 3000, 10000]

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from contextlib import suppress
+from contextlib import nullcontext, suppress
 from dataclasses import dataclass
 from functools import partial
 
@@ -199,6 +199,7 @@ def build_graph(
     bar = progress_bar(
         total=report.chunks, initial=report.skipped, desc="entities", unit="chunk", disable=not progress
     )
+    stopped = True  # until the last batch is written: then a failing mark is the build's error
     try:
         for rows in index.stored.iterate(
             [PRIMARY_FIELD, TEXT_FIELD, "title", "headings"],
@@ -226,15 +227,15 @@ def build_graph(
             report.write_seconds += time.perf_counter() - t
             report.annotated += len(docs)
             bar.update(len(docs))
-    except BaseException:
-        if report.annotated:  # as below, without hiding why the build stopped
-            with suppress(Exception):
-                index.mark_changed()
-        raise
+        stopped = False
     finally:
         bar.close()
-    if report.annotated:  # the chunks' entities were written after add_entities marked the store:
-        index.mark_changed()  # what a graph search read between the two is stale now
+        # the chunks' entities were written after add_entities marked the store: what a graph
+        # search read between the two is stale now, also when the build stopped on an error
+        # (whose error a failing mark must not hide)
+        if report.annotated:
+            with suppress(Exception) if stopped else nullcontext():
+                index.mark_changed()
     if repair:
         report.repaired = repair_entities(index, batch=batch)
     index.flush()

@@ -28,6 +28,7 @@ Without an entity graph, or with no seed the caller can see, the result is the f
 from __future__ import annotations
 
 import time
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 
 from langchain_core.documents import Document
@@ -85,6 +86,7 @@ def graph_search(
     k: int = 5,
     expr: str | None = None,
     options: GraphSearchOptions | None = None,
+    state: Hashable | None = None,
 ) -> GraphHits:
     """The top ``k`` chunks for ``query`` by Personalized PageRank over its graph neighbourhood.
 
@@ -95,6 +97,8 @@ def graph_search(
         expr: a Milvus filter (access control) applied to every chunk read.
         options: how it links, walks and ranks (default: ``GraphSearchOptions()``, which reads
             ``RAG_GRAPHS_GRAPH_*``).
+        state: the store's ``graph_state`` as the caller just read it (the search cache keys on
+            it), so its reads go through that state's row cache; None reads it here.
 
     Every thread it starts has ended when it returns or raises.
     """
@@ -106,7 +110,7 @@ def graph_search(
         return GraphHits(hits=list(hits)[:k], milliseconds=laps.milliseconds)
     # its reads by key, through its store state's cache; the state is read before the first
     # searches start (read beside them, it waited for them in Milvus Lite: +7-12 ms)
-    rows = graph_rows(index)
+    rows = graph_rows(index, state)
     vector = embed_queries(index.embeddings, [query])[0]
     with first_searches(index, query, vector, k=max(k, DENSE_K), expr=expr, hybrid=hybrid) as pending:
         question = link_question(

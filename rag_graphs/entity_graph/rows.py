@@ -226,10 +226,13 @@ class GraphRows:
         return {key: _project(key, row, kept, fields) for key, row in known.items() if row is not None}
 
 
-def graph_rows(index: ChunkIndex) -> GraphRows:
+def graph_rows(index: ChunkIndex, state: Hashable | None = None) -> GraphRows:
     """One graph search's reads by key, through the cache of the store's state now
-    (``graph_state``; a state other than the cached one starts an empty cache)."""
-    state = graph_state(index)
+    (``graph_state``; a state other than the cached one starts an empty cache). ``state``: the
+    ``graph_state`` its caller read just before (the search cache, for its key: a ranking is
+    cached under the state its rows were read under, and the store is not asked twice, two
+    round trips); None reads it."""
+    state = graph_state(index) if state is None else state
     where = (index.uri, index.collection)
     with _CACHES_LOCK:
         cache = _CACHES.get(where)

@@ -47,25 +47,28 @@ class CachedSearcher:
     def state(self) -> Hashable:
         return self.inner.state()
 
-    def search(self, queries: list[str], *, k: int, expr: str | None) -> list[Ranking]:
+    def search(
+        self, queries: list[str], *, k: int, expr: str | None, state: Hashable | None = None
+    ) -> list[Ranking]:
         if self.inner.key is None or not (self.size or self.path):
-            return self.inner.search(queries, k=k, expr=expr)
+            return self.inner.search(queries, k=k, expr=expr, state=state)
         if self.size != SEARCHES.size:
             SEARCHES.resize(self.size)
-        state = self.inner.state()  # read now: a write by any process since the last search shows here
+        if state is None:  # read now: a write by any process since the last search shows here
+            state = self.inner.state()
         keys: list[Hashable] = [(self.inner.key, state, expr, k, normalise(q)) for q in queries]
         from_disk: set[int] = set()
 
         def run(positions: list[int]) -> list[Ranking]:
-            if not self.path:
-                return self.inner.search([queries[i] for i in positions], k=k, expr=expr)
+            if not self.path:  # the state just read, handed on (graph search's row cache keys on it)
+                return self.inner.search([queries[i] for i in positions], k=k, expr=expr, state=state)
             disk = disk_cache(self.path)
             dkeys = {i: disk_key(*keys[i]) for i in positions}  # type: ignore[misc]
             stored = disk.get_many(list(dkeys.values()))
             from_disk.update(i for i in positions if dkeys[i] in stored)
             todo = [i for i in positions if i not in from_disk]
             start = time.perf_counter()
-            fresh = self.inner.search([queries[i] for i in todo], k=k, expr=expr) if todo else []
+            fresh = self.inner.search([queries[i] for i in todo], k=k, expr=expr, state=state) if todo else []
             if todo:
                 cost = (time.perf_counter() - start) / len(todo)
                 disk.put_many({dkeys[i]: r for i, r in zip(todo, fresh, strict=True)}, cost)

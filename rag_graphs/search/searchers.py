@@ -50,8 +50,12 @@ class Searcher(Protocol):
         """The store's state the rankings depend on, read now (every process's writes change it)."""
         ...
 
-    def search(self, queries: list[str], *, k: int, expr: str | None) -> list[Ranking]:
-        """One ranking per query."""
+    def search(
+        self, queries: list[str], *, k: int, expr: str | None, state: Hashable | None = None
+    ) -> list[Ranking]:
+        """One ranking per query. ``state``: what ``state()`` returned to this caller just now
+        (a cache keyed on it), which a searcher that reads it too may use instead of asking the
+        store again; None: it reads what it needs."""
         ...
 
 
@@ -76,7 +80,9 @@ class StoreSearcher:
             return self.index.fingerprint()
         return (self.index.fingerprint(), children_of(self.index).fingerprint())
 
-    def search(self, queries: list[str], *, k: int, expr: str | None) -> list[Ranking]:
+    def search(
+        self, queries: list[str], *, k: int, expr: str | None, state: Hashable | None = None
+    ) -> list[Ranking]:
         if self.unit == "sentence":
             _check_sentences(self.index)
             run = partial(search_parents, self.index)
@@ -103,12 +109,14 @@ class GraphSearcher:
 
         return graph_state(self.index)  # graph search's row cache keys on it too
 
-    def search(self, queries: list[str], *, k: int, expr: str | None) -> list[Ranking]:
+    def search(
+        self, queries: list[str], *, k: int, expr: str | None, state: Hashable | None = None
+    ) -> list[Ranking]:
         from rag_graphs.entity_graph.graph_search import graph_search
 
         rankings = []
-        for query in queries:
-            found = graph_search(self.index, query, k=k, expr=expr, options=self.options)
+        for query in queries:  # the cache's state read serves every query (it read one for all)
+            found = graph_search(self.index, query, k=k, expr=expr, options=self.options, state=state)
             seeds, walk = [name for name, _ in found.seeds], found.describe()
             rankings.append([(_with(doc, graph_seeds=seeds, graph_walk=walk), s) for doc, s in found.hits])
         return rankings
@@ -129,7 +137,9 @@ class OwnSearcher:
     def state(self) -> Hashable:
         return None
 
-    def search(self, queries: list[str], *, k: int, expr: str | None) -> list[Ranking]:
+    def search(
+        self, queries: list[str], *, k: int, expr: str | None, state: Hashable | None = None
+    ) -> list[Ranking]:
         hits = [search_own(self.source, query, k, self.timeout) for query in queries]
         return [[(doc, float(doc.metadata.get("score", NO_SCORE))) for doc in docs] for docs in hits]
 

@@ -58,7 +58,7 @@ def neighbourhood(index, rows):
 
 def uncached(monkeypatch) -> None:
     """Graph search reading straight from the store, as before the cache."""
-    monkeypatch.setattr(searching, "graph_rows", lambda index: GraphRows(index))
+    monkeypatch.setattr(searching, "graph_rows", lambda index, state=None: GraphRows(index))
 
 
 def outcome(found) -> tuple:
@@ -201,3 +201,66 @@ def test_title_keys_are_the_keys_of_the_title_mentions(metadata):
     mentions = title_mentions(Document(page_content="", metadata=metadata))
     assert title_keys(metadata) == {k for m in mentions if (k := normalize(m))}
     assert title_keys(metadata) == title_keys(dict(metadata))  # the second time from the memo
+
+
+def test_a_search_behind_the_cache_reads_the_store_state_once_and_keys_its_rows_on_it(stored, monkeypatch):
+    """The search cache reads the state for its key and hands it to graph search, whose row cache
+    keys on the same state (it used to read it a second time: two more round trips a search)."""
+    from rag_graphs.search.cached import CachedSearcher
+    from rag_graphs.search.searchers import GraphSearcher
+
+    want = outcome(graph_search(stored, QUESTION, k=6, options=WALK_ONLY))
+    reads = []
+    real = rows_module.graph_state
+
+    def counted(index):
+        reads.append(real(index))
+        return reads[-1]
+
+    monkeypatch.setattr(rows_module, "graph_state", counted)
+    handed = []
+    real_search = searching.graph_search
+
+    def recorded(*args, **kwargs):
+        found = real_search(*args, **kwargs)
+        handed.append((kwargs["state"], outcome(found)))
+        return found
+
+    monkeypatch.setattr(searching, "graph_search", recorded)
+    cached = CachedSearcher(GraphSearcher(stored, WALK_ONLY), size=8)
+    (ranking,) = cached.search([QUESTION], k=6, expr=None)
+    assert len(reads) == 1 and handed == [(reads[0], want)]
+    assert graph_rows(stored, reads[0]).cache.state == reads[0]
+    assert [(d.id, round(s, 9)) for d, s in ranking] == want[0]
+    plain = GraphSearcher(stored, WALK_ONLY).search([QUESTION], k=6, expr=None)  # no cache: reads it
+    assert len(reads) == 2 and handed[-1] == (None, want) and plain == [[(d, s) for d, s in ranking]]
+
+
+@pytest.mark.parametrize("mark_fails", [False, True])
+def test_a_graph_build_that_stops_on_an_error_marks_the_store_and_raises_its_own_error(
+    index, monkeypatch, mark_fails
+):
+    """A build stopping after some batches marks the store (their chunks' entities are written)
+    and raises why it stopped, even when that mark fails too."""
+    index.add([chunk(c) for c in PASSAGES])
+    batches = []
+
+    def extractor(texts):
+        batches.append(texts)
+        if len(batches) == 2:
+            raise RuntimeError("extractor broke")
+        return vocab_extractor(texts)
+
+    marks = []
+    real = type(index).mark_changed
+
+    def mark(self):
+        marks.append(len(batches))
+        if mark_fails and len(batches) == 2:
+            raise OSError("store gone")
+        return real(self)
+
+    monkeypatch.setattr(type(index), "mark_changed", mark)
+    with pytest.raises(RuntimeError, match="extractor broke"):
+        build_graph(index, extractor, batch=2, progress=False)
+    assert marks[-1] == 2 and marks.count(2) == 1  # marked once, after the failed batch

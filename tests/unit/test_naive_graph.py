@@ -112,7 +112,7 @@ def test_keeping_hybrids_top_is_the_default_and_reaches_graph_search(monkeypatch
 
     seen = {}
 
-    def recorded(index, query, *, k, expr, options):
+    def recorded(index, query, *, k, expr, options, state=None):
         seen.update(k=k, options=options)
         return graph_search.GraphHits(hits=[])
 
