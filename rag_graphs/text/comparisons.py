@@ -61,15 +61,19 @@ def bare_title(title: str) -> str:
 
 
 def find_passage(name: str, passages: list[ParsedPassage], exclude: int | None = None) -> int | None:
-    """The passage about ``name``: its title (qualifier aside) matching best (at least half its
-    words), else None."""
-    best, at = 0.5, None
+    """The passage about ``name``: its title matching best (more than half its words), the
+    title's qualifier aside; at equal match, a title as the name spells it (qualifier and all,
+    or none) before a qualified one, then the higher-ranked passage; else None."""
+    best: tuple[float, bool] | None = None
+    at = None
     for d, passage in enumerate(passages):
         if d == exclude or not passage.title:
             continue
-        score = _overlap(name, bare_title(passage.title))
-        if score > best or (score == best and at is None and score > 0.5):
-            best, at = score, d
+        full = _overlap(name, passage.title)
+        score = max(full, _overlap(name, bare_title(passage.title)))
+        key = (score, full >= score)
+        if score > 0.5 and (best is None or key > best):
+            best, at = key, d
     return at
 
 
@@ -183,14 +187,19 @@ def compare_options(question: str, typed: AnswerType, passages: list[ParsedPassa
 
 
 def _items(question: str, passages: list[ParsedPassage]) -> list[int]:
-    """The passages whose titles the question names, in the question's order, at most two."""
+    """The passages whose titles the question names, in the question's order, at most two: a
+    title as the question spells it, else without its qualifier; one passage per place named
+    (the higher-ranked of two titled alike, "Proud Flesh (1925 film)" and "Proud Flesh (1915 film)")."""
     key = f" {normalize(question)} "
-    named = [
-        (key.find(f" {normalize(bare_title(p.title))} "), d)
-        for d, p in enumerate(passages)
-        if normalize(bare_title(p.title))
-    ]
-    return [d for at, d in sorted(named) if at >= 0][:2]
+    named: dict[int, tuple[bool, int]] = {}
+    for d, passage in enumerate(passages):
+        for exact, title in ((True, passage.title), (False, bare_title(passage.title))):
+            at = key.find(f" {normalize(title)} ") if normalize(title) else -1
+            if at >= 0:
+                if at not in named or (exact and not named[at][0]):
+                    named[at] = (exact, d)
+                break
+    return [d for _, (_, d) in sorted(named.items())][:2]
 
 
 def _attributes(passage: ParsedPassage) -> set[str]:

@@ -123,6 +123,22 @@ def test_an_item_is_found_under_a_title_that_says_which_one_it_is():
     assert {e.doc_index for e in polar.chain} == {0, 1}
 
 
+def test_a_title_spelled_as_the_question_spells_it_beats_a_namesake_with_another_qualifier():
+    """2Wiki names items with their qualifier ("Proud Flesh (Film)"): two passages whose titles
+    differ only there are two items, and the one the question spells is the one it asks about."""
+    film = doc("Proud Flesh (Film)", "Proud Flesh is a 1925 American comedy film directed by King Vidor.")
+    novel = doc("Proud Flesh (Novel)", "Proud Flesh is a 1924 British novel by Dora Lind.")
+    valpre = doc("The Rocks Of Valpre (1935 Film)", "The Rocks of Valpre is a 1935 British drama film.")
+    question = "Are the movies The Rocks Of Valpre (1935 Film) and Proud Flesh (Film), from the same country?"
+    reading = read(question, [novel, valpre, film])
+    assert reading.answer == "no", reading.reason
+    assert {e.doc_index for e in reading.chain} == {1, 2}
+    first = "Which came out first, Proud Flesh (Film) or The Rocks Of Valpre (1935 Film)?"
+    older = read(first, [novel, valpre, film])
+    assert older.answer == "Proud Flesh (Film)", older.reason
+    assert [e.doc_index for e in older.chain][-1] == 2
+
+
 def test_with_nothing_to_compare_the_item_whose_passage_holds_the_asked_words_wins():
     """ "Which was secretary to Nixon, A or B?": Haldeman's one sentence says most of the question's
     words ("President Richard Nixon"), Woods' passage says all of them across two sentences. The
