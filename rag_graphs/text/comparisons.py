@@ -186,20 +186,27 @@ def compare_options(question: str, typed: AnswerType, passages: list[ParsedPassa
     )
 
 
-def _items(question: str, passages: list[ParsedPassage]) -> list[int]:
+def named_items(question: str, passages: list[ParsedPassage]) -> list[int]:
     """The passages whose titles the question names, in the question's order, at most two: a
     title as the question spells it, else without its qualifier; one passage per place named
-    (the higher-ranked of two titled alike, "Proud Flesh (1925 film)" and "Proud Flesh (1915 film)")."""
+    (the higher-ranked of two titled alike, "Proud Flesh (1925 film)" and "Proud Flesh (1915 film)"),
+    and none for a title inside a longer one named ("Holland (surname)" in "André Holland")."""
     key = f" {normalize(question)} "
-    named: dict[int, tuple[bool, int]] = {}
+    named: dict[int, tuple[bool, int, int]] = {}
     for d, passage in enumerate(passages):
         for exact, title in ((True, passage.title), (False, bare_title(passage.title))):
             at = key.find(f" {normalize(title)} ") if normalize(title) else -1
             if at >= 0:
                 if at not in named or (exact and not named[at][0]):
-                    named[at] = (exact, d)
+                    named[at] = (exact, d, at + len(normalize(title)))
                 break
-    return [d for _, (_, d) in sorted(named.items())][:2]
+    spans = sorted(named.items())
+    outer = [
+        d
+        for at, (_, d, end) in spans
+        if not any((o, e) != (at, end) and o <= at and end <= e for o, (_, _, e) in spans)
+    ]
+    return outer[:2]
 
 
 def _attributes(passage: ParsedPassage) -> set[str]:
@@ -222,7 +229,7 @@ def polar_answer(question: str, passages: list[ParsedPassage]) -> Decision | Non
     """
     if not passages:
         return None
-    items = _items(question, passages)
+    items = named_items(question, passages)
     if len(items) < 2:
         s, _ = _best_sentence(passages[0], content_words(question))
         return Decision("yes", 0.5, ((0, s),), "polar question without two named items: yes by default")

@@ -6,8 +6,8 @@ away. This reader answers the way extractive QA systems did before generators: i
 the question (``answer_types``), proposes the spans of the passages that could be the answer
 (``candidates``), scores each with evidence features and a linear model, lets regression trees
 pick among them (``reader_rank``), and returns the best span with the sentence it stands on.
-Which-of-two and yes/no questions, whose answer is not a span, are decided by comparing the
-two items' dates or numbers (``comparisons``).
+Which-of-two and yes/no questions are decided by the two items' dates or numbers (``comparisons``),
+what two named items share by both their passages (``shared``).
 
 The features (``FEATURES``) are what a person checks: is the span of the asked type, is
 it not a restatement of the question, does its sentence hold the question's words and
@@ -45,6 +45,7 @@ from rag_graphs.text.comparisons import compare_options, polar_answer
 from rag_graphs.text.reader_features import FEATURES, HEADING, Candidate, candidate_features, content_words
 from rag_graphs.text.reader_rank import top_share, tree_scores
 from rag_graphs.text.roles import ABOUT_THEM, QUALIFIER, unresolved_role
+from rag_graphs.text.shared import asks_shared, shared_answer
 
 WEIGHTS_PATH = Path(__file__).parents[1] / "data" / "reader_weights.json"
 MAX_SIMILARITY_SENTENCES = 16
@@ -52,10 +53,9 @@ MAX_SIMILARITY_SENTENCES = 16
 words); of those, only the contenders' are embedded (``_with_similarity``)."""
 COSINE_SPREAD = 1.3
 """How far apart two sentences' cosines with one question are taken to be at most
-(``_with_similarity``'s reach): 2 in principle, 1.30 the widest seen with MiniLM (its cosines of
-792 dev questions with 10,793 dev sentences and questions run from -0.32 to 0.98), and the smallest
-spread under which no tune-half answer differs from the 2's (``bench/reader_fit.py``; BENCHMARKS.md,
-issue 51 round 6)."""
+(``_with_similarity``'s reach): 2 in principle, 1.30 the widest seen with MiniLM (cosines of 792 dev
+questions with 10,793 dev sentences run from -0.32 to 0.98) and the smallest spread under which no
+tune-half answer differs from the 2's (``bench/reader_fit.py``; BENCHMARKS.md, issue 51 round 6)."""
 LONE_COSINE = 0.42
 """The similarity given, without a model call, to the one sentence all contenders stand in
 (``_with_similarity``): the mean MiniLM cosine of such sentences with their question on the dev
@@ -260,10 +260,10 @@ def focus(question: str, titles: list[str]) -> Selector | None:
     sentence naming another passage's title (a bridge) and all of that passage (a second hop's
     answer need share no word with the question: "died" for "place of death"), and the
     ``FOCUS_SENTENCES`` other sentences sharing the most question words (a tie goes to the
-    higher-ranked passage, then the earlier sentence: a short passage is read whole). A
-    which-of-two or yes/no question compares whatever its items' passages say: every sentence
-    (None)."""
-    if answer_type(question).kind in ("which_of_two", "yes_no"):
+    higher-ranked passage, then the earlier sentence: a short passage is read whole). Which-of-two,
+    yes/no and shared questions read whatever their items' passages say: every sentence (None)."""
+    typed = answer_type(question)
+    if typed.kind in ("which_of_two", "yes_no") or asks_shared(question, typed):
         return None
     words = content_words(question)
     names = {d: f" {name} " for d, title in enumerate(titles) if (name := _words(QUALIFIER.sub("", title)))}
@@ -322,8 +322,9 @@ def read(
     if not documents:
         return _no_evidence(typed.kind, "no documents to read")
     passages = parsed_documents(documents, question)
-    if typed.kind in ("which_of_two", "yes_no"):
-        return _decide(question, typed, passages)
+    decided = _decide(question, typed, passages)
+    if decided is not None:
+        return decided
     if not reader_features.asked_in(question, passages):
         return _no_evidence(typed.kind, "the passages hold none of the question's words")
     if typed.kind in ABOUT_THEM and unresolved_role(question, passages):
@@ -361,11 +362,6 @@ def read(
     )
 
 
-def best_candidate(candidates: Sequence[Candidate], weights: Weights) -> tuple[Candidate, float]:
-    """The candidate the linear model scores highest and its confidence (``best_scored``)."""
-    return best_scored(candidates, np.asarray([c.features for c in candidates]) @ np.asarray(weights.weights))
-
-
 def best_scored(candidates: Sequence[Candidate], scores: np.ndarray) -> tuple[Candidate, float]:
     """The highest-scoring candidate and its confidence (``reader_rank.top_share``)."""
     top, share = top_share([c.key for c in candidates], scores)
@@ -378,15 +374,19 @@ def answer_text(question: str, span: str) -> str:
     return year.group(0) if year else span
 
 
-def _decide(question: str, typed: AnswerType, passages: list[ParsedPassage]) -> Reading:
-    """Which-of-two and yes/no questions: the compared items' evidence decides."""
-    decision = (
-        compare_options(question, typed, passages)
-        if typed.kind == "which_of_two"
-        else polar_answer(question, passages)
-    )
-    if decision is None:
-        return _no_evidence(typed.kind, "the passages hold neither compared item")
+def _decide(question: str, typed: AnswerType, passages: list[ParsedPassage]) -> Reading | None:
+    """Answers decided, not picked among spans: which-of-two and yes/no questions by the compared
+    items' evidence (``comparisons``), what two named items share by both their passages
+    (``shared``, None without a shared answer), None for other questions."""
+    if typed.kind in ("which_of_two", "yes_no"):
+        compared = typed.kind == "which_of_two"
+        decision = (
+            compare_options(question, typed, passages) if compared else polar_answer(question, passages)
+        )
+        if decision is None:
+            return _no_evidence(typed.kind, "the passages hold neither compared item")
+    elif (decision := shared_answer(question, typed, passages)) is None:
+        return None
     chain = tuple(Evidence(d, passages[d].sentences[s].text) for d, s in decision.evidence)
     return Reading(
         answer=decision.answer,

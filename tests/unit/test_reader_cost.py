@@ -17,8 +17,13 @@ from langchain_huggingface import HuggingFaceEmbeddings
 from rag_graphs.store.local_embeddings import LocalEmbeddings
 from rag_graphs.text import reader
 from rag_graphs.text.answer_types import answer_type
-from rag_graphs.text.reader import best_candidate, load_weights, parsed_documents, read, sentence_similarities
+from rag_graphs.text.reader import best_scored, load_weights, parsed_documents, read, sentence_similarities
 from rag_graphs.text.reader_features import candidate_features
+
+
+def best_candidate(candidates, weights):
+    """The candidate the linear model alone scores highest, and its confidence."""
+    return best_scored(candidates, np.asarray([c.features for c in candidates]) @ np.asarray(weights.weights))
 
 
 class Recording(DeterministicFakeEmbedding):
