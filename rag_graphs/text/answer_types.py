@@ -36,6 +36,7 @@ _PLACE_NOUNS = frozenset(
     "island river mountain district borough municipality nation area neighborhood suburb".split()
 )
 _DATE_NOUNS = frozenset("year date decade century day month era".split())
+_NUMBER_NOUNS = frozenset("population attendance capacity".split())
 _PERSON_NOUNS = frozenset(
     "person man woman actor actress singer director author writer player king queen president "
     "musician artist composer poet son daughter father mother wife husband spouse brother sister "
@@ -201,6 +202,15 @@ def _head(question: str) -> str:
             for follower in words[i + 1 : i + 4]:
                 if follower in _PLACE_NOUNS | _DATE_NOUNS | _PERSON_NOUNS | _KIND_NOUNS:
                     return follower
+            if (
+                words[i + 1 : i + 2]
+                and words[i + 1] in ("is", "was", "are", "were")
+                and "the" in words[i + 2 : i + 3]
+            ):
+                # "what was the (estimated) population / birth date of": the noun after "the"
+                for follower in words[i + 3 : i + 5]:
+                    if follower in _NUMBER_NOUNS | _DATE_NOUNS:
+                        return follower
             following = words[i + 1 : i + 2]
             return (
                 following[0] if following and following[0] not in ("is", "was", "are", "were", "did") else ""
@@ -243,7 +253,7 @@ def answer_type(question: str) -> AnswerType:
         return AnswerType("yes_no", frozenset(), head)
     if re.search(r"\bhow (?:long|old)\b", lower):
         return AnswerType("number", DURATION_LABELS, head)
-    if re.search(r"\bhow (?:many|much|far|tall|large|big|high)\b", lower):
+    if re.search(r"\bhow (?:many|much|far|tall|large|big|high)\b", lower) or head in _NUMBER_NOUNS:
         return AnswerType("number", NUMBER_LABELS, head)
     wh = _WH_WORD.search(lower)
     wh_word = wh.group(1) if wh else None

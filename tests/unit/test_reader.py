@@ -251,6 +251,18 @@ def test_answer_types_of_typical_questions():
     assert answer_type("Do both directors have the same nationality?").kind == "yes_no"
 
 
+def test_what_is_the_population_or_the_birth_date_asks_for_a_number_or_a_date():
+    """The noun after "what was the" types the answer when no wh-noun does: these were "other"
+    questions, answered with the subject's name ("Doyle Brunson's" for a birth date)."""
+    assert answer_type("What is the population of the birth city of Ada Lind?").kind == "number"
+    assert answer_type("What was the estimated population of the town in 2012?").kind == "number"
+    assert answer_type("what was the birth date of the poker player that wrote Forty Hands?").kind == "date"
+    assert answer_type("What is the name of the band?").kind == "other"
+    doyle = doc("Dale Brant", "Dale Brant (born August 10, 1933) is an American poker player.")
+    reading = read("What was the birth date of the poker player Dale Brant?", [doyle])
+    assert reading.answer == "August 10, 1933", reading.reason
+
+
 def test_places_in_a_row_are_one_candidate_and_a_year_question_gets_the_year():
     """ "Midland, Michigan" is offered whole (gold answers often name the state too) beside
     "Midland"; the fitted weights choose between them. "What year" answers with the year alone."""
