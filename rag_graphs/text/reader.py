@@ -45,7 +45,7 @@ from rag_graphs.text.comparisons import compare_options, polar_answer
 from rag_graphs.text.reader_features import FEATURES, HEADING, Candidate, candidate_features, content_words
 from rag_graphs.text.reader_rank import top_share, tree_scores
 from rag_graphs.text.roles import ABOUT_THEM, QUALIFIER, unresolved_role
-from rag_graphs.text.shared import asks_shared, shared_answer
+from rag_graphs.text.shared import shared_answer
 
 WEIGHTS_PATH = Path(__file__).parents[1] / "data" / "reader_weights.json"
 MAX_SIMILARITY_SENTENCES = 16
@@ -260,10 +260,9 @@ def focus(question: str, titles: list[str]) -> Selector | None:
     sentence naming another passage's title (a bridge) and all of that passage (a second hop's
     answer need share no word with the question: "died" for "place of death"), and the
     ``FOCUS_SENTENCES`` other sentences sharing the most question words (a tie goes to the
-    higher-ranked passage, then the earlier sentence: a short passage is read whole). Which-of-two,
-    yes/no and shared questions read whatever their items' passages say: every sentence (None)."""
-    typed = answer_type(question)
-    if typed.kind in ("which_of_two", "yes_no") or asks_shared(question, typed):
+    higher-ranked passage, then the earlier sentence: a short passage is read whole). Which-of-two
+    and yes/no questions compare whatever their items' passages say: every sentence (None)."""
+    if answer_type(question).kind in ("which_of_two", "yes_no"):
         return None
     words = content_words(question)
     names = {d: f" {name} " for d, title in enumerate(titles) if (name := _words(QUALIFIER.sub("", title)))}

@@ -31,8 +31,9 @@ from rag_graphs.text.comparisons import Decision, named_items
 from rag_graphs.text.reader_features import content_words
 from rag_graphs.text.spans import answer_spans
 
-SHARED = re.compile(r"\b(?:in common|both|share[sd]?)\b", re.IGNORECASE)
-"""A question about what its two items have in common."""
+SHARED = re.compile(r"\b(?:in common|both)\b|\bshare[sd]?\s*(?:\?|$)", re.IGNORECASE)
+"""A question about what its two items have in common ("... do A and B share?"; not "the county that
+shares a border with ...")."""
 _NATIONALITY = frozenset("nationality nationalities origin ethnicity citizenship".split())
 _PROFESSION = frozenset("profession professions professional occupation occupations job jobs career".split())
 _FIELD = frozenset("sport sports industry field business discipline".split())

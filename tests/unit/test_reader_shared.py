@@ -118,6 +118,7 @@ def test_which_questions_ask_what_two_items_share():
         "Who directed Silt Harbour?",
         "What kind of film is Silt Harbour?",
         "Are Silt Harbour and The Grey Embers both documentaries?",
+        "Which county shares a border with the county where Silt Harbour was filmed?",
     ):
         assert not asks_shared(question, answer_type(question)), question
 
