@@ -44,7 +44,7 @@ _PERSON_NOUNS = frozenset(
 )
 _KIND_NOUNS = frozenset(
     "kind type sort genre nationality form breed species genus sport profession occupation "
-    "instrument language religion position job role lineage descent ancestry ethnicity heritage".split()
+    "instrument language religion position job role".split()
 )
 _EARLIER = re.compile(
     r"\b(?:first|earlier|earliest|older|oldest|before|sooner|longer ago|born first|died first"
@@ -70,19 +70,6 @@ _WORD = re.compile(r"[A-Za-z]+")
 ASKS_YEAR = re.compile(r"\b(?:what|which) year\b|\byear (?:was|did|were)\b", re.IGNORECASE)
 """A question asking for a year: its answer is a span holding one (``YEAR``)."""
 YEAR = re.compile(r"\b1[0-9]{3}\b|\b20[0-9]{2}\b")
-_LEADS_WH = re.compile(
-    r"^(?:(?:in|on|at|from|with|by|for|to|of|during|after|before|since|under|through)\s+)?"
-    r"(?:who|whom|whose|what|which|where|when|how)\b"
-)
-"""A question that opens with its wh-word (after a preposition): that wh-phrase asks."""
-_ASKING = re.compile(
-    r"\bwhat\b|(?:^|[.!?;]\s+)(?:who|whom|whose|which|where|when)\b"
-    r"|\b(?:of|by|in|as|for|on|at|from|with|to|into|about|during|after|before|under)\s+"
-    r"(?:which|who|whom|whose|where|when)\b|\b(?:who|whom|where|when)\s*\?\s*$"
-)
-"""A wh-word that asks rather than relates: any "what", one opening a sentence, one after a
-preposition ("of where?", "as which defenceman", "by whom?"), one ending the question; "a pianist
-*who* is ..." relates."""
 _WH_WORD = re.compile(r"(?:^|[,;]\s*|\b(?:from|in|to|and)\s+)(when|where)\b")
 """A "when"/"where" that asks (at the start, after a comma or "from where"), not one in a
 title ("the director of film When In Rome")."""
@@ -268,11 +255,6 @@ def answer_type(question: str) -> AnswerType:
         return AnswerType("number", DURATION_LABELS, head)
     if re.search(r"\bhow (?:many|much|far|tall|large|big|high)\b", lower) or head in _NUMBER_NOUNS:
         return AnswerType("number", NUMBER_LABELS, head)
-    asking = list(_ASKING.finditer(lower)) if not _LEADS_WH.match(lower) else []
-    if asking:  # "X was a pianist who is of what lineage?": the last asking wh-phrase asks
-        at = asking[-1].start() + re.search(r"wh\w+", asking[-1].group(0)).start()  # type: ignore[union-attr]
-        text, lower = text[at:], lower[at:]
-        head = _head(text)
     wh = _WH_WORD.search(lower)
     wh_word = wh.group(1) if wh else None
     if wh_word == "when" or head in _DATE_NOUNS:
