@@ -28,7 +28,7 @@ from rag_graphs.entity_graph.entities import normalize
 from rag_graphs.text.answer_types import AnswerType
 from rag_graphs.text.candidates import ParsedPassage, ParsedSentence, stems
 from rag_graphs.text.comparisons import Decision, named_items
-from rag_graphs.text.reader_features import content_words
+from rag_graphs.text.reader_features import HEADING, content_words
 from rag_graphs.text.spans import answer_spans
 
 SHARED = re.compile(r"\b(?:in common|both)\b|\bshare[sd]?\s*(?:\?|$)", re.IGNORECASE)
@@ -143,9 +143,11 @@ def description_items(sentence: str) -> list[list[str]]:
 
 
 def _lead(passage: ParsedPassage) -> tuple[int, list[list[str]]]:
-    """The first of a passage's first two sentences that describes its subject, and its items."""
-    for s, sentence in enumerate(passage.sentences[:2]):
-        items = description_items(sentence.text)
+    """The first of a passage's first two sentences that describes its subject, and its items; an
+    ingested chunk's heading lines ("Ilsa Brandt", "Early life") are passed over."""
+    prose = [s for s, sentence in enumerate(passage.sentences) if not HEADING.fullmatch(sentence.text)]
+    for s in prose[:2]:
+        items = description_items(passage.sentences[s].text)
         if items:
             return s, items
     return 0, []

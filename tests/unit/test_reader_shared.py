@@ -135,3 +135,14 @@ def test_a_lead_lists_what_its_subject_is():
         ["badminton", "player"]
     ]
     assert description_items("Lake Orm lies in Norway.") == []
+
+
+def test_an_ingested_chunks_heading_lines_are_passed_over_for_its_lead():
+    """An ingested file's chunk opens with its heading lines, one a line: the lead is the first
+    sentence of prose after them."""
+    orla = Document(
+        page_content="Orla Vance\nLife\nCareer\nOrla Vance is a Danish professional badminton player.",
+        metadata={"title": "orla_vance"},
+    )
+    reading = read("What sport is played by both Orla Vance and Piet Marlow?", [orla, PIET])
+    assert reading.answer == "badminton", reading.reason
