@@ -29,7 +29,7 @@ from rag_graphs.text.answer_types import AnswerType
 from rag_graphs.text.candidates import ParsedPassage, ParsedSentence, stems
 from rag_graphs.text.comparisons import Decision, named_items
 from rag_graphs.text.reader_features import HEADING, content_words
-from rag_graphs.text.spans import answer_spans
+from rag_graphs.text.spans import COPULA, answer_spans
 
 SHARED = re.compile(r"\b(?:in common|both)\b|\bshare[sd]?\s*(?:\?|$)", re.IGNORECASE)
 """A question about what its two items have in common ("... do A and B share?"; not "the county that
@@ -40,9 +40,6 @@ _FIELD = frozenset("sport sports industry field business discipline".split())
 _KIND = frozenset("kind kinds type types sort genre form category group style".split())
 _ENTITY_KINDS = frozenset({"person", "date", "place", "number"})
 _ATTRIBUTES = _NATIONALITY | _PROFESSION | _FIELD | _KIND
-_COPULA = re.compile(
-    r"\b(?:is|was|are|were)\s+(?:(?:also|now|still|currently|formerly|once)\s+)?(?:an?|the)\s+", re.IGNORECASE
-)
 _LIST_END = re.compile(
     r"\s+(?:who|which|that|whose|where|when|from|in|on|at|for|by|with|based|founded|born|known|best|"
     r"located|since|created|directed|written|produced|released|published|owned|operated|formed|"
@@ -127,7 +124,7 @@ def description_items(sentence: str) -> list[list[str]]:
     """The things a lead sentence says its subject is, each as its words: "X is an American film
     director, screenwriter, and producer" -> [film director], [screenwriter], [producer]; leading
     names, numbers and words like "retired" or "professional" dropped (a nationality is asked apart)."""
-    copula = _COPULA.search(sentence)
+    copula = COPULA.search(sentence)
     if copula is None:
         return []
     end = _LIST_END.search(sentence, copula.end())

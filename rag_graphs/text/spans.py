@@ -136,9 +136,10 @@ def answer_spans(span: Span, sentence: str) -> list[Span]:
     return found
 
 
-_COPULA = re.compile(
+COPULA = re.compile(
     r"\b(?:is|was|are|were)\s+(?:(?:also|now|still|currently|formerly|once)\s+)?(?:an?|the)\s+"
 )
+"""Where a lead sentence says what its subject is ("X *is an* American film director")."""
 _PREDICATE_END = re.compile(
     r"\s+(?:who|which|that|whose|where|when|from|in|on|at|for|by|with|within|based|founded|born|known|"
     r"located|best|since|until|to|as|created|directed|written|produced|released|published|owned|"
@@ -160,7 +161,7 @@ def description_spans(sentence: str) -> list[Span]:
     (no word list can tell the head noun without a parser, which costs twice the reader: the
     trees learn which part answers). Those answers are common nouns, which no entity span holds:
     16% of HotpotQA's questions had no candidate overlapping the answer."""
-    copula = _COPULA.search(sentence)
+    copula = COPULA.search(sentence)
     if copula is None:
         return []
     end = _PREDICATE_END.search(sentence, copula.end())
