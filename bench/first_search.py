@@ -12,6 +12,10 @@ once, before the timed questions (its reading time is printed).
 
     PYTHONPATH=. nice -n 10 .venv/bin/python bench/first_search.py --store bench_runs/fs.db \\
         --dataset hotpotqa --collection eval_hotpotqa_11905e43d9d50d41 --out bench_runs/fs.json
+
+``--split tune|check`` keeps one half (before ``--limit``). On a store of several corpora (the
+mixed store, ``--collection mixed_eval``) the gold ids are the dataset's own: a passage stored
+once for two corpora counts under the first's id only, alike for both ways.
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ def main() -> None:
     parser.add_argument("--store", required=True)
     parser.add_argument("--dataset", default="hotpotqa")
     parser.add_argument("--collection", required=True)
+    parser.add_argument("--split", choices=["tune", "check", "all"], default="all", help="one half of dev")
     parser.add_argument("--limit", type=int, default=0, help="questions at most (0: every dev question)")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
@@ -55,14 +60,14 @@ def main() -> None:
     from rag_graphs.entity_graph.graph_search import graph_search
     from rag_graphs.entity_graph.rows import graph_state
     from rag_graphs.eval.datasets import load_dataset
-    from rag_graphs.eval.halves import half_of
+    from rag_graphs.eval.halves import half_of, split
     from rag_graphs.search.retrieval import index_for
     from rag_graphs.store.fields import DENSE_FIELD
     from rag_graphs.store.mirror import chunk_mirror
     from rag_graphs.store.reads import embed_queries
 
     dataset = load_dataset(EVAL / args.dataset)
-    examples = list(dataset.examples)[: args.limit or None]
+    examples = split(dataset.examples, args.split)[: args.limit or None]
     index = index_for(RagContext(store_uri=args.store, collection=args.collection, embeddings="embedded"))
     ways = {"milvus": GraphSearchOptions(dense_in_process=False), "in_process": GraphSearchOptions()}
     start = time.perf_counter()
