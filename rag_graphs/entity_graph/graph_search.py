@@ -112,11 +112,13 @@ def graph_search(
         return GraphHits(hits=list(hits)[:k], milliseconds=laps.milliseconds)
     # its reads by key, through its store state's cache; the state is read before the first
     # searches start (read beside them, it waited for them in Milvus Lite: +7-12 ms)
-    state = graph_state(index) if state is None else state
     rows = graph_rows(index, state)
-    # without a filter, the dense search over this state's in-process copy (``store.mirror``)
-    in_process = expr is None and options.dense_in_process and rows.unfiltered()
-    mirror = chunk_mirror(index, state) if in_process else None
+    mirror = None
+    if expr is None and options.dense_in_process and rows.unfiltered():
+        # the dense search over this state's in-process copy (``store.mirror``), keyed as the rows
+        if rows.cache is not None:
+            state = rows.cache.state
+        mirror = chunk_mirror(index, state if state is not None else graph_state(index))
     vector = embed_queries(index.embeddings, [query])[0]
     first_k = max(k, DENSE_K)
     with first_searches(index, query, vector, k=first_k, expr=expr, hybrid=hybrid, mirror=mirror) as pending:
