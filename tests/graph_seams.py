@@ -28,7 +28,7 @@ def script_first_hits(monkeypatch, dense: Hits, hybrid: Hits | None = None) -> N
     """The first searches return ``dense`` and, when graph search asks for hybrid's ranking (it
     protects hybrid's top), ``hybrid`` (default: ``dense`` again)."""
 
-    def scripted(index, query, vector, *, k, expr, hybrid: bool) -> first_search.FirstHits:
+    def scripted(index, query, vector, *, k, expr, hybrid: bool, mirror=None) -> first_search.FirstHits:
         protected = list(hybrid_hits if hybrid_hits is not None else dense) if hybrid else None
         return first_search.FirstHits(list(dense), protected)
 

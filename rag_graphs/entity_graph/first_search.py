@@ -6,6 +6,11 @@ runs in this process; at 21k passages they are the longest part of a graph searc
 top protected (``GraphSearchOptions.protects_hybrid``) one dense and one BM25 search give both
 rankings (``ChunkIndex.search_legs``); without, one dense search.
 
+Without a filter, on a Milvus Lite store, the dense search runs in this process over the store
+state's copy of the chunk vectors (``store.mirror.ChunkMirror``, given as ``mirror``): exact cosine
+in ~1 ms where Milvus Lite's HNSW search took ~27 ms (BENCHMARKS.md, "Graph search's first searches
+in process"); BM25 still asks Milvus. A filtered search never gets a copy (``graph_search``).
+
 The worker is the search's own and ends with it: ``first_searches`` joins it on every way out,
 error or not. A worker left running past a failed graph search would, once the run closed the
 store, block on Milvus Lite's shut-down server, and the interpreter waits for it at exit (the
@@ -22,6 +27,7 @@ from dataclasses import dataclass
 from langchain_core.documents import Document
 
 from rag_graphs.store.index import ChunkIndex
+from rag_graphs.store.mirror import ChunkMirror
 
 THREAD_NAME = "graph-search"
 """Name prefix of the first searches' worker thread (a test checks none outlives a search)."""
@@ -53,25 +59,48 @@ class FirstHits:
 
 
 def search_first_hits(
-    index: ChunkIndex, query: str, vector: list[float], *, k: int, expr: str | None, hybrid: bool
+    index: ChunkIndex,
+    query: str,
+    vector: list[float],
+    *,
+    k: int,
+    expr: str | None,
+    hybrid: bool,
+    mirror: ChunkMirror | None = None,
 ) -> FirstHits:
     """The first searches, ``k`` hits each through ``expr``, with the question vector already
-    computed: dense and hybrid from one dense and one BM25 search when ``hybrid``, else dense."""
+    computed: dense and hybrid from one dense and one BM25 search when ``hybrid``, else dense.
+    ``mirror``: the dense search's in-process copy (only ever given for a search without a
+    filter), else Milvus searches."""
+    if mirror is not None and expr is not None:
+        raise ValueError("a filtered search never reads the in-process copy")
+    dense = mirror.search(vector, k) if mirror is not None else None
     if hybrid:
-        dense, fused = index.search_legs(query, vector, k=k, expr=expr)
+        dense, fused = index.search_legs(query, vector, k=k, expr=expr, dense=dense)
         return FirstHits(list(dense), list(fused))
+    if dense is not None:
+        return FirstHits(dense)
     return FirstHits(index.search_many([query], k=k, mode="dense", expr=expr, vectors=[vector])[0])
 
 
 @contextmanager
 def first_searches(
-    index: ChunkIndex, query: str, vector: list[float], *, k: int, expr: str | None, hybrid: bool
+    index: ChunkIndex,
+    query: str,
+    vector: list[float],
+    *,
+    k: int,
+    expr: str | None,
+    hybrid: bool,
+    mirror: ChunkMirror | None = None,
 ) -> Iterator[Future[FirstHits]]:
     """``search_first_hits`` in a worker thread of its own while the ``with`` body runs; the
     future gives the ``FirstHits``. On leaving the body, however it leaves, a search not yet
     started is cancelled and a running one is waited for, so its thread has ended."""
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix=THREAD_NAME) as worker:
-        future = worker.submit(search_first_hits, index, query, vector, k=k, expr=expr, hybrid=hybrid)
+        future = worker.submit(
+            search_first_hits, index, query, vector, k=k, expr=expr, hybrid=hybrid, mirror=mirror
+        )
         try:
             yield future
         finally:

@@ -8,7 +8,8 @@ holds one):
    mention (spaCy NER), by name-like n-gram and by meaning (nearest entity names). Meanwhile
    the **first searches** run in a worker thread (``first_search.first_searches`` ->
    ``FirstHits``): the dense hits that seed the walk and, when hybrid's top is protected, hybrid
-   search's ranking.
+   search's ranking; without a filter the dense one is exact, in process, over the store state's
+   copy of the chunk vectors (``store.mirror``; ``GraphSearchOptions.dense_in_process``).
 2. **Read the neighbourhood** (``neighbourhood.fetch_neighbourhood`` -> ``Neighbourhood``): by
    key, through the caller's filter, the seeds' chunks and the first hits, then the chunks one
    non-hub entity away.
@@ -39,9 +40,10 @@ from rag_graphs.entity_graph.learned_rank import RankInputs, learned_ranking, sh
 from rag_graphs.entity_graph.linking import link_question
 from rag_graphs.entity_graph.neighbourhood import fetch_neighbourhood
 from rag_graphs.entity_graph.rank import documents_of, rank
-from rag_graphs.entity_graph.rows import graph_rows, has_graph
+from rag_graphs.entity_graph.rows import graph_rows, graph_state, has_graph
 from rag_graphs.entity_graph.walk import walk
 from rag_graphs.store.index import ChunkIndex
+from rag_graphs.store.mirror import chunk_mirror
 from rag_graphs.store.reads import embed_queries
 
 DENSE_K = 20
@@ -111,8 +113,15 @@ def graph_search(
     # its reads by key, through its store state's cache; the state is read before the first
     # searches start (read beside them, it waited for them in Milvus Lite: +7-12 ms)
     rows = graph_rows(index, state)
+    mirror = None
+    if expr is None and options.dense_in_process and rows.unfiltered():
+        # the dense search over this state's in-process copy (``store.mirror``), keyed as the rows
+        if rows.cache is not None:
+            state = rows.cache.state
+        mirror = chunk_mirror(index, state if state is not None else graph_state(index))
     vector = embed_queries(index.embeddings, [query])[0]
-    with first_searches(index, query, vector, k=max(k, DENSE_K), expr=expr, hybrid=hybrid) as pending:
+    first_k = max(k, DENSE_K)
+    with first_searches(index, query, vector, k=first_k, expr=expr, hybrid=hybrid, mirror=mirror) as pending:
         question = link_question(
             index, query, threshold=options.link_threshold, limit=options.seeds, lap=laps, rows=rows
         )

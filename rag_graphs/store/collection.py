@@ -150,6 +150,22 @@ class Collection:
         for batch in self.iterate(fields, where=where, batch_size=batch_size):
             yield from batch
 
+    def in_order(self, fields: Sequence[str], *, batch_size: int = QUERY_LIMIT) -> Iterator[list[dict]]:
+        """Every row, with ``fields``, in the order Milvus Lite stores them (flushed segments, then
+        unflushed rows), which is the order it breaks ties in a search by: pages of one query each,
+        by offset (``iterate`` pages by key, so in key order)."""
+        if not self.exists():
+            return
+        expr, size = self.visible(None) or "", min(batch_size, QUERY_LIMIT)
+        offset = 0
+        while page := self.client.query(
+            self.name, filter=expr, output_fields=list(fields), limit=size, offset=offset
+        ):
+            yield page
+            offset += len(page)
+            if len(page) < size:
+                return
+
     def search(
         self,
         data: list,

@@ -121,7 +121,14 @@ class IndexReads:
         return [self._scored(hits) for hits in results]
 
     def search_legs(
-        self, query: str, vector: list[float], *, k: int, expr: str | None = None, rrf_k: int = RRF_K
+        self,
+        query: str,
+        vector: list[float],
+        *,
+        k: int,
+        expr: str | None = None,
+        rrf_k: int = RRF_K,
+        dense: list[tuple[Document, float]] | None = None,
     ) -> tuple[list[tuple[Document, float]], list[tuple[Document, float]]]:
         """The dense ranking of ``query`` and its hybrid ranking, from one dense and one BM25 search.
 
@@ -129,25 +136,27 @@ class IndexReads:
         rank fusion in Milvus); fusing them here, in Milvus Lite's order (dense hits first, a
         stable sort), gives the same ranking and scores while the dense search runs once for
         both. Graph search wants both: dense hits seed its walk and hybrid's are the ones it
-        protects. On a dense-only collection the hybrid ranking is the dense one.
+        protects. On a dense-only collection the hybrid ranking is the dense one. ``dense``: the
+        dense ranking already searched (``k`` deep, through ``expr``; graph search's in-process
+        copy, ``store.mirror``), so only BM25 asks the store.
         """
         if not self._exists():
             return [], []
         expr = self.visible(expr)
-        dense = self._search_field(DENSE_FIELD, [vector], k, expr)[0]
-        dense_hits = self._scored(dense)
+        if dense is None:
+            dense = self._scored(self._search_field(DENSE_FIELD, [vector], k, expr)[0])
         if not self.hybrid:
-            return dense_hits, dense_hits
+            return dense, dense
         sparse = self._search_field(SPARSE_FIELD, [keyword_query(query, self.bm25_stop_words)], k, expr)[0]
         found: dict[str, Document] = {}
         scores: dict[str, float] = {}
-        for hits in (dense, sparse):
-            for rank, hit in enumerate(hits, start=1):
-                doc = self._to_document(hit["entity"])
+        for hits in (dense, self._scored(sparse)):
+            for rank, (hit, _) in enumerate(hits, start=1):
+                doc = Document(page_content=hit.page_content, metadata=dict(hit.metadata), id=hit.id)
                 found.setdefault(str(doc.id), doc)
                 scores[str(doc.id)] = scores.get(str(doc.id), 0.0) + 1.0 / (rrf_k + rank)
         fused = sorted(scores.items(), key=lambda item: -item[1])[:k]
-        return dense_hits, [(found[cid], score) for cid, score in fused]
+        return dense, [(found[cid], score) for cid, score in fused]
 
     @property
     def chunks(self) -> Collection:
