@@ -16,8 +16,9 @@ import re
 from dataclasses import dataclass
 
 from rag_graphs.entity_graph.entities import normalize
+from rag_graphs.store.keywords import STOP_WORDS
 from rag_graphs.text.answer_types import AnswerType
-from rag_graphs.text.candidates import ParsedPassage
+from rag_graphs.text.candidates import ParsedPassage, stem
 from rag_graphs.text.reader_features import content_words
 from rag_graphs.text.roles import relation_hop
 from rag_graphs.text.spans import date_parts
@@ -37,6 +38,11 @@ _WORD_NUMBERS = {
 _DEATH = re.compile(r"\b(?:died|death|dead)\b", re.I)
 _RELATION_OF_PERSON = re.compile(r"\b(?:born|older|younger|died|death|age|lived)\b", re.I)
 _QUALIFIER = re.compile(r"\s*\([^)]*\)\s*$")
+_COUNTED = re.compile(r"\b(?:more|most|fewer|fewest|less|least)\s+([a-z]+)(?:\s+([a-z]+))?", re.I)
+_MEASURE = re.compile(r"\b(?:higher|highest|taller|tallest|elevation|height)\b", re.I)
+_LENGTH = re.compile(r"\b(\d[\d,]*(?:\.\d+)?)\s?(m|metres|meters|ft|feet)\b", re.I)
+_COUNT_WORD = re.compile(r"\d[\d,]*(?:\.\d+)?|[A-Za-z]+")
+_ONE = frozenset({"single", "sole", "lone"})
 
 
 @dataclass(frozen=True)
@@ -110,16 +116,12 @@ def _value(question: str, typed: AnswerType, passages: list[ParsedPassage], d: i
             d = hop[0]
     passage = passages[d]
     if typed.direction in ("more", "less"):
-        head = typed.head[:5] if typed.head else ""
-        for s, sentence in enumerate(passage.sentences):
-            if head and head not in sentence.stems and not (content_words(question) & set(sentence.stems)):
-                continue
-            for span in sentence.spans:
-                if span.label in ("CARDINAL", "QUANTITY"):
-                    number = _as_number(span.text)
-                    if number is not None:
-                        return number, (*evidence, (d, s))
-        return None
+        found = (
+            _counted(question, passage)
+            or _measured(question, passage)
+            or _first_number(question, typed, passage)
+        )
+        return (found[0], (*evidence, (d, found[1]))) if found else None
     dates = _dates(passage)
     if not dates:
         return None
@@ -130,6 +132,55 @@ def _value(question: str, typed: AnswerType, passages: list[ParsedPassage], d: i
     if _DEATH.search(question) and len(dates) >= 2:
         return dates[1][0], (*evidence, (d, dates[1][1]))
     return dates[0][0], (*evidence, (d, dates[0][1]))
+
+
+def _counted(question: str, passage: ParsedPassage) -> tuple[float, int] | None:
+    """ "Which genus has more species?": the first count the passage puts before the counted noun
+    ("about 150 species", "five members", "the sole species": one), at most one word between,
+    with its sentence."""
+    noun = _COUNTED.search(question)
+    if noun is None:
+        return None
+    wanted = {stem(w) for w in noun.groups() if w and w.lower() not in STOP_WORDS}
+    for s, sentence in enumerate(passage.sentences):
+        words = _COUNT_WORD.findall(sentence.text)
+        for i, word in enumerate(words):
+            if stem(word) not in wanted:
+                continue
+            for before in words[max(i - 2, 0) : i][::-1]:
+                number = 1.0 if before.lower() in _ONE else _as_number(before)
+                if number is not None:
+                    return number, s
+    return None
+
+
+def _measured(question: str, passage: ParsedPassage) -> tuple[float, int] | None:
+    """ "Which mountain is higher?": the largest height or length the passage gives in metres or
+    feet (a summit's elevation is its largest figure; "a 3 km ridge above 7400 m" is not 3)."""
+    if not _MEASURE.search(question):
+        return None
+    best: tuple[float, int] | None = None
+    for s, sentence in enumerate(passage.sentences):
+        for match in _LENGTH.finditer(sentence.text):
+            feet = match.group(2).lower().startswith("f")
+            metres = float(match.group(1).replace(",", "")) * (0.3048 if feet else 1.0)
+            if best is None or metres > best[0]:
+                best = (metres, s)
+    return best
+
+
+def _first_number(question: str, typed: AnswerType, passage: ParsedPassage) -> tuple[float, int] | None:
+    """The first number of a sentence holding the question's head noun or another of its words."""
+    head = typed.head[:5] if typed.head else ""
+    for s, sentence in enumerate(passage.sentences):
+        if head and head not in sentence.stems and not (content_words(question) & set(sentence.stems)):
+            continue
+        for span in sentence.spans:
+            if span.label in ("CARDINAL", "QUANTITY"):
+                number = _as_number(span.text)
+                if number is not None:
+                    return number, s
+    return None
 
 
 def _as_number(text: str) -> float | None:

@@ -84,6 +84,11 @@ _FIRST_NAMES = re.compile(r"^(?:[A-Z][\w'-]*\s+){1,2}$")
 ("*Dirk* Werner Nowitzki is ...": a biography's first sentence)."""
 _NOT_NAMES = frozenset("the a an in on at by for from of with after before during when while".split())
 _QUOTES = '"“”'
+_YEARS = re.compile(r"(?:c\.\s*)?(?:1[0-9]{3}|20[0-9]{2})(?:\s*[–—-]\s*(?:1[0-9]{3}|20[0-9]{2}))?")
+"""A year or a range of years spaCy calls a number ("about 1730", "1704–1772"): a date."""
+_INNER_NAME = re.compile(r'^(?:the\s+)?["“](.+?)["”]\s+\S|^(.+?)\s+(?:A\.?F\.?C\.?|F\.?C\.?)$')
+"""A name inside a longer one: a quoted title before more words ('the "Boston Herald" Rumor
+Clinic'), a club without its "F.C." ("Manchester United F.C.")."""
 
 
 def shaped(span: Span, sentence: str) -> Span:
@@ -126,7 +131,15 @@ def answer_spans(span: Span, sentence: str) -> list[Span]:
     """The answers ``span`` offers: its dates (``date_parts``), each ``shaped``, and for places
     in a row each shorter row from its first place ("Battle Creek, Michigan" of "Battle Creek,
     Michigan, United States": answers stop at the state as often as at the country)."""
+    if span.label == "CARDINAL" and _YEARS.fullmatch(_NUMBER_LEAD.sub("", span.text)):
+        span = Span(span.text, "DATE", span.start, span.end, span.token_start, span.token_end, span.column)
     found = [shaped(part, sentence) for part in date_parts(span, sentence)]
+    if span.label in ("ORG", "FAC", "GPE", "WORK_OF_ART", "EVENT") and not span.column:
+        inner = _INNER_NAME.search(span.text)
+        if inner:
+            g = inner.lastindex or 1
+            a = span.start + inner.start(g)
+            found.append(_sliced(sentence, a, a + len(inner.group(g)), span.label))
     if span.label == "GPE" and not span.column:
         at = span.text.find(", ", span.text.find(", ") + 2) if ", " in span.text else -1
         while at != -1:

@@ -327,3 +327,37 @@ def test_a_question_whose_words_no_passage_holds_has_no_answer_there():
     assert reading.no_evidence and reading.answer == ""
     assert "none of the question's words" in reading.reason
     assert not read("What is the purpose of the film Korvik Falls?", [KORVIK, BRANDT]).no_evidence
+
+
+def test_more_of_a_counted_thing_compares_the_counts_before_that_noun():
+    """ "Which genus has more species?": the count before "species", not the first number of a
+    sentence ("described in 1853"); "the sole species" counts one."""
+    marsilea = doc(
+        "Marsilea",
+        "Marsilea is a genus described in 1753. It holds approximately 65 species of aquatic ferns.",
+    )
+    brabejum = doc(
+        "Brabejum", "Brabejum is a genus described in 1853 whose sole species is B. stellatifolium."
+    )
+    reading = read("Which genus has more species, Brabejum or Marsilea?", [brabejum, marsilea])
+    assert (reading.answer, reading.reason) == ("Marsilea", "compared more: 1.0 vs 65.0")
+    fewer = read("Which genus has fewer species, Marsilea or Brabejum?", [marsilea, brabejum])
+    assert (fewer.answer, fewer.reason) == ("Brabejum", "compared less: 65.0 vs 1.0")
+
+
+def test_higher_compares_the_largest_height_in_metres_or_feet():
+    """A summit's elevation is its passage's largest height; "a 3 km long ridge" is no height,
+    and feet are compared as metres."""
+    distaghil = doc(
+        "Distaghil Sar",
+        "Distaghil Sar is the highest mountain in the Hispar Muztagh. The mountain has an about 3 km "
+        "long top ridge above 7400m with three summits: west 7885m, central 7760 m.",
+    )
+    crown = doc(
+        "The Crown (mountain)", "The Crown is a mountain in the Karakoram. Its summit is at 26,500 ft."
+    )
+    reading = read("Which Karakoram mountain is higher: Distaghil Sar or The Crown", [distaghil, crown])
+    assert reading.answer == "The Crown", reading.reason  # 26,500 ft is 8077 m, over 7885 m
+    lower = doc("The Crown (mountain)", "The Crown is a mountain in the Karakoram. Its summit is at 7295 m.")
+    reading = read("Which Karakoram mountain is higher: Distaghil Sar or The Crown", [distaghil, lower])
+    assert (reading.answer, reading.reason) == ("Distaghil Sar", "compared more: 7885.0 vs 7295.0")

@@ -197,3 +197,46 @@ def test_a_what_kind_question_is_answered_by_a_lead_sentences_common_noun() -> N
     # a person's question gets no description: "director" is no one's name
     person = [doc("Ilsa Brandt", "Ilsa Brandt is a Danish film director.")]
     assert DESCRIPTION not in {label for _, label in offered("Who directed Korvik Falls?", person)}
+
+
+@pytest.mark.parametrize(
+    ("sentence", "span", "label", "expected"),
+    [
+        # a name inside a longer one: a quoted title before more words, a club without "F.C."
+        (
+            'He ran the "Boston Herald" Rumor Clinic.',
+            'the "Boston Herald" Rumor Clinic',
+            "ORG",
+            "Boston Herald",
+        ),
+        ("He joined Manchester United F.C. in 2001.", "Manchester United F.C.", "ORG", "Manchester United"),
+    ],
+)
+def test_a_name_inside_a_longer_name_is_offered_too(sentence: str, span: str, label: str, expected: str):
+    found = answer_spans(span_of(sentence, span, label), sentence)
+    assert [s.text for s in found] == [span, expected]
+    assert all(sentence[s.start : s.end] == s.text for s in found)
+
+
+@pytest.mark.parametrize(
+    ("sentence", "span", "expected"),
+    [
+        ("The firm was founded in Lancaster about 1730.", "about 1730", ["about 1730"]),
+        ("Robert Gillow (1704–1772) founded it.", "1704–1772", ["1704", "1772"]),
+    ],
+)
+def test_a_year_spacy_calls_a_number_is_a_date(sentence: str, span: str, expected: list[str]) -> None:
+    found = answer_spans(span_of(sentence, span, "CARDINAL"), sentence)
+    assert [(s.text, s.label) for s in found] == [(text, "DATE") for text in expected]
+    # a count stays a number
+    counted = "It has 150 species."
+    assert [s.label for s in answer_spans(span_of(counted, "150", "CARDINAL"), counted)] == ["CARDINAL"]
+
+
+def test_a_founding_year_spacy_calls_a_number_answers_a_year_question() -> None:
+    passage = doc(
+        "Gillows of Lancaster",
+        "Gillows of Lancaster was a furniture firm founded in Lancaster about 1730 by Robert Gillow.",
+    )
+    reading = read("In which year was the furniture firm Gillows of Lancaster founded?", [passage])
+    assert reading.answer == "1730", reading.reason
