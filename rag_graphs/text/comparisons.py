@@ -271,6 +271,12 @@ def _attributes(passage: ParsedPassage) -> set[str]:
     return set()
 
 
+def _alike(a: str, b: str) -> bool:
+    """One value names the other: "german" and "east german", "france" and "france"."""
+    wa, wb = set(a.split()), set(b.split())
+    return bool(wa) and bool(wb) and (wa <= wb or wb <= wa)
+
+
 def polar_answer(question: str, passages: list[ParsedPassage]) -> Decision | None:
     """ "yes" or "no" to a polar question (see the module docstring), or None without passages.
 
@@ -291,7 +297,7 @@ def polar_answer(question: str, passages: list[ParsedPassage]) -> Decision | Non
             holders.append(hop[0] if hop else d)
         values = [_attributes(passages[d]) for d in holders]
         if all(values):
-            same = bool(values[0] & values[1])
+            same = any(_alike(a, b) for a in values[0] for b in values[1])
             evidence = tuple((d, 0) for d in holders)
             return Decision("yes" if same else "no", 0.8, evidence, f"compared {values[0]} with {values[1]}")
     words = content_words(question) - {"both", "same"}

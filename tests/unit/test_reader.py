@@ -361,3 +361,15 @@ def test_higher_compares_the_largest_height_in_metres_or_feet():
     lower = doc("The Crown (mountain)", "The Crown is a mountain in the Karakoram. Its summit is at 7295 m.")
     reading = read("Which Karakoram mountain is higher: Distaghil Sar or The Crown", [distaghil, lower])
     assert (reading.answer, reading.reason) == ("Distaghil Sar", "compared more: 7885.0 vs 7295.0")
+
+
+def test_a_nationality_that_names_the_other_is_the_same_country():
+    """ "German" and "East German" name one country for a 1923 film and a 1966 one (2Wiki's
+    gold says so); "British" and "American" do not."""
+    dollar = doc("The Almighty Dollar (1923 Film)", "The Almighty Dollar is a 1923 German silent drama film.")
+    alfons = doc("Alfons Zitterbacke", "Alfons Zitterbacke is a 1966 East German children's film.")
+    valpre = doc("The Rocks Of Valpre (1935 Film)", "The Rocks of Valpre is a 1935 British drama film.")
+    same = "Are both movies, The Almighty Dollar (1923 Film) and Alfons Zitterbacke, from the same country?"
+    assert read(same, [dollar, alfons]).answer == "yes"
+    other = "Are both movies, The Rocks Of Valpre (1935 Film) and Alfons Zitterbacke, from the same country?"
+    assert read(other, [valpre, alfons]).answer == "no"
