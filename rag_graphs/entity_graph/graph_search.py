@@ -144,11 +144,11 @@ def graph_search(
     keep_in_top = max(min(options.keep_in_top, k - 1), 0)  # the walk always keeps a place
     keep = {"keep_first": options.keep_first, "keep_in_top": keep_in_top}
     if options.learned_rank:
-        held = RankInputs(query, vector, first, question.seeds, hood, walked, protected)
+        held = RankInputs(query, vector, first, question.seeds, hood, walked, protected, mirror)
         ranked = learned_ranking(index, shipped_ranker(), held, k=k, expr=expr, **keep)
     else:
         ranked = rank(walked.chunks, walked.probabilities, protected, k=k, **keep)
     laps("rank")  # the learned ranker's read, features and trees, when on
-    found.hits = documents_of(index, ranked, first.documents())
+    found.hits = documents_of(index, ranked, first.documents(), mirror)
     laps("fetch")
     return found

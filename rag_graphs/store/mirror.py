@@ -1,6 +1,7 @@
-"""An in-process copy of a Milvus Lite chunk collection (its rows and dense vectors), one per store
-state, for an exact dense search without Milvus Lite's round trip (graph search's first dense
-search, issue 47).
+"""An in-process copy of a Milvus Lite chunk collection (its rows, dense vectors and BM25 weights),
+one per store state, for graph search's first searches and its reads of chunk rows without Milvus
+Lite's round trips (issue 47, rounds 4 and 5): an exact dense search, a BM25 search
+(``store.bm25``), and rows and stored vectors by id (the learned ranker's pool, the final fetch).
 
 Why: Milvus Lite 3.2 answers a dense search of 21,346 x 384 vectors in 27-30 ms (9,809: ~27 ms),
 nearly all of it Python work over every stored row (the sequence map that hides older versions
@@ -26,6 +27,11 @@ process should copy), at most ``MAX_MIRRORED_ROWS`` chunks, and only for a searc
 filter: a filtered search (access control, the evaluator's filters) stays in Milvus, which
 applies the filter inside the search, because re-implementing Milvus's filter language here
 exactly is more risk than a few milliseconds are worth; no filtered search ever sees the copy.
+
+BM25 (``keyword_search``) scores as the store's BM25 function does but with N, document
+frequencies and average length over the live rows, where Milvus Lite takes them per segment over
+every row stored there, superseded and deleted ones included (``store.bm25``); building its
+weights adds ~1 s per 10,000 chunks to the copy's reading.
 """
 
 from __future__ import annotations
@@ -36,12 +42,13 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from langchain_core.documents import Document
 
-from rag_graphs.store.fields import DENSE_FIELD
+from rag_graphs.store.bm25 import Bm25Matrix
+from rag_graphs.store.fields import DENSE_FIELD, PRIMARY_FIELD, TEXT_FIELD
 from rag_graphs.store.lite import is_local
 from rag_graphs.store.reads import IndexReads
 
@@ -59,12 +66,17 @@ allocated in this process, Milvus Lite's reading of its pages included, holding 
 
 @dataclass(frozen=True)
 class ChunkMirror:
-    """One store state's chunks: ``rows`` (every field a search returns, as stored), and
-    ``units``, their dense vectors scaled to length 1 (a zero vector kept as is), row by row."""
+    """One store state's chunks: ``rows`` (every field a search returns, as stored), ``vectors``
+    (their dense vectors as stored, float32 as Milvus keeps them), ``units`` (those scaled to
+    length 1, a zero vector kept as is), row by row; ``keywords``, their texts' BM25 weights
+    (None: a dense-only collection); ``positions``, chunk id -> row."""
 
     state: Hashable
     rows: Sequence[dict]
     units: np.ndarray
+    vectors: np.ndarray | None = None
+    keywords: Bm25Matrix | None = None
+    positions: dict[str, int] = field(default_factory=dict)
 
     def search(self, vector: Sequence[float], k: int) -> list[tuple[Document, float]]:
         """The ``k`` rows most similar to ``vector`` by cosine, best first, each a new
@@ -80,6 +92,27 @@ class ChunkMirror:
             top = np.arange(len(scores))
         top = top[np.lexsort((top, -scores[top]))]  # by score, then by row order
         return [(_document(self.rows[i]), float(scores[i])) for i in top]
+
+    def keyword_search(self, query: str, k: int) -> list[tuple[Document, float]] | None:
+        """The ``k`` rows BM25 scores highest for ``query`` (already less its function words, as
+        the store is asked: ``keywords.keyword_query``), best first, each a new ``Document`` with
+        its BM25 score (Milvus Lite hands the same back negated, as a distance; the first searches
+        use only the order); None when the copy holds no BM25 weights (the caller asks the store)."""
+        if self.keywords is None:
+            return None
+        return [(_document(self.rows[i]), score) for i, score in self.keywords.top(query, k)]
+
+    def get(self, ids: Sequence[str]) -> list[Document]:
+        """The chunks of ``ids`` as ``IndexReads.get`` returns them: in the order asked, missing
+        ids left out, each a new ``Document``."""
+        return [_document(self.rows[self.positions[i]]) for i in ids if i in self.positions]
+
+    def stored(self, ids: Sequence[str]) -> dict[str, tuple[dict, np.ndarray]]:
+        """Chunk id -> (its stored row, its dense vector as stored), for the ids held; the row is the
+        copy's own (read it, do not edit it)."""
+        if self.vectors is None:
+            return {}
+        return {i: (self.rows[p], self.vectors[p]) for i in ids if (p := self.positions.get(i)) is not None}
 
 
 def chunk_mirror(index: IndexReads, state: Hashable) -> ChunkMirror | None:
@@ -130,13 +163,17 @@ def _read(index: IndexReads, state: Hashable) -> ChunkMirror | None:
     matrix = np.concatenate(vectors)
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     units = matrix / np.where(norms == 0, 1.0, norms)  # as Milvus Lite's cosine scales them
+    read = time.perf_counter()
+    keywords = Bm25Matrix.build([str(row.get(TEXT_FIELD) or "") for row in rows]) if index.hybrid else None
+    positions = {str(row[PRIMARY_FIELD]): i for i, row in enumerate(rows)}
     log.info(
-        "collection %r: %d chunk vectors read for in-process dense search in %.1f s",
+        "collection %r: %d chunk rows and vectors read in %.1f s, BM25 weights built in %.1f s",
         index.collection,
         len(rows),
-        time.perf_counter() - start,
+        read - start,
+        time.perf_counter() - read,
     )
-    return ChunkMirror(state, tuple(rows), units)
+    return ChunkMirror(state, tuple(rows), units, matrix, keywords, positions)
 
 
 def _unit(vector: np.ndarray) -> np.ndarray:
