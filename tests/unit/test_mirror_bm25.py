@@ -20,10 +20,17 @@ from rag_graphs.entity_graph.rows import graph_state
 from rag_graphs.store.bm25 import Bm25Matrix, term_id, tokens
 from rag_graphs.store.fields import SPARSE_FIELD
 from rag_graphs.store.keywords import keyword_query
+from rag_graphs.store import mirror
 from rag_graphs.store.mirror import chunk_mirror
 from tests.unit.test_graph import PASSAGES, QUESTION, chunk, ingest
 
 CORPUS = ["the cat sat on the mat", "the dog sat", "cat cat cat", "", "Dogs and CATS"]
+
+
+@pytest.fixture
+def keywords_in_process(monkeypatch):
+    """Copies hold BM25 weights (``mirror.KEYWORDS_IN_PROCESS``, off by default)."""
+    monkeypatch.setattr(mirror, "KEYWORDS_IN_PROCESS", True)
 
 
 def hand_bm25(query: str, texts: list[str], k1: float = 1.5, b: float = 0.75) -> list[float]:
@@ -58,7 +65,7 @@ def test_the_analyzer_is_the_stores():
     assert term_id("") == 0x811C9DC5  # FNV-1a's offset basis
 
 
-def test_the_copys_bm25_ranks_as_milvus_on_one_segment(index):
+def test_the_copys_bm25_ranks_as_milvus_on_one_segment(index, keywords_in_process):
     """One flushed segment, no superseded row: N, df and avgdl are the same either way."""
     index.add([chunk(c) for c in PASSAGES])
     index.flush()
@@ -74,7 +81,7 @@ def test_the_copys_bm25_ranks_as_milvus_on_one_segment(index):
         assert [s for _, s in ours] == pytest.approx([abs(s) for _, s in theirs], rel=1e-5)
 
 
-def test_a_delete_and_an_insert_change_the_state_and_the_bm25_copy_follows(index):
+def test_a_delete_and_an_insert_change_the_state_and_the_bm25_copy_follows(index, keywords_in_process):
     ingest(index, [chunk(c) for c in PASSAGES])
     before = graph_state(index)
     first = chunk_mirror(index, before)
@@ -144,3 +151,11 @@ def test_an_empty_corpus_scores_nothing():
     matrix = Bm25Matrix.build([])
     assert matrix.top("cat", 3) == [] and matrix.scores("cat").shape == (0,)
     assert np.all(Bm25Matrix.build(["", ""]).scores("cat") == 0)
+
+
+def test_by_default_a_copy_holds_no_bm25_and_bm25_asks_the_store(index):
+    """``KEYWORDS_IN_PROCESS`` is off: the first searches fuse the copy's dense ranking with Milvus's
+    BM25, as round 4 did."""
+    index.add([chunk(c) for c in PASSAGES])
+    copy = chunk_mirror(index, index.fingerprint())
+    assert copy is not None and copy.keywords is None and copy.keyword_search("granite", 3) is None
