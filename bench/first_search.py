@@ -62,7 +62,8 @@ def main() -> None:
 
     from rag_graphs.config.context import RagContext
     from rag_graphs.config.graph_search import GraphSearchOptions
-    from rag_graphs.entity_graph import candidates, graph_search as search_module
+    from rag_graphs.entity_graph import candidates
+    from rag_graphs.entity_graph import graph_search as search_module
     from rag_graphs.entity_graph.graph_search import graph_search
     from rag_graphs.entity_graph.rows import graph_state
     from rag_graphs.eval.datasets import load_dataset
@@ -140,7 +141,10 @@ def main() -> None:
                 "R@5": recall(ranked, example.supporting_ids, 5),
             }
         keywords = keyword_query(example.question, index.bm25_stop_words)
-        theirs = [str(d.id) for d, _ in index._scored(index._search_field(SPARSE_FIELD, [keywords], DENSE_K, None)[0])]
+        theirs = [
+            str(d.id)
+            for d, _ in index._scored(index._search_field(SPARSE_FIELD, [keywords], DENSE_K, None)[0])
+        ]
         ours = [str(d.id) for d, _ in real_keyword_search(mirror, keywords, DENSE_K) or []]
         run["bm25_set_differs"] = set(theirs) != set(ours)
         run["bm25_top5_differs"] = theirs[:5] != ours[:5]

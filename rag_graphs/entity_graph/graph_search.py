@@ -119,6 +119,7 @@ def graph_search(
         if rows.cache is not None:
             state = rows.cache.state
         mirror = chunk_mirror(index, state if state is not None else graph_state(index))
+        rows.mirror = mirror  # its chunk reads too: the same state's rows, no cache miss asks Milvus
     vector = embed_queries(index.embeddings, [query])[0]
     first_k = max(k, DENSE_K)
     with first_searches(index, query, vector, k=first_k, expr=expr, hybrid=hybrid, mirror=mirror) as pending:

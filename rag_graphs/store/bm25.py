@@ -100,11 +100,11 @@ class Bm25Matrix:
         avgdl = float(lengths.sum()) / n if n else 0.0
         avgdl = avgdl if avgdl > 0 else 1.0
         row = np.asarray(rows, dtype=np.int64)
-        tf = np.asarray(tfs, dtype=np.float64)
+        freq = np.asarray(tfs, dtype=np.float64)
         df = np.bincount(row, minlength=len(terms))
         idf = np.asarray([math.log((n - d + 0.5) / (d + 0.5) + 1.0) for d in df.tolist()])
         dl = lengths[np.asarray(cols, dtype=np.int64)] if cols else np.zeros(0)
-        weight = idf[row] * ((tf * (k1 + 1.0)) / (tf + k1 * (1.0 - b + b * dl / avgdl)))
+        weight = idf[row] * ((freq * (k1 + 1.0)) / (freq + k1 * (1.0 - b + b * dl / avgdl)))
         matrix = csr_matrix((weight, (row, np.asarray(cols, dtype=np.int64))), shape=(len(terms), n))
         return cls(terms, matrix, n)
 

@@ -43,14 +43,17 @@ import time
 from collections import OrderedDict
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 from langchain_core.documents import Document
 
-from rag_graphs.store.bm25 import Bm25Matrix
 from rag_graphs.store.fields import DENSE_FIELD, PRIMARY_FIELD, TEXT_FIELD
 from rag_graphs.store.lite import is_local
 from rag_graphs.store.reads import IndexReads
+
+if TYPE_CHECKING:
+    from rag_graphs.store.bm25 import Bm25Matrix
 
 log = logging.getLogger(__name__)
 
@@ -114,6 +117,11 @@ class ChunkMirror:
         ids left out, each a new ``Document``."""
         return [_document(self.rows[self.positions[i]]) for i in ids if i in self.positions]
 
+    def stored_rows(self, ids: Sequence[str]) -> dict[str, dict]:
+        """Chunk id -> its stored row, for the ids held, in the order asked; the rows are the
+        copy's own (read them, do not edit them)."""
+        return {i: self.rows[p] for i in dict.fromkeys(ids) if (p := self.positions.get(i)) is not None}
+
     def stored(self, ids: Sequence[str]) -> dict[str, tuple[dict, np.ndarray]]:
         """Chunk id -> (its stored row, its dense vector as stored), for the ids held; the row is the
         copy's own (read it, do not edit it)."""
@@ -173,6 +181,8 @@ def _read(index: IndexReads, state: Hashable) -> ChunkMirror | None:
     read = time.perf_counter()
     keywords = None
     if KEYWORDS_IN_PROCESS and index.hybrid:
+        from rag_graphs.store.bm25 import Bm25Matrix  # off by default: not on the default path
+
         keywords = Bm25Matrix.build([str(row.get(TEXT_FIELD) or "") for row in rows])
     positions = {str(row[PRIMARY_FIELD]): i for i, row in enumerate(rows)}
     log.info(

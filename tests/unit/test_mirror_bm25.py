@@ -12,15 +12,16 @@ import pytest
 from langchain_core.documents import Document
 
 from rag_graphs.config.graph_search import GraphSearchOptions
-from rag_graphs.entity_graph import candidates, graph_search as search_module
+from rag_graphs.entity_graph import candidates
+from rag_graphs.entity_graph import graph_search as search_module
 from rag_graphs.entity_graph.candidates import read_pool
 from rag_graphs.entity_graph.graph_search import graph_search
 from rag_graphs.entity_graph.rank import documents_of
 from rag_graphs.entity_graph.rows import graph_state
+from rag_graphs.store import mirror
 from rag_graphs.store.bm25 import Bm25Matrix, term_id, tokens
 from rag_graphs.store.fields import SPARSE_FIELD
 from rag_graphs.store.keywords import keyword_query
-from rag_graphs.store import mirror
 from rag_graphs.store.mirror import chunk_mirror
 from tests.unit.test_graph import PASSAGES, QUESTION, chunk, ingest
 
@@ -45,7 +46,13 @@ def hand_bm25(query: str, texts: list[str], k1: float = 1.5, b: float = 0.75) ->
             tf = doc.count(term)
             if tf:
                 idf = math.log((n - df + 0.5) / (df + 0.5) + 1)
-                score += query.lower().split().count(term) * idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len(doc) / avgdl))
+                score += (
+                    query.lower().split().count(term)
+                    * idf
+                    * tf
+                    * (k1 + 1)
+                    / (tf + k1 * (1 - b + b * len(doc) / avgdl))
+                )
         out.append(score)
     return out
 
@@ -54,7 +61,10 @@ def hand_bm25(query: str, texts: list[str], k1: float = 1.5, b: float = 0.75) ->
 def test_bm25_scores_as_the_formula(query):
     matrix = Bm25Matrix.build(CORPUS)
     assert matrix.scores(query) == pytest.approx(hand_bm25(query, CORPUS), abs=1e-12)
-    expected = sorted((i for i, s in enumerate(hand_bm25(query, CORPUS)) if s > 0), key=lambda i: (-hand_bm25(query, CORPUS)[i], i))
+    expected = sorted(
+        (i for i, s in enumerate(hand_bm25(query, CORPUS)) if s > 0),
+        key=lambda i: (-hand_bm25(query, CORPUS)[i], i),
+    )
     assert [i for i, _ in matrix.top(query, 10)] == expected
     assert [i for i, _ in matrix.top(query, 1)] == expected[:1]
 
@@ -96,7 +106,9 @@ def test_a_delete_and_an_insert_change_the_state_and_the_bm25_copy_follows(index
     assert after_delete.keyword_search("granite", 5) == []
     assert after_delete.keywords is not None and after_delete.keywords.chunks == len(PASSAGES) - 1
 
-    extra = Document(page_content="Granite quarries of Osric Vale.", metadata={"chunk_id": "n1", "source": "c"})
+    extra = Document(
+        page_content="Granite quarries of Osric Vale.", metadata={"chunk_id": "n1", "source": "c"}
+    )
     index.add([extra])
     inserted = chunk_mirror(index, graph_state(index))
     assert inserted is not None
@@ -159,3 +171,21 @@ def test_by_default_a_copy_holds_no_bm25_and_bm25_asks_the_store(index):
     index.add([chunk(c) for c in PASSAGES])
     copy = chunk_mirror(index, index.fingerprint())
     assert copy is not None and copy.keywords is None and copy.keyword_search("granite", 3) is None
+
+
+def test_the_neighbourhoods_chunk_reads_from_the_copy_are_the_stores(index):
+    """Graph search's chunk reads by key (``rows.GraphRows.chunks``) answered from the copy give the
+    rows the store gives, and a filtered read still asks the store."""
+    from rag_graphs.entity_graph.rows import GraphRows
+
+    ingest(index, [chunk(c, tenant="a" if c.startswith("p") else "b") for c in PASSAGES])
+    copy = chunk_mirror(index, graph_state(index))
+    fields = ["pk", "entities", "title", "headings"]
+    ids = ["d2", "gone", "p1", "p2"]
+    ours = GraphRows(index, mirror=copy).chunks(ids, fields, None)
+    theirs = GraphRows(index).chunks(ids, fields, None)
+    assert ours == theirs and list(ours) == ["d2", "p1", "p2"]
+    ours["p1"]["entities"].append("edited")
+    assert "edited" not in GraphRows(index, mirror=copy).chunks(["p1"], fields, None)["p1"]["entities"]
+    filtered = GraphRows(index, mirror=copy).chunks(ids, fields, 'tenant == "a"')
+    assert list(filtered) == ["p1", "p2"]
