@@ -76,11 +76,14 @@ class GraphSearchOptions:
 
     dense_in_process: bool = _env("RAG_GRAPHS_GRAPH_DENSE_IN_PROCESS", True)
     """Graph search's first dense search, when it has no filter and the store is a Milvus Lite
-    path, runs in this process over the store state's copy of the chunk vectors
+    path, runs in this process over the store state's copy of the chunk rows and vectors
     (``rag_graphs.store.mirror``, read once per state, ~4 s per 10,000 chunks): exact cosine in
     ~1 ms where Milvus Lite's own search took ~27 ms. Milvus Lite's search is HNSW (approximate),
     so the first hits can differ where it missed a nearer chunk (BENCHMARKS.md, "Graph search's
-    first searches in process"). False: Milvus searches, as before; a filtered search always does."""
+    first searches in process"). The neighbourhood's chunk reads, the learned ranker's read of its
+    pool's rows and vectors and the final fetch by id come from the same copy (the same values:
+    ~25 ms of p50 less at 21k passages; round 5). False: Milvus searches and reads, as before; a
+    filtered search always does."""
 
     def protects_hybrid(self) -> bool:
         """True when hybrid search's ranking is needed (``keep_first``, ``keep_in_top`` or the learned

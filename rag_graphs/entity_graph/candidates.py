@@ -27,6 +27,7 @@ from rag_graphs.entity_graph.rows import COUNT_FIELD
 from rag_graphs.store.fields import DENSE_FIELD, TEXT_FIELD
 from rag_graphs.store.index import ChunkIndex
 from rag_graphs.store.keywords import STOP_WORDS
+from rag_graphs.store.mirror import ChunkMirror
 
 POOL = 30
 """Today's first ``POOL`` passages join the first hits in the pool the ranker orders."""
@@ -234,17 +235,32 @@ def content_words(text: str) -> set[str]:
 
 
 def read_pool(
-    index: ChunkIndex, pool: Sequence[str], query_vector: Sequence[float], expr: str | None
+    index: ChunkIndex,
+    pool: Sequence[str],
+    query_vector: Sequence[float],
+    expr: str | None,
+    mirror: ChunkMirror | None = None,
 ) -> tuple[dict[str, float], dict[str, tuple[str, str]]]:
     """One read of the pool's stored rows through ``expr``: the question's cosine to each and
-    each one's (title, text)."""
-    rows = index.chunks.get(list(pool), [DENSE_FIELD, TEXT_FIELD, "title"], where=expr)
-    vectors = {cid: row[DENSE_FIELD] for cid, row in rows.items()}
+    each one's (title, text). ``mirror``: the store state's in-process copy (only without a
+    filter), which holds the same rows and stored vectors, so the store is not asked (~14 ms of
+    the rank lap at 21k passages)."""
+    if mirror is not None and expr is not None:
+        raise ValueError("a filtered read never reads the in-process copy")
+    if mirror is not None:
+        held = mirror.stored(pool)
+        rows: Mapping[str, Mapping] = {cid: row for cid, (row, _) in held.items()}
+        vectors: Mapping[str, Sequence[float] | np.ndarray] = {cid: v for cid, (_, v) in held.items()}
+    else:
+        rows = index.chunks.get(list(pool), [DENSE_FIELD, TEXT_FIELD, "title"], where=expr)
+        vectors = {cid: row[DENSE_FIELD] for cid, row in rows.items()}
     texts = {cid: (str(row.get("title") or ""), str(row.get(TEXT_FIELD) or "")) for cid, row in rows.items()}
     return cosines_of(vectors, query_vector), texts
 
 
-def cosines_of(vectors: Mapping[str, Sequence[float]], query: Sequence[float]) -> dict[str, float]:
+def cosines_of(
+    vectors: Mapping[str, Sequence[float] | np.ndarray], query: Sequence[float]
+) -> dict[str, float]:
     """The cosine of ``query`` to each stored vector, by chunk id."""
     if not vectors:
         return {}

@@ -7,9 +7,11 @@ top protected (``GraphSearchOptions.protects_hybrid``) one dense and one BM25 se
 rankings (``ChunkIndex.search_legs``); without, one dense search.
 
 Without a filter, on a Milvus Lite store, the dense search runs in this process over the store
-state's copy of the chunk vectors (``store.mirror.ChunkMirror``, given as ``mirror``): exact cosine
-in ~1 ms where Milvus Lite's HNSW search took ~27 ms (BENCHMARKS.md, "Graph search's first searches
-in process"); BM25 still asks Milvus. A filtered search never gets a copy (``graph_search``).
+state's copy of the chunks (``store.mirror.ChunkMirror``, given as ``mirror``): exact cosine in
+~1 ms where Milvus Lite's HNSW search took ~27 ms (BENCHMARKS.md, "Graph search's first searches
+in process"). BM25 asks Milvus, unless the copy holds BM25 weights (``mirror.KEYWORDS_IN_PROCESS``,
+off: BENCHMARKS.md, "Graph search in process, round 5"). A filtered search never gets a copy
+(``graph_search``).
 
 The worker is the search's own and ends with it: ``first_searches`` joins it on every way out,
 error or not. A worker left running past a failed graph search would, once the run closed the
@@ -27,6 +29,7 @@ from dataclasses import dataclass
 from langchain_core.documents import Document
 
 from rag_graphs.store.index import ChunkIndex
+from rag_graphs.store.keywords import keyword_query
 from rag_graphs.store.mirror import ChunkMirror
 
 THREAD_NAME = "graph-search"
@@ -70,13 +73,16 @@ def search_first_hits(
 ) -> FirstHits:
     """The first searches, ``k`` hits each through ``expr``, with the question vector already
     computed: dense and hybrid from one dense and one BM25 search when ``hybrid``, else dense.
-    ``mirror``: the dense search's in-process copy (only ever given for a search without a
-    filter), else Milvus searches."""
+    ``mirror``: the in-process copy (only ever given for a search without a filter), which
+    searches the dense leg and, when it holds BM25 weights, the BM25 one; else Milvus searches."""
     if mirror is not None and expr is not None:
         raise ValueError("a filtered search never reads the in-process copy")
     dense = mirror.search(vector, k) if mirror is not None else None
     if hybrid:
-        dense, fused = index.search_legs(query, vector, k=k, expr=expr, dense=dense)
+        sparse = None
+        if mirror is not None:
+            sparse = mirror.keyword_search(keyword_query(query, index.bm25_stop_words), k)
+        dense, fused = index.search_legs(query, vector, k=k, expr=expr, dense=dense, sparse=sparse)
         return FirstHits(list(dense), list(fused))
     if dense is not None:
         return FirstHits(dense)

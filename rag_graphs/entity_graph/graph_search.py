@@ -119,6 +119,7 @@ def graph_search(
         if rows.cache is not None:
             state = rows.cache.state
         mirror = chunk_mirror(index, state if state is not None else graph_state(index))
+        rows.mirror = mirror  # its chunk reads too: the same state's rows, no cache miss asks Milvus
     vector = embed_queries(index.embeddings, [query])[0]
     first_k = max(k, DENSE_K)
     with first_searches(index, query, vector, k=first_k, expr=expr, hybrid=hybrid, mirror=mirror) as pending:
@@ -144,11 +145,11 @@ def graph_search(
     keep_in_top = max(min(options.keep_in_top, k - 1), 0)  # the walk always keeps a place
     keep = {"keep_first": options.keep_first, "keep_in_top": keep_in_top}
     if options.learned_rank:
-        held = RankInputs(query, vector, first, question.seeds, hood, walked, protected)
+        held = RankInputs(query, vector, first, question.seeds, hood, walked, protected, mirror)
         ranked = learned_ranking(index, shipped_ranker(), held, k=k, expr=expr, **keep)
     else:
         ranked = rank(walked.chunks, walked.probabilities, protected, k=k, **keep)
     laps("rank")  # the learned ranker's read, features and trees, when on
-    found.hits = documents_of(index, ranked, first.documents())
+    found.hits = documents_of(index, ranked, first.documents(), mirror)
     laps("fetch")
     return found

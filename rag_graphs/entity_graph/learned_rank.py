@@ -32,6 +32,7 @@ from rag_graphs.entity_graph.neighbourhood import Neighbourhood
 from rag_graphs.entity_graph.rank import full_order
 from rag_graphs.entity_graph.walk import Walk, minmax
 from rag_graphs.store.index import ChunkIndex
+from rag_graphs.store.mirror import ChunkMirror
 
 RANKER_PATH = Path(__file__).parents[1] / "data" / "graph_ranker.json"
 
@@ -141,7 +142,8 @@ def shipped_ranker() -> TreeRanker:
 @dataclass(frozen=True)
 class RankInputs:
     """What graph search holds when it ranks: the question and its vector, the first searches, the
-    linked seeds, the neighbourhood, the walk and hybrid's ranking (``protected``)."""
+    linked seeds, the neighbourhood, the walk, hybrid's ranking (``protected``) and the in-process
+    copy of the chunks, when the search has one."""
 
     query: str
     vector: Sequence[float]
@@ -150,6 +152,8 @@ class RankInputs:
     hood: Neighbourhood
     walked: Walk
     protected: Sequence[str]
+    mirror: ChunkMirror | None = None
+    """The store state's in-process copy (only without a filter): the pool's rows are read from it."""
 
 
 def pool_features(
@@ -173,7 +177,7 @@ def pool_features(
     dense, hybrid = [str(d.id) for d, _ in first.dense], [str(d.id) for d, _ in first.hybrid or []]
     pool = pool_of(order, dense, hybrid, k=k)
     pool += bridge_hop(pool, order, hybrid or dense, held.seeds, held.hood)
-    cosines, texts = read_pool(index, pool, held.vector, expr)
+    cosines, texts = read_pool(index, pool, held.vector, expr, held.mirror)
     x = candidate_features(
         pool,
         order=order,

@@ -18,6 +18,7 @@ from langchain_core.documents import Document
 
 from rag_graphs.entity_graph.walk import minmax
 from rag_graphs.store.index import ChunkIndex
+from rag_graphs.store.mirror import ChunkMirror
 
 
 def protect_first(ranked: Sequence[str], first: Sequence[str], n: int) -> list[str]:
@@ -98,10 +99,16 @@ def full_order(
 
 
 def documents_of(
-    index: ChunkIndex, ranked: list[tuple[str, float]], known: dict[str, Document]
+    index: ChunkIndex,
+    ranked: list[tuple[str, float]],
+    known: dict[str, Document],
+    mirror: ChunkMirror | None = None,
 ) -> list[tuple[Document, float]]:
     """The ranked chunks as ``(Document, score)``: those a first search read as it read them, the
-    rest read by id (one that is gone by now is left out)."""
-    fetched = {str(d.id): d for d in index.get([cid for cid, _ in ranked if cid not in known])}
+    rest read by id (one that is gone by now is left out), from the store state's in-process copy
+    when given (a search without a filter), else from the store."""
+    missing = [cid for cid, _ in ranked if cid not in known]
+    read = mirror.get(missing) if mirror is not None else index.get(missing)
+    fetched = {str(d.id): d for d in read}
     found = {**fetched, **known}
     return [(found[cid], score) for cid, score in ranked if cid in found]

@@ -27,6 +27,7 @@ from rag_graphs.config.errors import SetupError
 from rag_graphs.store.collection import Collection, Field
 from rag_graphs.store.fields import _DENSE_INDEX, DENSE_FIELD, ENTITIES_FIELD, PRIMARY_FIELD
 from rag_graphs.store.index import ChunkIndex
+from rag_graphs.store.mirror import ChunkMirror
 
 NAME_FIELD = "name"
 CHUNKS_FIELD = "chunks"
@@ -171,6 +172,16 @@ def _project(key: str, packed: tuple, kept: Sequence[str], fields: Sequence[str]
     return out
 
 
+def _copied(row: dict, fields: Sequence[str]) -> dict:
+    """A copy's stored row as a read of ``fields`` returns it (its key first, each list a new one)."""
+    out: dict = {PRIMARY_FIELD: row[PRIMARY_FIELD]}
+    for name in fields:
+        if name in row:
+            value = row[name]
+            out[name] = list(value) if isinstance(value, list) else value
+    return out
+
+
 def _in_order(rows: dict[str, dict], keys: Sequence[str]) -> dict[str, dict]:
     """``rows`` in the order of ``keys`` (Milvus Lite returns a read by key so; a server may not)."""
     return {key: rows[key] for key in dict.fromkeys(keys) if key in rows}
@@ -180,9 +191,14 @@ class GraphRows:
     """The rows one graph search reads by key, in the order asked (missing keys left out), through
     ``cache`` (None: straight from the store, as every read was before the cache)."""
 
-    def __init__(self, index: ChunkIndex, cache: RowCache | None = None) -> None:
+    def __init__(
+        self, index: ChunkIndex, cache: RowCache | None = None, mirror: ChunkMirror | None = None
+    ) -> None:
         self.index = index
         self.cache = cache
+        self.mirror = mirror
+        """The store state's in-process copy of the chunks (``store.mirror``), when the search has
+        one: an unfiltered chunk read is answered from it, no cache miss asks the store."""
         self._unfiltered: bool | None = None  # the store hides nothing from an unfiltered read
 
     def entities(self, keys: Sequence[str], fields: Sequence[str]) -> dict[str, dict]:
@@ -197,6 +213,8 @@ class GraphRows:
         """Chunk rows by id with ``fields`` that pass ``expr`` (deleted or hidden ones left out);
         from the cache only without a filter."""
         ids = list(dict.fromkeys(ids))
+        if self.mirror is not None and expr is None and DENSE_FIELD not in fields and self.unfiltered():
+            return {cid: _copied(row, fields) for cid, row in self.mirror.stored_rows(ids).items()}
         cached = set(fields) - {PRIMARY_FIELD} <= set(CHUNK_ROW_FIELDS)
         if self.cache is None or expr is not None or not cached or not self.unfiltered():
             return _in_order(self.index.chunks.get(ids, fields, where=expr), ids)

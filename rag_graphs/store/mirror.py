@@ -1,6 +1,7 @@
-"""An in-process copy of a Milvus Lite chunk collection (its rows and dense vectors), one per store
-state, for an exact dense search without Milvus Lite's round trip (graph search's first dense
-search, issue 47).
+"""An in-process copy of a Milvus Lite chunk collection (its rows, dense vectors and BM25 weights),
+one per store state, for graph search's first searches and its reads of chunk rows without Milvus
+Lite's round trips (issue 47, rounds 4 and 5): an exact dense search, a BM25 search
+(``store.bm25``), and rows and stored vectors by id (the learned ranker's pool, the final fetch).
 
 Why: Milvus Lite 3.2 answers a dense search of 21,346 x 384 vectors in 27-30 ms (9,809: ~27 ms),
 nearly all of it Python work over every stored row (the sequence map that hides older versions
@@ -26,6 +27,11 @@ process should copy), at most ``MAX_MIRRORED_ROWS`` chunks, and only for a searc
 filter: a filtered search (access control, the evaluator's filters) stays in Milvus, which
 applies the filter inside the search, because re-implementing Milvus's filter language here
 exactly is more risk than a few milliseconds are worth; no filtered search ever sees the copy.
+
+BM25 (``keyword_search``, only with ``KEYWORDS_IN_PROCESS``, off) scores as the store's BM25
+function does but with N, document frequencies and average length over the live rows, where Milvus
+Lite takes them per segment over every row stored there, superseded and deleted ones included
+(``store.bm25``); building its weights adds ~3 s per 21,000 chunks to the copy's reading.
 """
 
 from __future__ import annotations
@@ -36,22 +42,33 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 from langchain_core.documents import Document
 
-from rag_graphs.store.fields import DENSE_FIELD
+from rag_graphs.store.fields import DENSE_FIELD, PRIMARY_FIELD, TEXT_FIELD
 from rag_graphs.store.lite import is_local
 from rag_graphs.store.reads import IndexReads
+
+if TYPE_CHECKING:
+    from rag_graphs.store.bm25 import Bm25Matrix
 
 log = logging.getLogger(__name__)
 
 MAX_MIRRORED_ROWS = 100_000
-"""Chunks a copy holds at most (HotpotQA's 9,809 take 40 MB: 15 MB of vectors, 25 MB of rows; so
-100,000 take ~400 MB); a larger collection is searched in Milvus."""
+"""Chunks a copy holds at most (HotpotQA's 9,809 take ~55 MB: 15 MB of vectors as stored, 15 MB
+scaled to length 1, 25 MB of rows; so 100,000 take ~550 MB); a larger collection is searched in
+Milvus."""
 MIRRORED_STORES = 2
 """Collections whose copies a process keeps (the least recently searched go first)."""
+KEYWORDS_IN_PROCESS = False
+"""Whether a copy also holds its texts' BM25 weights, so graph search's first BM25 search runs in
+this process (~1-2 ms where Milvus Lite's took ~35-60 ms at 21k passages). Off: on the 21k mixed
+store it lost one MuSiQue tune question at R@5 (won one; 70.6 -> 70.4) and the rule for turning it
+on was "R@5 never lower on any half" (BENCHMARKS.md, "Graph search in process, round 5"); HotpotQA
+on its own store ranked identically. Turning it on is a decision about that trade, not a fix."""
 LOAD_BATCH = 5000
 """Rows per read while loading a copy (the copy read 9,809 chunks in ~4 s with a transient peak of ~200 MB
 allocated in this process, Milvus Lite's reading of its pages included, holding 40 MB after)."""
@@ -59,12 +76,17 @@ allocated in this process, Milvus Lite's reading of its pages included, holding 
 
 @dataclass(frozen=True)
 class ChunkMirror:
-    """One store state's chunks: ``rows`` (every field a search returns, as stored), and
-    ``units``, their dense vectors scaled to length 1 (a zero vector kept as is), row by row."""
+    """One store state's chunks: ``rows`` (every field a search returns, as stored), ``vectors``
+    (their dense vectors as stored, float32 as Milvus keeps them), ``units`` (those scaled to
+    length 1, a zero vector kept as is), row by row; ``keywords``, their texts' BM25 weights
+    (None: a dense-only collection); ``positions``, chunk id -> row."""
 
     state: Hashable
     rows: Sequence[dict]
     units: np.ndarray
+    vectors: np.ndarray | None = None
+    keywords: Bm25Matrix | None = None
+    positions: dict[str, int] = field(default_factory=dict)
 
     def search(self, vector: Sequence[float], k: int) -> list[tuple[Document, float]]:
         """The ``k`` rows most similar to ``vector`` by cosine, best first, each a new
@@ -80,6 +102,32 @@ class ChunkMirror:
             top = np.arange(len(scores))
         top = top[np.lexsort((top, -scores[top]))]  # by score, then by row order
         return [(_document(self.rows[i]), float(scores[i])) for i in top]
+
+    def keyword_search(self, query: str, k: int) -> list[tuple[Document, float]] | None:
+        """The ``k`` rows BM25 scores highest for ``query`` (already less its function words, as
+        the store is asked: ``keywords.keyword_query``), best first, each a new ``Document`` with
+        its BM25 score (Milvus Lite hands the same back negated, as a distance; the first searches
+        use only the order); None when the copy holds no BM25 weights (the caller asks the store)."""
+        if self.keywords is None:
+            return None
+        return [(_document(self.rows[i]), score) for i, score in self.keywords.top(query, k)]
+
+    def get(self, ids: Sequence[str]) -> list[Document]:
+        """The chunks of ``ids`` as ``IndexReads.get`` returns them: in the order asked, missing
+        ids left out, each a new ``Document``."""
+        return [_document(self.rows[self.positions[i]]) for i in ids if i in self.positions]
+
+    def stored_rows(self, ids: Sequence[str]) -> dict[str, dict]:
+        """Chunk id -> its stored row, for the ids held, in the order asked; the rows are the
+        copy's own (read them, do not edit them)."""
+        return {i: self.rows[p] for i in dict.fromkeys(ids) if (p := self.positions.get(i)) is not None}
+
+    def stored(self, ids: Sequence[str]) -> dict[str, tuple[dict, np.ndarray]]:
+        """Chunk id -> (its stored row, its dense vector as stored), for the ids held; the row is the
+        copy's own (read it, do not edit it)."""
+        if self.vectors is None:
+            return {}
+        return {i: (self.rows[p], self.vectors[p]) for i in ids if (p := self.positions.get(i)) is not None}
 
 
 def chunk_mirror(index: IndexReads, state: Hashable) -> ChunkMirror | None:
@@ -130,13 +178,21 @@ def _read(index: IndexReads, state: Hashable) -> ChunkMirror | None:
     matrix = np.concatenate(vectors)
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     units = matrix / np.where(norms == 0, 1.0, norms)  # as Milvus Lite's cosine scales them
+    read = time.perf_counter()
+    keywords = None
+    if KEYWORDS_IN_PROCESS and index.hybrid:
+        from rag_graphs.store.bm25 import Bm25Matrix  # off by default: not on the default path
+
+        keywords = Bm25Matrix.build([str(row.get(TEXT_FIELD) or "") for row in rows])
+    positions = {str(row[PRIMARY_FIELD]): i for i, row in enumerate(rows)}
     log.info(
-        "collection %r: %d chunk vectors read for in-process dense search in %.1f s",
+        "collection %r: %d chunk rows and vectors read in %.1f s (BM25 weights: %.1f s)",
         index.collection,
         len(rows),
-        time.perf_counter() - start,
+        read - start,
+        time.perf_counter() - read,
     )
-    return ChunkMirror(state, tuple(rows), units)
+    return ChunkMirror(state, tuple(rows), units, matrix, keywords, positions)
 
 
 def _unit(vector: np.ndarray) -> np.ndarray:

@@ -129,6 +129,7 @@ class IndexReads:
         expr: str | None = None,
         rrf_k: int = RRF_K,
         dense: list[tuple[Document, float]] | None = None,
+        sparse: list[tuple[Document, float]] | None = None,
     ) -> tuple[list[tuple[Document, float]], list[tuple[Document, float]]]:
         """The dense ranking of ``query`` and its hybrid ranking, from one dense and one BM25 search.
 
@@ -138,7 +139,8 @@ class IndexReads:
         both. Graph search wants both: dense hits seed its walk and hybrid's are the ones it
         protects. On a dense-only collection the hybrid ranking is the dense one. ``dense``: the
         dense ranking already searched (``k`` deep, through ``expr``; graph search's in-process
-        copy, ``store.mirror``), so only BM25 asks the store.
+        copy, ``store.mirror``), so only BM25 asks the store; ``sparse``: the BM25 ranking already
+        searched the same way (the copy's ``keyword_search``), so neither does.
         """
         if not self._exists():
             return [], []
@@ -147,10 +149,12 @@ class IndexReads:
             dense = self._scored(self._search_field(DENSE_FIELD, [vector], k, expr)[0])
         if not self.hybrid:
             return dense, dense
-        sparse = self._search_field(SPARSE_FIELD, [keyword_query(query, self.bm25_stop_words)], k, expr)[0]
+        if sparse is None:
+            keywords = keyword_query(query, self.bm25_stop_words)
+            sparse = self._scored(self._search_field(SPARSE_FIELD, [keywords], k, expr)[0])
         found: dict[str, Document] = {}
         scores: dict[str, float] = {}
-        for hits in (dense, self._scored(sparse)):
+        for hits in (dense, sparse):
             for rank, (hit, _) in enumerate(hits, start=1):
                 doc = Document(page_content=hit.page_content, metadata=dict(hit.metadata), id=hit.id)
                 found.setdefault(str(doc.id), doc)
