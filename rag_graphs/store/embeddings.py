@@ -63,6 +63,7 @@ def load_embeddings(spec: str = EMBEDDED) -> Embeddings:
 def _load(spec: str) -> Embeddings:
     local = _local_dir(spec)
     if local is not None:
+        from rag_graphs.store.embed_precision import use_bf16
         from rag_graphs.store.local_embeddings import LocalEmbeddings
 
         with no_transformers_bars():
@@ -70,6 +71,7 @@ def _load(spec: str) -> Embeddings:
                 model=str(local),
                 model_kwargs={"device": "cpu", "local_files_only": True},
                 encode_kwargs={"normalize_embeddings": True},
+                bf16=spec == EMBEDDED and use_bf16(),  # measured on MiniLM only
             )
     if ":" not in spec:
         raise ValueError(
