@@ -233,12 +233,18 @@ def _new_thread_count(torch: Any) -> int:
 VECTOR = "dense"
 TOLERANCE = 1e-6
 """Largest difference allowed in one coordinate of a stored vector (unit length): torch rounds
-short inputs differently on one thread than on two (~3e-7); anything else must be equal."""
+short inputs differently on one thread than on two (~3e-7); anything else must be equal. Between
+a float32 run and a bf16 one (``store.embed_precision``) vectors differ by up to ~5e-3 in a
+coordinate: ``--tolerance 0.01`` then checks the rest (ids, texts, fields, entities) and the
+printed ``min_cosine`` says how close the vectors are."""
 
 
-def differences(old: dict[str, Any], new: dict[str, Any], limit: int = 5) -> tuple[list[str], dict]:
+def differences(
+    old: dict[str, Any], new: dict[str, Any], limit: int = 5, tolerance: float = TOLERANCE
+) -> tuple[list[str], dict]:
     """Where two dumps differ (at most ``limit`` lines per collection; [] when the same), and per
-    collection how many rows' vectors are not bit for bit equal and the largest difference."""
+    collection how many rows' vectors are not bit for bit equal, the largest difference in a
+    coordinate and the lowest cosine between a row's two vectors."""
     out: list[str] = []
     drift: dict[str, dict] = {}
     for name in ("chunks", "entities"):
@@ -246,7 +252,7 @@ def differences(old: dict[str, Any], new: dict[str, Any], limit: int = 5) -> tup
         found: list[str] = []
         if set(a) != set(b):
             found.append(f"{name}: {len(set(a) - set(b))} rows only old, {len(set(b) - set(a))} only new")
-        unequal, largest = 0, 0.0
+        unequal, largest, lowest = 0, 0.0, 1.0
         for key in sorted(set(a) & set(b)):
             ra = {k: v for k, v in a[key].items() if k not in IGNORED and k != VECTOR}
             rb = {k: v for k, v in b[key].items() if k not in IGNORED and k != VECTOR}
@@ -258,9 +264,15 @@ def differences(old: dict[str, Any], new: dict[str, Any], limit: int = 5) -> tup
                 unequal += 1
                 gap = max(abs(x - y) for x, y in zip(va, vb, strict=True))
                 largest = max(largest, gap)
-                if gap > TOLERANCE and len(found) < limit:
+                lowest = min(lowest, sum(x * y for x, y in zip(va, vb, strict=True)))
+                if gap > tolerance and len(found) < limit:
                     found.append(f"{name} {key!r}: vector differs by {gap:.2e}")
-        drift[name] = {"rows": len(a), "vectors_not_bitwise_equal": unequal, "max_abs_diff": largest}
+        drift[name] = {
+            "rows": len(a),
+            "vectors_not_bitwise_equal": unequal,
+            "max_abs_diff": largest,
+            "min_cosine": lowest,
+        }
         out += found
     return out, drift
 
@@ -287,6 +299,7 @@ def main() -> None:
     parser.add_argument("--old", type=Path, help="a checkout of the old code to compare with")
     parser.add_argument("--work", type=Path, default=Path("/tmp/ingest_bench"))
     parser.add_argument("--out", type=Path, help="write the runs as JSON here")
+    parser.add_argument("--tolerance", type=float, default=TOLERANCE, help="per vector coordinate")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--code", help=argparse.SUPPRESS)
     parser.add_argument("--corpus", help=argparse.SUPPRESS)
@@ -313,7 +326,7 @@ def main() -> None:
                 reference = stored
                 result["identical"] = True
             else:
-                diff, result["vectors"] = differences(reference, stored)
+                diff, result["vectors"] = differences(reference, stored, tolerance=args.tolerance)
                 result["identical"] = not diff
                 print(f"  vectors against the first run: {result['vectors']}")
                 for line in diff:
