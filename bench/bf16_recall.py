@@ -54,12 +54,18 @@ def worker(args: argparse.Namespace) -> None:
     rows = {}
     for e in examples:
         ranked = [str(d.id) for d, _ in graph_search(index, e.question, k=5, options=options).hits]
-        rows[e.id] = {"top5": ranked, "R@2": recall(ranked, e.supporting_ids, 2), "R@5": recall(ranked, e.supporting_ids, 5)}
+        rows[e.id] = {
+            "top5": ranked,
+            "R@2": recall(ranked, e.supporting_ids, 2),
+            "R@5": recall(ranked, e.supporting_ids, 5),
+        }
     print(json.dumps({"bf16": bool(getattr(model, "bf16", False)), "rows": rows}))
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--dataset", required=True)
     parser.add_argument("--store", required=True)
     parser.add_argument("--collection", default=None)
@@ -75,7 +81,11 @@ def main() -> None:
     for setting in ("off", "auto"):
         command = [sys.executable, str(Path(__file__).resolve()), "--worker", *sys.argv[1:]]
         done = subprocess.run(
-            command, capture_output=True, text=True, check=False, env={**os.environ, "RAG_GRAPHS_EMBED_BF16": setting}
+            command,
+            capture_output=True,
+            text=True,
+            check=False,
+            env={**os.environ, "RAG_GRAPHS_EMBED_BF16": setting},
         )
         if done.returncode:
             raise SystemExit(f"{setting} failed:\n{done.stderr[-4000:]}")

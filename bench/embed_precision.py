@@ -46,7 +46,9 @@ def read_texts(dataset: str, questions: int, passages: int) -> tuple[list[str], 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--dataset", default="hotpotqa")
     parser.add_argument("--questions", type=int, default=300)
     parser.add_argument("--passages", type=int, default=256)

@@ -82,10 +82,11 @@ def _annotate_and_embed(index: ChunkIndex, group: Group, extractor: Extractor) -
     """
     chunks = [c for _, chunks in group for c in chunks]
     known = index.existing_ids([str(c.id) for c in chunks])
-    pieces = ChunkPieces(index.embeddings, {str(c.id): c.page_content for c in chunks if str(c.id) not in known})
+    fresh = [c for c in chunks if str(c.id) not in known]
+    pieces = ChunkPieces(index.embeddings, {str(c.id): c.page_content for c in fresh})
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="ingest-embed") as embedder:
         background = embedder.submit(pieces.work)
-        names = annotate([c for c in chunks if str(c.id) not in known], extractor)
+        names = annotate(fresh, extractor)
         add_entities(
             index,
             [c for c in chunks if ENTITIES_FIELD in c.metadata],

@@ -19,8 +19,9 @@ batch running meanwhile in another thread keeps its count, and calls overlapping
 each run on one thread and each get their own count back.
 
 With ``bf16`` (set at load from ``store.embed_precision.use_bf16``: the embedded model on a CPU
-with native bf16), the linear layers are bf16 and every call runs under bf16 autocast, queries and passages alike, so a question's
-vector is made as the stored ones are; the vectors stay float32 lists of unit length.
+with native bf16), the linear layers are bf16 and every call runs under bf16 autocast, queries
+and passages alike, so a question's vector is made as the stored ones are; the vectors stay
+float32 lists of unit length.
 """
 
 from __future__ import annotations

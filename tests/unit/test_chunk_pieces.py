@@ -84,7 +84,9 @@ def test_no_new_chunks_make_no_call():
 
 def test_pieces_run_on_one_torch_thread(monkeypatch):
     used: list[bool] = []
-    monkeypatch.setattr(storing, "embed_on_one_thread", lambda model, texts: used.append(True) or model.embed_documents(texts))
+    monkeypatch.setattr(
+        storing, "embed_on_one_thread", lambda model, texts: used.append(True) or model.embed_documents(texts)
+    )
     pieces = ChunkPieces(Recording(), dict(list(TEXTS.items())[:3]))
     pieces.work()
     assert used == [True]
