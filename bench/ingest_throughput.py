@@ -10,14 +10,14 @@ starts; what is timed is the ``ingest()`` call: convert + chunk + embed + entiti
 
 Stages are timed by wrapping the functions ingest calls (the same names exist in the old and the
 new code): ``convert`` and ``chunk`` (the background thread, overlapped with the rest), ``embed``
-(the chunks' MiniLM calls), ``ner`` (the spaCy extractor's calls), ``entity_embed`` (MiniLM on new
-entity names), ``entity_rows`` (reading and writing entity rows, without their embedding),
-``insert`` (``ChunkIndex.add``), ``wait`` (the main thread waiting for a converted file) and
-``other`` (the rest of the main thread: existence checks, stale-version deletes, file records,
-flush). Each stage's seconds are exclusive of the stages nested in it, per thread. After the call
-each run prints torch's thread count in its main thread and in a thread created then: what ingest
-leaves for the threads that come after it (issue 47's torch-thread switch must leave the
-process's count, not 1).
+(the chunks' MiniLM calls, through ``storing._embed``, in whichever thread), ``ner`` (the spaCy
+extractor's calls), ``entity_embed`` (MiniLM on new entity names), ``entity_rows`` (reading and
+writing entity rows, without their embedding), ``insert`` (``ChunkIndex.add``), ``wait`` (the main
+thread waiting for a converted file) and ``other`` (the rest of the main thread: existence checks,
+stale-version deletes, file records, flush). Each stage's seconds are exclusive of the stages
+nested in it, per thread. After the call each run prints torch's thread count in its main thread
+and in a thread created then: what ingest leaves for the threads that come after it (issue 47's
+torch-thread switch must leave the process's count, not 1).
 
 With ``--old DIR`` (a checkout of the old code; its tree layout must match: ``rag_graphs``,
 ``ingestion``, ``prompts``) old and new alternate run by run, and every store is compared with the
@@ -124,6 +124,8 @@ class Laps:
             name = stage() if callable(stage) else stage
             stack = self._local.__dict__.setdefault("stack", [])
             stack.append(0.0)  # seconds of nested stages
+            names = self._local.__dict__.setdefault("names", [])
+            names.append(name)
             with self._lock:
                 self.active[name] = self.active.get(name, 0) + 1
             start = time.perf_counter()
@@ -132,6 +134,7 @@ class Laps:
             finally:
                 spent = time.perf_counter() - start
                 nested = stack.pop()
+                names.pop()
                 if stack and name != "entity_embed":  # taken out of entity_rows after the run
                     stack[-1] += spent
                 with self._lock:
@@ -141,6 +144,10 @@ class Laps:
                         self.main += spent
 
         return timed
+
+    def inside(self, stage: str) -> bool:
+        """Whether this thread is in ``stage`` now."""
+        return stage in self._local.__dict__.get("names", [])
 
 
 def _dump(index) -> dict[str, Any]:
@@ -178,9 +185,12 @@ def run_worker(args: argparse.Namespace) -> None:
     storing.add_entities = laps.wrap("entity_rows", storing.add_entities)
     SpacyExtractor.__call__ = laps.wrap("ner", SpacyExtractor.__call__)
     ChunkIndex.add = laps.wrap("insert", ChunkIndex.add)
-    kind = type(model)  # entity names are embedded inside add_entities, chunks elsewhere
+    # chunks are embedded through storing._embed (in a thread of their own, and in the main thread
+    # too since the pieces), entity names through add_entities' callback: told apart per thread
+    storing._embed = laps.wrap("embed", storing._embed)
+    kind = type(model)
     kind.embed_documents = laps.wrap(
-        lambda: "entity_embed" if laps.active.get("entity_rows") else "embed", kind.embed_documents
+        lambda: "embed" if laps.inside("embed") else "entity_embed", kind.embed_documents
     )
 
     store = Path(args.store)
