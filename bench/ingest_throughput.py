@@ -10,14 +10,14 @@ starts; what is timed is the ``ingest()`` call: convert + chunk + embed + entiti
 
 Stages are timed by wrapping the functions ingest calls (the same names exist in the old and the
 new code): ``convert`` and ``chunk`` (the background thread, overlapped with the rest), ``embed``
-(the chunks' MiniLM calls), ``ner`` (the spaCy extractor's calls), ``entity_embed`` (MiniLM on new
-entity names), ``entity_rows`` (reading and writing entity rows, without their embedding),
-``insert`` (``ChunkIndex.add``), ``wait`` (the main thread waiting for a converted file) and
-``other`` (the rest of the main thread: existence checks, stale-version deletes, file records,
-flush). Each stage's seconds are exclusive of the stages nested in it, per thread. After the call
-each run prints torch's thread count in its main thread and in a thread created then: what ingest
-leaves for the threads that come after it (issue 47's torch-thread switch must leave the
-process's count, not 1).
+(the chunks' MiniLM calls, through ``storing._embed``, in whichever thread), ``ner`` (the spaCy
+extractor's calls), ``entity_embed`` (MiniLM on new entity names), ``entity_rows`` (reading and
+writing entity rows, without their embedding), ``insert`` (``ChunkIndex.add``), ``wait`` (the main
+thread waiting for a converted file) and ``other`` (the rest of the main thread: existence checks,
+stale-version deletes, file records, flush). Each stage's seconds are exclusive of the stages
+nested in it, per thread. After the call each run prints torch's thread count in its main thread
+and in a thread created then: what ingest leaves for the threads that come after it (issue 47's
+torch-thread switch must leave the process's count, not 1).
 
 With ``--old DIR`` (a checkout of the old code; its tree layout must match: ``rag_graphs``,
 ``ingestion``, ``prompts``) old and new alternate run by run, and every store is compared with the
@@ -124,6 +124,8 @@ class Laps:
             name = stage() if callable(stage) else stage
             stack = self._local.__dict__.setdefault("stack", [])
             stack.append(0.0)  # seconds of nested stages
+            names = self._local.__dict__.setdefault("names", [])
+            names.append(name)
             with self._lock:
                 self.active[name] = self.active.get(name, 0) + 1
             start = time.perf_counter()
@@ -132,6 +134,7 @@ class Laps:
             finally:
                 spent = time.perf_counter() - start
                 nested = stack.pop()
+                names.pop()
                 if stack and name != "entity_embed":  # taken out of entity_rows after the run
                     stack[-1] += spent
                 with self._lock:
@@ -141,6 +144,10 @@ class Laps:
                         self.main += spent
 
         return timed
+
+    def inside(self, stage: str) -> bool:
+        """Whether this thread is in ``stage`` now."""
+        return stage in self._local.__dict__.get("names", [])
 
 
 def _dump(index) -> dict[str, Any]:
@@ -178,9 +185,12 @@ def run_worker(args: argparse.Namespace) -> None:
     storing.add_entities = laps.wrap("entity_rows", storing.add_entities)
     SpacyExtractor.__call__ = laps.wrap("ner", SpacyExtractor.__call__)
     ChunkIndex.add = laps.wrap("insert", ChunkIndex.add)
-    kind = type(model)  # entity names are embedded inside add_entities, chunks elsewhere
+    # chunks are embedded through storing._embed (in a thread of their own, and in the main thread
+    # too since the pieces), entity names through add_entities' callback: told apart per thread
+    storing._embed = laps.wrap("embed", storing._embed)
+    kind = type(model)
     kind.embed_documents = laps.wrap(
-        lambda: "entity_embed" if laps.active.get("entity_rows") else "embed", kind.embed_documents
+        lambda: "embed" if laps.inside("embed") else "entity_embed", kind.embed_documents
     )
 
     store = Path(args.store)
@@ -233,12 +243,18 @@ def _new_thread_count(torch: Any) -> int:
 VECTOR = "dense"
 TOLERANCE = 1e-6
 """Largest difference allowed in one coordinate of a stored vector (unit length): torch rounds
-short inputs differently on one thread than on two (~3e-7); anything else must be equal."""
+short inputs differently on one thread than on two (~3e-7); anything else must be equal. Between
+a float32 run and a bf16 one (``store.embed_precision``) vectors differ by up to ~5e-3 in a
+coordinate: ``--tolerance 0.01`` then checks the rest (ids, texts, fields, entities) and the
+printed ``min_cosine`` says how close the vectors are."""
 
 
-def differences(old: dict[str, Any], new: dict[str, Any], limit: int = 5) -> tuple[list[str], dict]:
+def differences(
+    old: dict[str, Any], new: dict[str, Any], limit: int = 5, tolerance: float = TOLERANCE
+) -> tuple[list[str], dict]:
     """Where two dumps differ (at most ``limit`` lines per collection; [] when the same), and per
-    collection how many rows' vectors are not bit for bit equal and the largest difference."""
+    collection how many rows' vectors are not bit for bit equal, the largest difference in a
+    coordinate and the lowest cosine between a row's two vectors."""
     out: list[str] = []
     drift: dict[str, dict] = {}
     for name in ("chunks", "entities"):
@@ -246,7 +262,7 @@ def differences(old: dict[str, Any], new: dict[str, Any], limit: int = 5) -> tup
         found: list[str] = []
         if set(a) != set(b):
             found.append(f"{name}: {len(set(a) - set(b))} rows only old, {len(set(b) - set(a))} only new")
-        unequal, largest = 0, 0.0
+        unequal, largest, lowest = 0, 0.0, 1.0
         for key in sorted(set(a) & set(b)):
             ra = {k: v for k, v in a[key].items() if k not in IGNORED and k != VECTOR}
             rb = {k: v for k, v in b[key].items() if k not in IGNORED and k != VECTOR}
@@ -258,9 +274,15 @@ def differences(old: dict[str, Any], new: dict[str, Any], limit: int = 5) -> tup
                 unequal += 1
                 gap = max(abs(x - y) for x, y in zip(va, vb, strict=True))
                 largest = max(largest, gap)
-                if gap > TOLERANCE and len(found) < limit:
+                lowest = min(lowest, sum(x * y for x, y in zip(va, vb, strict=True)))
+                if gap > tolerance and len(found) < limit:
                     found.append(f"{name} {key!r}: vector differs by {gap:.2e}")
-        drift[name] = {"rows": len(a), "vectors_not_bitwise_equal": unequal, "max_abs_diff": largest}
+        drift[name] = {
+            "rows": len(a),
+            "vectors_not_bitwise_equal": unequal,
+            "max_abs_diff": largest,
+            "min_cosine": lowest,
+        }
         out += found
     return out, drift
 
@@ -287,6 +309,7 @@ def main() -> None:
     parser.add_argument("--old", type=Path, help="a checkout of the old code to compare with")
     parser.add_argument("--work", type=Path, default=Path("/tmp/ingest_bench"))
     parser.add_argument("--out", type=Path, help="write the runs as JSON here")
+    parser.add_argument("--tolerance", type=float, default=TOLERANCE, help="per vector coordinate")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--code", help=argparse.SUPPRESS)
     parser.add_argument("--corpus", help=argparse.SUPPRESS)
@@ -313,7 +336,7 @@ def main() -> None:
                 reference = stored
                 result["identical"] = True
             else:
-                diff, result["vectors"] = differences(reference, stored)
+                diff, result["vectors"] = differences(reference, stored, tolerance=args.tolerance)
                 result["identical"] = not diff
                 print(f"  vectors against the first run: {result['vectors']}")
                 for line in diff:

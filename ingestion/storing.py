@@ -10,11 +10,13 @@ changed file has both versions stored, a record of the writer's own on the colle
 writer is killed; the next writer or the next process to open the collection finishes it.
 With an entity extractor, entity rows are written before the chunks that name them, and the
 group's chunks are embedded in a thread of their own meanwhile (MiniLM on one torch thread while
-spaCy runs on the other core: the chunks' vectors came out bit for bit as on torch's two threads).
+spaCy runs on the other core: the chunks' vectors came out bit for bit as on torch's two threads),
+in pieces that the main thread helps with once the entities are written (``ChunkPieces``).
 """
 
 from __future__ import annotations
 
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from langchain_core.documents import Document
@@ -69,17 +71,21 @@ def _annotate_and_embed(index: ChunkIndex, group: Group, extractor: Extractor) -
     """Entities for the group's new chunks (stored ones have theirs) recorded in the entity rows;
     the new chunks' vectors (None if embedding failed).
 
-    Two threads of their own embed, each on one torch thread (``embed_on_one_thread``): one the
-    chunks, from the start (while spaCy runs here), the other the new entities' names once spaCy
-    has found them. Every store call stays on this thread. Entity rows are written before any
-    chunk: a chunk stored with its ``entities`` is then always in the graph, even after a
-    ``kill -9`` (an entity row listing a chunk never stored is harmless).
+    Every embedding runs on one torch thread (``embed_on_one_thread``). The chunks are embedded
+    in pieces (``ChunkPieces``) by a thread of their own from the start, while spaCy runs here;
+    a second thread embeds the new entities' names once spaCy has found them; then this thread
+    takes the pieces still waiting, so both cores embed chunks until the group is done instead
+    of one waiting for the other (with bf16 embedding, NER plus names take about as long as the
+    chunks: either side can finish first). Every store call stays on this thread. Entity rows
+    are written before any chunk: a chunk stored with its ``entities`` is then always in the
+    graph, even after a ``kill -9`` (an entity row listing a chunk never stored is harmless).
     """
     chunks = [c for _, chunks in group for c in chunks]
     known = index.existing_ids([str(c.id) for c in chunks])
     fresh = [c for c in chunks if str(c.id) not in known]
+    pieces = ChunkPieces(index.embeddings, {str(c.id): c.page_content for c in fresh})
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="ingest-embed") as embedder:
-        vectors = embedder.submit(_embed, index.embeddings, {str(c.id): c.page_content for c in fresh}, True)
+        background = embedder.submit(pieces.work)
         names = annotate(fresh, extractor)
         add_entities(
             index,
@@ -87,7 +93,53 @@ def _annotate_and_embed(index: ChunkIndex, group: Group, extractor: Extractor) -
             names,
             embed=lambda labels: embedder.submit(embed_on_one_thread, index.embeddings, labels).result(),
         )
-        return vectors.result()
+        pieces.work()
+        background.result()
+        return pieces.vectors()
+
+
+PIECE = 64
+"""Chunks per piece of a group's embedding: two of sentence-transformers' batches of 32, so a
+piece costs ~1.3 s in bf16 (~4 s in float32) and the thread that finishes first waits at most
+that long for the other."""
+
+
+class ChunkPieces:
+    """A group's chunk texts, longest first, cut into ``PIECE``-sized pieces that any thread
+    embeds (``work``: take the next piece until none is left), each on one torch thread.
+
+    Longest first, as sentence-transformers orders one call: pieces of consecutive lengths pad
+    about as little as the group's one call did. A failed piece stops the rest: the group then
+    has no vectors and is stored file by file, where the error gets its file's name.
+    """
+
+    def __init__(self, embeddings: Embeddings, texts: dict[str, str]) -> None:
+        self._embeddings = embeddings
+        ids = sorted(texts, key=lambda i: -len(texts[i]))
+        self._pieces = [[(i, texts[i]) for i in ids[n : n + PIECE]] for n in range(0, len(ids), PIECE)]
+        self._next = 0
+        self._done: Vectors = {}
+        self._failed = False
+        self._lock = threading.Lock()
+
+    def work(self) -> None:
+        """Embed pieces until none is left (or one failed)."""
+        while True:
+            with self._lock:
+                if self._failed or self._next >= len(self._pieces):
+                    return
+                piece = self._pieces[self._next]
+                self._next += 1
+            found = _embed(self._embeddings, dict(piece), one_thread=True)
+            with self._lock:
+                if found is None:
+                    self._failed = True
+                else:
+                    self._done.update(found)
+
+    def vectors(self) -> Vectors | None:
+        """Chunk id -> vector of every text, once every ``work`` call has returned; None if a piece failed."""
+        return None if self._failed else self._done
 
 
 def embed_new(index: ChunkIndex, chunks: list[Document]) -> Vectors | None:

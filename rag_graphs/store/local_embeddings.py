@@ -17,6 +17,11 @@ and retrieval's vector is reused without being passed through the graph's state.
 Each call sets and restores its own thread's count only (``store.torch_threads.one_thread``): a
 batch running meanwhile in another thread keeps its count, and calls overlapping in two threads
 each run on one thread and each get their own count back.
+
+With ``bf16`` (set at load from ``store.embed_precision.use_bf16``: the embedded model on a CPU
+with native bf16), the linear layers are bf16 and every call runs under bf16 autocast, queries
+and passages alike, so a question's vector is made as the stored ones are; the vectors stay
+float32 lists of unit length.
 """
 
 from __future__ import annotations
@@ -24,10 +29,12 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
+from typing import Any
 
 from langchain_huggingface import HuggingFaceEmbeddings
-from pydantic import PrivateAttr
+from pydantic import Field, PrivateAttr
 
+from rag_graphs.store.embed_precision import bf16_block, bf16_linear_weights
 from rag_graphs.store.torch_threads import one_thread
 
 SMALL_CALL = 32
@@ -41,8 +48,16 @@ class LocalEmbeddings(HuggingFaceEmbeddings):
     """``HuggingFaceEmbeddings`` whose queries and small batches run on one torch thread, and
     whose small batches reuse the vectors of texts embedded as queries (``QUERY_CACHE``)."""
 
+    bf16: bool = Field(default=False, frozen=True)
+    """Run the model in bf16 (``store.embed_precision``: its linear layers cast to bf16 once, at
+    construction, and every call under autocast); False: float32. Fixed once constructed."""
     _queries: OrderedDict[str, list[float]] = PrivateAttr(default_factory=OrderedDict)
     _queries_lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        if self.bf16:
+            bf16_linear_weights(self._client)
 
     def embed_query(self, text: str) -> list[float]:
         known = self._known([text])
@@ -66,6 +81,11 @@ class LocalEmbeddings(HuggingFaceEmbeddings):
             with one_thread():
                 fresh = iter(super().embed_documents(rest))
         return [list(known[t]) if t in known else next(fresh) for t in texts]
+
+    def _embed(self, texts: list[str], encode_kwargs: dict[str, Any]) -> list[list[float]]:
+        """Every call's forward passes (``embed_query``, ``embed_documents``) in this model's precision."""
+        with bf16_block(self.bf16):
+            return super()._embed(texts, encode_kwargs)
 
     def _known(self, texts: list[str]) -> dict[str, list[float]]:
         """The kept query vectors of ``texts``, each marked as just used."""
