@@ -4,10 +4,9 @@ question.
 
 Round 5's ways: ``milvus_bm25`` is round 4's default (the dense search over the in-process copy,
 ``rag_graphs.store.mirror``; BM25, the learned ranker's pool read and the final fetch in Milvus
-Lite) and ``in_process`` (BM25 over the copy too, ``rag_graphs.store.bm25``, with the live rows'
-statistics where Milvus Lite takes them per segment, superseded rows included, as
-``mirror.KEYWORDS_IN_PROCESS`` would make it; the pool read and the fetch from the copy, as the
-default now does). Per dev-set half (``rag_graphs.eval.halves``): supporting-passage
+Lite) and ``in_process``, the default since round 5 (BM25 over the copy too, ``rag_graphs.store.bm25``,
+with the live rows' statistics where Milvus Lite takes them per segment, superseded rows included;
+the pool read and the fetch from the copy). Per dev-set half (``rag_graphs.eval.halves``): supporting-passage
 R@2 / R@5 each way, the questions the in-process way wins or loses at R@2 and R@5, how many get
 the same top-5 ids, how often BM25's 20 first hits differ (as a set, and the first 5 in order)
 and their gold R@20 each way; and, on every question, whether the pool read from the copy gave the
@@ -78,9 +77,6 @@ def main() -> None:
     index = index_for(RagContext(store_uri=args.store, collection=args.collection, embeddings="embedded"))
     ways = ("milvus_bm25", "in_process")
     options = GraphSearchOptions()
-    from rag_graphs.store import mirror as mirror_module
-
-    mirror_module.KEYWORDS_IN_PROCESS = True  # the copy holds BM25 weights; the ways choose
     start = time.perf_counter()
     mirror = chunk_mirror(index, graph_state(index))
     assert mirror is not None and mirror.keywords is not None, "no in-process copy with BM25 for this store"

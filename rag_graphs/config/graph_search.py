@@ -74,16 +74,17 @@ class GraphSearchOptions:
     p50 9-22 ms more per search under load (BENCHMARKS.md, issue 47).
     False: the walk's order under ``keep_first`` and ``keep_in_top``."""
 
-    dense_in_process: bool = _env("RAG_GRAPHS_GRAPH_DENSE_IN_PROCESS", True)
-    """Graph search's first dense search, when it has no filter and the store is a Milvus Lite
-    path, runs in this process over the store state's copy of the chunk rows and vectors
-    (``rag_graphs.store.mirror``, read once per state, ~4 s per 10,000 chunks): exact cosine in
-    ~1 ms where Milvus Lite's own search took ~27 ms. Milvus Lite's search is HNSW (approximate),
-    so the first hits can differ where it missed a nearer chunk (BENCHMARKS.md, "Graph search's
-    first searches in process"). The neighbourhood's chunk reads, the learned ranker's read of its
-    pool's rows and vectors and the final fetch by id come from the same copy (the same values:
-    ~25 ms of p50 less at 21k passages; round 5). False: Milvus searches and reads, as before; a
-    filtered search always does."""
+    in_process: bool = _env("RAG_GRAPHS_GRAPH_IN_PROCESS", True)
+    """Graph search, when it has no filter and the store is a Milvus Lite path, searches and reads
+    the store state's in-process copy of the chunks (``rag_graphs.store.mirror``: rows, vectors and
+    BM25 weights, read once per state, ~4-5 s per 10,000 chunks): its first dense search (exact
+    cosine in ~1 ms where Milvus Lite's HNSW search, approximate, took ~27 ms), its first BM25
+    search (~1 ms where Milvus Lite's took ~35-45 ms at 21k passages; statistics over the live rows
+    where Milvus Lite counts superseded rows per segment), the neighbourhood's chunk reads, the
+    learned ranker's pool read and the final fetch. p50 at 21k passages ~130 -> ~65 ms; rankings
+    identical on the evaluator's three dev stores (BENCHMARKS.md, "Graph search's first searches in
+    process" and "Graph search in process, round 5"). False: Milvus searches and reads, as before;
+    a filtered search always does."""
 
     def protects_hybrid(self) -> bool:
         """True when hybrid search's ranking is needed (``keep_first``, ``keep_in_top`` or the learned

@@ -9,8 +9,8 @@ rankings (``ChunkIndex.search_legs``); without, one dense search.
 Without a filter, on a Milvus Lite store, the dense search runs in this process over the store
 state's copy of the chunks (``store.mirror.ChunkMirror``, given as ``mirror``): exact cosine in
 ~1 ms where Milvus Lite's HNSW search took ~27 ms (BENCHMARKS.md, "Graph search's first searches
-in process"). BM25 asks Milvus, unless the copy holds BM25 weights (``mirror.KEYWORDS_IN_PROCESS``,
-off: BENCHMARKS.md, "Graph search in process, round 5"). A filtered search never gets a copy
+in process"), and BM25 over the copy's weights (``store.bm25``, ~1 ms where Milvus Lite's took
+~35-45 ms at 21k passages: "Graph search in process, round 5"). A filtered search never gets a copy
 (``graph_search``).
 
 The worker is the search's own and ends with it: ``first_searches`` joins it on every way out,

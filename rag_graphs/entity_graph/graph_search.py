@@ -8,8 +8,8 @@ holds one):
    mention (spaCy NER), by name-like n-gram and by meaning (nearest entity names). Meanwhile
    the **first searches** run in a worker thread (``first_search.first_searches`` ->
    ``FirstHits``): the dense hits that seed the walk and, when hybrid's top is protected, hybrid
-   search's ranking; without a filter the dense one is exact, in process, over the store state's
-   copy of the chunk vectors (``store.mirror``; ``GraphSearchOptions.dense_in_process``).
+   search's ranking; without a filter both run in process over the store state's copy of the
+   chunks (``store.mirror``, ``store.bm25``; ``GraphSearchOptions.in_process``).
 2. **Read the neighbourhood** (``neighbourhood.fetch_neighbourhood`` -> ``Neighbourhood``): by
    key, through the caller's filter, the seeds' chunks and the first hits, then the chunks one
    non-hub entity away.
@@ -114,7 +114,7 @@ def graph_search(
     # searches start (read beside them, it waited for them in Milvus Lite: +7-12 ms)
     rows = graph_rows(index, state)
     mirror = None
-    if expr is None and options.dense_in_process and rows.unfiltered():
+    if expr is None and options.in_process and rows.unfiltered():
         # the dense search over this state's in-process copy (``store.mirror``), keyed as the rows
         if rows.cache is not None:
             state = rows.cache.state

@@ -28,10 +28,12 @@ filter: a filtered search (access control, the evaluator's filters) stays in Mil
 applies the filter inside the search, because re-implementing Milvus's filter language here
 exactly is more risk than a few milliseconds are worth; no filtered search ever sees the copy.
 
-BM25 (``keyword_search``, only with ``KEYWORDS_IN_PROCESS``, off) scores as the store's BM25
-function does but with N, document frequencies and average length over the live rows, where Milvus
-Lite takes them per segment over every row stored there, superseded and deleted ones included
-(``store.bm25``); building its weights adds ~3 s per 21,000 chunks to the copy's reading.
+BM25 (``keyword_search``, on a hybrid collection) scores as the store's BM25 function does but with
+N, document frequencies and average length over the live rows, where Milvus Lite takes them per
+segment over every row stored there, superseded and deleted ones included (``store.bm25``):
+identical first-five rankings on all 1,098 dev questions of the evaluator's three stores, a few
+questions reordered on a store ingested in four steps (BENCHMARKS.md, "Graph search in process,
+round 5"); building its weights adds ~3-4 s per 21,000 chunks to the copy's reading.
 """
 
 from __future__ import annotations
@@ -43,17 +45,14 @@ import time
 from collections import OrderedDict
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 from langchain_core.documents import Document
 
+from rag_graphs.store.bm25 import Bm25Matrix
 from rag_graphs.store.fields import DENSE_FIELD, PRIMARY_FIELD, TEXT_FIELD
 from rag_graphs.store.lite import is_local
 from rag_graphs.store.reads import IndexReads
-
-if TYPE_CHECKING:
-    from rag_graphs.store.bm25 import Bm25Matrix
 
 log = logging.getLogger(__name__)
 
@@ -63,12 +62,6 @@ scaled to length 1, 25 MB of rows; so 100,000 take ~550 MB); a larger collection
 Milvus."""
 MIRRORED_STORES = 2
 """Collections whose copies a process keeps (the least recently searched go first)."""
-KEYWORDS_IN_PROCESS = False
-"""Whether a copy also holds its texts' BM25 weights, so graph search's first BM25 search runs in
-this process (~1-2 ms where Milvus Lite's took ~35-60 ms at 21k passages). Off: on the 21k mixed
-store it lost one MuSiQue tune question at R@5 (won one; 70.6 -> 70.4) and the rule for turning it
-on was "R@5 never lower on any half" (BENCHMARKS.md, "Graph search in process, round 5"); HotpotQA
-on its own store ranked identically. Turning it on is a decision about that trade, not a fix."""
 LOAD_BATCH = 5000
 """Rows per read while loading a copy (the copy read 9,809 chunks in ~4 s with a transient peak of ~200 MB
 allocated in this process, Milvus Lite's reading of its pages included, holding 40 MB after)."""
@@ -180,9 +173,7 @@ def _read(index: IndexReads, state: Hashable) -> ChunkMirror | None:
     units = matrix / np.where(norms == 0, 1.0, norms)  # as Milvus Lite's cosine scales them
     read = time.perf_counter()
     keywords = None
-    if KEYWORDS_IN_PROCESS and index.hybrid:
-        from rag_graphs.store.bm25 import Bm25Matrix  # off by default: not on the default path
-
+    if index.hybrid:
         keywords = Bm25Matrix.build([str(row.get(TEXT_FIELD) or "") for row in rows])
     positions = {str(row[PRIMARY_FIELD]): i for i, row in enumerate(rows)}
     log.info(

@@ -126,7 +126,7 @@ def test_a_filtered_search_never_reads_the_copy(index, monkeypatch):
     found = graph_search(index, QUESTION, k=6, expr=tenant_b, options=options)
     assert {d.id for d, _ in found.hits} <= {"d1", "d2", "d3", "d4"}
     graph_search(index, QUESTION, k=6, options=options)
-    graph_search(index, QUESTION, k=6, options=GraphSearchOptions(dense_in_process=False))
+    graph_search(index, QUESTION, k=6, options=GraphSearchOptions(in_process=False))
     assert given == [False, True, False]
 
     copy = chunk_mirror(index, graph_state(index))
@@ -141,6 +141,6 @@ def test_graph_search_with_the_copy_ranks_as_without_it(index):
     ingest(index, [chunk(c) for c in PASSAGES])
     for query in QUERIES:
         ours = graph_search(index, query, k=4, options=GraphSearchOptions())
-        theirs = graph_search(index, query, k=4, options=GraphSearchOptions(dense_in_process=False))
+        theirs = graph_search(index, query, k=4, options=GraphSearchOptions(in_process=False))
         assert [d.id for d, _ in ours.hits] == [d.id for d, _ in theirs.hits]
         assert [s for _, s in ours.hits] == pytest.approx([s for _, s in theirs.hits], abs=1e-6)

@@ -18,20 +18,14 @@ from rag_graphs.entity_graph.candidates import read_pool
 from rag_graphs.entity_graph.graph_search import graph_search
 from rag_graphs.entity_graph.rank import documents_of
 from rag_graphs.entity_graph.rows import graph_state
-from rag_graphs.store import mirror
 from rag_graphs.store.bm25 import Bm25Matrix, term_id, tokens
 from rag_graphs.store.fields import SPARSE_FIELD
+from rag_graphs.store.index import ChunkIndex
 from rag_graphs.store.keywords import keyword_query
 from rag_graphs.store.mirror import chunk_mirror
 from tests.unit.test_graph import PASSAGES, QUESTION, chunk, ingest
 
 CORPUS = ["the cat sat on the mat", "the dog sat", "cat cat cat", "", "Dogs and CATS"]
-
-
-@pytest.fixture
-def keywords_in_process(monkeypatch):
-    """Copies hold BM25 weights (``mirror.KEYWORDS_IN_PROCESS``, off by default)."""
-    monkeypatch.setattr(mirror, "KEYWORDS_IN_PROCESS", True)
 
 
 def hand_bm25(query: str, texts: list[str], k1: float = 1.5, b: float = 0.75) -> list[float]:
@@ -75,7 +69,7 @@ def test_the_analyzer_is_the_stores():
     assert term_id("") == 0x811C9DC5  # FNV-1a's offset basis
 
 
-def test_the_copys_bm25_ranks_as_milvus_on_one_segment(index, keywords_in_process):
+def test_the_copys_bm25_ranks_as_milvus_on_one_segment(index):
     """One flushed segment, no superseded row: N, df and avgdl are the same either way."""
     index.add([chunk(c) for c in PASSAGES])
     index.flush()
@@ -91,7 +85,7 @@ def test_the_copys_bm25_ranks_as_milvus_on_one_segment(index, keywords_in_proces
         assert [s for _, s in ours] == pytest.approx([abs(s) for _, s in theirs], rel=1e-5)
 
 
-def test_a_delete_and_an_insert_change_the_state_and_the_bm25_copy_follows(index, keywords_in_process):
+def test_a_delete_and_an_insert_change_the_state_and_the_bm25_copy_follows(index):
     ingest(index, [chunk(c) for c in PASSAGES])
     before = graph_state(index)
     first = chunk_mirror(index, before)
@@ -165,12 +159,19 @@ def test_an_empty_corpus_scores_nothing():
     assert np.all(Bm25Matrix.build(["", ""]).scores("cat") == 0)
 
 
-def test_by_default_a_copy_holds_no_bm25_and_bm25_asks_the_store(index):
-    """``KEYWORDS_IN_PROCESS`` is off: the first searches fuse the copy's dense ranking with Milvus's
-    BM25, as round 4 did."""
+def test_a_copy_of_a_hybrid_collection_holds_bm25_and_a_dense_one_does_not(index, fake_embeddings, tmp_path):
+    """The copy of a hybrid collection answers BM25 itself; a dense-only collection's copy has no
+    BM25 weights and says so (None: the caller asks the store, which has no BM25 either)."""
     index.add([chunk(c) for c in PASSAGES])
     copy = chunk_mirror(index, index.fingerprint())
-    assert copy is not None and copy.keywords is None and copy.keyword_search("granite", 3) is None
+    assert copy is not None and copy.keywords is not None
+    assert copy.keyword_search("granite", 3)
+    dense = ChunkIndex(
+        uri=str(tmp_path / "dense.db"), collection="dense", embeddings=fake_embeddings, hybrid=False
+    )
+    dense.add([chunk(c) for c in PASSAGES])
+    only = chunk_mirror(dense, dense.fingerprint())
+    assert only is not None and only.keywords is None and only.keyword_search("granite", 3) is None
 
 
 def test_the_neighbourhoods_chunk_reads_from_the_copy_are_the_stores(index):
