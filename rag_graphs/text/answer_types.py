@@ -40,7 +40,13 @@ _NUMBER_NOUNS = frozenset("population attendance capacity".split())
 _PERSON_NOUNS = frozenset(
     "person man woman actor actress singer director author writer player king queen president "
     "musician artist composer poet son daughter father mother wife husband spouse brother sister "
-    "founder producer politician leader coach footballer character".split()
+    "founder producer politician leader coach footballer character novelist swimmer pitcher "
+    "comedian comedienne rapper guitarist drummer bassist vocalist songwriter screenwriter playwright "
+    "journalist painter sculptor architect boxer wrestler golfer athlete cyclist entrepreneur "
+    "businessman businesswoman dancer lyricist inventor explorer senator governor mayor emperor "
+    "prince princess duke pope bishop cartoonist animator illustrator presenter broadcaster "
+    "economist historian philosopher scientist physicist mathematician chemist astronaut "
+    "quarterback goalkeeper midfielder".split()
 )
 _KIND_NOUNS = frozenset(
     "kind type sort genre nationality form breed species genus sport profession occupation "
@@ -194,14 +200,32 @@ def _direction(question: str) -> str:
     return ""
 
 
+_PHRASE_END = frozenset(
+    "is was are were did does do has have had can could will would who that which whose whom "
+    "of in on at for by from with to and or".split()
+)
+"""Words that end a wh-phrase ("What film *did* the actor ..."): its noun comes before."""
+
+
 def _head(question: str) -> str:
-    """The noun after the wh-word ("what city" -> "city"), skipping one adjective-like word."""
-    words = [w.lower() for w in _WORD.findall(question)]
+    """The noun after the wh-word ("what city" -> "city", "what is the capital" -> "capital"):
+    within three words, or five after a name or a number that none of them ends ("What American
+    former competitive *swimmer*", "What 1958 born American television *writer*"; not "What film
+    *did* the *actor* ...", nor "which university educated the *scientist*")."""
+    written = _WORD.findall(question)
+    words = [w.lower() for w in written]
     for i, word in enumerate(words):
         if word in ("what", "which", "whose"):
-            for follower in words[i + 1 : i + 4]:
+            first = written[i + 1] if i + 1 < len(written) else ""
+            # "What *American* former swimmer", "What *1958* born ..." (the words skip numbers)
+            modified = first[:1].isupper() or bool(re.search(rf"\b{word}\s+\d", question, re.I))
+            ended = False
+            for j, follower in enumerate(words[i + 1 : i + 6]):
+                if j >= 3 and (ended or not modified):
+                    break
                 if follower in _PLACE_NOUNS | _DATE_NOUNS | _PERSON_NOUNS | _KIND_NOUNS:
                     return follower
+                ended = ended or follower in _PHRASE_END
             if (
                 words[i + 1 : i + 2]
                 and words[i + 1] in ("is", "was", "are", "were")

@@ -43,6 +43,13 @@ _MEASURE = re.compile(r"\b(?:higher|highest|taller|tallest|elevation|height)\b",
 _LENGTH = re.compile(r"\b(\d[\d,]*(?:\.\d+)?)\s?(m|metres|meters|ft|feet)\b", re.I)
 _COUNT_WORD = re.compile(r"\d[\d,]*(?:\.\d+)?|[A-Za-z]+")
 _ONE = frozenset({"single", "sole", "lone"})
+_ASIDE = re.compile(r"\([^)]*\)")
+_POLAR_COUNT = re.compile(
+    r"\b(?:with|have|has|had|contain|contains|in)\s+(one|two|three|four|five|six|seven|eight|nine|ten|"
+    r"eleven|twelve|\d{1,3})\s+([a-z]+)|\bsame\s+number\s+of\s+([a-z]+)",
+    re.I,
+)
+"""A polar question about a count: "operas *with three acts*?", "*the same number of* acts?"."""
 
 
 @dataclass(frozen=True)
@@ -136,14 +143,20 @@ def _value(question: str, typed: AnswerType, passages: list[ParsedPassage], d: i
 
 def _counted(question: str, passage: ParsedPassage) -> tuple[float, int] | None:
     """ "Which genus has more species?": the first count the passage puts before the counted noun
-    ("about 150 species", "five members", "the sole species": one), at most one word between,
-    with its sentence."""
+    ("about 150 species", "five members", "the sole species" and "a monotypic genus": one), at
+    most one word between, with its sentence."""
     noun = _COUNTED.search(question)
     if noun is None:
         return None
-    wanted = {stem(w) for w in noun.groups() if w and w.lower() not in STOP_WORDS}
+    return _count_of({stem(w) for w in noun.groups() if w and w.lower() not in STOP_WORDS}, passage)
+
+
+def _count_of(wanted: set[str], passage: ParsedPassage) -> tuple[float, int] | None:
+    """The first count ``passage`` puts before a word of the stems ``wanted`` (see ``_counted``)."""
     for s, sentence in enumerate(passage.sentences):
-        words = _COUNT_WORD.findall(sentence.text)
+        if "monotypic" in sentence.tokens:  # "a monotypic genus": one species
+            return 1.0, s
+        words = _COUNT_WORD.findall(_ASIDE.sub(" ", sentence.text))  # "three (originally four) acts"
         for i, word in enumerate(words):
             if stem(word) not in wanted:
                 continue
@@ -152,6 +165,12 @@ def _counted(question: str, passage: ParsedPassage) -> tuple[float, int] | None:
                 if number is not None:
                     return number, s
     return None
+
+
+def _counted_one(question: str, passages: list[ParsedPassage], where: tuple[int, int]) -> bool:
+    """Whether the value read at ``where`` is a count of one the passage states ("the sole
+    species", "a monotypic genus"), not a first number that happens to be "one"."""
+    return _counted(question, passages[where[0]]) == (1.0, where[1])
 
 
 def _measured(question: str, passage: ParsedPassage) -> tuple[float, int] | None:
@@ -220,6 +239,19 @@ def compare_options(question: str, typed: AnswerType, passages: list[ParsedPassa
                 return Decision(
                     option, 0.9, (*other[-1:], *evidence), f"compared {typed.direction}: {va} vs {vb}"
                 )
+        one = [
+            i for i, v in enumerate(values) if v is not None and _counted_one(question, passages, v[1][-1])
+        ]
+        if typed.direction in ("more", "less") and len(one) == 1 and values[1 - one[0]] is None:
+            # "the sole species" against a genus whose count is not given: it has at least one
+            pick = one[0] if typed.direction == "less" else 1 - one[0]
+            d = present[pick][1]
+            return Decision(
+                present[pick][0],
+                0.7,
+                (*values[one[0]][1][-1:], (d, _best_sentence(passages[d], content_words(question))[0])),
+                f"compared {typed.direction}: one against a count not given",
+            )
     words = content_words(question) - content_words(" ".join(typed.options))
     scored = []
     for option, d in present:
@@ -300,6 +332,9 @@ def polar_answer(question: str, passages: list[ParsedPassage]) -> Decision | Non
             same = any(_alike(a, b) for a in values[0] for b in values[1])
             evidence = tuple((d, 0) for d in holders)
             return Decision("yes" if same else "no", 0.8, evidence, f"compared {values[0]} with {values[1]}")
+    counts = _polar_count(question, passages, items)
+    if counts is not None:
+        return counts
     words = content_words(question) - {"both", "same"}
     for d in items:
         words -= passages[d].title_stems
@@ -310,3 +345,20 @@ def polar_answer(question: str, passages: list[ParsedPassage]) -> Decision | Non
         if words and share == 0.0:
             return Decision("no", 0.7, tuple(checked), f"passage {d + 1} lacks {sorted(words)}")
     return Decision("yes", 0.7, tuple(checked), "every named item's passage holds the asked words")
+
+
+def _polar_count(question: str, passages: list[ParsedPassage], items: list[int]) -> Decision | None:
+    """ "Are both A and B operas with three acts?": "yes" when every item's passage counts that
+    many (``_count_of``), "no" when one counts otherwise; "the same number of acts?": whether the
+    counts agree. None when the question asks no count or a passage gives none."""
+    match = _POLAR_COUNT.search(question)
+    if match is None:
+        return None
+    asked = None if match.group(3) else _as_number(match.group(1))
+    found = [_count_of({stem((match.group(2) or match.group(3)).lower())}, passages[d]) for d in items]
+    if any(f is None for f in found):
+        return None
+    values = [f[0] for f in found if f is not None]
+    same = len(set(values)) == 1 and (asked is None or values[0] == asked)
+    evidence = tuple((d, f[1]) for d, f in zip(items, found, strict=True) if f is not None)
+    return Decision("yes" if same else "no", 0.8, evidence, f"compared counts {values} (asked {asked})")

@@ -74,6 +74,13 @@ _NUMBER_LEAD = re.compile(
 _NAME_BEFORE = re.compile(r"(?:[A-Z][\w.'-]*\s+){1,3}$")
 """The capitalised words right before a nickname's opening quote ("Souleymane " of
 Souleymane "Sol" Bamba)."""
+_ROLES = frozenset(
+    "Striker Goalkeeper Midfielder Defender Winger Coach Detective Inspector Sergeant Constable "
+    "Rapper Drummer Guitarist Bassist Singer Actor Actress Producer Director Composer".split()
+)
+_ROLE = re.compile(rf"^(?:(?:{'|'.join(sorted(_ROLES))})\s+)+(?=[A-Z])")
+"""A role spaCy read into a person's name ("*Striker* Samuel Eto'o", "*Detective Inspector*
+Humphrey Goodman"): answers name the person alone. Titles of rank (Sir, King, General) stay."""
 _LOOSE_END = re.compile(r"[\s(\[{,;:–—-]+$")
 """What spaCy leaves at a span's end ("Lacusta (") that is no part of the name."""
 _OPEN_BRACKET = re.compile(r"\s*\([^)]*$")
@@ -94,11 +101,12 @@ Clinic'), a club without its "F.C." ("Manchester United F.C.")."""
 def shaped(span: Span, sentence: str) -> Span:
     """``span`` with the boundaries an answer has: a trailing bracket or comma cut ("Lacusta ("),
     a bracket it never closes cut ("I Am Furious (Yellow"), a number's hedge cut ("over 100
-    million" -> "100 million"), and a person's name that spaCy started late reaching back to its
-    first name: inside a quoted nickname ('Sol" Bamba' -> 'Souleymane "Sol" Bamba'), or one or
-    two capitalised words after the sentence's start ("Werner Nowitzki" of "Dirk Werner Nowitzki
-    is a German ..."). Offsets stay those of ``sentence``; a table cell
-    and a date (``date_parts``) are kept as they are."""
+    million" -> "100 million"), a person's name without a role spaCy read into it ("Striker Samuel
+    Eto'o") or a possessive ("Eric Whitacre's"), and a person's name that spaCy started late
+    reaching back to its first name: inside a quoted nickname ('Sol" Bamba' -> 'Souleymane "Sol"
+    Bamba'), or one or two capitalised words after the sentence's start ("Werner Nowitzki" of
+    "Dirk Werner Nowitzki is a German ..."). Offsets stay those of ``sentence``; a table cell and
+    a date (``date_parts``) are kept as they are."""
     if span.column or span.label == "DATE":
         return span
     text = _OPEN_BRACKET.sub("", span.text) if "(" in span.text else span.text
@@ -107,14 +115,18 @@ def shaped(span: Span, sentence: str) -> Span:
         lead = _NUMBER_LEAD.match(sentence[a:b])
         a += lead.end() if lead else 0
     if span.label == "PERSON":
+        role = _ROLE.match(sentence[a:b])
+        a += role.end() if role else 0
+        b -= 2 if sentence[a:b].endswith(("'s", "’s")) else 0  # a brand ("Wendy's") is an ORG
         inside = sum(sentence[a:b].count(q) for q in _QUOTES)
         opening = a - 1 if a and sentence[a - 1] in _QUOTES else a
         if inside % 2 == 1 or (inside and sentence[a] in _QUOTES):  # a nickname's quote is in the span
             before = _NAME_BEFORE.search(sentence[:opening] if opening < a else sentence[:a])
             if before:
                 a = before.start()
-        first = _FIRST_NAMES.match(sentence[:a])
-        if first and sentence[:a].split()[0].lower() not in _NOT_NAMES:
+        first = None if role else _FIRST_NAMES.match(sentence[:a])
+        opening_words = sentence[:a].split()
+        if first and opening_words[0].lower() not in _NOT_NAMES and not _ROLES & set(opening_words):
             a = 0
     if b <= a or (a, b) == (span.start, span.end):
         return span

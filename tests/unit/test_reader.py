@@ -345,6 +345,45 @@ def test_more_of_a_counted_thing_compares_the_counts_before_that_noun():
     assert (fewer.answer, fewer.reason) == ("Brabejum", "compared less: 65.0 vs 1.0")
 
 
+def test_one_species_against_a_count_not_given_has_fewer():
+    """A genus whose passage gives no count has at least one species: more than "the sole
+    species" or "a monotypic genus" of the other."""
+    othonna = doc("Othonna", "Othonna is a genus of African plants in the sunflower family.")
+    stangeria = doc(
+        "Stangeria", "Stangeria eriopus is a cycad. It is the sole species in the genus Stangeria."
+    )
+    typhonodorum = doc("Typhonodorum", "Typhonodorum is a monotypic genus of flowering plants.")
+    for single in (stangeria, typhonodorum):
+        name = single.metadata["title"]
+        more = read(f"Which genus has more species in it, Othonna or {name}?", [single, othonna])
+        assert (more.answer, more.reason) == ("Othonna", "compared more: one against a count not given")
+        fewer = read(f"Which genus has fewer species, {name} or Othonna?", [othonna, single])
+        assert fewer.answer == name, fewer.reason
+
+
+def test_a_polar_question_about_a_count_compares_the_counts():
+    """ "with three acts?" is "no" when one opera has two; "the same number of acts?" is whether the
+    counts agree; a passage without a count leaves the question to the words rule."""
+    giovanni = doc("Don Giovanni", "Don Giovanni is an opera in two acts with music by Mozart.")
+    cardillac = doc("Cardillac", "Cardillac is an opera in three acts by Paul Hindemith.")
+    vanessa = doc("Vanessa", "Vanessa is an American opera in three (originally four) acts by Samuel Barber.")
+    three = read("Are both Don Giovanni and Cardillac operas with three acts?", [giovanni, cardillac])
+    assert (three.answer, three.reason) == ("no", "compared counts [2.0, 3.0] (asked 3.0)")
+    both = read("Are both Vanessa and Cardillac operas with three acts?", [vanessa, cardillac])
+    assert both.answer == "yes", both.reason
+    same = read("Do the operas Vanessa and Cardillac contain the same number of acts?", [vanessa, cardillac])
+    assert (same.answer, same.reason) == ("yes", "compared counts [3.0, 3.0] (asked None)")
+    other = read(
+        "Do the operas Don Giovanni and Vanessa contain the same number of acts?", [giovanni, vanessa]
+    )
+    assert other.answer == "no", other.reason
+    uncounted = doc("Cardillac", "Cardillac is an opera by Paul Hindemith.")
+    assert (
+        "counts"
+        not in read("Are both Vanessa and Cardillac operas with three acts?", [vanessa, uncounted]).reason
+    )
+
+
 def test_higher_compares_the_largest_height_in_metres_or_feet():
     """A summit's elevation is its passage's largest height; "a 3 km long ridge" is no height,
     and feet are compared as metres."""

@@ -138,6 +138,14 @@ def test_a_nationality_is_no_answer_to_a_which_thing_question() -> None:
         ("Which actor who starred in Blue Harbour was born in Dover?", "person"),
         ("What character in Blue Harbour was played by the actor who starred in Korvik Falls?", "person"),
         ("The company which owns the monorail was assisted in financing by whom?", "person"),
+        # a role named after a name or number that modifies it
+        ('What MLB pitcher nicknamed "Gander" was written about in a film?', "person"),
+        ("What 1958 born American television writer contributed to the album?", "person"),
+        ("What American former competitive swimmer was her team mate?", "person"),
+        # the wh-phrase's own noun comes first
+        ("Alex Haley wrote what novel about a man that was born in 1750?", "other"),
+        ("Which university educated the scientist who explained the photoelectric effect?", "other"),
+        ("What film did the actor who starred in Blue Harbour direct?", "other"),
     ],
 )
 def test_a_relative_who_does_not_make_a_person_question(question: str, kind: str) -> None:
@@ -240,3 +248,44 @@ def test_a_founding_year_spacy_calls_a_number_answers_a_year_question() -> None:
     )
     reading = read("In which year was the furniture firm Gillows of Lancaster founded?", [passage])
     assert reading.answer == "1730", reading.reason
+
+
+def test_a_name_spacy_cuts_at_its_quoted_nickname_is_offered_whole() -> None:
+    # spaCy reads 'Deborah' as a person and 'Deb" Lacusta (' as a work of art: the whole name is
+    # one person candidate, in the pieces' place
+    passages = [
+        doc("Deb Lacusta", 'Deborah "Deb" Lacusta (born March 15, 1958) is an American television writer.'),
+        doc("Kassie DePaiva", 'Katherine Virginia "Kassie" DePaiva (born 1961) is an American actress.'),
+    ]
+    found = offered("Which American television writer was born in 1958?", passages)
+    assert ('Deborah "Deb" Lacusta', "PERSON") in found
+    assert ('Katherine Virginia "Kassie" DePaiva', "PERSON") in found
+    assert not any(text in ("Deborah", 'Deb" Lacusta', 'Katherine Virginia "') for text, _ in found)
+
+
+def test_a_quoted_title_between_names_is_no_nickname() -> None:
+    # no person among the pieces, or a title of several words: no name is made up
+    passages = [doc("Boogie Nights", 'The studio New Line "Boogie Nights" Premiere was held in Los Angeles.')]
+    texts = {text for text, label in offered("Where was the premiere held?", passages) if label == "PERSON"}
+    assert not any('"' in text for text in texts)
+
+
+@pytest.mark.parametrize(
+    ("sentence", "span", "expected"),
+    [
+        ("Striker Samuel Eto'o joined the club in 1997.", "Striker Samuel Eto'o", "Samuel Eto'o"),
+        (
+            "Detective Inspector Humphrey Goodman is played by Kris Marshall.",
+            "Humphrey Goodman",
+            "Humphrey Goodman",
+        ),
+        # a title of rank is part of the name
+        ("Sir Alex Ferguson managed the club.", "Sir Alex Ferguson", "Sir Alex Ferguson"),
+        # nor is a possessive
+        ("Eric Whitacre's Water Night is a choral work.", "Eric Whitacre's", "Eric Whitacre"),
+    ],
+)
+def test_a_role_or_possessive_spacy_reads_into_a_name_is_no_part_of_it(
+    sentence: str, span: str, expected: str
+) -> None:
+    assert shaped(span_of(sentence, span, "PERSON"), sentence).text == expected
