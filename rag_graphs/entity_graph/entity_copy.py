@@ -6,9 +6,10 @@ Why: graph search reads entity rows by key twice per question, the linking's few
 question's mentions and name-like n-grams, most of them no entity) and the neighbourhood's frontier
 (the entities of the seeds' chunks and the first hits, hundreds); the row cache
 (``rows.RowCache``) answers a key another question read before, and every other key is a Milvus Lite
-query, ~0.1 ms a key plus the round trip. At 21k passages (~125k entities) those misses were most of
-the neighbourhood lap and of the slow questions' tail (BENCHMARKS.md, "Graph search latency, round
-6"). Held whole, every key is a dict look-up, and a key the copy lacks is a key the store lacks.
+query, ~0.1 ms a key plus the round trip. At 21k passages (124,537 entities) those misses were
+most of the neighbourhood lap (~18 ms p50; 100-880 ms on the 8% of questions with the largest
+neighbourhoods, 2,000-2,600 keys read). Held whole, every key is a dict look-up (the lap ~6 ms p50),
+and a key the copy lacks is a key the store lacks (BENCHMARKS.md, "Graph search latency, round 6").
 
 Where it applies, as the chunk copy (``store.mirror``) it is read beside: graph search asks for it
 only where it has the chunk copy (a Milvus Lite path, a search without a filter, ``in_process``), at
@@ -38,8 +39,9 @@ from rag_graphs.store.lite import is_local
 log = logging.getLogger(__name__)
 
 MAX_COPIED_ENTITIES = 500_000
-"""Entity rows a copy holds at most (the 21k mixed store's 125,000 take ~N MB, see BENCHMARKS.md);
-a larger entity collection is read through the row cache, by key."""
+"""Entity rows a copy holds at most (the 21k mixed store's 124,537 took 36 MB held, a transient
+peak of ~270 MB while read, 10-13 s; BENCHMARKS.md, "Graph search latency, round 6"); a larger
+entity collection is read through the row cache, by key."""
 COPIED_STORES = 2
 """Collections whose entity copies a process keeps (the least recently searched go first), as
 ``store.mirror.MIRRORED_STORES``."""

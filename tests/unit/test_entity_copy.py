@@ -4,6 +4,8 @@ reads it, and a graph search with it ranks as one without it while asking Milvus
 
 from __future__ import annotations
 
+import gc
+
 import pytest
 
 from rag_graphs.config.graph_search import GraphSearchOptions
@@ -127,3 +129,25 @@ def test_an_entity_collection_over_the_bound_is_read_by_key(stored, monkeypatch)
 def test_no_entity_collection_no_copy(index):
     index.add([chunk(c) for c in PASSAGES])
     assert entity_copy(index, index.fingerprint()) is None
+
+
+def test_each_new_state_moves_what_the_process_holds_out_of_the_collectors_way(stored, monkeypatch):
+    """A new state's copies are followed by one full collection and a freeze (``_settle``), and a
+    search of a state already read settles nothing again."""
+    settled: list[int] = []
+    real = copies._settle
+
+    def spy() -> None:
+        real()
+        settled.append(gc.get_freeze_count())
+
+    monkeypatch.setattr(copies, "_settle", spy)
+    try:
+        state = ("a state not read yet", graph_state(stored))
+        entity_copy(stored, state)
+        entity_copy(stored, state)
+        assert len(settled) == 1 and settled[0] > 0
+        entity_copy(stored, ("the next state", graph_state(stored)))
+        assert len(settled) == 2
+    finally:
+        gc.unfreeze()
