@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from langchain_core.documents import Document
 
 from rag_graphs.config.graph_search import GraphSearchOptions
+from rag_graphs.entity_graph.entity_copy import entity_copy
 from rag_graphs.entity_graph.first_search import first_searches, plain_ranking
 from rag_graphs.entity_graph.learned_rank import RankInputs, learned_ranking, shipped_ranker
 from rag_graphs.entity_graph.linking import link_question
@@ -120,6 +121,8 @@ def graph_search(
             state = rows.cache.state
         mirror = chunk_mirror(index, state if state is not None else graph_state(index))
         rows.mirror = mirror  # its chunk reads too: the same state's rows, no cache miss asks Milvus
+        if mirror is not None:  # and its entity reads, from the same state's copy of them
+            rows.entity_copy = entity_copy(index, mirror.state)
     vector = embed_queries(index.embeddings, [query])[0]
     first_k = max(k, DENSE_K)
     with first_searches(index, query, vector, k=first_k, expr=expr, hybrid=hybrid, mirror=mirror) as pending:

@@ -199,12 +199,23 @@ class GraphRows:
         self.mirror = mirror
         """The store state's in-process copy of the chunks (``store.mirror``), when the search has
         one: an unfiltered chunk read is answered from it, no cache miss asks the store."""
+        self.entity_copy: dict[str, tuple] | None = None
+        """The store state's in-process copy of every entity row (``entity_copy``), when the search
+        has one: an entity read is answered from it, a key it lacks is a key the store lacks."""
         self._unfiltered: bool | None = None  # the store hides nothing from an unfiltered read
 
     def entities(self, keys: Sequence[str], fields: Sequence[str]) -> dict[str, dict]:
         """Entity rows by key with ``fields`` (``entity_rows``)."""
         keys = list(dict.fromkeys(keys))
-        if self.cache is None or not set(fields) - {PRIMARY_FIELD} <= set(ENTITY_ROW_FIELDS):
+        kept = set(fields) - {PRIMARY_FIELD} <= set(ENTITY_ROW_FIELDS)
+        if self.entity_copy is not None and kept:
+            held = self.entity_copy
+            return {
+                key: _project(key, row, ENTITY_ROW_FIELDS, fields)
+                for key in keys
+                if (row := held.get(key)) is not None
+            }
+        if self.cache is None or not kept:
             return _in_order(entity_rows(self.index, keys, fields), keys)
         read = lambda missing: entity_rows(self.index, missing, ENTITY_ROW_FIELDS)  # noqa: E731
         return self._through(self.cache.entities, ENTITY_ROW_FIELDS, keys, fields, read)
