@@ -115,6 +115,7 @@ class Laps:
         self.seconds: dict[str, float] = {}
         self.main = 0.0
         self.active: dict[str, int] = {}  # stages running now, in any thread
+        self.events: list[tuple[str, str, float, float]] = []  # (thread, stage, start, end), outermost
         self._local = threading.local()
         self._lock = threading.Lock()
 
@@ -142,6 +143,8 @@ class Laps:
                     self.seconds[name] = self.seconds.get(name, 0.0) + spent - nested
                     if not stack and threading.current_thread() is threading.main_thread():
                         self.main += spent
+                    if not stack:
+                        self.events.append((threading.current_thread().name, name, start, start + spent))
 
         return timed
 
@@ -198,11 +201,22 @@ def run_worker(args: argparse.Namespace) -> None:
     store.parent.mkdir(parents=True)
     index = ChunkIndex(uri=str(store), collection="bench", embeddings=model)
     load = os.getloadavg()[0]
+    sampler = None
+    if args.timeline_out:
+        from ingest_timeline import Sampler
+
+        sampler = Sampler()
+        sampler.start()
     cpu = time.process_time()
     start = time.perf_counter()
     report = ingest([Path(args.corpus)], index=index, options=IngestOptions(progress=False, entities="auto"))
     seconds = time.perf_counter() - start
     cpu = time.process_time() - cpu
+    if sampler is not None:
+        from ingest_timeline import summary
+
+        sampler.stop()
+        Path(args.timeline_out).write_text(json.dumps(summary(sampler, laps.events, start), indent=1))
     if report.failed:
         raise SystemExit(report.summary())
     threads_after = {"main": torch.get_num_threads(), "new thread": _new_thread_count(torch)}
@@ -288,10 +302,12 @@ def differences(
 
 
 # -- the parent: write the corpus, alternate the runs, compare -----------------------------------
-def _run(code: Path | None, corpus: Path, work: Path, tag: str) -> tuple[dict, Path]:
+def _run(code: Path | None, corpus: Path, work: Path, tag: str, timeline: bool = False) -> tuple[dict, Path]:
     dump = work / f"{tag}.pkl"
     command = [sys.executable, str(Path(__file__).resolve()), "--worker", "--corpus", str(corpus)]
     command += ["--store", str(work / tag / "milvus.db"), "--dump", str(dump)]
+    if timeline:  # per-thread CPU and stages second by second (bench/ingest_timeline.py)
+        command += ["--timeline-out", str(work / f"{tag}_timeline.json")]
     if code is not None:
         command += ["--code", str(code)]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
@@ -310,7 +326,9 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path("/tmp/ingest_bench"))
     parser.add_argument("--out", type=Path, help="write the runs as JSON here")
     parser.add_argument("--tolerance", type=float, default=TOLERANCE, help="per vector coordinate")
+    parser.add_argument("--timeline", action="store_true", help="write <work>/<run>_timeline.json per run")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--timeline-out", help=argparse.SUPPRESS)
     parser.add_argument("--code", help=argparse.SUPPRESS)
     parser.add_argument("--corpus", help=argparse.SUPPRESS)
     parser.add_argument("--store", help=argparse.SUPPRESS)
@@ -329,7 +347,7 @@ def main() -> None:
     reference: dict | None = None
     for n in range(args.rounds):
         for name, code in sides if n % 2 == 0 else sides[::-1]:
-            result, dump = _run(code, corpus, args.work, f"{name}{n}")
+            result, dump = _run(code, corpus, args.work, f"{name}{n}", bool(args.timeline))
             with dump.open("rb") as f:
                 stored = pickle.load(f)
             if reference is None:
