@@ -49,6 +49,8 @@ from functools import wraps
 from pathlib import Path
 from typing import Any
 
+from ingest_timeline import uncovered
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -116,6 +118,8 @@ class Laps:
         self.main = 0.0
         self.active: dict[str, int] = {}  # stages running now, in any thread
         self.events: list[tuple[str, str, float, float]] = []  # (thread, stage, start, end), outermost
+        self.names: list[tuple[float, float]] = []  # every entity_embed call, any thread, any depth
+        self.rows: list[tuple[float, float]] = []  # the main thread's entity_rows calls
         self._local = threading.local()
         self._lock = threading.Lock()
 
@@ -145,6 +149,10 @@ class Laps:
                         self.main += spent
                     if not stack:
                         self.events.append((threading.current_thread().name, name, start, start + spent))
+                    if name == "entity_embed":
+                        self.names.append((start, start + spent))
+                    elif name == "entity_rows" and threading.current_thread() is threading.main_thread():
+                        self.rows.append((start, start + spent))
 
         return timed
 
@@ -221,8 +229,8 @@ def run_worker(args: argparse.Namespace) -> None:
         raise SystemExit(report.summary())
     threads_after = {"main": torch.get_num_threads(), "new thread": _new_thread_count(torch)}
     laps.seconds["other"] = seconds - laps.main
-    # entity names are embedded inside add_entities (in this thread, or waited for in another)
-    laps.seconds["entity_rows"] = laps.seconds.get("entity_rows", 0.0) - laps.seconds.get("entity_embed", 0.0)
+    # entity names are embedded inside add_entities (in this thread, or waited for in another, or both)
+    laps.seconds["entity_rows"] = uncovered(laps.rows, laps.names)
     files = len(report.files)
     with open(args.dump, "wb") as out:
         pickle.dump(_dump(index), out)
@@ -345,6 +353,7 @@ def main() -> None:
         sides = [("old", args.old.resolve()), ("new", None)]
     runs: list[dict] = []
     reference: dict | None = None
+    own: dict[str, dict] = {}  # each side's first store
     for n in range(args.rounds):
         for name, code in sides if n % 2 == 0 else sides[::-1]:
             result, dump = _run(code, corpus, args.work, f"{name}{n}", bool(args.timeline))
@@ -359,6 +368,10 @@ def main() -> None:
                 print(f"  vectors against the first run: {result['vectors']}")
                 for line in diff:
                     print(f"  DIFFERS ({name}{n} vs the first run): {line}")
+            if name in own and own[name] is not reference:  # the same code's runs: bit for bit?
+                _, result["vectors_same_side"] = differences(own[name], stored, tolerance=0.0)
+                print(f"  vectors against the first {name} run: {result['vectors_same_side']}")
+            own.setdefault(name, stored)
             result.update(side=name, round=n)
             runs.append(result)
             split = ", ".join(f"{k} {result['stages'].get(k, 0):.1f}" for k in STAGES)

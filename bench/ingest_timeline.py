@@ -63,6 +63,22 @@ class Sampler:
             self._stop.wait(self.every)
 
 
+def uncovered(spans: list[tuple[float, float]], cover: list[tuple[float, float]]) -> float:
+    """Seconds of ``spans`` that no interval of ``cover`` overlaps: the main thread's time in
+    ``add_entities`` while no thread embedded names (the entity rows' own reads and writes),
+    whichever thread embeds the names and whether the main thread waits for them or helps."""
+    ordered = sorted(cover)
+    total = 0.0
+    for start, end in spans:
+        covered, edge = 0.0, start
+        for lo, hi in ordered:
+            lo, hi = max(lo, edge), min(hi, end)
+            if hi > lo:
+                covered, edge = covered + hi - lo, hi
+        total += end - start - covered
+    return total
+
+
 def summary(
     sampler: Sampler, events: list[tuple[str, str, float, float]], start: float, bin_seconds: float = 1.0
 ) -> dict[str, Any]:

@@ -11,7 +11,8 @@ writer is killed; the next writer or the next process to open the collection fin
 With an entity extractor, entity rows are written before the chunks that name them, and the
 group's chunks are embedded in a thread of their own meanwhile (MiniLM on one torch thread while
 spaCy runs on the other core: the chunks' vectors came out bit for bit as on torch's two threads),
-in pieces that the main thread helps with once the entities are written (``ChunkPieces``).
+in pieces that the main thread helps with once the entities are written (``ChunkPieces``); the
+new entities' names are embedded in pieces by two threads as well.
 """
 
 from __future__ import annotations
@@ -75,12 +76,14 @@ def _annotate_and_embed(index: ChunkIndex, group: Group, extractor: Extractor) -
 
     Every embedding runs on one torch thread (``embed_on_one_thread``). The chunks are embedded
     in pieces (``ChunkPieces``) by a thread of their own from the start, while spaCy runs here;
-    a second thread embeds the new entities' names once spaCy has found them; then this thread
-    takes the pieces still waiting, so both cores embed chunks until the group is done instead
-    of one waiting for the other (with bf16 embedding, NER plus names take about as long as the
-    chunks: either side can finish first). Every store call stays on this thread. Entity rows
-    are written before any chunk: a chunk stored with its ``entities`` is then always in the
-    graph, even after a ``kill -9`` (an entity row listing a chunk never stored is harmless).
+    the new entities' names, once spaCy has found them, are embedded in pieces too, by a second
+    thread and this one (one call of up to 1,024 names in one thread, this one waiting, was each
+    group's tail: BENCHMARKS.md, "Round 3: overlap"); then this thread takes the chunk pieces
+    still waiting, so both cores embed until the group is done instead of one waiting for the
+    other (with bf16 embedding, NER plus names take about as long as the chunks). Every store
+    call stays on this thread. Entity rows are written before any chunk: a chunk stored with its
+    ``entities`` is then always in the graph, even after a ``kill -9`` (an entity row listing a
+    chunk never stored is harmless).
     """
     chunks = [c for _, chunks in group for c in chunks]
     known = index.existing_ids([str(c.id) for c in chunks])
@@ -131,7 +134,9 @@ class ChunkPieces(Generic[K]):
         self._embeddings = embeddings
         self._names = names  # entity names: embedded through ``_embed_names`` (benchmarks tell them apart)
         ids = sorted(texts, key=lambda i: -len(texts[i]))
-        self._pieces = [[(i, texts[i]) for i in ids[n : n + size]] for n in range(0, len(ids), size)]
+        self._pieces: list[list[tuple[K, str]]] = [
+            [(i, texts[i]) for i in ids[n : n + size]] for n in range(0, len(ids), size)
+        ]
         self._next = 0
         self._done: dict[K, list[float]] = {}
         self._failed = False
