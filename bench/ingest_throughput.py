@@ -11,19 +11,19 @@ starts; what is timed is the ``ingest()`` call: convert + chunk + embed + entiti
 Stages are timed by wrapping the functions ingest calls (the same names exist in the old and the
 new code): ``convert`` and ``chunk`` (the background thread, overlapped with the rest), ``embed``
 (the chunks' MiniLM calls, through ``storing._embed``, in whichever thread), ``ner`` (the spaCy
-extractor's calls), ``entity_embed`` (MiniLM on new entity names), ``entity_rows`` (reading and
-writing entity rows, without their embedding), ``insert`` (``ChunkIndex.add``), ``wait`` (the main
-thread waiting for a converted file) and ``other`` (the rest of the main thread: existence checks,
-stale-version deletes, file records, flush). Each stage's seconds are exclusive of the stages
-nested in it, per thread. After the call each run prints torch's thread count in its main thread
-and in a thread created then: what ingest leaves for the threads that come after it (issue 47's
-torch-thread switch must leave the process's count, not 1).
+extractor's calls), ``entity_embed`` (MiniLM on new entity names), ``entity_rows`` (the main
+thread in ``add_entities`` while no thread embeds names), ``insert`` (``ChunkIndex.add``), ``wait``
+(the main thread waiting for a converted file) and ``other`` (the main thread's rest: existence
+checks, stale-version deletes, file records, flush); exclusive of nested stages, per thread. Each
+run prints torch's thread count in its main thread and in a new thread after the call (what ingest
+leaves behind: the process's count, not 1). ``--timeline``: per run, each thread's CPU and stage
+second by second (``bench/ingest_timeline.py``).
 
 With ``--old DIR`` (a checkout of the old code; its tree layout must match: ``rag_graphs``,
 ``ingestion``, ``prompts``) old and new alternate run by run, and every store is compared with the
 first run: chunk rows (id, text, every metadata field but ``ingested_at``, which is the clock),
 their vectors and the entity rows (key, name, vector, chunk list, count) must be equal, a vector
-to within ``TOLERANCE`` per coordinate (how many are not equal bit for bit is printed).
+to within ``TOLERANCE`` a coordinate (how many differ in any bit is printed, also against each side's first).
 
     nice -n 10 .venv/bin/python bench/ingest_throughput.py --passages 1000 --rounds 2 \\
         --old /tmp/ingest_old --work /tmp/ingest_bench
