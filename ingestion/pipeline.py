@@ -51,7 +51,7 @@ __all__ = ["FileResult", "IngestOptions", "IngestReport", "access_labels", "inge
 
 EMBED_GROUP = 256  # chunks embedded per call, across files
 FIRST_GROUP = 64  # the first group's chunks: embedding and NER start while the next files convert
-AHEAD_FILES = 16  # files converted and chunked ahead, at least (else as many as the last group had)
+AHEAD_FILES = 16  # files converted ahead at least; beyond, until two groups of chunks wait (ahead.py)
 
 
 def ingest(
