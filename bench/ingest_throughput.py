@@ -11,19 +11,19 @@ starts; what is timed is the ``ingest()`` call: convert + chunk + embed + entiti
 Stages are timed by wrapping the functions ingest calls (the same names exist in the old and the
 new code): ``convert`` and ``chunk`` (the background thread, overlapped with the rest), ``embed``
 (the chunks' MiniLM calls, through ``storing._embed``, in whichever thread), ``ner`` (the spaCy
-extractor's calls), ``entity_embed`` (MiniLM on new entity names), ``entity_rows`` (reading and
-writing entity rows, without their embedding), ``insert`` (``ChunkIndex.add``), ``wait`` (the main
-thread waiting for a converted file) and ``other`` (the rest of the main thread: existence checks,
-stale-version deletes, file records, flush). Each stage's seconds are exclusive of the stages
-nested in it, per thread. After the call each run prints torch's thread count in its main thread
-and in a thread created then: what ingest leaves for the threads that come after it (issue 47's
-torch-thread switch must leave the process's count, not 1).
+extractor's calls), ``entity_embed`` (MiniLM on new entity names), ``entity_rows`` (the main
+thread in ``add_entities`` while no thread embeds names), ``insert`` (``ChunkIndex.add``), ``wait``
+(the main thread waiting for a converted file) and ``other`` (the main thread's rest: existence
+checks, stale-version deletes, file records, flush); exclusive of nested stages, per thread. Each
+run prints torch's thread count in its main thread and in a new thread after the call (what ingest
+leaves behind: the process's count, not 1). ``--timeline``: per run, each thread's CPU and stage
+second by second (``bench/ingest_timeline.py``).
 
 With ``--old DIR`` (a checkout of the old code; its tree layout must match: ``rag_graphs``,
 ``ingestion``, ``prompts``) old and new alternate run by run, and every store is compared with the
 first run: chunk rows (id, text, every metadata field but ``ingested_at``, which is the clock),
 their vectors and the entity rows (key, name, vector, chunk list, count) must be equal, a vector
-to within ``TOLERANCE`` per coordinate (how many are not equal bit for bit is printed).
+to within ``TOLERANCE`` a coordinate (how many differ in any bit is printed, also against each side's first).
 
     nice -n 10 .venv/bin/python bench/ingest_throughput.py --passages 1000 --rounds 2 \\
         --old /tmp/ingest_old --work /tmp/ingest_bench
@@ -48,6 +48,8 @@ from collections.abc import Callable
 from functools import wraps
 from pathlib import Path
 from typing import Any
+
+from ingest_timeline import uncovered
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -115,6 +117,9 @@ class Laps:
         self.seconds: dict[str, float] = {}
         self.main = 0.0
         self.active: dict[str, int] = {}  # stages running now, in any thread
+        self.events: list[tuple[str, str, float, float]] = []  # (thread, stage, start, end), outermost
+        self.names: list[tuple[float, float]] = []  # every entity_embed call, any thread, any depth
+        self.rows: list[tuple[float, float]] = []  # the main thread's entity_rows calls
         self._local = threading.local()
         self._lock = threading.Lock()
 
@@ -142,6 +147,12 @@ class Laps:
                     self.seconds[name] = self.seconds.get(name, 0.0) + spent - nested
                     if not stack and threading.current_thread() is threading.main_thread():
                         self.main += spent
+                    if not stack:
+                        self.events.append((threading.current_thread().name, name, start, start + spent))
+                    if name == "entity_embed":
+                        self.names.append((start, start + spent))
+                    elif name == "entity_rows" and threading.current_thread() is threading.main_thread():
+                        self.rows.append((start, start + spent))
 
         return timed
 
@@ -198,17 +209,28 @@ def run_worker(args: argparse.Namespace) -> None:
     store.parent.mkdir(parents=True)
     index = ChunkIndex(uri=str(store), collection="bench", embeddings=model)
     load = os.getloadavg()[0]
+    sampler = None
+    if args.timeline_out:
+        from ingest_timeline import Sampler
+
+        sampler = Sampler()
+        sampler.start()
     cpu = time.process_time()
     start = time.perf_counter()
     report = ingest([Path(args.corpus)], index=index, options=IngestOptions(progress=False, entities="auto"))
     seconds = time.perf_counter() - start
     cpu = time.process_time() - cpu
+    if sampler is not None:
+        from ingest_timeline import summary
+
+        sampler.stop()
+        Path(args.timeline_out).write_text(json.dumps(summary(sampler, laps.events, start), indent=1))
     if report.failed:
         raise SystemExit(report.summary())
     threads_after = {"main": torch.get_num_threads(), "new thread": _new_thread_count(torch)}
     laps.seconds["other"] = seconds - laps.main
-    # entity names are embedded inside add_entities (in this thread, or waited for in another)
-    laps.seconds["entity_rows"] = laps.seconds.get("entity_rows", 0.0) - laps.seconds.get("entity_embed", 0.0)
+    # entity names are embedded inside add_entities (in this thread, or waited for in another, or both)
+    laps.seconds["entity_rows"] = uncovered(laps.rows, laps.names)
     files = len(report.files)
     with open(args.dump, "wb") as out:
         pickle.dump(_dump(index), out)
@@ -288,10 +310,12 @@ def differences(
 
 
 # -- the parent: write the corpus, alternate the runs, compare -----------------------------------
-def _run(code: Path | None, corpus: Path, work: Path, tag: str) -> tuple[dict, Path]:
+def _run(code: Path | None, corpus: Path, work: Path, tag: str, timeline: bool = False) -> tuple[dict, Path]:
     dump = work / f"{tag}.pkl"
     command = [sys.executable, str(Path(__file__).resolve()), "--worker", "--corpus", str(corpus)]
     command += ["--store", str(work / tag / "milvus.db"), "--dump", str(dump)]
+    if timeline:  # per-thread CPU and stages second by second (bench/ingest_timeline.py)
+        command += ["--timeline-out", str(work / f"{tag}_timeline.json")]
     if code is not None:
         command += ["--code", str(code)]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
@@ -310,7 +334,9 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path("/tmp/ingest_bench"))
     parser.add_argument("--out", type=Path, help="write the runs as JSON here")
     parser.add_argument("--tolerance", type=float, default=TOLERANCE, help="per vector coordinate")
+    parser.add_argument("--timeline", action="store_true", help="write <work>/<run>_timeline.json per run")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--timeline-out", help=argparse.SUPPRESS)
     parser.add_argument("--code", help=argparse.SUPPRESS)
     parser.add_argument("--corpus", help=argparse.SUPPRESS)
     parser.add_argument("--store", help=argparse.SUPPRESS)
@@ -327,9 +353,10 @@ def main() -> None:
         sides = [("old", args.old.resolve()), ("new", None)]
     runs: list[dict] = []
     reference: dict | None = None
+    own: dict[str, dict] = {}  # each side's first store
     for n in range(args.rounds):
         for name, code in sides if n % 2 == 0 else sides[::-1]:
-            result, dump = _run(code, corpus, args.work, f"{name}{n}")
+            result, dump = _run(code, corpus, args.work, f"{name}{n}", bool(args.timeline))
             with dump.open("rb") as f:
                 stored = pickle.load(f)
             if reference is None:
@@ -341,6 +368,10 @@ def main() -> None:
                 print(f"  vectors against the first run: {result['vectors']}")
                 for line in diff:
                     print(f"  DIFFERS ({name}{n} vs the first run): {line}")
+            if name in own and own[name] is not reference:  # the same code's runs: bit for bit?
+                _, result["vectors_same_side"] = differences(own[name], stored, tolerance=0.0)
+                print(f"  vectors against the first {name} run: {result['vectors_same_side']}")
+            own.setdefault(name, stored)
             result.update(side=name, round=n)
             runs.append(result)
             split = ", ".join(f"{k} {result['stages'].get(k, 0):.1f}" for k in STAGES)

@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
 
 from langchain_core.documents import Document
 
@@ -25,6 +23,7 @@ from rag_graphs.config.context import RagContext
 from rag_graphs.config.fields import DEFAULT_STORE_URI
 from rag_graphs.entity_graph.entities import Extractor, load_extractor
 from rag_graphs.entity_graph.rows import has_graph
+from rag_graphs.ingestion.ahead import ahead
 from rag_graphs.ingestion.convert.captioning import load_captioner
 from rag_graphs.ingestion.convert.chunking import chunk_document
 from rag_graphs.ingestion.convert.discover import find_files
@@ -50,9 +49,9 @@ log = logging.getLogger(__name__)
 
 __all__ = ["FileResult", "IngestOptions", "IngestReport", "access_labels", "ingest"]
 
-T = TypeVar("T")
 EMBED_GROUP = 256  # chunks embedded per call, across files
-AHEAD_FILES = 16  # files converted and chunked ahead while a group is embedded
+FIRST_GROUP = 64  # the first group's chunks: embedding and NER start while the next files convert
+AHEAD_FILES = 16  # files converted ahead at least; beyond, until two groups of chunks wait (ahead.py)
 
 
 def ingest(
@@ -240,22 +239,31 @@ def _ingest_files(
 ) -> Iterator[FileResult]:
     """Each file's result, once it is stored or has failed.
 
-    Conversion and chunking run ahead in background threads (up to AHEAD_FILES files) while
-    this thread embeds and stores, so they overlap the embedding of a whole group. Chunks are
-    embedded EMBED_GROUP at a time across files: sentence-transformers sorts a batch by length,
-    so one large call pads far less than one small call per file (measured: 1.5x faster on
-    HotpotQA passages). A file unchanged since it was stored is reported without converting;
-    each stored file's record is written after its chunks (``rag_graphs.store.files``).
+    Conversion and chunking run ahead in background threads while this thread embeds and
+    stores, until two groups' chunks wait converted (``rag_graphs.ingestion.ahead``: the next
+    group is ready when this one is stored; with 16 files ahead the main thread waited ~1.5 s
+    for the converter at every group of 1,000 HotpotQA passages, one core idle). Chunks are
+    embedded EMBED_GROUP at a time across files: sentence-transformers sorts a batch by
+    length, so one large call pads far less than one small call per file (measured: 1.5x
+    faster on HotpotQA passages); the first group is FIRST_GROUP chunks, so the embedding and
+    NER threads start after a few files instead of a whole group's conversion. A file
+    unchanged since it was stored is reported without converting; each stored file's record
+    is written after its chunks (``rag_graphs.store.files``).
     """
     group: Group = []
     digests: dict[str, tuple[str, int] | None] = {}
-    for path, prepared in _ahead(files, prepare, workers, AHEAD_FILES):
+    size = min(FIRST_GROUP, EMBED_GROUP)
+    converted = ahead(
+        files, prepare, lambda p: len(p.chunks), workers=workers, budget=2 * EMBED_GROUP, least=AHEAD_FILES
+    )
+    for path, prepared in converted:
         result, chunks = _prepared(path, prepared, digests)
         if result.error is not None or result.unchanged:
             yield result
             continue
         group.append((result, chunks))
-        if sum(len(c) for _, c in group) >= EMBED_GROUP:
+        if sum(len(c) for _, c in group) >= size:
+            size = EMBED_GROUP
             yield from _stored(index, group, extractor, records, digests)
             group = []
     yield from _stored(index, group, extractor, records, digests)
@@ -315,17 +323,3 @@ def _stored(
             ]
         )
     return [result for result, _ in group]
-
-
-def _ahead(
-    files: list[Path], prepare: Callable[[Path], T], workers: int, depth: int
-) -> Iterator[tuple[Path, Future[T]]]:
-    """``prepare(path)`` for each file in order, by ``workers`` threads, up to ``depth`` files ahead."""
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ingest-convert") as pool:
-        pending: deque[tuple[Path, Future[T]]] = deque()
-        for path in files:
-            pending.append((path, pool.submit(prepare, path)))
-            if len(pending) > max(depth, workers):
-                yield pending.popleft()
-        while pending:
-            yield pending.popleft()

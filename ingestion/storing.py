@@ -11,13 +11,15 @@ writer is killed; the next writer or the next process to open the collection fin
 With an entity extractor, entity rows are written before the chunks that name them, and the
 group's chunks are embedded in a thread of their own meanwhile (MiniLM on one torch thread while
 spaCy runs on the other core: the chunks' vectors came out bit for bit as on torch's two threads),
-in pieces that the main thread helps with once the entities are written (``ChunkPieces``).
+in pieces that the main thread helps with once the entities are written (``ChunkPieces``); the
+new entities' names are embedded in pieces by two threads as well.
 """
 
 from __future__ import annotations
 
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from typing import Generic, TypeVar
 
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
@@ -33,6 +35,7 @@ from rag_graphs.store.sentences import children_of, has_sentences, sentence_rows
 Group = list[tuple[FileResult, list[Document]]]
 """Files ready to store: each file's result (filled in here) and its complete list of chunks."""
 Vectors = dict[str, list[float]]
+K = TypeVar("K", str, int)
 
 
 def store_group(index: ChunkIndex, group: Group, extractor: Extractor | None = None) -> None:
@@ -73,12 +76,14 @@ def _annotate_and_embed(index: ChunkIndex, group: Group, extractor: Extractor) -
 
     Every embedding runs on one torch thread (``embed_on_one_thread``). The chunks are embedded
     in pieces (``ChunkPieces``) by a thread of their own from the start, while spaCy runs here;
-    a second thread embeds the new entities' names once spaCy has found them; then this thread
-    takes the pieces still waiting, so both cores embed chunks until the group is done instead
-    of one waiting for the other (with bf16 embedding, NER plus names take about as long as the
-    chunks: either side can finish first). Every store call stays on this thread. Entity rows
-    are written before any chunk: a chunk stored with its ``entities`` is then always in the
-    graph, even after a ``kill -9`` (an entity row listing a chunk never stored is harmless).
+    the new entities' names, once spaCy has found them, are embedded in pieces too, by a second
+    thread and this one (one call of up to 1,024 names in one thread, this one waiting, was each
+    group's tail: BENCHMARKS.md, "Round 3: overlap"); then this thread takes the chunk pieces
+    still waiting, so both cores embed until the group is done instead of one waiting for the
+    other (with bf16 embedding, NER plus names take about as long as the chunks). Every store
+    call stays on this thread. Entity rows are written before any chunk: a chunk stored with its
+    ``entities`` is then always in the graph, even after a ``kill -9`` (an entity row listing a
+    chunk never stored is harmless).
     """
     chunks = [c for _, chunks in group for c in chunks]
     known = index.existing_ids([str(c.id) for c in chunks])
@@ -87,12 +92,20 @@ def _annotate_and_embed(index: ChunkIndex, group: Group, extractor: Extractor) -
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="ingest-embed") as embedder:
         background = embedder.submit(pieces.work)
         names = annotate(fresh, extractor)
-        add_entities(
-            index,
-            [c for c in chunks if ENTITIES_FIELD in c.metadata],
-            names,
-            embed=lambda labels: embedder.submit(embed_on_one_thread, index.embeddings, labels).result(),
-        )
+
+        def embed_names(labels: list[str]) -> list[list[float]]:
+            # in pieces too, by the second thread and this one: one call of 1,024 names in one
+            # thread was each group's tail, this thread blocked and the chunks' thread done
+            parts = ChunkPieces(index.embeddings, dict(enumerate(labels)), NAME_PIECE, names=True)
+            helper = embedder.submit(parts.work)
+            parts.work()
+            helper.result()
+            found = parts.vectors()
+            if found is None:
+                raise parts.error or RuntimeError("embedding the new entities' names failed")
+            return [found[i] for i in range(len(labels))]
+
+        add_entities(index, [c for c in chunks if ENTITIES_FIELD in c.metadata], names, embed=embed_names)
         pieces.work()
         background.result()
         return pieces.vectors()
@@ -102,9 +115,11 @@ PIECE = 64
 """Chunks per piece of a group's embedding: two of sentence-transformers' batches of 32, so a
 piece costs ~1.3 s in bf16 (~4 s in float32) and the thread that finishes first waits at most
 that long for the other."""
+NAME_PIECE = 128
+"""Entity names per piece (a few tokens each: ~0.1 s a piece in bf16)."""
 
 
-class ChunkPieces:
+class ChunkPieces(Generic[K]):
     """A group's chunk texts, longest first, cut into ``PIECE``-sized pieces that any thread
     embeds (``work``: take the next piece until none is left), each on one torch thread.
 
@@ -113,13 +128,19 @@ class ChunkPieces:
     has no vectors and is stored file by file, where the error gets its file's name.
     """
 
-    def __init__(self, embeddings: Embeddings, texts: dict[str, str]) -> None:
+    def __init__(
+        self, embeddings: Embeddings, texts: dict[K, str], size: int = PIECE, names: bool = False
+    ) -> None:
         self._embeddings = embeddings
+        self._names = names  # entity names: embedded through ``_embed_names`` (benchmarks tell them apart)
         ids = sorted(texts, key=lambda i: -len(texts[i]))
-        self._pieces = [[(i, texts[i]) for i in ids[n : n + PIECE]] for n in range(0, len(ids), PIECE)]
+        self._pieces: list[list[tuple[K, str]]] = [
+            [(i, texts[i]) for i in ids[n : n + size]] for n in range(0, len(ids), size)
+        ]
         self._next = 0
-        self._done: Vectors = {}
+        self._done: dict[K, list[float]] = {}
         self._failed = False
+        self.error: Exception | None = None  # a failed names' piece's (chunks' pieces report none)
         self._lock = threading.Lock()
 
     def work(self) -> None:
@@ -130,14 +151,17 @@ class ChunkPieces:
                     return
                 piece = self._pieces[self._next]
                 self._next += 1
-            found = _embed(self._embeddings, dict(piece), one_thread=True)
+            try:
+                found = (_embed_names if self._names else _embed)(self._embeddings, dict(piece), True)
+            except Exception as exc:  # noqa: BLE001 - the caller raises it (names) or stores file by file
+                found, self.error = None, self.error or exc
             with self._lock:
                 if found is None:
                     self._failed = True
                 else:
                     self._done.update(found)
 
-    def vectors(self) -> Vectors | None:
+    def vectors(self) -> dict[K, list[float]] | None:
         """Chunk id -> vector of every text, once every ``work`` call has returned; None if a piece failed."""
         return None if self._failed else self._done
 
@@ -148,7 +172,9 @@ def embed_new(index: ChunkIndex, chunks: list[Document]) -> Vectors | None:
     return _embed(index.embeddings, {str(c.id): c.page_content for c in chunks if str(c.id) not in known})
 
 
-def _embed(embeddings: Embeddings, texts: dict[str, str], one_thread: bool = False) -> Vectors | None:
+def _embed(
+    embeddings: Embeddings, texts: dict[K, str], one_thread: bool = False
+) -> dict[K, list[float]] | None:
     """Chunk id -> vector of ``texts`` (id -> text) in one call, on one torch thread with
     ``one_thread`` (``embed_on_one_thread``); None if it failed."""
     if not texts:
@@ -162,6 +188,17 @@ def _embed(embeddings: Embeddings, texts: dict[str, str], one_thread: bool = Fal
         return dict(zip(texts, vectors, strict=True))
     except Exception:  # noqa: BLE001 - retried file by file, where the error gets a name
         return None
+
+
+def _embed_names(
+    embeddings: Embeddings, texts: dict[K, str], one_thread: bool = False
+) -> dict[K, list[float]] | None:
+    """``_embed`` for entity names, raising what the model raised (``add_entities`` fails with it,
+    as before the pieces); its own name, so ``bench/ingest_throughput.py`` counts names apart from
+    chunks when both are embedded in pieces in the same threads."""
+    labels = list(texts.values())
+    vectors = embed_on_one_thread(embeddings, labels) if one_thread else embeddings.embed_documents(labels)
+    return dict(zip(texts, vectors, strict=True))
 
 
 def _store_together(index: ChunkIndex, group: Group, vectors: Vectors) -> bool:
