@@ -42,6 +42,10 @@ MAX_COPIED_ENTITIES = 500_000
 """Entity rows a copy holds at most (the 21k mixed store's 124,537 took 36 MB held, a transient
 peak of ~270 MB while read, 10-13 s; BENCHMARKS.md, "Graph search latency, round 6"); a larger
 entity collection is read through the row cache, by key."""
+SETTLE_AT = 20_000
+"""Entity rows from which a new copy is followed by ``_settle``: below it the copy adds too few
+objects to lengthen a collection, and a full collection costs ~1.3 s in a process with torch and
+spaCy loaded (the unit tests made 331 small copies, 7 min of collections over two workers)."""
 COPIED_STORES = 2
 """Collections whose entity copies a process keeps (the least recently searched go first), as
 ``store.mirror.MIRRORED_STORES``."""
@@ -67,7 +71,8 @@ def entity_copy(index: ChunkIndex, state: Hashable) -> EntityCopy | None:
         held = _COPIES.get(where)
         if held is None or held[0] != state:
             held = _COPIES[where] = (state, _read(index))
-            _settle()
+            if held[1] is not None and len(held[1]) >= SETTLE_AT:
+                _settle()
         _COPIES.move_to_end(where)
         while len(_COPIES) > COPIED_STORES:
             _COPIES.popitem(last=False)

@@ -132,8 +132,9 @@ def test_no_entity_collection_no_copy(index):
 
 
 def test_each_new_state_moves_what_the_process_holds_out_of_the_collectors_way(stored, monkeypatch):
-    """A new state's copies are followed by one full collection and a freeze (``_settle``), and a
-    search of a state already read settles nothing again."""
+    """A new state's copy of at least ``SETTLE_AT`` rows is followed by one full collection and a
+    freeze (``_settle``), a search of a state already read settles nothing again, and a smaller
+    copy settles nothing (a collection then costs more than the pause it would spare)."""
     settled: list[int] = []
     real = copies._settle
 
@@ -142,6 +143,12 @@ def test_each_new_state_moves_what_the_process_holds_out_of_the_collectors_way(s
         settled.append(gc.get_freeze_count())
 
     monkeypatch.setattr(copies, "_settle", spy)
+    held = len(entity_copy(stored, ("the size of this copy", graph_state(stored))) or {})
+    assert held > 1 and settled == []  # the test's copy is far below the shipped SETTLE_AT
+    monkeypatch.setattr(copies, "SETTLE_AT", held + 1)
+    entity_copy(stored, ("one row short of settling", graph_state(stored)))
+    assert settled == []
+    monkeypatch.setattr(copies, "SETTLE_AT", held)
     try:
         state = ("a state not read yet", graph_state(stored))
         entity_copy(stored, state)
