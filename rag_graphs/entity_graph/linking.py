@@ -41,6 +41,9 @@ MAX_NGRAM = 8
 """Longest question n-gram (in words) looked up as an entity key: long enough for film and book
 titles ("Reaching For The Sun"), short enough that a question costs a few hundred key look-ups."""
 
+QUESTION_WORDS = frozenset({"what", "which", "who", "whom", "whose", "when", "where", "why", "how"})
+"""Words that open a span of the question's own asking ("what year", "how many"), not a name."""
+
 _WORD = re.compile(r"[\w][\w'’.\-]*")
 
 
@@ -80,6 +83,27 @@ def ngram_keys(text: str, max_words: int = MAX_NGRAM) -> dict[str, tuple[int, in
             if key and key not in out:
                 out[key] = (i, j)
     return out
+
+
+def mention_span(mention: str) -> str:
+    """The part of an extractor's mention that names something: "" for a span of the question's
+    own words (a question word, then no capitalised word or number: spaCy's DATE "what year",
+    "which century"; "Who Framed Roger Rabbit" is kept), trailing function words cut ("October
+    1995 to" -> "October 1995").
+
+    Why: such spans match no entity key, so each paid a nearest-name search, and linked noise
+    ("what year" -> "14 may 2001" at 0.750; BENCHMARKS.md, "Graph search latency, round 6")."""
+    words = list(_WORD.finditer(mention))
+    if not words:
+        return ""
+    if words[0].group(0).casefold() in QUESTION_WORDS and not any(
+        _capitalised(w.group(0)) for w in words[1:]
+    ):
+        return ""
+    end = len(words)
+    while end and words[end - 1].group(0).casefold() in STOP_WORDS:
+        end -= 1
+    return mention[: words[end - 1].end()] if end else ""
 
 
 def longest_matches(spans: dict[str, tuple[int, int]], found: set[str]) -> list[str]:
@@ -170,7 +194,8 @@ def link_question(
     ``rows``: the search's key reads (``rows.graph_rows``), None reads the store; ``names``: the
     same state's name vectors (``name_search``), None searches the nearest names in Milvus."""
     extractor = question_extractor()
-    mentions = [m for m in (extractor([query])[0] if extractor else []) if normalize(m)]
+    spans = (mention_span(m) for m in (extractor([query])[0] if extractor else []))
+    mentions = [m for m in spans if normalize(m)]
     matched, unmatched = named_seeds(index, query, mentions, rows)
     vectors = embed_queries(index.embeddings, unmatched) if unmatched else []
     lap("mentions")
