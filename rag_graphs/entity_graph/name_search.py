@@ -182,13 +182,14 @@ def wait_for_reads(timeout: float | None = None) -> None:
 
 
 def _read_into(index: ChunkIndex, state: Hashable, copy: dict[str, tuple], where: tuple[str, str]) -> None:
-    try:
-        found = read_name_vectors(index, state, copy)
-    except Exception as exc:  # noqa: BLE001 (any failure: Milvus searches this state, as before)
-        log.warning(
-            "collection %r: name vectors not read (%s: %s)", index.collection, type(exc).__name__, exc
-        )
-        found = None
+    found = None
+    for attempt in (1, 2):  # a compaction may replace a file between the manifest and its read
+        try:
+            found = read_name_vectors(index, state, copy)
+            break
+        except Exception as exc:  # noqa: BLE001 (any failure: Milvus searches this state, as before)
+            why = f"{type(exc).__name__}: {exc}"
+            log.warning("collection %r: name vectors not read (try %d: %s)", index.collection, attempt, why)
     with _LOCK:
         if _READING.get(where, (None, None))[1] is not threading.current_thread():
             return  # a later state's read started meanwhile: this one is stale

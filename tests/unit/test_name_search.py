@@ -214,3 +214,18 @@ def test_the_bf16_pool_gives_the_float32_answer():
         limits = [3] * len(queries)
         assert pooled.nearest(queries, limits, threshold) == exact.nearest(queries, limits, threshold)
     assert [key for key, _ in exact.nearest([units[1500]], [1], 0.0)[0]] == ["k1500"]
+
+
+def test_a_read_that_fails_leaves_the_state_to_milvus(stored, monkeypatch):
+    calls: list[int] = []
+
+    def failing(index, state, copy):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        raise FileNotFoundError("a data file compacted away")
+
+    monkeypatch.setattr(name_search, "read_name_vectors", failing)
+    state = graph_state(stored)
+    copy = entity_copy(stored, state)
+    assert name_vectors(stored, state, copy) is None
+    wait_for_reads()
+    assert name_vectors(stored, state, copy) is None and calls == [1, 1]  # tried twice, not again
