@@ -110,7 +110,7 @@ class NameVectors:
             return [[] for _ in vectors]
         queries = np.asarray(vectors, dtype=np.float32)
         norms = np.linalg.norm(queries, axis=1, keepdims=True)
-        queries = queries / np.where(norms == 0, 1.0, norms)
+        queries = np.asarray(queries / np.where(norms == 0, 1.0, norms), dtype=np.float32)
         coarse = self._coarse(queries) if self.coarse is not None and len(self.keys) > POOL else None
         found = []
         for i, limit in enumerate(limits):
