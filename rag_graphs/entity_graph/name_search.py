@@ -163,6 +163,7 @@ def name_vectors(index: ChunkIndex, state: Hashable, copy: dict[str, tuple] | No
         if held is not None and held[0] == state:
             _HELD.move_to_end(where)
             return held[1]
+        _HELD.pop(where, None)  # another state's: no search of this state may use it, free it now
         reading = _READING.get(where)
         if reading is None or reading[0] != state:  # an older state's read ends unused
             thread = threading.Thread(

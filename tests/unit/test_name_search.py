@@ -172,6 +172,11 @@ def test_the_read_runs_in_the_background_and_milvus_searches_until_it_ends(store
     state = graph_state(stored)
     copy = entity_copy(stored, state)
     assert name_vectors(stored, state, copy) is given[-1]
+    release.clear()  # the next state's read waits again
+    assert name_vectors(stored, ("the next state", state), copy) is None
+    assert (stored.uri, stored.collection) not in name_search._HELD  # the last state's freed
+    assert name_vectors(stored, state, copy) is None  # and not searched again meanwhile
+    release.set()
 
 
 def test_a_filtered_search_never_uses_it_nor_does_a_small_collection(stored, monkeypatch):
