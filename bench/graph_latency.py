@@ -5,7 +5,8 @@ process): ``old`` imports ``rag_graphs`` from another checkout (``--old DIR``, e
 main), ``new`` from this tree. Each searches the way a question on the default path does,
 ``rag_graphs.search.retrieval.search(RagContext(...), question, k=5)``: the search plan, the
 search cache (``CachedSearcher``: its state read, its key; every question distinct, so every
-search is a miss) and graph search with the default ``GraphSearchOptions``. The driver sends each
+search is a miss) and graph search with the default ``GraphSearchOptions``; after the warm-up each
+waits for the reads its warm-up started in the background (the entity name vectors). The driver sends each
 question to both, the old first on even questions and the new first on odd ones (so load and
 a question's first, cold reads hit the arms alike), and never to both at once.
 
@@ -74,6 +75,9 @@ def worker(args) -> None:
     print(f"{REPLY}{json.dumps({'ready': str(Path(rag_graphs.__file__).parent)})}", flush=True)
     for line in sys.stdin:
         asked = json.loads(line)
+        if asked.get("settle"):  # after the warm-up: reads started in the background have ended
+            print(f"{REPLY}{json.dumps({'settled': settle()})}", flush=True)
+            continue
         if "question" not in asked:
             report = cache_report()
             if asked.get("fill"):
@@ -86,6 +90,18 @@ def worker(args) -> None:
         ms = (time.perf_counter() - start) * 1000
         hits = [[str(d.id), d.metadata.get("score")] for d in docs]
         print(f"{REPLY}{json.dumps({'ms': ms, 'laps': dict(laps), 'hits': hits})}", flush=True)
+
+
+def settle() -> float:
+    """Wait for the background reads the warm-up started (the entity name vectors,
+    ``entity_graph.name_search``; code without them has none); return the seconds waited."""
+    start = time.perf_counter()
+    try:
+        from rag_graphs.entity_graph.name_search import wait_for_reads
+    except ImportError:
+        return 0.0
+    wait_for_reads()
+    return time.perf_counter() - start
 
 
 def cache_report() -> dict:
@@ -237,6 +253,9 @@ def main() -> None:
     for question in warmup:
         for arm in arms.values():
             arm.ask({"question": question})
+    for name, arm in arms.items():
+        waited = arm.ask({"settle": True})["settled"]
+        print(f"{name}: background reads ended after {waited:.1f} s", flush=True)
     load = [load_average()]
     runs: dict[str, list[dict]] = {name: [] for name in arms}
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())

@@ -39,6 +39,7 @@ from rag_graphs.entity_graph.entity_copy import entity_copy
 from rag_graphs.entity_graph.first_search import first_searches, plain_ranking
 from rag_graphs.entity_graph.learned_rank import RankInputs, learned_ranking, shipped_ranker
 from rag_graphs.entity_graph.linking import link_question
+from rag_graphs.entity_graph.name_search import name_vectors
 from rag_graphs.entity_graph.neighbourhood import fetch_neighbourhood
 from rag_graphs.entity_graph.rank import documents_of, rank
 from rag_graphs.entity_graph.rows import graph_rows, graph_state, has_graph
@@ -114,7 +115,7 @@ def graph_search(
     # its reads by key, through its store state's cache; the state is read before the first
     # searches start (read beside them, it waited for them in Milvus Lite: +7-12 ms)
     rows = graph_rows(index, state)
-    mirror = None
+    mirror = names = None
     if expr is None and options.in_process and rows.unfiltered():
         # the dense search over this state's in-process copy (``store.mirror``), keyed as the rows
         if rows.cache is not None:
@@ -123,11 +124,20 @@ def graph_search(
         rows.mirror = mirror  # its chunk reads too: the same state's rows, no cache miss asks Milvus
         if mirror is not None:  # and its entity reads, from the same state's copy of them
             rows.entity_copy = entity_copy(index, mirror.state)
+            # and the nearest names of a mention no key matches (read in the background: None
+            # until then, and below ``name_search.MIN_SEARCHED_ENTITIES``: Milvus searches them)
+            names = name_vectors(index, mirror.state, rows.entity_copy)
     vector = embed_queries(index.embeddings, [query])[0]
     first_k = max(k, DENSE_K)
     with first_searches(index, query, vector, k=first_k, expr=expr, hybrid=hybrid, mirror=mirror) as pending:
         question = link_question(
-            index, query, threshold=options.link_threshold, limit=options.seeds, lap=laps, rows=rows
+            index,
+            query,
+            threshold=options.link_threshold,
+            limit=options.seeds,
+            lap=laps,
+            rows=rows,
+            names=names,
         )
         laps("link")
         first = pending.result()

@@ -10,10 +10,11 @@ Two ways, both against the entity collection (``rag_graphs.entity_graph.build``)
   ones are kept.
 
 Key look-ups are by primary key (~1 ms); a match by embedding is a vector
-search over every entity (~30 ms on 64,000 entities here), so it runs only
-for mentions no key matched. (Linking the whole question by meaning as well,
-``query_link_k``, changed nothing on 2Wiki's tune half and left the product:
-BENCHMARKS.md, round 3.)
+search over every entity (~30 ms on 64,000 entities in Milvus Lite, 145-485 ms
+on 124,537; in process over the state's name vectors, ``name_search``, where
+graph search has them), so it runs only for mentions no key matched. (Linking
+the whole question by meaning as well, ``query_link_k``, changed nothing on
+2Wiki's tune half and left the product: BENCHMARKS.md, round 3.)
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from rag_graphs.entity_graph.entities import Extractor, SpacyExtractor, normalize
+from rag_graphs.entity_graph.name_search import NameVectors
 from rag_graphs.entity_graph.rows import CHUNKS_FIELD, COUNT_FIELD, NAME_FIELD, GraphRows, entity_table
 from rag_graphs.store.fields import _DENSE_SEARCH, DENSE_FIELD, PRIMARY_FIELD
 from rag_graphs.store.index import ChunkIndex
@@ -38,6 +40,9 @@ mention is one entity, and its spelling variants are the few nearest names."""
 MAX_NGRAM = 8
 """Longest question n-gram (in words) looked up as an entity key: long enough for film and book
 titles ("Reaching For The Sun"), short enough that a question costs a few hundred key look-ups."""
+
+QUESTION_WORDS = frozenset({"what", "which", "who", "whom", "whose", "when", "where", "why", "how"})
+"""Words that open a span of the question's own asking ("what year", "how many"), not a name."""
 
 _WORD = re.compile(r"[\w][\w'’.\-]*")
 
@@ -80,6 +85,27 @@ def ngram_keys(text: str, max_words: int = MAX_NGRAM) -> dict[str, tuple[int, in
     return out
 
 
+def mention_span(mention: str) -> str:
+    """The part of an extractor's mention that names something: "" for a span of the question's
+    own words (a question word, then no capitalised word or number: spaCy's DATE "what year",
+    "which century"; "Who Framed Roger Rabbit" is kept), trailing function words cut ("October
+    1995 to" -> "October 1995").
+
+    Why: such spans match no entity key, so each paid a nearest-name search, and linked noise
+    ("what year" -> "14 may 2001" at 0.750; BENCHMARKS.md, "Graph search latency, round 6")."""
+    words = list(_WORD.finditer(mention))
+    if not words:
+        return ""
+    if words[0].group(0).casefold() in QUESTION_WORDS and not any(
+        _capitalised(w.group(0)) for w in words[1:]
+    ):
+        return ""
+    end = len(words)
+    while end and words[end - 1].group(0).casefold() in STOP_WORDS:
+        end -= 1
+    return mention[: words[end - 1].end()] if end else ""
+
+
 def longest_matches(spans: dict[str, tuple[int, int]], found: set[str]) -> list[str]:
     """The found keys whose spans overlap no longer found span (longest first)."""
     chosen: list[str] = []
@@ -93,12 +119,27 @@ def longest_matches(spans: dict[str, tuple[int, int]], found: set[str]) -> list[
 
 
 def nearest_entities(
-    index: ChunkIndex, vectors: list[list[float]], limits: list[int], threshold: float
+    index: ChunkIndex,
+    vectors: list[list[float]],
+    limits: list[int],
+    threshold: float,
+    names: NameVectors | None = None,
+    rows: GraphRows | None = None,
 ) -> dict[str, dict]:
     """Entity key -> row (name, chunks, n) plus ``similarity``: the best cosine over the
-    vectors, each taking its ``limits[i]`` nearest names at or above ``threshold``."""
+    vectors, each taking its ``limits[i]`` nearest names at or above ``threshold``. ``names``
+    (with ``rows``, the same state's reads): searched in process, exactly; else in Milvus."""
     found: dict[str, dict] = {}
     if not vectors or max(limits, default=0) <= 0:
+        return found
+    if names is not None and rows is not None:
+        nearest = names.nearest(vectors, limits, threshold)
+        stored = rows.entities([key for hits in nearest for key, _ in hits], ENTITY_FIELDS)
+        for hits in nearest:
+            for key, similarity in hits:
+                if key in stored and similarity > found.get(key, {}).get("similarity", 0.0):
+                    row = {f: v for f, v in stored[key].items() if f != PRIMARY_FIELD}
+                    found[key] = {**row, "similarity": similarity}
         return found
     results = entity_table(index).search(
         vectors, field=DENSE_FIELD, params=_DENSE_SEARCH, limit=max(limits), fields=ENTITY_FIELDS
@@ -145,17 +186,21 @@ def link_question(
     limit: int,
     lap: Callable[[str], None] = lambda name: None,
     rows: GraphRows | None = None,
+    names: NameVectors | None = None,
 ) -> LinkedQuestion:
     """The question's seeds: the entities it names by key (mentions and name n-grams), then the
     nearest names of the mentions no key matched (``threshold``), best match first, at most
     ``limit``. ``lap`` is told ``"mentions"`` once the extractor and key look-ups are done;
-    ``rows``: the search's key reads (``rows.graph_rows``), None reads the store."""
+    ``rows``: the search's key reads (``rows.graph_rows``), None reads the store; ``names``: the
+    same state's name vectors (``name_search``), None searches the nearest names in Milvus."""
     extractor = question_extractor()
-    mentions = [m for m in (extractor([query])[0] if extractor else []) if normalize(m)]
+    spans = (mention_span(m) for m in (extractor([query])[0] if extractor else []))
+    mentions = [m for m in spans if normalize(m)]
     matched, unmatched = named_seeds(index, query, mentions, rows)
     vectors = embed_queries(index.embeddings, unmatched) if unmatched else []
     lap("mentions")
-    for key, row in nearest_entities(index, vectors, [LINK_K] * len(unmatched), threshold).items():
+    nearest = nearest_entities(index, vectors, [LINK_K] * len(unmatched), threshold, names, rows)
+    for key, row in nearest.items():
         matched.setdefault(key, row)
     seeds = dict(sorted(matched.items(), key=lambda kv: -kv[1]["similarity"])[:limit])
     return LinkedQuestion(seeds, mentions)
