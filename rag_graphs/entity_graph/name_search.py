@@ -9,16 +9,14 @@ limit or output fields), 145-485 ms a search under load: the p90 tail of graph s
 (BENCHMARKS.md, "Graph search latency, round 6"). Held in process, the same search is one matrix
 product over the live names' vectors.
 
-**The read.** Milvus Lite keeps a collection as immutable Parquet files listed in its
-``manifest.json`` (``_seq`` + the schema's fields per row version, deletes in delta files; this
-process serves the store, so the files are the ones it searches). Reading the entity vectors
-through pymilvus costs 37 s and 3.8 GB at 124,537 rows (Python float lists); read from those
-files with pyarrow the ``pk``, ``_seq`` and ``name`` columns, then the vectors in pages of
-``READ_BATCH`` rows into one float32 matrix, take ~2-3 s. Which rows: the state's entity copy
-(``entity_copy``: every live key and its name, read through pymilvus for this same state) says
-which keys exist; a key's vector is its newest version in the files, taken only if that version
-is not deleted by a delta file and has the name the copy has (a name's vector is the name
-embedded when its row was first inserted: an update sets chunks and counts only, ``build.add_entities``).
+**The read.** Reading the entity vectors through pymilvus costs 37 s and 3.8 GB at 124,537 rows
+(Python float lists); read from Milvus Lite's own files (``store.lite_files``: each key's newest
+live version with its name, then the vectors a page at a time into one float32 matrix) ~2 s.
+Which rows: the state's entity copy (``entity_copy``: every live key and its name, read through
+pymilvus for this same state) says which keys exist; a key's vector is its newest version in the
+files, taken only if that version is not deleted by a delta file and has the name the copy has (a
+name's vector is the name embedded when its row was first inserted: an update sets chunks and
+counts only, ``build.add_entities``).
 Any other key (still in Milvus Lite's memory table, or re-inserted under another name) is read by
 key through pymilvus (at most ``MAX_READ_BY_KEY``). A manifest of another format, a file gone
 meanwhile (a compaction), a key the store no longer has: no vectors for that state, Milvus
@@ -42,7 +40,6 @@ otherwise that mention is scored in float32 over every name.
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 import threading
@@ -50,15 +47,15 @@ import time
 from collections import OrderedDict
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from rag_graphs.entity_graph.rows import ENTITY_ROW_FIELDS, NAME_FIELD, entity_rows, entity_table
-from rag_graphs.store.fields import DENSE_FIELD, PRIMARY_FIELD
+from rag_graphs.store.fields import DENSE_FIELD
 from rag_graphs.store.index import ChunkIndex
 from rag_graphs.store.lite import is_local
+from rag_graphs.store.lite_files import newest_versions, read_vectors, release_arrow_memory
 from rag_graphs.store.torch_threads import one_thread
 
 log = logging.getLogger(__name__)
@@ -75,9 +72,6 @@ Milvus."""
 MAX_READ_BY_KEY = 20_000
 """Live keys whose vector the files do not hold that are read by key through pymilvus (rows not
 yet flushed); more, and the state is searched in Milvus."""
-READ_BATCH = 16_384
-"""Rows per page of vectors read from a file (25 MB of float32 at 384 dimensions): the transient
-peak of the read is the held matrix plus about one page."""
 POOL = 256
 """Names per mention the bf16 product keeps for the float32 rescoring."""
 BF16_ERROR = 0.02
@@ -206,15 +200,14 @@ def read_name_vectors(index: ChunkIndex, state: Hashable, copy: dict[str, tuple]
     entity collection's files, the rest by key; None when that cannot be done for this state."""
     start = time.perf_counter()
     table = entity_table(index)
-    folder = Path(index.uri).expanduser() / "collections" / table.name
-    newest = _newest_versions(folder)
+    newest = newest_versions(index.uri, table.name, NAME_FIELD)
     if newest is None:
         return None
     keys = tuple(copy)
     planned: dict[int, tuple[list[int], list[int]]] = {}  # file -> (its rows, their rows in the matrix)
     by_key: list[int] = []
     for position, key in enumerate(keys):
-        version = newest[1].get(key)
+        version = newest.live.get(key)
         if version is not None and version[2] == copy[key][NAME]:
             planned.setdefault(version[0], ([], []))
             planned[version[0]][0].append(version[1])
@@ -224,10 +217,10 @@ def read_name_vectors(index: ChunkIndex, state: Hashable, copy: dict[str, tuple]
     if len(by_key) > MAX_READ_BY_KEY:
         log.info("collection %r: %d names not in its files: searched in Milvus", table.name, len(by_key))
         return None
-    files = newest[0]
     matrix: np.ndarray | None = None
     for number, (rows, positions) in planned.items():
-        matrix = _read_file(files[number], np.asarray(rows), np.asarray(positions), len(keys), matrix)
+        file = newest.files[number]
+        matrix = read_vectors(file, DENSE_FIELD, np.asarray(rows), np.asarray(positions), len(keys), matrix)
     if by_key:
         read = entity_rows(index, [keys[p] for p in by_key], [DENSE_FIELD])
         if len(read) != len(by_key):
@@ -236,7 +229,7 @@ def read_name_vectors(index: ChunkIndex, state: Hashable, copy: dict[str, tuple]
         if matrix is None:
             matrix = np.zeros((len(keys), vectors.shape[1]), dtype=np.float32)
         matrix[by_key] = vectors
-    _release_arrow_memory()
+    release_arrow_memory()
     if matrix is None:
         return None
     norms = np.linalg.norm(matrix, axis=1)
@@ -252,71 +245,6 @@ def read_name_vectors(index: ChunkIndex, state: Hashable, copy: dict[str, tuple]
         time.perf_counter() - start,
     )
     return NameVectors(state, keys, matrix, coarse)
-
-
-def _newest_versions(folder: Path) -> tuple[list[Path], dict[str, tuple[int, int, str]]] | None:
-    """The collection's data files and, per key, its newest version in them that no delta file
-    deletes, as (file number, row in the file, name); None for a manifest this does not know."""
-    import pyarrow.parquet as pq
-
-    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
-    if manifest.get("manifest_format_version") != 2:
-        return None
-    files: list[Path] = []
-    newest: dict[str, tuple[int, int, int, str]] = {}  # key -> (seq, file, row, name)
-    deleted: dict[str, int] = {}
-    for partition, listed in manifest.get("partitions", {}).items():
-        root = folder / "partitions" / partition
-        for rel in listed.get("delta_files", []):
-            held = pq.read_table(root / rel, columns=[PRIMARY_FIELD, "_seq"])
-            for key, seq in zip(held.column(0).to_pylist(), held.column(1).to_pylist(), strict=True):
-                deleted[key] = max(seq, deleted.get(key, -1))
-        for rel in listed.get("data_files", []):
-            files.append(root / rel)
-            held = pq.read_table(root / rel, columns=[PRIMARY_FIELD, "_seq", NAME_FIELD])
-            columns = (held.column(c).to_pylist() for c in (PRIMARY_FIELD, "_seq", NAME_FIELD))
-            number = len(files) - 1
-            for row, (key, seq, name) in enumerate(zip(*columns, strict=True)):
-                if seq > newest.get(key, (-1,))[0]:
-                    newest[key] = (seq, number, row, name)
-    live = {key: (n, row, name) for key, (seq, n, row, name) in newest.items() if seq > deleted.get(key, -1)}
-    return files, live
-
-
-def _read_file(
-    path: Path, rows: np.ndarray, positions: np.ndarray, total: int, matrix: np.ndarray | None
-) -> np.ndarray:
-    """Copy the vectors of ``rows`` (of the file at ``path``) into ``matrix`` at ``positions``
-    (a ``total`` x dimensions float32 matrix made at the first file), a page at a time."""
-    import pyarrow.parquet as pq
-
-    order = np.argsort(rows)
-    rows, positions = rows[order], positions[order]
-    offset = 0
-    # unbuffered, one thread: arrow's pool peaked at 98 MB on the 21k store's 100,000-row file
-    # where the defaults (the whole column chunk pre-buffered, decoded in threads) took 250 MB
-    held = pq.ParquetFile(path, pre_buffer=False, buffer_size=1 << 20)
-    for page in held.iter_batches(batch_size=READ_BATCH, columns=[DENSE_FIELD], use_threads=False):
-        column = page.column(0)
-        dim = column.type.list_size
-        if matrix is None:
-            matrix = np.zeros((total, dim), dtype=np.float32)
-        lo, hi = np.searchsorted(rows, [offset, offset + len(column)])
-        if hi > lo:
-            values = column.flatten().to_numpy(zero_copy_only=False).reshape(len(column), dim)
-            matrix[positions[lo:hi]] = values[rows[lo:hi] - offset]
-        offset += len(column)
-    if matrix is None or offset <= (rows[-1] if len(rows) else -1):
-        raise ValueError(f"{path}: fewer rows than its pk column")
-    return matrix
-
-
-def _release_arrow_memory() -> None:
-    """Hand the pages arrow's allocator kept after the read back to the system (mimalloc keeps
-    them for reuse: ~300 MB of resident memory at 124,537 names otherwise)."""
-    import pyarrow as pa
-
-    pa.default_memory_pool().release_unused()
 
 
 def _bf16(matrix: np.ndarray) -> Any:

@@ -6,7 +6,6 @@ and until its background read has ended linking asks Milvus."""
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,9 +18,10 @@ from rag_graphs.entity_graph.entity_copy import entity_copy
 from rag_graphs.entity_graph.graph_search import graph_search
 from rag_graphs.entity_graph.linking import LINK_K, nearest_entities
 from rag_graphs.entity_graph.name_search import NameVectors, name_vectors, read_name_vectors, wait_for_reads
-from rag_graphs.entity_graph.rows import GraphRows, entity_table, graph_state
+from rag_graphs.entity_graph.rows import NAME_FIELD, GraphRows, entity_table, graph_state
 from rag_graphs.store.collection import Collection
 from rag_graphs.store.fields import DENSE_FIELD
+from rag_graphs.store.lite_files import newest_versions
 from tests.graph_seams import use_extractor
 from tests.unit.test_graph import PASSAGES, QUESTION, VOCAB, chunk, ingest, vocab_extractor
 
@@ -135,9 +135,8 @@ def test_a_new_state_is_read_again_new_key_found_deleted_key_gone(stored):
     stored.mark_changed()
     flushed, _ = read_now(stored)
     assert flushed.keys == gone.keys
-    folder = Path(stored.uri) / "collections" / entity_table(stored).name
-    versions = name_search._newest_versions(folder)
-    assert versions is not None and "korvik" not in versions[1] and "lunmar" in versions[1]
+    versions = newest_versions(stored.uri, entity_table(stored).name, NAME_FIELD)
+    assert versions is not None and "korvik" not in versions.live and "lunmar" in versions.live
 
 
 def test_the_read_runs_in_the_background_and_milvus_searches_until_it_ends(stored, monkeypatch):
