@@ -80,18 +80,7 @@ def dump(args) -> None:
 
     candidates.POOL = args.pool  # the pool's depth in today's order (a measurement knob, not an option)
     candidates.BRIDGE = args.bridge  # the bridge hop's most passages (train --bridge keeps fewer)
-    candidates.PAGE_HOP = args.page_hop  # the page hop's most passages (train --page-hop keeps fewer)
     seen = capture_stages()
-    import rag_graphs.entity_graph.learned_rank as learned_rank
-
-    hopped: list[str] = []
-    plain_page_hop = learned_rank.page_hop
-
-    def page_hop(*a, **kw):  # what the page hop added, so train can leave it out
-        hopped[:] = plain_page_hop(*a, **kw)
-        return list(hopped)
-
-    learned_rank.page_hop = page_hop
     options = GraphSearchOptions(learned_rank=False)  # today: the walk under hybrid's top
     embeddings = load_embeddings("embedded")
     dataset = load_dataset(Path(args.eval) / args.dataset)
@@ -144,7 +133,6 @@ def dump(args) -> None:
                 )
                 record["ms_features"] = (time.perf_counter() - start) * 1000
                 record["pool"] = pool
-                record["page_joined"] = list(hopped)
                 record["x"] = np.round(features, 6).tolist()
             out.write(json.dumps(record) + "\n")
             if n % 50 == 0:
@@ -501,13 +489,12 @@ def prepare(
     rows: list[dict],
     bridge: int | None = None,
     before: bool = False,
-    page_hop: int | None = None,
     columns: int | None = None,
     without: tuple[str, ...] = (),
 ) -> list[dict]:
     """The dumped rows with hybrid's ranking; with ``bridge``, at most that many of each pool's
     bridge passages (the first, in the walk's order, as a smaller ``candidates.BRIDGE`` keeps);
-    with ``page_hop``, at most that many of the page hop's; with ``before``, only the features
+    with ``before``, only the features
     before the bridge's (the ranker as it was); with ``columns``, only the first that many
     features; ``without``: features set to 0 (a tree never splits on a constant)."""
     from rag_graphs.entity_graph.candidates import FEATURES
@@ -520,9 +507,6 @@ def prepare(
             keep = np.ones(len(x), dtype=bool)
             if bridge is not None:
                 keep &= np.cumsum(x[:, joined]) * x[:, joined] <= bridge
-            if page_hop is not None:
-                paged = np.asarray([cid in set(r.get("page_joined", ())) for cid in r["pool"]])
-                keep &= ~paged | (np.cumsum(paged) <= page_hop)
             r["pool"], x = [c for c, kept in zip(r["pool"], keep, strict=True) if kept], x[keep]
             for name in without:
                 x[:, FEATURES.index(name)] = 0.0
@@ -551,7 +535,7 @@ def train(args) -> None:
     if args.before and args.out:
         sys.exit("train --before measures the features before the bridge's; it writes no ranker file")
     rows = prepare(
-        load(args.dumps), args.bridge, args.before, args.page_hop, args.columns, tuple(args.without or ())
+        load(args.dumps), args.bridge, args.before, args.columns, tuple(args.without or ())
     )
     tune = [r for r in rows if r["half"] == "tune"]
     pools = [r for r in tune if "pool" in r]
@@ -591,7 +575,7 @@ def evaluate(args) -> None:
     from rag_graphs.entity_graph.learned_rank import load_ranker
 
     width = len(json.loads(Path(args.ranker).read_text())["features"]) if args.ranker else None
-    rows = prepare(load(args.dumps), args.bridge, page_hop=args.page_hop, columns=width)
+    rows = prepare(load(args.dumps), args.bridge, columns=width)
     ranker = Before(args.ranker) if args.ranker else load_ranker()
     protect = tuple(args.protect[0]) if args.protect else (0, 0)
     if args.against:  # "today" becomes that ranker file's order (e.g. the one shipped before)
@@ -599,7 +583,6 @@ def evaluate(args) -> None:
         for r in rows:
             if "x" in r:
                 r["today"] = ranked_by({**r, "x": np.asarray(r["x"])[:, : old.n]}, old.score(np.asarray(r["x"])))
-                r["today"] = [c for c in r["today"] if c not in set(r.get("page_joined", ()))]
     for half in ("tune", "check") if args.half == "both" else (args.half,):
         part = [r for r in rows if r["half"] == half]
         show(
@@ -637,9 +620,6 @@ def main() -> None:
     d.add_argument(
         "--bridge", type=int, default=10, help="the bridge hop's most passages (candidates.BRIDGE)"
     )
-    d.add_argument(
-        "--page-hop", type=int, default=0, help="the page hop's most passages (candidates.PAGE_HOP)"
-    )
     d.add_argument("--out", required=True)
     q = sub.add_parser("search", help="graph search with the ranker off and on, alternating")
     q.add_argument("--dataset", required=True)
@@ -663,7 +643,6 @@ def main() -> None:
     t.add_argument("--bridge", type=int, default=None, help="keep at most N bridge passages a pool")
     t.add_argument("--before", action="store_true", help="only the features before the bridge's")
     t.add_argument("--repeats", type=int, default=1, help="mean over this many 5-fold splits")
-    t.add_argument("--page-hop", type=int, default=None, help="keep at most N page-hop passages a pool")
     t.add_argument("--columns", type=int, default=None, help="only the first N features")
     t.add_argument("--without", type=lambda s: s.split(","), default=None, help="features zeroed")
     e = sub.add_parser("evaluate")
@@ -671,7 +650,6 @@ def main() -> None:
     e.add_argument("--ranker", default=None, help="a ranker file (default: the shipped one)")
     e.add_argument("--protect", type=lambda s: [int(v) for v in s.split(",")], action="append", default=None)
     e.add_argument("--bridge", type=int, default=None, help="keep at most N bridge passages a pool")
-    e.add_argument("--page-hop", type=int, default=None, help="keep at most N page-hop passages a pool")
     e.add_argument("--half", default="both", choices=["tune", "check", "both"])
     e.add_argument("--against", default=None, help="compare with this ranker file's order, not today's")
     args = parser.parse_args()

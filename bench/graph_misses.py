@@ -13,7 +13,7 @@ a linked seed: ``named``) or not (a bridge page), by question type, and whether 
 linked at all (any seed).
 
     PYTHONPATH=. .venv/bin/python bench/graph_misses.py bench_runs/ltr_2wikimultihopqa_hippocorpus.jsonl \\
-        --eval /work/shared/eval --ranker rag_graphs/data/graph_ranker.json --bridge 5 --page-hop 0
+        --eval /work/shared/eval --ranker rag_graphs/data/graph_ranker.json --bridge 5
 """
 
 from __future__ import annotations
@@ -55,7 +55,6 @@ def main() -> None:
     parser.add_argument("--ranker", default=None, help="a ranker file (default: the shipped one)")
     parser.add_argument("--half", default="tune", choices=["tune", "check"])
     parser.add_argument("--bridge", type=int, default=None)
-    parser.add_argument("--page-hop", type=int, default=None)
     parser.add_argument("--show", action="store_true", help="print every missed passage's question")
     parser.add_argument(
         "--cv", action="store_true", help="rank each tune question by the shipped model fitted on the other 4 folds"
@@ -65,7 +64,7 @@ def main() -> None:
     args = parser.parse_args()
     width = len(json.loads(Path(args.ranker).read_text())["features"]) if args.ranker else None
     columns = args.columns if args.cv else width
-    rows = [r for r in prepare(load(args.dumps), args.bridge, page_hop=args.page_hop, columns=columns) if r["half"] == args.half]
+    rows = [r for r in prepare(load(args.dumps), args.bridge, columns=columns) if r["half"] == args.half]
     ranker = None if args.cv else Before(args.ranker) if args.ranker else load_ranker()
     scored: dict[str, np.ndarray] = {}
     if args.cv:

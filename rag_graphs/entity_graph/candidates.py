@@ -22,7 +22,6 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from langchain_core.documents import Document
 
-from rag_graphs.entity_graph.entities import title_keys
 from rag_graphs.entity_graph.neighbourhood import Neighbourhood
 from rag_graphs.entity_graph.rows import COUNT_FIELD
 from rag_graphs.store.fields import DENSE_FIELD, TEXT_FIELD
@@ -66,11 +65,6 @@ FEATURES: tuple[str, ...] = (
     "bridge_specific",  # 1 / the walked passages holding the rarest of them
     "bridge_words",  # the largest share of a held bridge entity's words the question has
     "bridge_joined",  # past today's first POOL, no first hit, holds a bridge entity (``bridge_hop``)
-    "title_is_seed",  # its stored title (or the title less a bracketed qualifier) is a question entity
-    "page_bridge_log",  # log1p of the seeds' own pages (titled by a seed) that name its title's entity
-    "page_bridge_first",  # 1 / (1 + place of that entity among a seed page's other entities), best
-    "seeds_count",  # the question's linked entities (one value per question)
-    "seeds_paged",  # the question's entities with a page of their own in the walk (per question)
 )
 TOP = 2
 """Today's and hybrid's first ``TOP`` passages are the first hop a bridge passage follows from."""
@@ -79,9 +73,6 @@ BRIDGE_FROM = 5
 other entities are the bridge (``bridge_keys``)."""
 BRIDGE = 5
 """At most ``BRIDGE`` walked passages past the pool's depth join it through a bridge entity."""
-PAGE_HOP = 0
-"""At most ``PAGE_HOP`` walked passages the pool lacks join it because their title names an entity
-a question entity's own page names (``page_hop``); 0: none (a measurement knob)."""
 
 
 def _rrf(place: int | None) -> float:
@@ -138,24 +129,6 @@ def bridge_hop(
     return [cid for cid in order if cid in reached][:BRIDGE]
 
 
-def page_hop(pool: Sequence[str], order: Sequence[str], seeds: Mapping[str, Mapping], hood: Neighbourhood) -> list[str]:
-    """Up to ``PAGE_HOP`` walked passages the pool lacks whose title names an entity a seed's own
-    page names (``seed_pages``), in today's ``order``.
-
-    >>> hood = Neighbourhood({"p": ["x", "d"], "a": ["d"], "b": ["d"]}, set(), {"p": {"x"}, "b": {"d"}})
-    >>> import rag_graphs.entity_graph.candidates as c; c.PAGE_HOP = 3
-    >>> page_hop(["p"], ["p", "a", "b"], {"x": {}}, hood)
-    ['b']
-    >>> c.PAGE_HOP = 0
-    """
-    if PAGE_HOP <= 0:
-        return []
-    keys = set().union(*seed_pages(seeds, hood).values())
-    held = set(pool)
-    reached = {cid for cid, about in hood.titled.items() if cid not in held and about & keys}
-    return [cid for cid in order if cid in reached][:PAGE_HOP]
-
-
 def candidate_features(
     pool: Sequence[str],
     *,
@@ -205,8 +178,6 @@ def candidate_features(
     bridge = set().union(*bridges.values())
     holding = Counter(key for keys in hood.edges.values() for key in keys if key in bridge)
     bridge_share = {key: len(content_words(key) & asked) / max(len(content_words(key)), 1) for key in bridge}
-    pages = seed_pages(seeds, hood)
-    paged = len({key for about in hood.titled.values() for key in about & set(seeds)})
     rows = []
     for cid in pool:
         near = set().union(*(keys for top, keys in tops if top != cid))
@@ -249,53 +220,9 @@ def candidate_features(
                 max((1.0 / holding[key] for key in bridged), default=0.0),
                 max((bridge_share[key] for key in bridged), default=0.0),
                 float(bool(bridged) and cid not in first and place.get(cid, 0) >= POOL),
-                *page_features(cid, title, titled, seeds, pages, paged),
             ]
         )
     return np.asarray(rows, dtype=float).reshape(len(pool), len(FEATURES))
-
-
-def seed_pages(seeds: Mapping[str, Mapping], hood: Neighbourhood) -> dict[str, dict[str, int]]:
-    """The question entities' own pages among the walked passages (those whose title or heading
-    names a seed), each with the other non-hub entities it holds by place of first mention: a
-    2Wiki or HotpotQA bridge ("the director of X") is an entity X's own page names, often first.
-
-    >>> hood = Neighbourhood({"p": ["x", "d", "hub", "y"], "q": ["x"]}, {"hub"}, {"p": {"x"}})
-    >>> seed_pages({"x": {}}, hood)
-    {'p': {'d': 0, 'y': 1}}
-    """
-    named = set(seeds) | hood.hubs
-    pages: dict[str, dict[str, int]] = {}
-    for cid, about in hood.titled.items():
-        if about & set(seeds) and cid in hood.edges:
-            others = [key for key in dict.fromkeys(hood.edges[cid]) if key not in named]
-            pages[cid] = {key: i for i, key in enumerate(others)}
-    return pages
-
-
-def page_features(
-    cid: str,
-    title: str,
-    titled: set[str],
-    seeds: Mapping[str, Mapping],
-    pages: Mapping[str, Mapping[str, int]],
-    paged: int,
-) -> list[float]:
-    """``cid``'s page features (``FEATURES`` from ``title_is_seed``): its title names a question
-    entity; the seeds' pages (``seed_pages``, not itself) that name its title's entity and the best
-    place of that entity among a page's others; the question's entity count and how many of them
-    have a page (one value per question, for the trees to condition on)."""
-    own = title_keys({"title": title}) if title else set()
-    about = own | titled
-    places = [held[key] for page, held in pages.items() if page != cid for key in about if key in held]
-    pointing = sum(1 for page, held in pages.items() if page != cid and about & set(held))
-    return [
-        float(bool(own & set(seeds))),
-        math.log1p(pointing),
-        max((1.0 / (1 + p) for p in places), default=0.0),
-        float(len(seeds)),
-        float(paged),
-    ]
 
 
 def content_words(text: str) -> set[str]:

@@ -26,14 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from rag_graphs.config.errors import SetupError
-from rag_graphs.entity_graph.candidates import (
-    FEATURES,
-    bridge_hop,
-    candidate_features,
-    page_hop,
-    pool_of,
-    read_pool,
-)
+from rag_graphs.entity_graph.candidates import FEATURES, bridge_hop, candidate_features, pool_of, read_pool
 from rag_graphs.entity_graph.first_search import FirstHits
 from rag_graphs.entity_graph.neighbourhood import Neighbourhood
 from rag_graphs.entity_graph.rank import full_order
@@ -184,7 +177,6 @@ def pool_features(
     dense, hybrid = [str(d.id) for d, _ in first.dense], [str(d.id) for d, _ in first.hybrid or []]
     pool = pool_of(order, dense, hybrid, k=k)
     pool += bridge_hop(pool, order, hybrid or dense, held.seeds, held.hood)
-    pool += page_hop(pool, order, held.seeds, held.hood)
     cosines, texts = read_pool(index, pool, held.vector, expr, held.mirror)
     x = candidate_features(
         pool,

@@ -249,12 +249,12 @@ class ScriptedRows:
         return {key: self._entities[key] for key in keys if key in self._entities}
 
 
-def test_the_second_hop_starts_from_the_passages_that_hold_a_question_entity():
-    """Dense's first hit ``d`` names no question entity and mentions ``tarn guild`` (in 3 other
-    passages); hybrid's first hit ``s``, the page of the question's ``korvik``, names its mayor
-    ``osric vale``, whose own page ``o`` is hop two. With room for two more passages the second hop
-    takes ``o`` first: a passage naming a question entity leads, whatever its first-hit rank
-    (2Wiki's bridge comparisons lost their directors' pages to the first hits' other entities)."""
+def test_the_second_hop_starts_from_the_question_entities_own_pages():
+    """Dense's first hit ``d`` is no question entity's page and mentions ``tarn guild`` (in 3 other
+    passages); hybrid's first hit ``s``, the page of the question's ``korvik`` (its title), names
+    its mayor ``osric vale``, whose own page ``o`` is hop two. With room for two more passages the
+    second hop takes ``o`` first: a seed's own page leads, whatever its first-hit rank (2Wiki's
+    bridge comparisons lost their directors' pages to the first hits' other entities)."""
     from rag_graphs.entity_graph.neighbourhood import fetch_neighbourhood
 
     hit = lambda cid, ents, title: (  # noqa: E731
