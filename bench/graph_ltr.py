@@ -494,9 +494,9 @@ def prepare(
 ) -> list[dict]:
     """The dumped rows with hybrid's ranking; with ``bridge``, at most that many of each pool's
     bridge passages (the first, in the walk's order, as a smaller ``candidates.BRIDGE`` keeps);
-    with ``before``, only the features
-    before the bridge's (the ranker as it was); with ``columns``, only the first that many
-    features; ``without``: features set to 0 (a tree never splits on a constant)."""
+    with ``before``, only the features before the bridge's (the ranker as it was); with
+    ``columns``, only the first that many features; ``without``: features set to 0 (a tree never
+    splits on a constant)."""
     from rag_graphs.entity_graph.candidates import FEATURES
 
     joined, n = FEATURES.index("bridge_joined"), FEATURES.index("bridge_log")
@@ -504,7 +504,8 @@ def prepare(
     for r in rows:
         if "pool" in r:
             x = np.asarray(r["x"])
-            keep = np.ones(len(x), dtype=bool)
+            # a dump taken at a2934b2 with --page-hop lists the page hop's passages: never the pool's
+            keep = np.asarray([cid not in set(r.get("page_joined", ())) for cid in r["pool"]], dtype=bool)
             if bridge is not None:
                 keep &= np.cumsum(x[:, joined]) * x[:, joined] <= bridge
             r["pool"], x = [c for c, kept in zip(r["pool"], keep, strict=True) if kept], x[keep]
@@ -534,9 +535,7 @@ SHIPPED = "gbm 7 leaves 200 trees min 20"
 def train(args) -> None:
     if args.before and args.out:
         sys.exit("train --before measures the features before the bridge's; it writes no ranker file")
-    rows = prepare(
-        load(args.dumps), args.bridge, args.before, args.columns, tuple(args.without or ())
-    )
+    rows = prepare(load(args.dumps), args.bridge, args.before, args.columns, tuple(args.without or ()))
     tune = [r for r in rows if r["half"] == "tune"]
     pools = [r for r in tune if "pool" in r]
     reach = statistics.mean(recall(r["pool"], r["gold"], 1000) for r in pools)
@@ -582,7 +581,9 @@ def evaluate(args) -> None:
         old = Before(args.against)
         for r in rows:
             if "x" in r:
-                r["today"] = ranked_by({**r, "x": np.asarray(r["x"])[:, : old.n]}, old.score(np.asarray(r["x"])))
+                r["today"] = ranked_by(
+                    {**r, "x": np.asarray(r["x"])[:, : old.n]}, old.score(np.asarray(r["x"]))
+                )
     for half in ("tune", "check") if args.half == "both" else (args.half,):
         part = [r for r in rows if r["half"] == half]
         show(

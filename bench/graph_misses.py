@@ -49,7 +49,9 @@ def main() -> None:
     from rag_graphs.entity_graph.entities import normalize
     from rag_graphs.entity_graph.learned_rank import load_ranker
 
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("dumps", nargs="+")
     parser.add_argument("--eval", required=True)
     parser.add_argument("--ranker", default=None, help="a ranker file (default: the shipped one)")
@@ -57,7 +59,9 @@ def main() -> None:
     parser.add_argument("--bridge", type=int, default=None)
     parser.add_argument("--show", action="store_true", help="print every missed passage's question")
     parser.add_argument(
-        "--cv", action="store_true", help="rank each tune question by the shipped model fitted on the other 4 folds"
+        "--cv",
+        action="store_true",
+        help="rank each tune question by the shipped model fitted on the other 4 folds",
     )
     parser.add_argument("--columns", type=int, default=None, help="only the first N features (with --cv)")
     parser.add_argument("--dataset", default=None, help="report this dataset only")
@@ -105,7 +109,7 @@ def main() -> None:
             if args.show:
                 place = order.index(g) + 1 if g in order else "-"
                 print(f"{kind} | {cause} ({place}) | {named} | {title} | {r['id']} seeds={sorted(seeds)[:6]}")
-    print("\n| questions of a type | n | missed gold passages by cause (R@5 points lost, summed over questions / n) |")
+    print("\n| questions of a type | n | missed gold passages by cause (R@5 points lost: summed / n) |")
     print("|---|---|---|")
     for kind in sorted(questions):
         cells = ", ".join(
