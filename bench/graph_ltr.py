@@ -103,7 +103,12 @@ def dump(args) -> None:
                 "today": [str(d.id) for d, _ in found.hits],
                 "hybrid": hybrid5,
                 "ms_search": ms_search,
+                "type": e.type,
             }
+            if "link_question" in seen:
+                record["seeds"] = list(seen["link_question"][2].seeds)
+            if "fetch_neighbourhood" in seen:
+                record["walked"] = [g for g in e.supporting_ids if g in seen["fetch_neighbourhood"][2].edges]
             if "walk" in seen and seen["walk"][2].probabilities is not None:
                 walked = seen["walk"][2]
                 first = seen["first"][2]
@@ -480,20 +485,33 @@ def cross_validated(rows: list[dict], make, protect=(0, 0), repeats: int = 1) ->
     }
 
 
-def prepare(rows: list[dict], bridge: int | None = None, before: bool = False) -> list[dict]:
+def prepare(
+    rows: list[dict],
+    bridge: int | None = None,
+    before: bool = False,
+    columns: int | None = None,
+    without: tuple[str, ...] = (),
+) -> list[dict]:
     """The dumped rows with hybrid's ranking; with ``bridge``, at most that many of each pool's
     bridge passages (the first, in the walk's order, as a smaller ``candidates.BRIDGE`` keeps);
-    with ``before``, only the features before the bridge's (the ranker as it was)."""
+    with ``before``, only the features before the bridge's (the ranker as it was); with
+    ``columns``, only the first that many features; ``without``: features set to 0 (a tree never
+    splits on a constant)."""
     from rag_graphs.entity_graph.candidates import FEATURES
 
     joined, n = FEATURES.index("bridge_joined"), FEATURES.index("bridge_log")
+    n = n if before else (columns or len(FEATURES))
     for r in rows:
         if "pool" in r:
             x = np.asarray(r["x"])
+            # a dump taken at a2934b2 with --page-hop lists the page hop's passages: never the pool's
+            keep = np.asarray([cid not in set(r.get("page_joined", ())) for cid in r["pool"]], dtype=bool)
             if bridge is not None:
-                keep = np.cumsum(x[:, joined]) * x[:, joined] <= bridge
-                r["pool"], x = [c for c, kept in zip(r["pool"], keep, strict=True) if kept], x[keep]
-            r["x"] = x[:, :n] if before else x
+                keep &= np.cumsum(x[:, joined]) * x[:, joined] <= bridge
+            r["pool"], x = [c for c, kept in zip(r["pool"], keep, strict=True) if kept], x[keep]
+            for name in without:
+                x[:, FEATURES.index(name)] = 0.0
+            r["x"] = x[:, :n]
             r["hybrid_first"] = hybrid_first(r)
     return rows
 
@@ -517,7 +535,7 @@ SHIPPED = "gbm 7 leaves 200 trees min 20"
 def train(args) -> None:
     if args.before and args.out:
         sys.exit("train --before measures the features before the bridge's; it writes no ranker file")
-    rows = prepare(load(args.dumps), args.bridge, args.before)
+    rows = prepare(load(args.dumps), args.bridge, args.before, args.columns, tuple(args.without or ()))
     tune = [r for r in rows if r["half"] == "tune"]
     pools = [r for r in tune if "pool" in r]
     reach = statistics.mean(recall(r["pool"], r["gold"], 1000) for r in pools)
@@ -555,10 +573,18 @@ def train(args) -> None:
 def evaluate(args) -> None:
     from rag_graphs.entity_graph.learned_rank import load_ranker
 
-    rows = prepare(load(args.dumps), args.bridge)
-    ranker = load_ranker(Path(args.ranker) if args.ranker else None)
+    width = len(json.loads(Path(args.ranker).read_text())["features"]) if args.ranker else None
+    rows = prepare(load(args.dumps), args.bridge, columns=width)
+    ranker = Before(args.ranker) if args.ranker else load_ranker()
     protect = tuple(args.protect[0]) if args.protect else (0, 0)
-    for half in ("tune", "check"):
+    if args.against:  # "today" becomes that ranker file's order (e.g. the one shipped before)
+        old = Before(args.against)
+        for r in rows:
+            if "x" in r:
+                r["today"] = ranked_by(
+                    {**r, "x": np.asarray(r["x"])[:, : old.n]}, old.score(np.asarray(r["x"]))
+                )
+    for half in ("tune", "check") if args.half == "both" else (args.half,):
         part = [r for r in rows if r["half"] == half]
         show(
             f"{half} halves, ranker {args.ranker or 'shipped'}, protect {protect}",
@@ -618,11 +644,15 @@ def main() -> None:
     t.add_argument("--bridge", type=int, default=None, help="keep at most N bridge passages a pool")
     t.add_argument("--before", action="store_true", help="only the features before the bridge's")
     t.add_argument("--repeats", type=int, default=1, help="mean over this many 5-fold splits")
+    t.add_argument("--columns", type=int, default=None, help="only the first N features")
+    t.add_argument("--without", type=lambda s: s.split(","), default=None, help="features zeroed")
     e = sub.add_parser("evaluate")
     e.add_argument("dumps", nargs="+")
     e.add_argument("--ranker", default=None, help="a ranker file (default: the shipped one)")
     e.add_argument("--protect", type=lambda s: [int(v) for v in s.split(",")], action="append", default=None)
     e.add_argument("--bridge", type=int, default=None, help="keep at most N bridge passages a pool")
+    e.add_argument("--half", default="both", choices=["tune", "check", "both"])
+    e.add_argument("--against", default=None, help="compare with this ranker file's order, not today's")
     args = parser.parse_args()
     if getattr(args, "protect", None) is None and args.command == "train":
         args.protect = [[0, 0], [1, 2]]
