@@ -61,7 +61,11 @@ def fetch_neighbourhood(
     for cid, row in rows.chunks(first, [PRIMARY_FIELD, ENTITIES_FIELD, *_TITLE_FIELDS], expr).items():
         edges[cid] = list(row.get(ENTITIES_FIELD) or [])
         titled[cid] = title_keys(row)
-    frontier = list(dict.fromkeys(e for ents in edges.values() for e in ents if e not in seeds))
+    # the second hop's order (it stops at ``size``): first the entities of the question entities' own
+    # pages (titled by a seed: X's page names the bridge, "the director of X"), then the others'
+    named = {cid: None for cid in edges if not seeds.keys().isdisjoint(titled.get(cid, ()))}
+    sources = [*named, *(cid for cid in edges if cid not in named)]
+    frontier = list(dict.fromkeys(e for cid in sources for e in edges[cid] if e not in seeds))
     info = rows.entities(frontier, [CHUNKS_FIELD, COUNT_FIELD]) if frontier else {}
     hubs = {key for key, row in info.items() if int(row.get(COUNT_FIELD) or 0) > HUB_CHUNKS}
     if len(edges) < size:

@@ -234,3 +234,44 @@ def test_the_learned_ranker_orders_graph_searchs_candidates(corpus, monkeypatch)
     assert ids(hits) != walk  # the ranker, not the walk, ordered them
     scores = [s for _, s in hits]
     assert scores == sorted(scores, reverse=True) and scores[0] == 1.0
+
+
+class ScriptedRows:
+    """The neighbourhood's reads (``rows.GraphRows``) from dicts: chunk rows and entity rows by key."""
+
+    def __init__(self, chunks: dict[str, dict], entities: dict[str, dict]) -> None:
+        self._chunks, self._entities = chunks, entities
+
+    def chunks(self, ids, fields, expr):
+        return {cid: self._chunks[cid] for cid in ids if cid in self._chunks}
+
+    def entities(self, keys, fields):
+        return {key: self._entities[key] for key in keys if key in self._entities}
+
+
+def test_the_second_hop_starts_from_the_question_entities_own_pages():
+    """Dense's first hit ``d`` is no question entity's page and mentions ``tarn guild`` (in 3 other
+    passages); hybrid's first hit ``s``, the page of the question's ``korvik`` (its title), names
+    its mayor ``osric vale``, whose own page ``o`` is hop two. With room for two more passages the
+    second hop takes ``o`` first: a seed's own page leads, whatever its first-hit rank (2Wiki's
+    bridge comparisons lost their directors' pages to the first hits' other entities)."""
+    from rag_graphs.entity_graph.neighbourhood import fetch_neighbourhood
+
+    hit = lambda cid, ents, title: (  # noqa: E731
+        Document(page_content=cid, id=cid, metadata={"entities": ents, "title": title}),
+        1.0,
+    )
+    first = [hit("d", ["tarn guild"], "Tarn Guild trade"), hit("s", ["korvik", "osric vale"], "Korvik")]
+    rows = ScriptedRows(
+        {cid: {"id": cid, "title": cid} for cid in ("t1", "t2", "t3", "o")},
+        {
+            "tarn guild": {"chunks": ["d", "t1", "t2", "t3"], "n": 4},
+            "osric vale": {"chunks": ["s", "o"], "n": 2},
+        },
+    )
+    seeds = {"korvik": {"chunks": ["s"], "n": 1, "similarity": 1.0}}
+    found = fetch_neighbourhood(None, seeds, first, expr=None, size=4, rows=rows)
+    assert list(found.edges) == ["d", "s", "o", "t1"]
+    assert found.edges["o"] == ["osric vale"]
+    wide = fetch_neighbourhood(None, seeds, first, expr=None, size=10, rows=rows)
+    assert set(wide.edges) == {"d", "s", "o", "t1", "t2", "t3"}  # with room, every one as before
