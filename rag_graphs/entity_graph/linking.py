@@ -132,24 +132,25 @@ def nearest_entities(
     found: dict[str, dict] = {}
     if not vectors or max(limits, default=0) <= 0:
         return found
+    hits: list[tuple[str, float, dict]] = []  # (key, similarity, row) of every vector's nearest
     if names is not None and rows is not None:
         nearest = names.nearest(vectors, limits, threshold)
-        stored = rows.entities([key for hits in nearest for key, _ in hits], ENTITY_FIELDS)
-        for hits in nearest:
-            for key, similarity in hits:
-                if key in stored and similarity > found.get(key, {}).get("similarity", 0.0):
-                    row = {f: v for f, v in stored[key].items() if f != PRIMARY_FIELD}
-                    found[key] = {**row, "similarity": similarity}
-        return found
-    results = entity_table(index).search(
-        vectors, field=DENSE_FIELD, params=_DENSE_SEARCH, limit=max(limits), fields=ENTITY_FIELDS
-    )
-    for hits, limit in zip(results, limits, strict=True):
-        for hit in list(hits)[:limit]:
-            similarity = float(hit["distance"])
-            key = hit.get(PRIMARY_FIELD) or hit.get("id")
-            if similarity >= threshold and similarity > found.get(key, {}).get("similarity", 0.0):
-                found[key] = {**hit["entity"], "similarity": similarity}
+        stored = rows.entities([key for each in nearest for key, _ in each], ENTITY_FIELDS)
+        for each in nearest:
+            for key, similarity in each:
+                row = stored.get(key)
+                if row is not None:
+                    hits.append((key, similarity, {f: v for f, v in row.items() if f != PRIMARY_FIELD}))
+    else:
+        results = entity_table(index).search(
+            vectors, field=DENSE_FIELD, params=_DENSE_SEARCH, limit=max(limits), fields=ENTITY_FIELDS
+        )
+        for each, limit in zip(results, limits, strict=True):
+            for hit in list(each)[:limit]:
+                hits.append((hit.get(PRIMARY_FIELD) or hit.get("id"), float(hit["distance"]), hit["entity"]))
+    for key, similarity, row in hits:
+        if similarity >= threshold and similarity > found.get(key, {}).get("similarity", 0.0):
+            found[key] = {**row, "similarity": similarity}
     return found
 
 
