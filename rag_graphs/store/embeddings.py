@@ -73,6 +73,7 @@ def _load(spec: str) -> Embeddings:
                 model_kwargs={"device": "cpu", "local_files_only": True},
                 encode_kwargs={"normalize_embeddings": True},
                 bf16=spec == EMBEDDED and use_bf16(),  # measured on MiniLM only
+                onnx_small=spec == EMBEDDED,  # likewise
             )
     if ":" not in spec:
         raise ValueError(

@@ -1,4 +1,4 @@
-"""A local sentence-transformers model that runs its small calls on one torch thread.
+"""A local sentence-transformers model that runs its small calls on one thread (torch or ONNX Runtime).
 
 torch splits every forward pass over all the cores (two here). For a query or a few sentences
 the split costs more than it saves, and when anything else runs on the machine (a second
@@ -20,8 +20,13 @@ each run on one thread and each get their own count back.
 
 With ``bf16`` (set at load from ``store.embed_precision.use_bf16``: the embedded model on a CPU
 with native bf16), the linear layers are bf16 and every call runs under bf16 autocast, queries
-and passages alike, so a question's vector is made as the stored ones are; the vectors stay
-float32 lists of unit length.
+and passages alike; the vectors stay float32 lists of unit length.
+
+With ``onnx_small`` (the embedded model), calls of up to ``SMALL_CALL`` texts run instead on an
+ONNX Runtime export of the model's float32 weights made at construction
+(``store.onnx_small_calls``): a question in ~5 ms against ~10 ms in bf16 on torch. Their vectors
+are float32 ones (within ~2e-7 of torch's float32), so a question ranks against a store written in
+bf16 as a float32 question did (BENCHMARKS.md, "round 2: bf16": the same R@5).
 """
 
 from __future__ import annotations
@@ -35,11 +40,14 @@ from langchain_huggingface import HuggingFaceEmbeddings
 from pydantic import Field, PrivateAttr
 
 from rag_graphs.store.embed_precision import bf16_block, bf16_linear_weights
+from rag_graphs.store.onnx_small_calls import OnnxSmallCalls, export_small_calls
 from rag_graphs.store.torch_threads import one_thread
 
 SMALL_CALL = 32
 """Texts up to which a call runs on one thread: queries, the reader's sentences, a reranker's
 top passages."""
+_NORMALISED = {"normalize_embeddings": True}
+"""The only encode settings the ONNX export reproduces (the embedded model's, ``store.embeddings``)."""
 QUERY_CACHE = 256
 """Query vectors kept (by text, least recently used out): ~3 MB for MiniLM (384 Python floats each)."""
 
@@ -51,11 +59,18 @@ class LocalEmbeddings(HuggingFaceEmbeddings):
     bf16: bool = Field(default=False, frozen=True)
     """Run the model in bf16 (``store.embed_precision``: its linear layers cast to bf16 once, at
     construction, and every call under autocast); False: float32. Fixed once constructed."""
+    onnx_small: bool = Field(default=False, frozen=True)
+    """Run calls of up to ``SMALL_CALL`` texts on an ONNX Runtime export of the model's float32
+    weights (``store.onnx_small_calls``: a question in ~5 ms instead of ~10-18 ms on torch), made
+    at construction; where it cannot be made, torch runs them. Fixed once constructed."""
+    _onnx: OnnxSmallCalls | None = PrivateAttr(default=None)
     _queries: OrderedDict[str, list[float]] = PrivateAttr(default_factory=OrderedDict)
     _queries_lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        if self.onnx_small:  # from the float32 weights, before bf16 casts them
+            self._onnx = export_small_calls(self._client)
         if self.bf16:
             bf16_linear_weights(self._client)
 
@@ -83,7 +98,10 @@ class LocalEmbeddings(HuggingFaceEmbeddings):
         return [list(known[t]) if t in known else next(fresh) for t in texts]
 
     def _embed(self, texts: list[str], encode_kwargs: dict[str, Any]) -> list[list[float]]:
-        """Every call's forward passes (``embed_query``, ``embed_documents``) in this model's precision."""
+        """Every call's forward passes (``embed_query``, ``embed_documents``): a small call on the
+        ONNX export where there is one, the rest in this model's precision on torch."""
+        if self._onnx is not None and len(texts) <= SMALL_CALL and encode_kwargs == _NORMALISED:
+            return self._onnx.embed([t.replace("\n", " ") for t in texts])  # as langchain's _embed
         with bf16_block(self.bf16):
             return super()._embed(texts, encode_kwargs)
 
