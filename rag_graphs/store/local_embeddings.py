@@ -32,6 +32,7 @@ bf16 as a float32 question did (BENCHMARKS.md, "round 2: bf16": the same R@5).
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
@@ -70,7 +71,7 @@ class LocalEmbeddings(HuggingFaceEmbeddings):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if self.onnx_small:  # from the float32 weights, before bf16 casts them
-            self._onnx = export_small_calls(self._client)
+            self._onnx = export_small_calls(self._client, Path(self.model_name))
         if self.bf16:
             bf16_linear_weights(self._client)
 

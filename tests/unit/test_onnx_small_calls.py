@@ -120,3 +120,56 @@ def test_an_exporter_failure_keeps_torch(minilm, monkeypatch, caplog):
     with caplog.at_level(logging.INFO, logger="rag_graphs.store.onnx_small_calls"):
         assert export_small_calls(minilm) is None
     assert "the export failed (RuntimeError: unsupported operator)" in caplog.text
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    """An empty export cache for the test (``$XDG_CACHE_HOME``)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    return tmp_path / "rag-graphs" / "onnx"
+
+
+def test_a_kept_export_is_loaded_instead_of_exported_again(minilm, cache, monkeypatch):
+    import torch
+
+    first = export_small_calls(minilm, embedded_model_dir())
+    kept = list(cache.glob("*.onnx"))
+    assert first is not None and len(kept) == 1 and not list(cache.glob("*.part"))
+
+    def no_export(*args, **kwargs):
+        raise AssertionError("exported again")
+
+    monkeypatch.setattr(torch.onnx, "export", no_export)
+    second = export_small_calls(minilm, embedded_model_dir())
+    assert second is not None
+    assert second.embed(["Korvik"]) == first.embed(["Korvik"])
+
+
+def test_a_torn_kept_export_is_made_again(minilm, cache):
+    assert export_small_calls(minilm, embedded_model_dir()) is not None
+    (kept,) = cache.glob("*.onnx")
+    kept.write_bytes(kept.read_bytes()[:1000])
+    again = export_small_calls(minilm, embedded_model_dir())
+    assert again is not None
+    expected = minilm.encode(["Korvik"], normalize_embeddings=True)
+    assert np.abs(np.array(again.embed(["Korvik"])) - expected).max() < 1e-5
+    assert kept.stat().st_size > 1_000_000  # written whole again
+
+
+def test_other_weights_get_their_own_export(minilm, cache, tmp_path):
+    assert export_small_calls(minilm, embedded_model_dir()) is not None
+    other = tmp_path / "other-model"
+    other.mkdir()
+    (other / "model.safetensors").write_bytes(b"not the same weights")
+    assert export_small_calls(minilm, other) is not None
+    assert len(list(cache.glob("*.onnx"))) == 2
+
+
+def test_a_cache_that_cannot_be_written_costs_nothing_but_the_export(minilm, tmp_path, monkeypatch, caplog):
+    blocked = tmp_path / "a-file"
+    blocked.write_text("the cache's parent is a file")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocked))
+    with caplog.at_level(logging.INFO, logger="rag_graphs.store.onnx_small_calls"):
+        made = export_small_calls(minilm, embedded_model_dir())
+    assert made is not None and len(made.embed(["Korvik"])[0]) == 384
+    assert "could not keep the export" in caplog.text
