@@ -32,9 +32,9 @@ bf16 as a float32 question did (BENCHMARKS.md, "round 2: bf16": the same R@5).
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 from collections import OrderedDict
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from langchain_huggingface import HuggingFaceEmbeddings

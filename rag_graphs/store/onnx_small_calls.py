@@ -143,7 +143,8 @@ def _cache_file(source: Path | None) -> Path | None:
     import transformers
 
     stats = [f"{w.resolve()}:{w.stat().st_size}:{w.stat().st_mtime_ns}" for w in weights]
-    versions = (torch.__version__, onnx.__version__, transformers.__version__, sentence_transformers.__version__)
+    libraries = (torch, onnx, transformers, sentence_transformers)
+    versions = [str(library.__version__) for library in libraries]
     key = hashlib.sha256("|".join([str(_FORMAT), *versions, *stats]).encode()).hexdigest()[:24]
     return cache_dir() / f"{source.name}-{key}.onnx"
 
