@@ -26,11 +26,13 @@ says why once in the log.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import io
 import logging
 import os
 import tempfile
 import warnings
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -94,11 +96,9 @@ def cache_dir() -> Path:
 
 def _unsupported(model: Any) -> str | None:
     """Why ``model`` cannot take this path, or None."""
-    try:
-        import onnx  # noqa: F401 - the exporter needs it
-        import onnxruntime  # noqa: F401
-    except ImportError as exc:
-        return f"{exc.name} is not installed"
+    for package in ("onnxruntime", "onnx"):  # onnx: the exporter's (imported only to export)
+        if importlib.util.find_spec(package) is None:
+            return f"{package} is not installed"
     kinds = tuple(type(module).__name__ for module in model)
     if kinds not in (_LAYOUT, _LAYOUT[:2]):
         return f"modules {kinds} are not {' + '.join(_LAYOUT)}"
@@ -119,7 +119,7 @@ def _session(model: Any, source: Path | None) -> OnnxSmallCalls:
     kept = _cache_file(source)
     if kept is not None and kept.is_file():
         try:
-            session = ort.InferenceSession(kept.read_bytes(), options, providers=["CPUExecutionProvider"])
+            session = ort.InferenceSession(str(kept), options, providers=["CPUExecutionProvider"])
             return OnnxSmallCalls(session, tokenize)
         except Exception as exc:  # noqa: BLE001 - a torn or foreign file: export again
             log.info("embedding: the kept export %s does not load (%s); exporting again", kept, exc)
@@ -138,13 +138,8 @@ def _cache_file(source: Path | None) -> Path | None:
     weights = sorted(source.glob("*.safetensors")) or sorted(source.glob("*.bin"))
     if not weights:
         return None
-    import onnx
-    import sentence_transformers
-    import transformers
-
     stats = [f"{w.resolve()}:{w.stat().st_size}:{w.stat().st_mtime_ns}" for w in weights]
-    libraries = (torch, onnx, transformers, sentence_transformers)
-    versions = [str(library.__version__) for library in libraries]
+    versions = [version(package) for package in ("torch", "onnx", "transformers", "sentence-transformers")]
     key = hashlib.sha256("|".join([str(_FORMAT), *versions, *stats]).encode()).hexdigest()[:24]
     return cache_dir() / f"{source.name}-{key}.onnx"
 
