@@ -141,7 +141,10 @@ def _cache_file(source: Path | None) -> Path | None:
     stats = [f"{w.resolve()}:{w.stat().st_size}:{w.stat().st_mtime_ns}" for w in weights]
     versions = [version(package) for package in ("torch", "onnx", "transformers", "sentence-transformers")]
     key = hashlib.sha256("|".join([str(_FORMAT), *versions, *stats]).encode()).hexdigest()[:24]
-    return cache_dir() / f"{source.name}-{key}.onnx"
+    try:
+        return cache_dir() / f"{source.name}-{key}.onnx"
+    except RuntimeError:  # no home folder and no XDG_CACHE_HOME: export in every process
+        return None
 
 
 def _keep(path: Path, graph: bytes) -> None:

@@ -173,3 +173,15 @@ def test_a_cache_that_cannot_be_written_costs_nothing_but_the_export(minilm, tmp
         made = export_small_calls(minilm, embedded_model_dir())
     assert made is not None and len(made.embed(["Korvik"])[0]) == 384
     assert "could not keep the export" in caplog.text
+
+
+def test_without_a_home_folder_the_export_is_made_and_not_kept(minilm, monkeypatch):
+    from pathlib import Path
+
+    def homeless():
+        raise RuntimeError("Could not determine home directory.")
+
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setattr(Path, "home", staticmethod(homeless))
+    made = export_small_calls(minilm, embedded_model_dir())
+    assert made is not None and len(made.embed(["Korvik"])[0]) == 384
