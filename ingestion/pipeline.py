@@ -32,7 +32,7 @@ from rag_graphs.ingestion.convert.entry import convert
 from rag_graphs.ingestion.options import IngestOptions, access_labels, with_context_labels
 from rag_graphs.ingestion.report import FileResult, IngestReport
 from rag_graphs.ingestion.sources import Source, Sources, Text
-from rag_graphs.ingestion.storing import Group, Started, Workers, independent, start_group, store_group
+from rag_graphs.ingestion.storing import Group, store_group
 from rag_graphs.ingestion.unchanged import UnchangedFiles
 from rag_graphs.store.embeddings import (
     EMBEDDED,
@@ -249,8 +249,7 @@ def _ingest_files(
     faster on HotpotQA passages); the first group is FIRST_GROUP chunks, so the embedding and
     NER threads start after a few files instead of a whole group's conversion. A file
     unchanged since it was stored is reported without converting; each stored file's record
-    is written after its chunks (``rag_graphs.store.files``). With an extractor, a group's
-    embedding and extraction start before the group ahead of it is stored (``_Line``).
+    is written after its chunks (``rag_graphs.store.files``).
     """
     group: Group = []
     digests: dict[str, tuple[str, int] | None] = {}
@@ -258,62 +257,17 @@ def _ingest_files(
     converted = ahead(
         files, prepare, lambda p: len(p.chunks), workers=workers, budget=2 * EMBED_GROUP, least=AHEAD_FILES
     )
-    with Workers() as threads:
-        line = _Line(index, extractor, records, digests, threads)
-        for path, prepared in converted:
-            result, chunks = _prepared(path, prepared, digests)
-            if result.error is not None or result.unchanged:
-                yield result
-                continue
-            group.append((result, chunks))
-            if sum(len(c) for _, c in group) >= size:
-                size = EMBED_GROUP
-                yield from line.add(group)
-                group = []
-        yield from line.add(group)
-        yield from line.add([])
-
-
-class _Line:
-    """Groups stored one behind the next: with an extractor, a group's embedding and entity
-    extraction start (``storing.start_group``) before the group ahead of it is stored, so the
-    core that wrote entity rows and chunks alone at each group's end (~1 s a group of 256
-    HotpotQA passages, the other core idle: BENCHMARKS.md, "Round 5") has the next group's
-    work. Storing stays in order, on this thread, and stores what storing group by group
-    stored: a group is started ahead only when it shares no source and no chunk id with the
-    group ahead (``storing.independent``), else that one is stored first."""
-
-    def __init__(
-        self,
-        index: ChunkIndex,
-        extractor: Extractor | None,
-        records: FileRecords | None,
-        digests: dict[str, tuple[str, int] | None],
-        workers: Workers,
-    ) -> None:
-        self.index, self.extractor, self.records, self.digests = index, extractor, records, digests
-        self.workers = workers
-        self.pending: Group = []
-        self.started: Started | None = None
-
-    def add(self, group: Group) -> list[FileResult]:
-        """Start ``group`` and store the one ahead of it (without an extractor: store ``group``);
-        the results stored. An empty group stores the last one."""
-        if self.extractor is None:
-            return self._store(group, None)
-        done: list[FileResult] = []
-        if group and self.pending and not independent(self.pending, group):
-            done += self._store(self.pending, self.started)
-            self.pending, self.started = [], None
-        begun = start_group(self.index, group, self.extractor, self.workers) if group else None
-        done += self._store(self.pending, self.started)
-        self.pending, self.started = group, begun
-        return done
-
-    def _store(self, group: Group, started: Started | None) -> list[FileResult]:
-        if not group:
-            return []
-        return _stored(self.index, group, self.extractor, self.records, self.digests, started, self.workers)
+    for path, prepared in converted:
+        result, chunks = _prepared(path, prepared, digests)
+        if result.error is not None or result.unchanged:
+            yield result
+            continue
+        group.append((result, chunks))
+        if sum(len(c) for _, c in group) >= size:
+            size = EMBED_GROUP
+            yield from _stored(index, group, extractor, records, digests)
+            group = []
+    yield from _stored(index, group, extractor, records, digests)
 
 
 def _prepared(
@@ -348,13 +302,11 @@ def _stored(
     extractor: Extractor | None,
     records: FileRecords | None = None,
     digests: dict[str, tuple[str, int] | None] | None = None,
-    started: Started | None = None,
-    workers: Workers | None = None,
 ) -> list[FileResult]:
-    """Store the group (see ``rag_graphs.ingestion.storing``; ``started``: its embedding and
-    extraction begun by ``start_group``), record its stored files and return their results."""
+    """Store the group (see ``rag_graphs.ingestion.storing``), record its stored files and return
+    their results."""
     if group:
-        store_group(index, group, extractor, started, workers)
+        store_group(index, group, extractor)
     if records is not None and digests is not None:
         records.put(
             [

@@ -8,10 +8,8 @@ the stored files are removed afterwards, in one query for the group; while a
 changed file has both versions stored, a record of the writer's own on the collection
 (``store.replacing``) lets every search see one version, on a Milvus server too, whenever the
 writer is killed; the next writer or the next process to open the collection finishes it.
-With an entity extractor, entity rows are written before the chunks that name them; the
-extractor runs in a thread of its own, and the pipeline starts the next group's extraction and
-embedding before it stores this group (``start_group``); the group's chunks are embedded in a
-thread of their own meanwhile (MiniLM on one torch thread while
+With an entity extractor, entity rows are written before the chunks that name them, and the
+group's chunks are embedded in a thread of their own meanwhile (MiniLM on one torch thread while
 spaCy runs on the other core: the chunks' vectors came out bit for bit as on torch's two threads),
 in pieces that the main thread helps with once the entities are written (``ChunkPieces``); the
 new entities' names are embedded in pieces by two threads as well.
@@ -20,8 +18,7 @@ new entities' names are embedded in pieces by two threads as well.
 from __future__ import annotations
 
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from concurrent.futures import ThreadPoolExecutor
 from typing import Generic, TypeVar
 
 from langchain_core.documents import Document
@@ -41,80 +38,15 @@ Vectors = dict[str, list[float]]
 K = TypeVar("K", str, int)
 
 
-class Workers:
-    """The threads a graph-enabled ingest embeds and finds entities in, kept across groups so the
-    next group's work can start while this one is stored: one thread for the chunk pieces
-    (``ingest-embed-chunks``: groups in order), one that helps embed names (``ingest-embed-names``)
-    and one for the extractor (``ingest-ner``: spaCy is called by one thread at a time)."""
-
-    def __init__(self) -> None:
-        self.chunks = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingest-embed-chunks")
-        self.names = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingest-embed-names")
-        self.ner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingest-ner")
-
-    def __enter__(self) -> Workers:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for pool in (self.chunks, self.names, self.ner):
-            pool.shutdown(wait=True)
-
-
-@dataclass
-class Started:
-    """A group whose new chunks are being embedded (``pieces``, in ``embedding``) and annotated
-    (``names``: the extractor's surface forms, in a thread of its own) while the main thread
-    stores the group before it (``start_group``; ``store_group`` finishes it)."""
-
-    group: Group
-    pieces: ChunkPieces[str]
-    embedding: Future[None]
-    names: Future[dict[str, str]]
-
-
-def start_group(index: ChunkIndex, group: Group, extractor: Extractor, workers: Workers) -> Started:
-    """Find which of the group's chunks are new (one existence query, on this thread) and start
-    their embedding and entity extraction in ``workers``' threads; nothing is stored."""
-    chunks = [c for _, chunks in group for c in chunks]
-    known = index.existing_ids([str(c.id) for c in chunks])
-    fresh = [c for c in chunks if str(c.id) not in known]
-    pieces = ChunkPieces(index.embeddings, {str(c.id): c.page_content for c in fresh})
-    return Started(
-        group, pieces, workers.chunks.submit(pieces.work), workers.ner.submit(annotate, fresh, extractor)
-    )
-
-
-def independent(stored: Group, started: Group) -> bool:
-    """Whether ``started`` may be looked up and started before ``stored`` is stored: no source and
-    no chunk id in common (storing one group then changes nothing the other's existence query,
-    stale versions or replacement see)."""
-    sources = {c.metadata["source"] for _, chunks in stored for c in chunks}
-    ids = {str(c.id) for _, chunks in stored for c in chunks}
-    return not any(
-        c.metadata["source"] in sources or str(c.id) in ids for _, chunks in started for c in chunks
-    )
-
-
-def store_group(
-    index: ChunkIndex,
-    group: Group,
-    extractor: Extractor | None = None,
-    started: Started | None = None,
-    workers: Workers | None = None,
-) -> None:
+def store_group(index: ChunkIndex, group: Group, extractor: Extractor | None = None) -> None:
     """Store the group's chunks, setting each result's ``added``, ``removed_stale`` or ``error``.
 
     With an entity ``extractor`` (a graph-enabled collection), the new chunks get
     their entities first (stored on the chunk rows) and the stored ones are
-    recorded in the entity collection, so graph search sees them at once. ``started``: the
-    group's embedding and extraction begun by ``start_group`` (with its ``workers``); else they
-    are begun here, in threads of a call of their own.
+    recorded in the entity collection, so graph search sees them at once.
     """
-    if extractor and started is not None and workers is not None:
-        vectors = _annotate_and_embed(index, started, workers)
-    elif extractor:
-        with Workers() as own:
-            vectors = _annotate_and_embed(index, start_group(index, group, extractor, own), own)
+    if extractor:
+        vectors = _annotate_and_embed(index, group, extractor)
     else:
         vectors = embed_new(index, [c for _, chunks in group for c in chunks])
     finish_committed(index)  # what a writer killed after its commit left (on a server: any time)
@@ -138,41 +70,45 @@ def _versions(group: Group) -> dict[str, str]:
     return {c[0].metadata["source"]: c[0].metadata["doc_hash"] for _, c in group if c}
 
 
-def _annotate_and_embed(index: ChunkIndex, started: Started, workers: Workers) -> Vectors | None:
+def _annotate_and_embed(index: ChunkIndex, group: Group, extractor: Extractor) -> Vectors | None:
     """Entities for the group's new chunks (stored ones have theirs) recorded in the entity rows;
     the new chunks' vectors (None if embedding failed).
 
     Every embedding runs on one torch thread (``embed_on_one_thread``). The chunks are embedded
-    in pieces (``ChunkPieces``) by a thread of their own and the extractor runs in another, both
-    from ``start_group`` on (the pipeline starts the next group there before it stores this
-    one: the core that stored alone at each group's end now has the next group's work); the
-    new entities' names, once the extractor has found them, are embedded in pieces too, by a
-    helper thread and this one (one call of up to 1,024 names in one thread, this one waiting,
-    was each group's tail: BENCHMARKS.md, "Round 3: overlap"); then this thread takes the chunk
-    pieces still waiting, so both cores embed until the group is done. Every store call stays
-    on this thread. Entity rows are written before any chunk: a chunk stored with its
+    in pieces (``ChunkPieces``) by a thread of their own from the start, while spaCy runs here;
+    the new entities' names, once spaCy has found them, are embedded in pieces too, by a second
+    thread and this one (one call of up to 1,024 names in one thread, this one waiting, was each
+    group's tail: BENCHMARKS.md, "Round 3: overlap"); then this thread takes the chunk pieces
+    still waiting, so both cores embed until the group is done instead of one waiting for the
+    other (with bf16 embedding, NER plus names take about as long as the chunks). Every store
+    call stays on this thread. Entity rows are written before any chunk: a chunk stored with its
     ``entities`` is then always in the graph, even after a ``kill -9`` (an entity row listing a
     chunk never stored is harmless).
     """
-    chunks = [c for _, chunks in started.group for c in chunks]
-    names = started.names.result()
+    chunks = [c for _, chunks in group for c in chunks]
+    known = index.existing_ids([str(c.id) for c in chunks])
+    fresh = [c for c in chunks if str(c.id) not in known]
+    pieces = ChunkPieces(index.embeddings, {str(c.id): c.page_content for c in fresh})
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="ingest-embed") as embedder:
+        background = embedder.submit(pieces.work)
+        names = annotate(fresh, extractor)
 
-    def embed_names(labels: list[str]) -> list[list[float]]:
-        # in pieces too, by the helper thread and this one: one call of 1,024 names in one
-        # thread was each group's tail, this thread blocked and the chunks' thread done
-        parts = ChunkPieces(index.embeddings, dict(enumerate(labels)), NAME_PIECE, names=True)
-        helper = workers.names.submit(parts.work)
-        parts.work()
-        helper.result()
-        found = parts.vectors()
-        if found is None:
-            raise parts.error or RuntimeError("embedding the new entities' names failed")
-        return [found[i] for i in range(len(labels))]
+        def embed_names(labels: list[str]) -> list[list[float]]:
+            # in pieces too, by the second thread and this one: one call of 1,024 names in one
+            # thread was each group's tail, this thread blocked and the chunks' thread done
+            parts = ChunkPieces(index.embeddings, dict(enumerate(labels)), NAME_PIECE, names=True)
+            helper = embedder.submit(parts.work)
+            parts.work()
+            helper.result()
+            found = parts.vectors()
+            if found is None:
+                raise parts.error or RuntimeError("embedding the new entities' names failed")
+            return [found[i] for i in range(len(labels))]
 
-    add_entities(index, [c for c in chunks if ENTITIES_FIELD in c.metadata], names, embed=embed_names)
-    started.pieces.work()
-    started.embedding.result()
-    return started.pieces.vectors()
+        add_entities(index, [c for c in chunks if ENTITIES_FIELD in c.metadata], names, embed=embed_names)
+        pieces.work()
+        background.result()
+        return pieces.vectors()
 
 
 PIECE = 64
