@@ -59,7 +59,8 @@ class _Window(Generic[T]):
             self.filling = True
             try:
                 while not self.pending or (
-                    self.running < self.workers and (len(self.pending) < self.least or self.ready < self.budget)
+                    self.running < self.workers
+                    and (len(self.pending) < self.least or self.ready < self.budget)
                 ):
                     path = next(self.files, None)
                     if path is None:
