@@ -26,6 +26,7 @@ from rag_graphs.entity_graph.rows import has_graph
 from rag_graphs.ingestion.ahead import ahead
 from rag_graphs.ingestion.convert.captioning import load_captioner
 from rag_graphs.ingestion.convert.chunking import chunk_document
+from rag_graphs.ingestion.convert.counting import counting
 from rag_graphs.ingestion.convert.discover import find_files
 from rag_graphs.ingestion.convert.entry import convert
 from rag_graphs.ingestion.options import IngestOptions, access_labels, with_context_labels
@@ -191,7 +192,7 @@ def _preparer(
     unless ``lookup`` shows its bytes stored already under the same chunk settings (checked a
     window of files at a time); ``source`` names the file in its chunks (its real path, or the
     URL it was fetched from)."""
-    tokenizer = chunk_tokenizer(embeddings)
+    tokenizer = counting(chunk_tokenizer(embeddings))  # each text counted once (counting.py)
     describer = load_captioner(options.captioner, prompt=options.caption_prompt)
     convert_options, labels = options.convert_options(), options.labels
 

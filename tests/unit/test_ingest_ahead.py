@@ -64,6 +64,35 @@ def test_a_failed_conversion_is_the_files_own_and_the_others_go_on():
     assert [str(e) if e else None for _, e in out] == [None, "cannot read bad.txt", None]
 
 
+def test_a_consumer_faster_than_the_conversion_callbacks_gets_every_file(monkeypatch):
+    """The consumer holds a file's result and asks for the next before the pool has run that
+    conversion's ``_done`` callback (``Future.result`` returns first): every file still comes
+    out. Before the fix ``take`` found none pending with one "running" and ended the ingest
+    there (70 of 1,000 files once NER left the main thread)."""
+    from rag_graphs.ingestion import ahead as ahead_module
+
+    asked = threading.Event()
+    take, done = ahead_module._Window.take, ahead_module._Window._done
+
+    def taking(self):
+        asked.set()
+        return take(self)
+
+    def late(self, future):
+        asked.wait(2)  # the callback runs only once the consumer has asked for the next file
+        asked.clear()
+        done(self, future)
+
+    monkeypatch.setattr(ahead_module._Window, "take", taking)
+    monkeypatch.setattr(ahead_module._Window, "_done", late)
+    files = [Path(f"f{i}.txt") for i in range(6)]
+    got = [
+        (path, future.result()) for path, future in ahead(files, lambda p: [p.name], len, least=1, budget=1)
+    ]
+    assert [p for p, _ in got] == files
+    assert [c for _, c in got] == [[p.name] for p in files]
+
+
 class Names(DeterministicFakeEmbedding):
     """Scripted embeddings: a call of short texts (names) waits until another such call has
     started, so two name pieces must run at once for both to return quickly; records calls."""
