@@ -51,6 +51,21 @@ _NORMALISED = {"normalize_embeddings": True}
 """The only encode settings the ONNX export reproduces (the embedded model's, ``store.embeddings``)."""
 QUERY_CACHE = 256
 """Query vectors kept (by text, least recently used out): ~3 MB for MiniLM (384 Python floats each)."""
+BATCH = 32
+"""Texts per forward pass at least: sentence-transformers' default, kept for passages."""
+TOKENS_PER_FORWARD = 4096
+"""Padded tokens per forward pass short texts fill (``batch_size``): 4,096 entity names of ~8
+tokens in batches of 128-256 took ~30% less CPU than in batches of 32 on one thread in bf16 (each
+forward pays a fixed cost for its shape, whatever its size; BENCHMARKS.md, "Ingest round 7")."""
+
+
+def batch_size(texts: list[str]) -> int:
+    """Texts per forward pass for ``texts``: ``BATCH``, or more when even the longest is short
+    enough that ``BATCH`` of them pad to fewer than ``TOKENS_PER_FORWARD`` tokens (counted as
+    one per 4 characters, plus the two special tokens), so entity names and sentences run in a few
+    large passes while passages keep theirs."""
+    longest = max(map(len, texts), default=0) // 4 + 2
+    return max(BATCH, TOKENS_PER_FORWARD // longest)
 
 
 class LocalEmbeddings(HuggingFaceEmbeddings):
@@ -100,11 +115,12 @@ class LocalEmbeddings(HuggingFaceEmbeddings):
 
     def _embed(self, texts: list[str], encode_kwargs: dict[str, Any]) -> list[list[float]]:
         """Every call's forward passes (``embed_query``, ``embed_documents``): a small call on the
-        ONNX export where there is one, the rest in this model's precision on torch."""
+        ONNX export where there is one, the rest in this model's precision on torch, in batches of
+        ``batch_size``."""
         if self._onnx is not None and len(texts) <= SMALL_CALL and encode_kwargs == _NORMALISED:
             return self._onnx.embed([t.replace("\n", " ") for t in texts])  # as langchain's _embed
-        with bf16_block(self.bf16):
-            return super()._embed(texts, encode_kwargs)
+        with bf16_block(self.bf16):  # a batch size the caller set wins
+            return super()._embed(texts, {"batch_size": batch_size(texts), **encode_kwargs})
 
     def _known(self, texts: list[str]) -> dict[str, list[float]]:
         """The kept query vectors of ``texts``, each marked as just used."""

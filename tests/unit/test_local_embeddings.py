@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 
+import numpy as np
 import pytest
 import torch
 from langchain_huggingface import HuggingFaceEmbeddings
@@ -197,3 +198,30 @@ def test_a_large_batch_goes_whole_to_the_model(parent):
     model.embed_query("a?")
     model.embed_documents(["a?"] * (SMALL_CALL + 1))
     assert parent[-1] == ("documents", ["a?"] * (SMALL_CALL + 1))
+
+
+def test_passages_keep_batches_of_32_and_short_texts_fill_a_forward_pass_up_to_the_token_budget():
+    budget = local_embeddings.TOKENS_PER_FORWARD
+    assert local_embeddings.batch_size(["word " * 200] * 100) == local_embeddings.BATCH
+    assert local_embeddings.batch_size([]) == budget // 2
+    names = ["Walt Disney", "101 Dalmatians (1996 film)"]  # the longest: 26 characters, ~8 tokens
+    assert local_embeddings.batch_size(names) == budget // (26 // 4 + 2)
+    # a single long text among the names sets the batch for the whole call
+    assert local_embeddings.batch_size(names + ["x" * 4000]) == local_embeddings.BATCH
+
+
+def test_the_batch_size_reaches_sentence_transformers_and_a_callers_own_wins(monkeypatch):
+    asked: list[int] = []
+
+    def encode(texts, show_progress_bar=None, batch_size=32, **kwargs):
+        asked.append(batch_size)
+        return np.zeros((len(texts), 1))
+
+    client = type("Client", (), {"encode": staticmethod(encode)})()
+    model = LocalEmbeddings.model_construct(_client=client, encode_kwargs={})
+    object.__setattr__(model, "_client", client)
+    names = [f"entity {i}" for i in range(200)]  # 10 characters: 4,096 // 4 = 1,024 a pass
+    model.embed_documents(names)
+    model.encode_kwargs = {"batch_size": 8}
+    model.embed_documents(names)
+    assert asked == [local_embeddings.TOKENS_PER_FORWARD // (10 // 4 + 2), 8]
