@@ -68,7 +68,13 @@ def counting(tokenizer: Any) -> Any:
 
 class Chunker(HybridChunker):
     """Docling's HybridChunker, with semchunk given the longest token's length when its tokenizer
-    is a ``CountingTokenizer`` (the value semchunk would find by scanning the vocabulary)."""
+    is a ``CountingTokenizer`` (the value semchunk would find by scanning the vocabulary), and
+    counting through it.
+
+    Why not semchunk's own memo: ``chunkerify`` with ``memoize`` (Docling's path) files every new
+    counter, with an unbounded cache of the texts it counted, in a module-level dict that is never
+    emptied, and Docling builds one per long text: a long ingest's memory grew with every long
+    document it read. The ``CountingTokenizer``'s memory is bounded (``REMEMBERED``)."""
 
     def segment(self, doc_chunk: Any, available_length: int, doc_serializer: Any) -> list[str]:
         """``HybridChunker.segment``: the same segments; tables go through Docling's own path."""
@@ -79,8 +85,9 @@ class Chunker(HybridChunker):
         import semchunk
 
         split = semchunk.chunkerify(
-            self.tokenizer.get_tokenizer(),
+            self.tokenizer.count_tokens,  # the remembered counts: the tokenizer's, no special tokens
             chunk_size=available_length,
             max_token_chars=self.tokenizer.longest_token(),
+            memoize=False,  # semchunk keeps each memoised counter in a module dict for good
         )
         return cast(list[str], split(doc_chunk.text))

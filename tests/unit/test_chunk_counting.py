@@ -161,3 +161,16 @@ def test_a_table_chunk_goes_through_doclings_own_segmenting(size, monkeypatch):
     chunk = DocChunk(text="| a |", meta=DocMeta(doc_items=[table]))
     assert chunker.segment(chunk, 10, None) == ["x"]
     assert seen == ["| a |"]
+
+
+def test_long_documents_leave_nothing_in_semchunks_module_memo(tmp_path):
+    """Docling's path files one counter per long text in ``semchunk``'s module dict, for good."""
+    import semchunk.semchunk as module
+
+    fast = counting(chunk_tokenizer("embedded"))
+    before = len(module._memoized_token_counters)
+    for n in range(3):
+        path = tmp_path / f"long{n}.txt"
+        path.write_text(f"Long {n}\n\n" + _paragraph(n, 900) + "\n")
+        assert len(chunk_document(convert(path), source=str(path), tokenizer=fast)) > 2
+    assert len(module._memoized_token_counters) == before
