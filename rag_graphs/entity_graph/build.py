@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import nullcontext, suppress
 from dataclasses import dataclass
 from functools import partial
@@ -153,7 +154,7 @@ class GraphBuildReport:
     repaired: int = 0  # chunks whose entities were missing from the entity collection
     skipped: int = 0  # chunks that carried entities already (an earlier run)
     entities_added: int = 0
-    extract_seconds: float = 0.0
+    extract_seconds: float = 0.0  # in the extraction thread, beside the other two
     entity_seconds: float = 0.0  # embedding, inserting and updating entity rows
     write_seconds: float = 0.0  # writing ``entities`` onto chunk rows
     seconds: float = 0.0
@@ -183,6 +184,10 @@ def build_graph(
     so an interrupted build continues where it stopped; entity rows are
     written before the chunk rows, so a chunk marked done is always indexed.
     Chunks are read in batches of ``batch`` (never the whole collection at once).
+    Each batch's entities are extracted in a thread of their own while this thread embeds and
+    writes the batch before, so spaCy and the names' embedding each keep a core busy (2,000
+    HotpotQA passages: 56 s -> 40-44 s; BENCHMARKS.md, "Round 7"); every store call stays here,
+    and a batch's entity rows are written before the next batch's are looked up.
     ``repair`` also runs ``repair_entities``, for a store an older version damaged: it reads
     every annotated chunk and its entity rows (94 s at 21k passages), so a build that adds a
     few chunks to a big store, or finds nothing to do, does not pay it unasked.
@@ -200,33 +205,36 @@ def build_graph(
         total=report.chunks, initial=report.skipped, desc="entities", unit="chunk", disable=not progress
     )
     stopped = True  # until the last batch is written: then a failing mark is the build's error
+
+    def record(docs: list[Document], names: dict[str, str]) -> None:
+        """A batch's entity rows, then its chunks' ``entities`` (this thread: every store call)."""
+        t = time.perf_counter()
+        report.entities_added += add_entities(index, docs, names)
+        report.entity_seconds += time.perf_counter() - t
+        t = time.perf_counter()
+        index.stored.upsert_fields(
+            [{PRIMARY_FIELD: str(d.id), ENTITIES_FIELD: d.metadata[ENTITIES_FIELD]} for d in docs]
+        )
+        report.write_seconds += time.perf_counter() - t
+        report.annotated += len(docs)
+        bar.update(len(docs))
+
     try:
-        for rows in index.stored.iterate(
-            [PRIMARY_FIELD, TEXT_FIELD, "title", "headings"],
-            where=f"not exists {ENTITIES_FIELD}",
-            batch_size=batch,
-        ):
-            t = time.perf_counter()
-            docs = [ChunkIndex._to_document(r) for r in rows]
-            keys, names = extract(
-                [d.page_content for d in docs],
-                extractor,
-                titles=[title_mentions(d) for d in docs] if titles else None,
-            )
-            for doc, chunk_keys in zip(docs, keys, strict=True):
-                doc.metadata[ENTITIES_FIELD] = chunk_keys
-                doc.metadata["chunk_id"] = doc.id
-            report.extract_seconds += time.perf_counter() - t
-            t = time.perf_counter()
-            report.entities_added += add_entities(index, docs, names)
-            report.entity_seconds += time.perf_counter() - t
-            t = time.perf_counter()
-            index.stored.upsert_fields(
-                [{PRIMARY_FIELD: str(d.id), ENTITIES_FIELD: d.metadata[ENTITIES_FIELD]} for d in docs]
-            )
-            report.write_seconds += time.perf_counter() - t
-            report.annotated += len(docs)
-            bar.update(len(docs))
+        # the next batch's entities are extracted in a thread of their own while this one embeds
+        # and writes the batch before (each on one core: spaCy, then the names on one torch thread)
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="graph-extract") as extracting:
+            ahead: Future[tuple[list[Document], dict[str, str], float]] | None = None
+            for rows in index.stored.iterate(
+                [PRIMARY_FIELD, TEXT_FIELD, "title", "headings"],
+                where=f"not exists {ENTITIES_FIELD}",
+                batch_size=batch,
+            ):
+                following = extracting.submit(_annotated, rows, extractor, titles)
+                if ahead is not None:
+                    record(*_extracted(ahead, report))
+                ahead = following
+            if ahead is not None:
+                record(*_extracted(ahead, report))
         stopped = False
     finally:
         bar.close()
@@ -242,6 +250,30 @@ def build_graph(
     entity_table(index).flush()
     report.seconds = time.perf_counter() - start
     return report
+
+
+def _annotated(
+    rows: list[dict], extractor: Extractor, titles: bool
+) -> tuple[list[Document], dict[str, str], float]:
+    """A batch's chunks carrying their ``entities`` (and ``chunk_id``), the names of the keys, and
+    the seconds it took: ``build_graph``'s extraction thread (no store call)."""
+    t = time.perf_counter()
+    docs = [ChunkIndex._to_document(r) for r in rows]
+    mentions = [title_mentions(d) for d in docs] if titles else None
+    keys, names = extract([d.page_content for d in docs], extractor, titles=mentions)
+    for doc, chunk_keys in zip(docs, keys, strict=True):
+        doc.metadata[ENTITIES_FIELD] = chunk_keys
+        doc.metadata["chunk_id"] = doc.id
+    return docs, names, time.perf_counter() - t
+
+
+def _extracted(
+    done: Future[tuple[list[Document], dict[str, str], float]], report: GraphBuildReport
+) -> tuple[list[Document], dict[str, str]]:
+    """An extraction's batch and names (its error raised here), its seconds added to the report."""
+    docs, names, seconds = done.result()
+    report.extract_seconds += seconds
+    return docs, names
 
 
 def repair_entities(index: ChunkIndex, *, batch: int = 1000) -> int:

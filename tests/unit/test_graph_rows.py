@@ -4,6 +4,8 @@ search, and a filtered read always answered by the store."""
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from rag_graphs.entity_graph import build
@@ -241,13 +243,28 @@ def test_a_graph_build_that_stops_on_an_error_marks_the_store_and_raises_its_own
     index, monkeypatch, mark_fails
 ):
     """A build stopping after some batches marks the store (their chunks' entities are written)
-    and raises why it stopped, even when that mark fails too."""
+    and raises why it stopped, even when that mark fails too. The second batch's extraction (in
+    the build's extraction thread, beside the first batch's writes) fails once the first batch's
+    entity rows are written, so the order is fixed."""
     index.add([chunk(c) for c in PASSAGES])
-    batches = []
+    first_written = threading.Event()
+    real_add = build.add_entities
+
+    def add_then_tell(*args, **kwargs):
+        try:
+            return real_add(*args, **kwargs)
+        finally:
+            first_written.set()
+
+    monkeypatch.setattr(build, "add_entities", add_then_tell)
+    broke = threading.Event()
+    calls = []
 
     def extractor(texts):
-        batches.append(texts)
-        if len(batches) == 2:
+        calls.append(texts)
+        if len(calls) == 2:
+            assert first_written.wait(30)
+            broke.set()
             raise RuntimeError("extractor broke")
         return vocab_extractor(texts)
 
@@ -255,12 +272,44 @@ def test_a_graph_build_that_stops_on_an_error_marks_the_store_and_raises_its_own
     real = type(index).mark_changed
 
     def mark(self):
-        marks.append(len(batches))
-        if mark_fails and len(batches) == 2:
+        marks.append("after the error" if broke.is_set() else "before")
+        if mark_fails and broke.is_set():
             raise OSError("store gone")
         return real(self)
 
     monkeypatch.setattr(type(index), "mark_changed", mark)
     with pytest.raises(RuntimeError, match="extractor broke"):
         build_graph(index, extractor, batch=2, progress=False)
-    assert marks[-1] == 2 and marks.count(2) == 1  # marked once, after the failed batch
+    # the entity collection's creation and the first batch's entity rows marked it; the build
+    # marked it once more when it stopped
+    assert marks == ["before", "before", "after the error"]
+    annotated = index.stored.count(f"exists {ENTITIES_FIELD}")
+    assert annotated == 2  # the first batch's chunks carry their entities; none after it
+
+
+def test_the_next_batch_is_extracted_while_the_batch_before_embeds_its_names(index, monkeypatch):
+    """spaCy and the names' embedding each keep a core: the first batch's names wait (up to 10 s)
+    for the second batch's extraction to start, which a build doing one after the other never does."""
+    index.add([chunk(c) for c in PASSAGES])
+    second_started = threading.Event()
+    calls = []
+
+    def extractor(texts):
+        calls.append(threading.current_thread().name)
+        if len(calls) == 2:
+            second_started.set()
+        return vocab_extractor(texts)
+
+    real = build.embed_on_one_thread
+    overlapped = []
+
+    def embed(embeddings, texts):
+        if not overlapped:  # the first batch's new names
+            overlapped.append(second_started.wait(10))
+        return real(embeddings, texts)
+
+    monkeypatch.setattr(build, "embed_on_one_thread", embed)
+    report = build_graph(index, extractor, batch=2, progress=False)
+    assert overlapped == [True] and report.annotated == len(PASSAGES)
+    assert all(name.startswith("graph-extract") for name in calls)
+    assert index.stored.count(f"exists {ENTITIES_FIELD}") == len(PASSAGES)
