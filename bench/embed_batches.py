@@ -4,8 +4,9 @@ sentence-transformers' fixed 32, alternating, on one torch thread as ingest runs
 Two workloads from a dev corpus's first ``--passages`` passages (read in place from
 ``../shared/eval``): the passages themselves (title, blank line, text: ingest's chunks) and the
 distinct names spaCy's NER finds in them, titles included (the new entities' names ingest embeds,
-~8 tokens each). Each is embedded ``--rounds`` times per arm through ``LocalEmbeddings`` (the
-embedded model, in this machine's precision), the arms alternating (rule first in odd rounds); the
+~8 tokens each; here in one call, where ingest embeds pieces of 128). Each is embedded
+``--rounds`` times per arm through ``LocalEmbeddings`` (the embedded model, in this machine's
+precision), the arms alternating (rule first in odd rounds); the
 arms differ only in ``encode_kwargs["batch_size"]``: unset (the rule) or 32. Printed per workload:
 each arm's median CPU seconds, the median of the paired ratios (rule / fixed) with its quartiles,
 and the batch size the rule chose for the workload's longest text. These machines are noisy (the

@@ -54,9 +54,10 @@ QUERY_CACHE = 256
 BATCH = 32
 """Texts per forward pass at least: sentence-transformers' default, kept for passages."""
 TOKENS_PER_FORWARD = 4096
-"""Padded tokens per forward pass short texts fill (``batch_size``): 4,096 entity names of ~8
-tokens in batches of 128-256 took ~30% less CPU than in batches of 32 on one thread in bf16 (each
-forward pays a fixed cost for its shape, whatever its size; BENCHMARKS.md, "Ingest round 7")."""
+"""Padded tokens per forward pass short texts fill (``batch_size``): entity names of ~8 tokens in
+batches of 128-256 took 5-25% less CPU (by the hour) than in batches of 32 on one thread in bf16,
+never more (each forward pays a fixed cost for its shape; BENCHMARKS.md, "Round 7: wider forward
+passes for short texts")."""
 
 
 def batch_size(texts: list[str]) -> int:

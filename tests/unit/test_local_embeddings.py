@@ -218,7 +218,7 @@ def test_the_batch_size_reaches_sentence_transformers_and_a_callers_own_wins(mon
         return np.zeros((len(texts), 1))
 
     client = type("Client", (), {"encode": staticmethod(encode)})()
-    model = LocalEmbeddings.model_construct(_client=client, encode_kwargs={})
+    model = LocalEmbeddings.model_construct(encode_kwargs={})
     object.__setattr__(model, "_client", client)
     names = [f"entity {i}" for i in range(200)]  # 10 characters: 4,096 // 4 = 1,024 a pass
     model.embed_documents(names)
