@@ -56,7 +56,7 @@ def main() -> None:
     ingest([corpus], index=index, options=IngestOptions(progress=False))
     for _ in range(args.runs):  # a later run: same settings, search cache warm
         ctx = RagContext(
-            chat_model=GenericFakeChatModel(messages=iter(AIMessage(content=r) for r in REPLIES)),
+            chat_model=GenericFakeChatModel(messages=iter([AIMessage(content=r) for r in REPLIES])),
             embeddings=index.embeddings,
             store_uri=store,
             collection="bench",

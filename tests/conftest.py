@@ -87,9 +87,14 @@ def loaded(demo_corpus: Path, index: ChunkIndex) -> ChunkIndex:
 
 
 def fake_chat(*replies: str | AIMessage) -> GenericFakeChatModel:
-    """A chat model that returns ``replies`` in order (and fails when they run out)."""
+    """A chat model that returns ``replies`` in order (and fails when they run out).
+
+    Replies come from a list iterator, never a generator: parallel branches (``Send``) call one
+    model from several threads, and a generator entered twice at once raises "generator already
+    executing".
+    """
     return GenericFakeChatModel(
-        messages=iter(r if isinstance(r, AIMessage) else AIMessage(content=r) for r in replies)
+        messages=iter([r if isinstance(r, AIMessage) else AIMessage(content=r) for r in replies])
     )
 
 
@@ -104,7 +109,7 @@ class RecordingChat(GenericFakeChatModel):
 
 
 def recording_chat(*replies: str) -> RecordingChat:
-    return RecordingChat(messages=iter(AIMessage(content=r) for r in replies), seen=[])
+    return RecordingChat(messages=iter([AIMessage(content=r) for r in replies]), seen=[])
 
 
 class FakeToolChat(GenericFakeChatModel):
@@ -120,7 +125,7 @@ class FakeToolChat(GenericFakeChatModel):
 def fake_tool_chat(*replies: str | AIMessage) -> FakeToolChat:
     """Like ``fake_chat``, for the native tool-calling path."""
     return FakeToolChat(
-        messages=iter(r if isinstance(r, AIMessage) else AIMessage(content=r) for r in replies)
+        messages=iter([r if isinstance(r, AIMessage) else AIMessage(content=r) for r in replies])
     )
 
 

@@ -26,18 +26,18 @@ def _writer() -> RecordingChat:
     """A model that answers every prompt with a well-formed report, numbered (and keeps the prompts)."""
     return RecordingChat(
         seen=[],
-        messages=(
-            AIMessage(
+        messages=map(
+            lambda i: AIMessage(
                 content=json.dumps(
                     {
                         "title": f"Community {i}",
                         "summary": f"About {i}.",
                         "findings": [f"fact {i}"],
                         "rating": 7,
-                    }
+                    },
                 )
-            )
-            for i in itertools.count()
+            ),
+            itertools.count(),
         ),
     )
 

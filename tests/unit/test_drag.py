@@ -108,7 +108,7 @@ def test_iterdrag_with_an_immediate_final_answer_is_drag(loaded, make_context):
 
 def test_iterdrag_iteration_cap_and_missing_markers_end_with_an_answer(loaded, make_context):
     endless = GenericFakeChatModel(
-        messages=(AIMessage(content=f"Follow up: question number {i}?") for i in itertools.count())
+        messages=map(lambda i: AIMessage(content=f"Follow up: question number {i}?"), itertools.count())
     )
     ctx = make_context(chat_model=endless, k=1, iterdrag_iterations=2)
     out = get_graph("iterdrag").invoke({"question": QUESTION}, context=ctx)

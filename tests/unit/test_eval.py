@@ -503,7 +503,7 @@ def test_judges_score_every_answered_row_and_the_report_gives_them_columns(tiny,
     from rag_graphs.eval.judges import default_judges
 
     verdicts = itertools.cycle(['{"correct": true}', '{"grounded": false}', '{"supports": true}'])
-    judge = GenericFakeChatModel(messages=(AIMessage(content=v) for v in verdicts))
+    judge = GenericFakeChatModel(messages=map(lambda v: AIMessage(content=v), verdicts))
 
     def brevity(*, outputs: dict, **_: object) -> dict:
         return {"key": "brief", "score": len(outputs["answer"]) < 40}

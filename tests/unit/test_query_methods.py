@@ -3,6 +3,9 @@ and the shared fan-out machinery, with scripted fake models."""
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 from langchain_core.documents import Document
 
@@ -12,7 +15,7 @@ from rag_graphs.nodes.failures import RunFailed
 from rag_graphs.nodes.plan import fill_references
 from rag_graphs.search.fusion import reciprocal_rank_fusion, unique_union
 from rag_graphs.search.retrieval import search, search_many
-from tests.conftest import recording_chat
+from tests.conftest import fake_chat, recording_chat
 
 QUESTION = "In which town was the founder of the Velmora Institute born?"
 
@@ -256,3 +259,18 @@ def test_auto_rejects_routes_to_unknown_methods(loaded, make_context):
         get_graph("auto").invoke({"question": QUESTION}, context=ctx)
     with pytest.raises(ValueError, match="unknown question kind"):
         make_context(routes="weird=naive")
+
+
+def test_scripted_models_answer_parallel_branches_from_many_threads():
+    """Parallel ``Send`` branches call one scripted model at once: none may see "generator already
+    executing" (the list iterator ``fake_chat`` uses), and every reply is handed out exactly once."""
+    replies = [f"reply {i}" for i in range(400)]
+    model, start = fake_chat(*replies), threading.Barrier(8)
+
+    def draw(_: int) -> list[str]:
+        start.wait()
+        return [model.invoke("q").content for _ in range(50)]
+
+    with ThreadPoolExecutor(8) as pool:
+        drawn = [reply for batch in pool.map(draw, range(8)) for reply in batch]
+    assert sorted(drawn) == sorted(replies)

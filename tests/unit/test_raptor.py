@@ -21,9 +21,8 @@ QUESTION = "Where was Ilsa Brandt born?"
 def _summariser() -> GenericFakeChatModel:
     """Summaries with the token counts a real model's replies carry."""
     usage = {"input_tokens": 100, "output_tokens": 5, "total_tokens": 105}
-    return GenericFakeChatModel(
-        messages=(AIMessage(content=f"summary number {i}", usage_metadata=usage) for i in itertools.count())
-    )
+    reply = lambda i: AIMessage(content=f"summary number {i}", usage_metadata=usage)  # noqa: E731
+    return GenericFakeChatModel(messages=map(reply, itertools.count()))
 
 
 @pytest.fixture
