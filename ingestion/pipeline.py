@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,7 +32,7 @@ from rag_graphs.ingestion.convert.entry import convert
 from rag_graphs.ingestion.options import IngestOptions, access_labels, with_context_labels
 from rag_graphs.ingestion.report import FileResult, IngestReport
 from rag_graphs.ingestion.sources import Source, Sources, Text
-from rag_graphs.ingestion.storing import Group, store_group
+from rag_graphs.ingestion.storing import Group, GroupEmbedding, Vectors, write_group
 from rag_graphs.ingestion.unchanged import UnchangedFiles
 from rag_graphs.store.embeddings import (
     EMBEDDED,
@@ -53,6 +53,10 @@ __all__ = ["FileResult", "IngestOptions", "IngestReport", "access_labels", "inge
 EMBED_GROUP = 256  # chunks embedded per call, across files
 FIRST_GROUP = 64  # the first group's chunks: embedding and NER start while the next files convert
 AHEAD_FILES = 16  # files converted ahead at least; beyond, until two groups of chunks wait (ahead.py)
+
+Embedded = tuple[Group, Vectors | None]
+"""A group embedded, its entities recorded, its chunks not written yet: the vectors of its new
+chunks (None when the embedding failed: ``write_group`` embeds file by file)."""
 
 
 def ingest(
@@ -247,7 +251,8 @@ def _ingest_files(
     embedded EMBED_GROUP at a time across files: sentence-transformers sorts a batch by
     length, so one large call pads far less than one small call per file (measured: 1.5x
     faster on HotpotQA passages); the first group is FIRST_GROUP chunks, so the embedding and
-    NER threads start after a few files instead of a whole group's conversion. A file
+    NER threads start after a few files instead of a whole group's conversion. Each group is
+    written while the next one embeds (``_embedded``). A file
     unchanged since it was stored is reported without converting; each stored file's record
     is written after its chunks (``rag_graphs.store.files``).
     """
@@ -257,6 +262,7 @@ def _ingest_files(
     converted = ahead(
         files, prepare, lambda p: len(p.chunks), workers=workers, budget=2 * EMBED_GROUP, least=AHEAD_FILES
     )
+    unwritten: Embedded | None = None
     for path, prepared in converted:
         result, chunks = _prepared(path, prepared, digests)
         if result.error is not None or result.unchanged:
@@ -265,9 +271,38 @@ def _ingest_files(
         group.append((result, chunks))
         if sum(len(c) for _, c in group) >= size:
             size = EMBED_GROUP
-            yield from _stored(index, group, extractor, records, digests)
+            unwritten = yield from _embedded(index, group, extractor, unwritten, records, digests)
             group = []
-    yield from _stored(index, group, extractor, records, digests)
+    unwritten = yield from _embedded(index, group, extractor, unwritten, records, digests)
+    if unwritten is not None:
+        yield from _written(index, unwritten, records, digests)
+
+
+def _embedded(
+    index: ChunkIndex,
+    group: Group,
+    extractor: Extractor | None,
+    before: Embedded | None,
+    records: FileRecords | None,
+    digests: dict[str, tuple[str, int] | None],
+) -> Generator[FileResult, None, Embedded | None]:
+    """Embed ``group`` (and record its entities) while this thread writes the group ``before``
+    it and reports its files; return the group, embedded, to write next.
+
+    Why one group behind: writing a group (its chunks' insert, earlier versions' delete, the file
+    records) is Milvus calls on this thread, ~0.5 s a group, and the other core idled through
+    them; now the next group's chunks embed meanwhile (``storing.GroupEmbedding``). No store call
+    leaves this thread, and every chunk id names its file, so a group never holds a chunk of the
+    group before it; the entity rows of the group before are written before this one's are
+    looked up."""
+    if not group:
+        if before is not None:
+            yield from _written(index, before, records, digests)
+        return None
+    with GroupEmbedding(index, group, extractor) as embedding:
+        if before is not None:
+            yield from _written(index, before, records, digests)
+        return group, embedding.finish()
 
 
 def _prepared(
@@ -296,18 +331,17 @@ def _prepared(
     return result, chunks
 
 
-def _stored(
+def _written(
     index: ChunkIndex,
-    group: Group,
-    extractor: Extractor | None,
-    records: FileRecords | None = None,
-    digests: dict[str, tuple[str, int] | None] | None = None,
+    embedded: Embedded,
+    records: FileRecords | None,
+    digests: dict[str, tuple[str, int] | None],
 ) -> list[FileResult]:
-    """Store the group (see ``rag_graphs.ingestion.storing``), record its stored files and return
-    their results."""
-    if group:
-        store_group(index, group, extractor)
-    if records is not None and digests is not None:
+    """Write an embedded group (``storing.write_group``), record its stored files (after their
+    chunks: a file recorded is a file stored) and return their results."""
+    group, vectors = embedded
+    write_group(index, group, vectors)
+    if records is not None:
         records.put(
             [
                 FileRecord(

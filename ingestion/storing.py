@@ -45,10 +45,15 @@ def store_group(index: ChunkIndex, group: Group, extractor: Extractor | None = N
     their entities first (stored on the chunk rows) and the stored ones are
     recorded in the entity collection, so graph search sees them at once.
     """
-    if extractor:
-        vectors = _annotate_and_embed(index, group, extractor)
-    else:
-        vectors = embed_new(index, [c for _, chunks in group for c in chunks])
+    with GroupEmbedding(index, group, extractor) as embedding:
+        vectors = embedding.finish()
+    write_group(index, group, vectors)
+
+
+def write_group(index: ChunkIndex, group: Group, vectors: Vectors | None) -> None:
+    """The second half of ``store_group``: the group's chunks inserted with ``vectors`` (file by
+    file, each embedded on its own, when the group's insert or embedding failed), then earlier
+    versions of its files removed and its sentence rows kept current."""
     finish_committed(index)  # what a writer killed after its commit left (on a server: any time)
     changed = index.changed_sources(_versions(group))
     replacement = Replacement(index, changed)
@@ -70,45 +75,60 @@ def _versions(group: Group) -> dict[str, str]:
     return {c[0].metadata["source"]: c[0].metadata["doc_hash"] for _, c in group if c}
 
 
-def _annotate_and_embed(index: ChunkIndex, group: Group, extractor: Extractor) -> Vectors | None:
-    """Entities for the group's new chunks (stored ones have theirs) recorded in the entity rows;
-    the new chunks' vectors (None if embedding failed).
+class GroupEmbedding:
+    """The first half of ``store_group``, started in the background: the vectors of the group's
+    new chunks and, with an ``extractor``, their entities recorded in the entity rows.
 
-    Every embedding runs on one torch thread (``embed_on_one_thread``). The chunks are embedded
-    in pieces (``ChunkPieces``) by a thread of their own from the start, while spaCy runs here;
-    the new entities' names, once spaCy has found them, are embedded in pieces too, by a second
-    thread and this one (one call of up to 1,024 names in one thread, this one waiting, was each
-    group's tail: BENCHMARKS.md, "Round 3: overlap"); then this thread takes the chunk pieces
-    still waiting, so both cores embed until the group is done instead of one waiting for the
-    other (with bf16 embedding, NER plus names take about as long as the chunks). Every store
-    call stays on this thread. Entity rows are written before any chunk: a chunk stored with its
+    Constructing it starts the chunks' embedding, in pieces (``ChunkPieces``), in a thread of its
+    own; ``finish`` then runs spaCy on this thread, embeds the new entities' names in pieces by
+    a second thread and this one (one call of up to 1,024 names in one thread, this one waiting,
+    was each group's tail: BENCHMARKS.md, "Round 3: overlap"), writes the entity rows, and takes
+    the chunk pieces still waiting, so both cores embed until the group is done (with bf16
+    embedding, NER plus names take about as long as the chunks). Between the two, this thread is
+    free: ingest writes the group before there (``write_group``), so the chunks embed while
+    Milvus stores instead of one core idling at every group's end (BENCHMARKS.md, "Round 8").
+    Every embedding runs on one torch thread (``embed_on_one_thread``); every store call stays on
+    the constructing thread. Entity rows are written before any chunk: a chunk stored with its
     ``entities`` is then always in the graph, even after a ``kill -9`` (an entity row listing a
-    chunk never stored is harmless).
+    chunk never stored is harmless). Use it as a context manager: leaving early stops the pieces.
     """
-    chunks = [c for _, chunks in group for c in chunks]
-    known = index.existing_ids([str(c.id) for c in chunks])
-    fresh = [c for c in chunks if str(c.id) not in known]
-    pieces = ChunkPieces(index.embeddings, {str(c.id): c.page_content for c in fresh})
-    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="ingest-embed") as embedder:
-        background = embedder.submit(pieces.work)
-        names = annotate(fresh, extractor)
 
-        def embed_names(labels: list[str]) -> list[list[float]]:
-            # in pieces too, by the second thread and this one: one call of 1,024 names in one
-            # thread was each group's tail, this thread blocked and the chunks' thread done
-            parts = ChunkPieces(index.embeddings, dict(enumerate(labels)), NAME_PIECE, names=True)
-            helper = embedder.submit(parts.work)
-            parts.work()
-            helper.result()
-            found = parts.vectors()
-            if found is None:
-                raise parts.error or RuntimeError("embedding the new entities' names failed")
-            return [found[i] for i in range(len(labels))]
+    def __init__(self, index: ChunkIndex, group: Group, extractor: Extractor | None = None) -> None:
+        self.index, self.extractor = index, extractor
+        self.chunks = [c for _, chunks in group for c in chunks]
+        known = index.existing_ids([str(c.id) for c in self.chunks])
+        self.fresh = [c for c in self.chunks if str(c.id) not in known]
+        self.pieces = ChunkPieces(index.embeddings, {str(c.id): c.page_content for c in self.fresh})
+        self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="ingest-embed")
+        self._background = self._pool.submit(self.pieces.work)
 
-        add_entities(index, [c for c in chunks if ENTITIES_FIELD in c.metadata], names, embed=embed_names)
-        pieces.work()
-        background.result()
-        return pieces.vectors()
+    def __enter__(self) -> GroupEmbedding:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.pieces.stop()  # an early exit: the piece running ends, no other starts
+        self._pool.shutdown(wait=True)
+
+    def finish(self) -> Vectors | None:
+        """The new chunks' vectors by id (None if embedding failed), the entity rows written."""
+        if self.extractor is not None:
+            names = annotate(self.fresh, self.extractor)
+            tagged = [c for c in self.chunks if ENTITIES_FIELD in c.metadata]
+            add_entities(self.index, tagged, names, embed=self._embed_names)
+        self.pieces.work()
+        self._background.result()
+        return self.pieces.vectors()
+
+    def _embed_names(self, labels: list[str]) -> list[list[float]]:
+        """The names' vectors, in pieces by the second thread and this one."""
+        parts = ChunkPieces(self.index.embeddings, dict(enumerate(labels)), NAME_PIECE, names=True)
+        helper = self._pool.submit(parts.work)
+        parts.work()
+        helper.result()
+        found = parts.vectors()
+        if found is None:
+            raise parts.error or RuntimeError("embedding the new entities' names failed")
+        return [found[i] for i in range(len(labels))]
 
 
 PIECE = 64
@@ -152,7 +172,7 @@ class ChunkPieces(Generic[K]):
                 piece = self._pieces[self._next]
                 self._next += 1
             try:
-                found = (_embed_names if self._names else _embed)(self._embeddings, dict(piece), True)
+                found = (_embed_names if self._names else _embed)(self._embeddings, dict(piece))
             except Exception as exc:  # noqa: BLE001 - the caller raises it (names) or stores file by file
                 found, self.error = None, self.error or exc
             with self._lock:
@@ -161,44 +181,32 @@ class ChunkPieces(Generic[K]):
                 else:
                     self._done.update(found)
 
+    def stop(self) -> None:
+        """Start no further piece (the ones running finish)."""
+        with self._lock:
+            self._next = len(self._pieces)
+
     def vectors(self) -> dict[K, list[float]] | None:
         """Chunk id -> vector of every text, once every ``work`` call has returned; None if a piece failed."""
         return None if self._failed else self._done
 
 
-def embed_new(index: ChunkIndex, chunks: list[Document]) -> Vectors | None:
-    """Vectors of the chunks not stored yet, by chunk id, in one embedding call (None if it failed)."""
-    known = index.existing_ids([str(c.id) for c in chunks])
-    return _embed(index.embeddings, {str(c.id): c.page_content for c in chunks if str(c.id) not in known})
-
-
-def _embed(
-    embeddings: Embeddings, texts: dict[K, str], one_thread: bool = False
-) -> dict[K, list[float]] | None:
-    """Chunk id -> vector of ``texts`` (id -> text) in one call, on one torch thread with
-    ``one_thread`` (``embed_on_one_thread``); None if it failed."""
+def _embed(embeddings: Embeddings, texts: dict[K, str]) -> dict[K, list[float]] | None:
+    """Chunk id -> vector of ``texts`` (id -> text) in one call on one torch thread
+    (``embed_on_one_thread``); None if it failed."""
     if not texts:
         return {}
     try:
-        vectors = (
-            embed_on_one_thread(embeddings, list(texts.values()))
-            if one_thread
-            else embeddings.embed_documents(list(texts.values()))
-        )
-        return dict(zip(texts, vectors, strict=True))
+        return dict(zip(texts, embed_on_one_thread(embeddings, list(texts.values())), strict=True))
     except Exception:  # noqa: BLE001 - retried file by file, where the error gets a name
         return None
 
 
-def _embed_names(
-    embeddings: Embeddings, texts: dict[K, str], one_thread: bool = False
-) -> dict[K, list[float]] | None:
+def _embed_names(embeddings: Embeddings, texts: dict[K, str]) -> dict[K, list[float]] | None:
     """``_embed`` for entity names, raising what the model raised (``add_entities`` fails with it,
     as before the pieces); its own name, so ``bench/ingest_throughput.py`` counts names apart from
     chunks when both are embedded in pieces in the same threads."""
-    labels = list(texts.values())
-    vectors = embed_on_one_thread(embeddings, labels) if one_thread else embeddings.embed_documents(labels)
-    return dict(zip(texts, vectors, strict=True))
+    return dict(zip(texts, embed_on_one_thread(embeddings, list(texts.values())), strict=True))
 
 
 def _store_together(index: ChunkIndex, group: Group, vectors: Vectors) -> bool:

@@ -179,3 +179,44 @@ def test_a_thread_created_inside_another_threads_embedding_leaves_later_threads_
     assert waited == [True] * 3  # the calls did overlap as scripted
     assert counts == {"chunk": 1, "name": 1, "passage": 2}
     assert torch.get_num_threads() == 2
+
+
+def test_a_group_is_written_while_the_next_group_embeds(tmp_path, monkeypatch):
+    """One group behind (``pipeline._embedded``): the first file's insert waits for the second
+    file's embedding to start. Written before the next group embedded (the order until round 8),
+    the insert waited in vain."""
+    import rag_graphs.ingestion.pipeline as pipeline
+
+    monkeypatch.setattr(pipeline, "FIRST_GROUP", 1)
+    monkeypatch.setattr(pipeline, "EMBED_GROUP", 1)  # a group per file: brandt, harbour, institute
+    second = threading.Event()
+
+    class Marking(Recording):
+        def embed_documents(self, texts: list[str]) -> list[list[float]]:
+            if any("harbour of Osterby" in t for t in texts):
+                second.set()
+            return super().embed_documents(texts)
+
+    model = Marking(size=16)
+    object.__setattr__(model, "calls", [])
+    waited: list[tuple[str, bool]] = []
+    add = ChunkIndex.add
+
+    def inserting(self, documents, **kwargs):
+        source = Path(documents[0].metadata["source"]).name
+        waited.append((source, second.wait(timeout=5) if source == "brandt.txt" else True))
+        return add(self, documents, **kwargs)
+
+    monkeypatch.setattr(ChunkIndex, "add", inserting)
+    index = ChunkIndex(uri=str(tmp_path / "m.db"), collection="t", embeddings=model)
+    seen: list[str] = []
+    report = ingest(
+        [_folder(tmp_path)],
+        index=index,
+        options=IngestOptions(
+            entities=mentions, progress=False, on_file=lambda r: seen.append(Path(r.path).name)
+        ),
+    )
+    assert not report.failed and index.count() == len(FILES)
+    assert waited == [("brandt.txt", True), ("harbour.txt", True), ("institute.txt", True)]
+    assert seen == ["brandt.txt", "harbour.txt", "institute.txt"]  # each reported once written
