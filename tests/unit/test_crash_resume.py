@@ -227,19 +227,27 @@ def test_a_killed_ingest_run_again_stores_every_chunk_exactly_once(
 ) -> None:
     files = _write_notes(tmp_path / "notes", 30)
     folder, store, progress = tmp_path / "notes", tmp_path / "crash.db", tmp_path / "progress.jsonl"
-    # 4 chunks (2 files) per embedding call: the 4th call hangs with 6 files stored; or the run
+    # 4 chunks (2 files) per embedding call: the 4th call hangs in the embedding thread while
+    # this thread writes and reports the group before it, then waits: 6 files stored; or the run
     # hangs after reporting file 5 (its group, files 5 and 6, was stored in one insert).
     output = tmp_path / "victim.out"
     victim = _start(
         output, "ingest", "--folder", folder, "--store", store, "--progress", progress, "--group", 4, *hang
     )
+    reported = 6 if hang[0] == "--hang-at" else 5
+
+    def hung() -> bool:
+        events = _jsonl(progress)
+        files = sum(r["event"] == "file" for r in events)
+        return any(r["event"] == "hang" for r in events) and files >= reported
+
     try:
-        _wait_until(lambda: any(r["event"] == "hang" for r in _jsonl(progress)), victim, "hang", output)
+        _wait_until(hung, victim, f"hang with {reported} files reported", output)
         _kill9(victim)
     finally:
         _stop(victim)
     stored = {str(Path(r["path"]).resolve()) for r in _jsonl(progress) if r["event"] == "file"}
-    assert len(stored) == (6 if hang[0] == "--hang-at" else 5)
+    assert len(stored) == reported
     assert not any(r["event"] == "done" for r in _jsonl(progress))
 
     # One stored file changes while the ingest is down: the re-run must drop its old chunks.
