@@ -1,14 +1,14 @@
-"""Whether the embedded MiniLM runs its matrix products in bfloat16, and the block that does it.
+"""Whether the embedded MiniLM runs in bfloat16 (``store.traced_bf16`` runs it).
 
 Why: on a CPU with native bf16 units (Intel AMX or AVX512-BF16: Sapphire Rapids and later, Zen 4
-and later) ``torch.autocast("cpu", dtype=torch.bfloat16)`` runs MiniLM's linear layers on them,
-and embedding is ingest's largest stage: 256 HotpotQA passages on one torch thread took 3.98 s
-against 11.16 s in float32 (2.8x), and the vectors came out with cosine >= 0.99997 to the
-float32 ones (mean 0.99999), so a store written in float32 and queried in bf16 (or the reverse)
-ranks as one made one way (BENCHMARKS.md, "Ingest throughput (issue 47)", "round 2: bf16").
-Autocast keeps layer norm, pooling and normalisation in float32, so the vectors are float32 and
-unit length as before. On a CPU without those units torch emulates bf16 and runs slower than
-float32, so ``auto`` uses it only where the CPU reports them (``native_bf16``).
+and later) torch runs MiniLM's matrix products on them, and embedding is ingest's largest stage:
+256 HotpotQA passages on one torch thread took 3.98 s in bf16 (autocast) against 11.16 s in
+float32 (2.8x), with vectors at cosine >= 0.9998 to the float32 ones, so a store written in
+float32 and queried in bf16 (or the reverse) ranks as one made one way (BENCHMARKS.md, "Ingest
+throughput (issue 47)", "round 2: bf16" and "Round 9: bf16 traced"). Pooling and normalisation
+stay float32, so the vectors are float32 and unit length as before. On a CPU without those units
+torch emulates bf16 and runs slower than float32, so ``auto`` uses it only where the CPU reports
+them (``native_bf16``).
 
 The setting, ``RAG_GRAPHS_EMBED_BF16``: ``auto`` (the default: bf16 where native) or ``off``
 (float32 everywhere). ``off`` is for bit-for-bit reproducible vectors across machines: bf16
@@ -21,10 +21,7 @@ from __future__ import annotations
 
 import os
 import platform
-from collections.abc import Iterator
-from contextlib import contextmanager
 from functools import lru_cache
-from typing import Any
 
 BF16_ENV = "RAG_GRAPHS_EMBED_BF16"
 CHOICES = ("auto", "off")
@@ -68,38 +65,3 @@ def native_bf16() -> bool:
 def use_bf16() -> bool:
     """What the embedded model is loaded with: ``auto`` and a native bf16 CPU (``native_bf16``)."""
     return bf16_setting() == "auto" and native_bf16()
-
-
-def bf16_linear_weights(model: Any) -> int:
-    """Cast the weights and biases of ``model``'s linear layers (a torch module) to bf16, once;
-    return how many layers. The model must then run under ``bf16_block``.
-
-    Why once: autocast casts every linear layer's float32 weights to bf16 at every call and keeps
-    the copies only until the block ends, so a single query paid for casting all of MiniLM's
-    weights each time: 28-36 ms against 18-27 ms in float32. Cast ahead, a query took 13-15 ms and
-    its vector is the same bit for bit (autocast casts them the same way; BENCHMARKS.md, "round 2:
-    bf16"). Embeddings and layer norms stay float32, as autocast keeps them.
-    """
-    import torch
-
-    layers = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
-    for layer in layers:
-        layer.weight.data = layer.weight.data.to(torch.bfloat16)
-        if layer.bias is not None:
-            layer.bias.data = layer.bias.data.to(torch.bfloat16)
-    return len(layers)
-
-
-@contextmanager
-def bf16_block(enabled: bool) -> Iterator[None]:
-    """The block's torch operations in this thread under bf16 autocast when ``enabled``.
-
-    Autocast is per thread in torch, so ingest's embedding threads each enter their own block.
-    """
-    if not enabled:
-        yield
-        return
-    import torch
-
-    with torch.autocast("cpu", dtype=torch.bfloat16):
-        yield

@@ -19,8 +19,10 @@ batch running meanwhile in another thread keeps its count, and calls overlapping
 each run on one thread and each get their own count back.
 
 With ``bf16`` (set at load from ``store.embed_precision.use_bf16``: the embedded model on a CPU
-with native bf16), the linear layers are bf16 and every call runs under bf16 autocast, queries
-and passages alike; the vectors stay float32 lists of unit length.
+with native bf16), the transformer is cast to bf16 and traced (``store.traced_bf16``) and every
+torch call runs the traced module, queries and passages alike: it needs no GIL between kernels,
+so ingest's embedding threads keep their cores while other threads run Python. The vectors stay
+float32 lists of unit length.
 
 With ``onnx_small`` (the embedded model), calls of up to ``SMALL_CALL`` texts run instead on an
 ONNX Runtime export of the model's float32 weights made at construction
@@ -40,9 +42,9 @@ from typing import Any
 from langchain_huggingface import HuggingFaceEmbeddings
 from pydantic import Field, PrivateAttr
 
-from rag_graphs.store.embed_precision import bf16_block, bf16_linear_weights
 from rag_graphs.store.onnx_small_calls import OnnxSmallCalls, export_small_calls
 from rag_graphs.store.torch_threads import one_thread
+from rag_graphs.store.traced_bf16 import TracedBf16, trace_bf16
 
 SMALL_CALL = 32
 """Texts up to which a call runs on one thread: queries, the reader's sentences, a reranker's
@@ -69,18 +71,25 @@ def batch_size(texts: list[str]) -> int:
     return max(BATCH, TOKENS_PER_FORWARD // longest)
 
 
+def _normalised_only(encode_kwargs: dict[str, Any]) -> bool:
+    """Whether ``encode_kwargs`` ask for nothing but normalised vectors (and a batch size): what
+    the ONNX export and the traced module compute."""
+    return {k: v for k, v in encode_kwargs.items() if k != "batch_size"} == _NORMALISED
+
+
 class LocalEmbeddings(HuggingFaceEmbeddings):
     """``HuggingFaceEmbeddings`` whose queries and small batches run on one torch thread, and
     whose small batches reuse the vectors of texts embedded as queries (``QUERY_CACHE``)."""
 
     bf16: bool = Field(default=False, frozen=True)
-    """Run the model in bf16 (``store.embed_precision``: its linear layers cast to bf16 once, at
-    construction, and every call under autocast); False: float32. Fixed once constructed."""
+    """Run the model in bf16 (``store.traced_bf16``: its transformer cast to bf16 and traced at
+    construction; where it cannot be traced, float32); False: float32. Fixed once constructed."""
     onnx_small: bool = Field(default=False, frozen=True)
     """Run calls of up to ``SMALL_CALL`` texts on an ONNX Runtime export of the model's float32
     weights (``store.onnx_small_calls``: a question in ~5 ms instead of ~10-18 ms on torch), made
     at construction; where it cannot be made, torch runs them. Fixed once constructed."""
     _onnx: OnnxSmallCalls | None = PrivateAttr(default=None)
+    _traced: TracedBf16 | None = PrivateAttr(default=None)
     _queries: OrderedDict[str, list[float]] = PrivateAttr(default_factory=OrderedDict)
     _queries_lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
@@ -88,8 +97,12 @@ class LocalEmbeddings(HuggingFaceEmbeddings):
         super().__init__(**kwargs)
         if self.onnx_small:  # from the float32 weights, before bf16 casts them
             self._onnx = export_small_calls(self._client, Path(self.model_name))
-        if self.bf16:
-            bf16_linear_weights(self._client)
+        if (
+            self.bf16
+            and _normalised_only(self.encode_kwargs)
+            and _normalised_only(self.query_encode_kwargs or self.encode_kwargs)
+        ):
+            self._traced = trace_bf16(self._client)  # every call then takes it (``_embed``)
 
     def embed_query(self, text: str) -> list[float]:
         known = self._known([text])
@@ -116,12 +129,16 @@ class LocalEmbeddings(HuggingFaceEmbeddings):
 
     def _embed(self, texts: list[str], encode_kwargs: dict[str, Any]) -> list[list[float]]:
         """Every call's forward passes (``embed_query``, ``embed_documents``): a small call on the
-        ONNX export where there is one, the rest in this model's precision on torch, in batches of
-        ``batch_size``."""
-        if self._onnx is not None and len(texts) <= SMALL_CALL and encode_kwargs == _NORMALISED:
-            return self._onnx.embed([t.replace("\n", " ") for t in texts])  # as langchain's _embed
-        with bf16_block(self.bf16):  # a batch size the caller set wins
-            return super()._embed(texts, {"batch_size": batch_size(texts), **encode_kwargs})
+        ONNX export where there is one, the rest on torch (the traced bf16 module with ``bf16``) in
+        batches of ``batch_size`` (a batch size the caller set wins)."""
+        settings = {"batch_size": batch_size(texts), **encode_kwargs}
+        if _normalised_only(encode_kwargs):
+            flat = [t.replace("\n", " ") for t in texts]  # as langchain's _embed
+            if self._onnx is not None and len(texts) <= SMALL_CALL:
+                return self._onnx.embed(flat)
+            if self._traced is not None:
+                return self._traced.embed(flat, settings["batch_size"])
+        return super()._embed(texts, settings)
 
     def _known(self, texts: list[str]) -> dict[str, list[float]]:
         """The kept query vectors of ``texts``, each marked as just used."""

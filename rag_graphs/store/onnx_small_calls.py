@@ -38,14 +38,12 @@ from typing import Any
 
 import torch
 
+from rag_graphs.store.mean_pooled import MeanPooled, layout_problem
+
 log = logging.getLogger(__name__)
 
 _FORMAT = 1
 """The exported graph's layout (inputs, pooling, outputs); a change here names new cache files."""
-
-_LAYOUT = ("Transformer", "Pooling", "Normalize")
-"""The sentence-transformers modules the exported graph reproduces, in order (Normalize optional:
-the embedded model's callers also ask ``encode`` to normalise)."""
 
 
 class OnnxSmallCalls:
@@ -99,12 +97,7 @@ def _unsupported(model: Any) -> str | None:
     for package in ("onnxruntime", "onnx"):  # onnx: the exporter's (imported only to export)
         if importlib.util.find_spec(package) is None:
             return f"{package} is not installed"
-    kinds = tuple(type(module).__name__ for module in model)
-    if kinds not in (_LAYOUT, _LAYOUT[:2]):
-        return f"modules {kinds} are not {' + '.join(_LAYOUT)}"
-    if getattr(model[1], "pooling_mode", "mean") != "mean":
-        return f"pooling {model[1].pooling_mode!r} is not mean"
-    return None
+    return layout_problem(model)
 
 
 def _session(model: Any, source: Path | None) -> OnnxSmallCalls:
@@ -161,7 +154,7 @@ def _keep(path: Path, graph: bytes) -> None:
 
 def _export(model: Any, tokenize: Any) -> bytes:
     """The model's forward pass, mean pooling and normalisation as an ONNX graph (float32)."""
-    pooled = _MeanPooled(model[0].auto_model).eval()
+    pooled = MeanPooled(model[0].auto_model).eval()
     sample = tokenize(["an example sentence to trace", "two words"])
     inputs = (sample["input_ids"], sample["attention_mask"])
     axes = {"input_ids": {0: "texts", 1: "tokens"}, "attention_mask": {0: "texts", 1: "tokens"}}
@@ -179,18 +172,3 @@ def _export(model: Any, tokenize: Any) -> bytes:
             dynamo=False,
         )
     return buffer.getvalue()
-
-
-class _MeanPooled(torch.nn.Module):
-    """The transformer, mean pooling over the attention mask, L2 normalisation: sentence-transformers'
-    ``Transformer``, ``Pooling(mean)`` and ``Normalize`` as one traced module."""
-
-    def __init__(self, transformer: torch.nn.Module) -> None:
-        super().__init__()
-        self.transformer = transformer
-
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        hidden = self.transformer(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-        mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
-        pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-        return torch.nn.functional.normalize(pooled, p=2, dim=1)

@@ -1,0 +1,95 @@
+"""``store.traced_bf16``: the embedded MiniLM in bf16 as one traced module. The trace is made on a
+two-text example, so what must hold is that its graph gives the eager bf16 module's numbers on
+every other batch and length, and the texts' order and batching as ``encode`` has them."""
+
+from __future__ import annotations
+
+import copy
+import math
+
+import pytest
+import torch
+from sentence_transformers import SentenceTransformer
+
+from rag_graphs.store.embeddings import embedded_model_dir
+from rag_graphs.store.mean_pooled import MeanPooled
+from rag_graphs.store.traced_bf16 import TracedBf16, trace_bf16
+
+TEXTS = [
+    "Scott Derrickson",
+    "Who directed Doctor Strange?",
+    "Ed Wood was an American filmmaker, actor and writer. " * 30,  # past the 256-token truncation
+    "Paris",
+    "Rome",  # one token, as the one above: a batch of the two has no padding
+    "The Eiffel Tower is a wrought-iron lattice tower on the Champ de Mars in Paris.",
+]
+
+
+@pytest.fixture(scope="module")
+def loaded() -> tuple[SentenceTransformer, SentenceTransformer, TracedBf16]:
+    """The float32 model, an eager bf16 copy, and the traced bf16 path of a third copy."""
+    fp32 = SentenceTransformer(str(embedded_model_dir()), device="cpu", local_files_only=True)
+    eager = copy.deepcopy(fp32)
+    eager[0].auto_model.to(torch.bfloat16)
+    traced_model = copy.deepcopy(fp32)
+    traced = trace_bf16(traced_model)
+    assert traced is not None
+    return fp32, eager, traced
+
+
+def _eager(model: SentenceTransformer, texts: list[str]) -> list[list[float]]:
+    tokenize = getattr(model, "preprocess", None) or model.tokenize
+    features = tokenize(texts)
+    with torch.no_grad():
+        return MeanPooled(model[0].auto_model).eval()(features["input_ids"], features["attention_mask"]).tolist()
+
+
+@pytest.mark.parametrize(
+    "texts", [TEXTS[:1], TEXTS[3:5], TEXTS, TEXTS[2:3] * 3], ids=["one", "no-padding", "mixed", "truncated"]
+)
+def test_the_trace_gives_the_eager_bf16_numbers_on_other_shapes(loaded, texts):
+    _, eager, traced = loaded
+    ordered = sorted(texts, key=len, reverse=True)  # one batch, longest first, as embed runs it
+    assert traced.embed(ordered, batch_size=len(ordered)) == _eager(eager, ordered)
+
+
+def test_vectors_come_back_in_the_callers_order_whatever_the_batches(loaded):
+    _, _, traced = loaded
+    whole = traced.embed(TEXTS, batch_size=64)
+    assert len(whole) == len(TEXTS)
+    ones = [traced.embed([t], batch_size=1)[0] for t in TEXTS]
+    for got, alone in zip(whole, ones, strict=True):  # padding moves bf16's last bits, no more
+        assert math.fsum(a * b for a, b in zip(got, alone, strict=True)) > 0.9999
+
+
+def test_vectors_are_float32_unit_length_and_close_to_float32s(loaded):
+    fp32, _, traced = loaded
+    bf16 = traced.embed(TEXTS, batch_size=32)
+    reference = fp32.encode(TEXTS, normalize_embeddings=True).tolist()
+    for vector, exact in zip(bf16, reference, strict=True):
+        assert all(type(x) is float for x in vector)
+        assert math.isclose(math.fsum(x * x for x in vector), 1.0, abs_tol=1e-5)
+        assert 0.999 < math.fsum(a * b for a, b in zip(vector, exact, strict=True)) < 1.0
+
+
+def test_a_model_of_another_layout_stays_float32_and_says_why(monkeypatch, caplog):
+    model = SentenceTransformer(str(embedded_model_dir()), device="cpu", local_files_only=True)
+    monkeypatch.setattr(model[1], "pooling_mode", "cls")
+    with caplog.at_level("INFO", logger="rag_graphs.store.traced_bf16"):
+        assert trace_bf16(model) is None
+    assert {p.dtype for p in model.parameters()} == {torch.float32}
+    assert "bf16 not used" in caplog.text and "pooling" in caplog.text
+
+
+def test_a_failed_trace_puts_the_weights_back_to_float32(monkeypatch, caplog):
+    import rag_graphs.store.traced_bf16 as module
+
+    def broken(*_args: object) -> None:
+        raise RuntimeError("tracer refused")
+
+    monkeypatch.setattr(module, "_trace", broken)
+    model = SentenceTransformer(str(embedded_model_dir()), device="cpu", local_files_only=True)
+    with caplog.at_level("INFO", logger="rag_graphs.store.traced_bf16"):
+        assert trace_bf16(model) is None
+    assert {p.dtype for p in model.parameters()} == {torch.float32}
+    assert "tracer refused" in caplog.text
