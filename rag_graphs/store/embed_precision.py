@@ -3,10 +3,10 @@
 Why: on a CPU with native bf16 units (Intel AMX or AVX512-BF16: Sapphire Rapids and later, Zen 4
 and later) torch runs MiniLM's matrix products on them, and embedding is ingest's largest stage:
 256 HotpotQA passages on one torch thread took 3.98 s in bf16 (autocast) against 11.16 s in
-float32 (2.8x), with vectors at cosine >= 0.9998 to the float32 ones, so a store written in
+float32 (2.8x), with vectors at cosine >= 0.99997 to the float32 ones, so a store written in
 float32 and queried in bf16 (or the reverse) ranks as one made one way (BENCHMARKS.md, "Ingest
-throughput (issue 47)", "round 2: bf16" and "Round 9: bf16 traced"). Pooling and normalisation
-stay float32, so the vectors are float32 and unit length as before. On a CPU without those units
+throughput (issue 47)", "round 2: bf16"). Layer norms, pooling and normalisation stay float32,
+so the vectors are float32 and unit length as before. On a CPU without those units
 torch emulates bf16 and runs slower than float32, so ``auto`` uses it only where the CPU reports
 them (``native_bf16``).
 

@@ -19,10 +19,10 @@ batch running meanwhile in another thread keeps its count, and calls overlapping
 each run on one thread and each get their own count back.
 
 With ``bf16`` (set at load from ``store.embed_precision.use_bf16``: the embedded model on a CPU
-with native bf16), the transformer is cast to bf16 and traced (``store.traced_bf16``) and every
-torch call runs the traced module, queries and passages alike: it needs no GIL between kernels,
-so ingest's embedding threads keep their cores while other threads run Python. The vectors stay
-float32 lists of unit length.
+with native bf16), the linear layers are cast to bf16 and the model traced under bf16 autocast
+(``store.traced_bf16``); every torch call runs the traced module, queries and passages alike: it
+needs no GIL between kernels, so ingest's embedding threads keep their cores while other threads
+run Python. The vectors stay float32 lists of unit length.
 
 With ``onnx_small`` (the embedded model), calls of up to ``SMALL_CALL`` texts run instead on an
 ONNX Runtime export of the model's float32 weights made at construction
@@ -82,8 +82,9 @@ class LocalEmbeddings(HuggingFaceEmbeddings):
     whose small batches reuse the vectors of texts embedded as queries (``QUERY_CACHE``)."""
 
     bf16: bool = Field(default=False, frozen=True)
-    """Run the model in bf16 (``store.traced_bf16``: its transformer cast to bf16 and traced at
-    construction; where it cannot be traced, float32); False: float32. Fixed once constructed."""
+    """Run the model in bf16 (``store.traced_bf16``: its linear layers cast to bf16 and the model
+    traced under autocast at construction; where it cannot be traced, float32); False: float32.
+    Fixed once constructed."""
     onnx_small: bool = Field(default=False, frozen=True)
     """Run calls of up to ``SMALL_CALL`` texts on an ONNX Runtime export of the model's float32
     weights (``store.onnx_small_calls``: a question in ~5 ms instead of ~10-18 ms on torch), made

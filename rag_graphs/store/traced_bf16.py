@@ -1,21 +1,20 @@
 """The embedded MiniLM on torch in bf16, as one traced TorchScript module (``trace_bf16``).
 
 Why bf16: on a CPU with native bf16 units (``store.embed_precision``) MiniLM's matrix products run
-on them, ~2.8x faster than float32; embedding is ingest's largest stage.
-
-Why the whole transformer in bf16, not autocast: autocast keeps layer norms, GELU and the residual
-adds in float32 and casts at every linear layer; with every weight and activation in bf16 (pooling
-and normalisation still float32) a forward pass took 0.80-0.82 of autocast's CPU on passages and
-entity names. Its vectors are as close to float32's as autocast's were (cosine >= 0.9998 to them).
+on them, ~2.8x faster than float32; embedding is ingest's largest stage. The linear layers' weights
+are cast to bf16 once and the pass runs as under ``torch.autocast("cpu", torch.bfloat16)``: matrix
+products and attention in bf16, layer norms, residual adds, pooling and normalisation in float32,
+so the vectors are float32, unit length, within cosine 0.99996 of float32's.
 
 Why traced: in eager mode every operation goes back to Python (and so to the GIL) between kernels,
 and whenever another thread runs Python (Milvus Lite's in-process server validating an insert
 float by float, Docling converting, spaCy tokenizing) the embedding thread waits up to the GIL's
 switch interval (5 ms) before each of a forward pass's ~100 operations: beside a thread spinning
 in Python, 64-passage pieces took 3.4-4.9x as long and 128-name pieces 8-12x. A traced module runs
-the whole pass in TorchScript's interpreter without the GIL: 1.04-1.7x beside the same thread
-(BENCHMARKS.md, "Round 9: bf16 traced"). The trace is of one small example (~0.2 s at load); its
-graph takes any batch and length (checked bit for bit against the eager module on other shapes).
+the whole pass in TorchScript's interpreter without the GIL (BENCHMARKS.md, "Round 9: the
+embedding traced"). The trace is made under autocast, so its graph holds autocast's casts and runs
+without it: the same numbers as eager autocast, bit for bit, on any batch and length (the trace is
+of one small example, ~0.2 s at load). Not frozen: ``torch.jit.freeze`` made passages ~1.7x slower.
 
 Tokenizing and batching are sentence-transformers' (its ``preprocess``: truncation at
 ``max_seq_length``; texts longest first, so a batch pads little), as ``encode`` does them.
@@ -36,8 +35,8 @@ log = logging.getLogger(__name__)
 
 class TracedBf16:
     """A traced bf16 ``MeanPooled`` of one model and that model's tokenizer: unit-length float32
-    vectors, as ``SentenceTransformer.encode(normalize_embeddings=True)`` gives them (to bf16's
-    precision). Thread-safe: ingest calls it from two threads at once."""
+    vectors, as ``SentenceTransformer.encode(normalize_embeddings=True)`` gives them in bf16.
+    Thread-safe: ingest calls it from two threads at once."""
 
     def __init__(self, module: torch.jit.ScriptModule, tokenize: Any) -> None:
         self._module = module
@@ -58,31 +57,42 @@ class TracedBf16:
 
 
 def trace_bf16(model: Any) -> TracedBf16 | None:
-    """``model`` (a ``SentenceTransformer``) with its transformer cast to bf16 in place and traced,
-    or None (logged, the model left in float32) where its layout is not the embedded kind's or the
-    trace fails. After it, every call must go through the returned object: the model's own
-    ``encode`` would pool bf16 token vectors."""
+    """``model`` (a ``SentenceTransformer``) with its linear layers cast to bf16 in place and traced,
+    or None (logged, the model left as it was, in float32) where its layout is not the embedded
+    kind's or the trace fails. After it, every call must go through the returned object: the
+    model's own ``encode`` would feed float32 activations to bf16 weights."""
     reason = layout_problem(model)
     if reason is None:
-        transformer, tokenize = model[0].auto_model, _tokenizer(model)
+        tokenize = getattr(model, "preprocess", None) or model.tokenize  # sentence-transformers 6 / 5
+        kept = _cast_linear_layers(model[0].auto_model)
         try:
-            return TracedBf16(_trace(transformer.to(torch.bfloat16), tokenize), tokenize)
+            return TracedBf16(_trace(model[0].auto_model, tokenize), tokenize)
         except Exception as exc:  # noqa: BLE001 - the float32 path stays
-            transformer.to(torch.float32)
+            for parameter, weights in kept:
+                parameter.data = weights
             reason = f"the trace failed ({type(exc).__name__}: {exc})"
     log.info("embedding: bf16 not used: %s", reason)
     return None
 
 
-def _tokenizer(model: Any) -> Any:
-    return getattr(model, "preprocess", None) or model.tokenize  # sentence-transformers 6 / 5
+def _cast_linear_layers(transformer: torch.nn.Module) -> list[tuple[torch.nn.Parameter, torch.Tensor]]:
+    """Cast the weights and biases of the linear layers to bf16 (what autocast would cast at every
+    call, once); return each parameter with its float32 tensor, to put back if the trace fails."""
+    kept = []
+    for layer in transformer.modules():
+        if isinstance(layer, torch.nn.Linear):
+            for parameter in (layer.weight, layer.bias):
+                if parameter is not None:
+                    kept.append((parameter, parameter.data))
+                    parameter.data = parameter.data.to(torch.bfloat16)
+    return kept
 
 
 def _trace(transformer: torch.nn.Module, tokenize: Any) -> torch.jit.ScriptModule:
-    """``MeanPooled(transformer)`` traced on a two-text example and frozen (weights as constants)."""
+    """``MeanPooled(transformer)`` traced under bf16 autocast on a two-text example."""
     pooled = MeanPooled(transformer).eval()
     sample = tokenize(["an example sentence to trace", "two words"])
     with warnings.catch_warnings(), torch.inference_mode(False), torch.no_grad():
         warnings.simplefilter("ignore")  # the tracer's notes on Python values taken as constants
-        traced = torch.jit.trace(pooled, (sample["input_ids"], sample["attention_mask"]), check_trace=False)
-        return torch.jit.freeze(traced)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            return torch.jit.trace(pooled, (sample["input_ids"], sample["attention_mask"]), check_trace=False)

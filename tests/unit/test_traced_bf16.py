@@ -1,6 +1,7 @@
 """``store.traced_bf16``: the embedded MiniLM in bf16 as one traced module. The trace is made on a
-two-text example, so what must hold is that its graph gives the eager bf16 module's numbers on
-every other batch and length, and the texts' order and batching as ``encode`` has them."""
+two-text example under autocast, so what must hold is that its graph, run without autocast, gives
+eager autocast's numbers bit for bit on every other batch and length, and the vectors come back in
+the caller's order."""
 
 from __future__ import annotations
 
@@ -27,10 +28,13 @@ TEXTS = [
 
 @pytest.fixture(scope="module")
 def loaded() -> tuple[SentenceTransformer, SentenceTransformer, TracedBf16]:
-    """The float32 model, an eager bf16 copy, and the traced bf16 path of a third copy."""
+    """The float32 model, a copy with bf16 linear layers (run eagerly under autocast), and the
+    traced path of a third copy."""
     fp32 = SentenceTransformer(str(embedded_model_dir()), device="cpu", local_files_only=True)
     eager = copy.deepcopy(fp32)
-    eager[0].auto_model.to(torch.bfloat16)
+    for layer in eager.modules():
+        if isinstance(layer, torch.nn.Linear):
+            layer.weight.data, layer.bias.data = layer.weight.data.bfloat16(), layer.bias.data.bfloat16()
     traced_model = copy.deepcopy(fp32)
     traced = trace_bf16(traced_model)
     assert traced is not None
@@ -40,14 +44,15 @@ def loaded() -> tuple[SentenceTransformer, SentenceTransformer, TracedBf16]:
 def _eager(model: SentenceTransformer, texts: list[str]) -> list[list[float]]:
     tokenize = getattr(model, "preprocess", None) or model.tokenize
     features = tokenize(texts)
-    with torch.no_grad():
-        return MeanPooled(model[0].auto_model).eval()(features["input_ids"], features["attention_mask"]).tolist()
+    pooled = MeanPooled(model[0].auto_model).eval()
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        return pooled(features["input_ids"], features["attention_mask"]).tolist()
 
 
 @pytest.mark.parametrize(
     "texts", [TEXTS[:1], TEXTS[3:5], TEXTS, TEXTS[2:3] * 3], ids=["one", "no-padding", "mixed", "truncated"]
 )
-def test_the_trace_gives_the_eager_bf16_numbers_on_other_shapes(loaded, texts):
+def test_the_trace_gives_eager_autocasts_numbers_on_other_shapes(loaded, texts):
     _, eager, traced = loaded
     ordered = sorted(texts, key=len, reverse=True)  # one batch, longest first, as embed runs it
     assert traced.embed(ordered, batch_size=len(ordered)) == _eager(eager, ordered)
@@ -81,7 +86,7 @@ def test_a_model_of_another_layout_stays_float32_and_says_why(monkeypatch, caplo
     assert "bf16 not used" in caplog.text and "pooling" in caplog.text
 
 
-def test_a_failed_trace_puts_the_weights_back_to_float32(monkeypatch, caplog):
+def test_a_failed_trace_puts_the_float32_weights_back_as_they_were(loaded, monkeypatch, caplog):
     import rag_graphs.store.traced_bf16 as module
 
     def broken(*_args: object) -> None:
@@ -92,4 +97,6 @@ def test_a_failed_trace_puts_the_weights_back_to_float32(monkeypatch, caplog):
     with caplog.at_level("INFO", logger="rag_graphs.store.traced_bf16"):
         assert trace_bf16(model) is None
     assert {p.dtype for p in model.parameters()} == {torch.float32}
+    fp32, _, _ = loaded  # not a bf16 round trip: the weights are the original ones, bit for bit
+    assert all(torch.equal(a, b) for a, b in zip(model.parameters(), fp32.parameters(), strict=True))
     assert "tracer refused" in caplog.text
