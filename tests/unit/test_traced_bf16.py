@@ -54,6 +54,16 @@ def test_the_trace_gives_encodes_autocast_numbers_bit_for_bit_on_other_shapes(lo
     assert traced.embed(texts, batch_size=len(texts)) == _eager(eager, texts)  # bit for bit
 
 
+def test_batches_of_texts_of_equal_length_are_cut_as_encode_cuts_them(loaded):
+    """Ties in length are ordered as ``encode`` orders them, so each forward pass holds the same
+    texts (a text's bf16 vector depends on the padding its batch gives it)."""
+    _, eager, traced = loaded
+    texts = ["Oslo", "Paris is big", "Rome", "Lima", "Kyiv", "Bern and Basel", "Riga"]
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        expected = eager.encode(texts, batch_size=2, normalize_embeddings=True).tolist()
+    assert traced.embed(texts, batch_size=2) == expected
+
+
 def test_vectors_come_back_in_the_callers_order_whatever_the_batches(loaded):
     _, _, traced = loaded
     whole = traced.embed(TEXTS, batch_size=64)
