@@ -80,10 +80,10 @@ def trace_bf16(model: Any) -> TracedBf16 | None:
     return None
 
 
-def _cast_linear_layers(transformer: torch.nn.Module) -> list[tuple[torch.nn.Parameter, torch.Tensor]]:
+def _cast_linear_layers(transformer: torch.nn.Module) -> list[tuple[torch.Tensor, torch.Tensor]]:
     """Cast the weights and biases of the linear layers to bf16 (what autocast would cast at every
     call, once); return each parameter with its float32 tensor, to put back if the trace fails."""
-    kept = []
+    kept: list[tuple[torch.Tensor, torch.Tensor]] = []
     for layer in transformer.modules():
         if isinstance(layer, torch.nn.Linear):
             for parameter in (layer.weight, layer.bias):
