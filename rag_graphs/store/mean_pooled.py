@@ -18,6 +18,15 @@ LAYOUT = ("Transformer", "Pooling", "Normalize")
 embedded model's callers also ask ``encode`` to normalise)."""
 
 
+TRACE_EXAMPLE = ["an example sentence to trace", "two words"]
+"""The texts both tracers trace on: two lengths, so the graph is traced with padding."""
+
+
+def tokenizer_of(model: Any) -> Any:
+    """The model's own tokenizing (truncation at ``max_seq_length``): texts in, features out."""
+    return getattr(model, "preprocess", None) or model.tokenize  # sentence-transformers 6 / 5
+
+
 def layout_problem(model: Any) -> str | None:
     """Why ``model`` (a ``SentenceTransformer``) is not ``LAYOUT`` with mean pooling, or None."""
     kinds = tuple(type(module).__name__ for module in model)

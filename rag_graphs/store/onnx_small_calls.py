@@ -38,7 +38,7 @@ from typing import Any
 
 import torch
 
-from rag_graphs.store.mean_pooled import MeanPooled, layout_problem
+from rag_graphs.store.mean_pooled import TRACE_EXAMPLE, MeanPooled, layout_problem, tokenizer_of
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +108,7 @@ def _session(model: Any, source: Path | None) -> OnnxSmallCalls:
     options.intra_op_num_threads = 1
     options.inter_op_num_threads = 1
     options.log_severity_level = 3
-    tokenize = getattr(model, "preprocess", None) or model.tokenize  # sentence-transformers 6 / 5
+    tokenize = tokenizer_of(model)
     kept = _cache_file(source)
     if kept is not None and kept.is_file():
         try:
@@ -155,7 +155,7 @@ def _keep(path: Path, graph: bytes) -> None:
 def _export(model: Any, tokenize: Any) -> bytes:
     """The model's forward pass, mean pooling and normalisation as an ONNX graph (float32)."""
     pooled = MeanPooled(model[0].auto_model).eval()
-    sample = tokenize(["an example sentence to trace", "two words"])
+    sample = tokenize(TRACE_EXAMPLE)
     inputs = (sample["input_ids"], sample["attention_mask"])
     axes = {"input_ids": {0: "texts", 1: "tokens"}, "attention_mask": {0: "texts", 1: "tokens"}}
     buffer = io.BytesIO()

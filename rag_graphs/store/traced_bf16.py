@@ -4,17 +4,18 @@ Why bf16: on a CPU with native bf16 units (``store.embed_precision``) MiniLM's m
 on them, ~2.8x faster than float32; embedding is ingest's largest stage. The linear layers' weights
 are cast to bf16 once and the pass runs as under ``torch.autocast("cpu", torch.bfloat16)``: matrix
 products and attention in bf16, layer norms, residual adds, pooling and normalisation in float32,
-so the vectors are float32, unit length, within cosine 0.99996 of float32's.
+so the vectors are float32, unit length, within cosine 0.99997 of float32's.
 
 Why traced: in eager mode every operation goes back to Python (and so to the GIL) between kernels,
 and whenever another thread runs Python (Milvus Lite's in-process server validating an insert
 float by float, Docling converting, spaCy tokenizing) the embedding thread waits up to the GIL's
 switch interval (5 ms) before each of a forward pass's ~100 operations: beside a thread spinning
-in Python, 64-passage pieces took 3.4-4.9x as long and 128-name pieces 8-12x. A traced module runs
-the whole pass in TorchScript's interpreter without the GIL (BENCHMARKS.md, "Round 9: the
-embedding traced"). The trace is made under autocast, so its graph holds autocast's casts and runs
-without it: the same numbers as eager autocast, bit for bit, on any batch and length (the trace is
-of one small example, ~0.2 s at load). Not frozen: ``torch.jit.freeze`` made passages ~1.7x slower.
+in Python, 64-passage pieces took 2.1x as long and 128-name pieces 12.6x; traced, 1.06x and 1.9x
+(``bench/embed_gil.py``). A traced module runs the whole pass in TorchScript's interpreter without
+the GIL (BENCHMARKS.md, "Round 9: the embedding traced"). The trace is made under autocast, so
+its graph holds autocast's casts and runs without it: the same numbers as eager autocast, bit for
+bit, on any batch and length (the trace is of one small example, ~0.2 s at load). Not frozen:
+``torch.jit.freeze`` made passages ~1.7x slower.
 
 Tokenizing and batching are sentence-transformers' (its ``preprocess``: truncation at
 ``max_seq_length``; texts longest first, so a batch pads little), as ``encode`` does them.
@@ -29,7 +30,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from rag_graphs.store.mean_pooled import MeanPooled, layout_problem
+from rag_graphs.store.mean_pooled import TRACE_EXAMPLE, MeanPooled, layout_problem, tokenizer_of
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +69,7 @@ def trace_bf16(model: Any) -> TracedBf16 | None:
     model's own ``encode`` would feed float32 activations to bf16 weights."""
     reason = layout_problem(model)
     if reason is None:
-        tokenize = getattr(model, "preprocess", None) or model.tokenize  # sentence-transformers 6 / 5
+        tokenize = tokenizer_of(model)
         kept = _cast_linear_layers(model[0].auto_model)
         try:
             return TracedBf16(_trace(model[0].auto_model, tokenize), tokenize)
@@ -96,7 +97,7 @@ def _cast_linear_layers(transformer: torch.nn.Module) -> list[tuple[torch.Tensor
 def _trace(transformer: torch.nn.Module, tokenize: Any) -> torch.jit.ScriptModule:
     """``MeanPooled(transformer)`` traced under bf16 autocast on a two-text example."""
     pooled = MeanPooled(transformer).eval()
-    sample = tokenize(["an example sentence to trace", "two words"])
+    sample = tokenize(TRACE_EXAMPLE)
     with warnings.catch_warnings(), torch.inference_mode(False), torch.no_grad():
         warnings.simplefilter("ignore")  # the tracer's notes on Python values taken as constants
         with torch.autocast("cpu", dtype=torch.bfloat16):
